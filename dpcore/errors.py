@@ -1,0 +1,60 @@
+"""Typed errors raised by dpcore.
+
+Every error names what is wrong in words a user can act on: the file, column
+and row for bad data; the parameter and its allowed range for bad settings;
+requested and remaining ε for budget refusals.
+"""
+
+from __future__ import annotations
+
+
+class DpcoreError(Exception):
+    """Base class of all errors raised on purpose by dpcore."""
+
+
+class DataError(DpcoreError, ValueError):
+    """Bad input data or schema.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong.
+    file, column : str, optional
+        Where it is wrong.
+    row : int, optional
+        1-based data row (the header is row 0) where it is wrong.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None,
+                 column: str | None = None, row: int | None = None):
+        self.file, self.column, self.row = file, column, row
+        where = []
+        if file is not None:
+            where.append(f"file {file!r}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        if row is not None:
+            where.append(f"row {row}")
+        prefix = (", ".join(where) + ": ") if where else ""
+        super().__init__(prefix + message)
+        self.message = message
+
+
+class ParameterError(DpcoreError, ValueError):
+    """A mining or budget parameter outside its allowed range (ε ≤ 0, ω ∉ [0, 1], ...)."""
+
+
+class BudgetExceededError(DpcoreError):
+    """A spend that would push the total above the cap; nothing was charged.
+
+    Attributes
+    ----------
+    requested, remaining : float
+        In ε units.
+    """
+
+    def __init__(self, requested: float, remaining: float, what: str = "run"):
+        self.requested, self.remaining = requested, remaining
+        super().__init__(
+            f"privacy budget exceeded: the {what} needs ε = {requested:.6g} "
+            f"but only ε = {remaining:.6g} remains; nothing was charged")

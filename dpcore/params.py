@@ -1,0 +1,180 @@
+"""Mining parameters (paper Table 6 defaults) and the exact budget plan of a run.
+
+``plan_budget`` is the single place that decides how a run's ε is divided
+among its mechanism calls. The ledger charges the plan's total before any
+noise is drawn; the algorithms spend exactly the plan's parts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+from .errors import ParameterError
+from .units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+
+ALGORITHMS = ("mcmctreepair", "altmcmc", "altexpm")
+ALGORITHM_LABELS = {"mcmctreepair": "MCMCTreePair", "altmcmc": "AltMCMC", "altexpm": "AltExpM"}
+MODES = ("strict", "faithful")
+
+HELP = {
+    "algorithm": "MCMCTreePair samples a pair of trees jointly; AltMCMC / AltExpM alternate "
+                 "trees built by MCMC sampling / the exponential mechanism.",
+    "epsilon": "Total privacy budget ε the run spends (smaller = more private, noisier).",
+    "omega": "MCMCTreePair: share ω of each trial's ε for sampling the tree pair; the rest "
+             "(1−ω) pays for the noisy counts.",
+    "mode": "strict (default): every step is ε-DP. faithful: reproduces the paper's code, "
+            "which reads raw data unpaid at several steps — NOT strictly ε-DP.",
+    "in_tr": "InTr: number of initial targets (independent trials); the budget is split "
+             "evenly among them.",
+    "rm_iter": "RMIter (AltMCMC/AltExpM): alternation steps per initial target; each builds "
+               "one tree and extracts redescriptions.",
+    "depth": "d: maximum tree depth (attributes per branch).",
+    "mc_iter": "MCIter: MCMC iterations per sampled tree (pair).",
+    "sigma": "σ (faithful mode only): stop the chain when the variance of the last "
+             "window accepted scores is below σ.",
+    "sigma_window": "k: window of accepted scores for the σ stopping rule (faithful only).",
+    "min_jaccard": "Γ.minJ: keep redescriptions whose noisy Jaccard is at least this.",
+    "max_pvalue": "Γ.pval: keep redescriptions whose noisy p-value is at most this.",
+    "min_support": "Γ.minSupp: smallest noisy support |E11| kept (rows).",
+    "max_support": "Γ.maxSupp: largest noisy support, as a share of the noisy row count.",
+    "max_clauses": "maxClauses: most literals joined by ∨ on each side.",
+    "noise": "discrete: floating-point-safe discrete Laplace on counts (default); "
+             "continuous: textbook float Laplace (idealised numerics, as in the paper).",
+}
+
+
+@dataclass(frozen=True)
+class MiningParams:
+    """Parameters of one mining run; ``validate()`` checks every range.
+
+    Units: ε in ε; supports in rows; ``max_support`` a share of the noisy row count.
+    """
+
+    algorithm: str = "mcmctreepair"
+    epsilon: float = 1.0
+    omega: float = 0.1
+    mode: str = "strict"
+    in_tr: int = 4
+    rm_iter: int = 1
+    depth: int = 4
+    mc_iter: int = 10_000
+    sigma: float = 0.005
+    sigma_window: int = 500
+    min_jaccard: float = 0.1
+    max_pvalue: float = 0.01
+    min_support: float = 10.0
+    max_support: float = 0.8
+    max_clauses: int = 3
+    noise: str = "discrete"
+
+    def validate(self) -> "MiningParams":
+        """Return self if every parameter is in range, else raise ParameterError naming it."""
+        if self.algorithm not in ALGORITHMS:
+            raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHMS)}; "
+                                 f"got {self.algorithm!r}")
+        if self.mode not in MODES:
+            raise ParameterError(f"mode must be 'strict' or 'faithful'; got {self.mode!r}")
+        if self.noise not in ("discrete", "continuous"):
+            raise ParameterError(f"noise must be 'discrete' or 'continuous'; got {self.noise!r}")
+        _finite_positive("epsilon (ε)", self.epsilon)
+        omega = _number("omega (ω)", self.omega)
+        if not 0.0 <= omega <= 1.0:
+            raise ParameterError(f"omega (ω) must lie in [0, 1]; got {self.omega!r}")
+        if self.algorithm == "mcmctreepair" and omega in (0.0, 1.0):
+            raise ParameterError("omega (ω) must lie strictly between 0 and 1 for "
+                                 "MCMCTreePair: both the tree sampling and the counts need ε")
+        _int_range("in_tr (InTr)", self.in_tr, 1, 10_000)
+        _int_range("rm_iter (RMIter)", self.rm_iter, 1, 1_000)
+        _int_range("depth (d)", self.depth, 1, 8)
+        _int_range("mc_iter (MCIter)", self.mc_iter, 1, 10_000_000)
+        _int_range("sigma_window", self.sigma_window, 2, 10_000_000)
+        _int_range("max_clauses", self.max_clauses, 1, 10)
+        if not _number("sigma (σ)", self.sigma) > 0:
+            raise ParameterError(f"sigma (σ) must be > 0; got {self.sigma!r}")
+        if not 0.0 <= _number("min_jaccard", self.min_jaccard) <= 1.0:
+            raise ParameterError(f"min_jaccard must lie in [0, 1]; got {self.min_jaccard!r}")
+        if not 0.0 < _number("max_pvalue", self.max_pvalue) <= 1.0:
+            raise ParameterError(f"max_pvalue must lie in (0, 1]; got {self.max_pvalue!r}")
+        if not _number("min_support", self.min_support) >= 0:
+            raise ParameterError(f"min_support must be ≥ 0; got {self.min_support!r}")
+        if not 0.0 < _number("max_support", self.max_support) <= 1.0:
+            raise ParameterError(f"max_support must lie in (0, 1]; got {self.max_support!r}")
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MiningParams":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ParameterError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParameterError(f"{name} must be a number; got {value!r}")
+    if not math.isfinite(value):
+        raise ParameterError(f"{name} must be finite; got {value!r}")
+    return float(value)
+
+
+def _finite_positive(name: str, value) -> None:
+    if not _number(name, value) > 0:
+        raise ParameterError(f"{name} must be > 0; got {value!r}")
+
+
+def _int_range(name: str, value, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ParameterError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+
+
+@dataclass(frozen=True)
+class BudgetSlot:
+    """One planned mechanism budget: what it pays for and its nano-ε."""
+
+    trial: int
+    step: int
+    role: str  # "tree" (a tree or tree pair) or "extract" (noisy counts)
+    epsilon_nano: int
+
+
+def plan_budget(params: MiningParams) -> list[BudgetSlot]:
+    """Divide the run's ε exactly among its mechanism calls (paper §2 of the spec).
+
+    AltExpM / AltMCMC: InTr·(2·RMIter + 1) equal parts, per trial one initial tree
+    then RMIter × (tree, extraction). MCMCTreePair: per trial ε/InTr, of which
+    ω goes to the tree pair and the rest to the extraction. The parts are integers
+    in nano-ε that sum exactly to ε (rounded up to whole nano-ε).
+    """
+    params.validate()
+    total = epsilon_to_nano(params.epsilon, name="epsilon (ε)")
+    slots: list[BudgetSlot] = []
+    if params.algorithm == "mcmctreepair":
+        omega = fraction_to_nano(params.omega, name="omega (ω)")
+        for t, trial_nano in enumerate(split_evenly(total, params.in_tr)):
+            tree, extract = split_fraction(trial_nano, omega)
+            if tree <= 0 or extract <= 0:
+                raise ParameterError("ε is too small to split among the trials and ω: "
+                                     "a mechanism would get 0 budget")
+            slots += [BudgetSlot(t, 0, "tree", tree), BudgetSlot(t, 0, "extract", extract)]
+        return slots
+    n_per_trial = 2 * params.rm_iter + 1
+    parts = split_evenly(total, params.in_tr * n_per_trial)
+    if min(parts) <= 0:
+        raise ParameterError("ε is too small to split among InTr·(2·RMIter+1) mechanisms")
+    it = iter(parts)
+    for t in range(params.in_tr):
+        slots.append(BudgetSlot(t, 0, "tree", next(it)))
+        for r in range(1, params.rm_iter + 1):
+            slots.append(BudgetSlot(t, r, "tree", next(it)))
+            slots.append(BudgetSlot(t, r, "extract", next(it)))
+    return slots
+
+
+def run_cost_nano(params: MiningParams) -> int:
+    """Total nano-ε a run with these parameters will be charged."""
+    return sum(s.epsilon_nano for s in plan_budget(params))

@@ -1,0 +1,266 @@
+"""Run results: what a mining run releases, plus owner-only diagnostics kept apart.
+
+Everything in :class:`RunResult` except ``diagnostics`` is a DP release (or
+public metadata such as parameters): tree structures chosen by a DP mechanism,
+noisy counts, and statistics post-processed from those noisy counts.
+``diagnostics`` (MCMC score traces) is computed from true data and is NOT
+private: it is stored separately and shown to owners only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+LEFT_RIGHT = ("left", "right")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One test on a tree path: ``attribute op value``.
+
+    ``op`` is ``"<="`` / ``">"`` (numeric), ``"="`` (categorical, value = label),
+    ``"is"`` (Boolean, value = True/False).
+    """
+
+    attribute: str
+    op: str
+    value: float | str | bool
+
+    def text(self) -> str:
+        if self.op == "is":
+            return f"[{self.attribute}]" if self.value else f"¬[{self.attribute}]"
+        if self.op == "=":
+            return f"[{self.attribute} = {self.value}]"
+        return f"[{self.attribute} {'≤' if self.op == '<=' else '>'} {_fmt(self.value)}]"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def conjunction_text(conditions: list[Condition]) -> str:
+    """Readable conjunction; two numeric tests on one attribute become an interval."""
+    if not conditions:
+        return "⊤"
+    parts, done = [], set()
+    for i, c in enumerate(conditions):
+        if i in done:
+            continue
+        if c.op in ("<=", ">"):
+            same = [j for j, d in enumerate(conditions) if d.attribute == c.attribute
+                    and d.op in ("<=", ">")]
+            lows = [conditions[j].value for j in same if conditions[j].op == ">"]
+            highs = [conditions[j].value for j in same if conditions[j].op == "<="]
+            done.update(same)
+            if lows and highs:
+                parts.append(f"[{_fmt(max(lows))} < {c.attribute} ≤ {_fmt(min(highs))}]")
+            elif lows:
+                parts.append(f"[{c.attribute} > {_fmt(max(lows))}]")
+            else:
+                parts.append(f"[{c.attribute} ≤ {_fmt(min(highs))}]")
+        else:
+            parts.append(c.text())
+    return " ∧ ".join(parts)
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A leaf of a tree (``negated=False``) or its negation (the union of the other leaves)."""
+
+    leaf: int
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class Query:
+    """A disjunction of literals over the leaves of one tree.
+
+    Attributes
+    ----------
+    side : int
+        0 = left view, 1 = right view.
+    tree : int
+        Index into ``RunResult.trees``.
+    literals : tuple of Literal
+    leaves : tuple of int
+        Leaf indices (0..m-1, the tree's leaf order) the query covers.
+    text : str
+        Readable form, e.g. ``[SP_CHF] ∨ ¬[SP_CNCR]``.
+    """
+
+    side: int
+    tree: int
+    literals: tuple[Literal, ...]
+    leaves: tuple[int, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Redescription:
+    """A released redescription with its noisy statistics (all DP post-processing).
+
+    Supports are noisy row counts (may be fractional after noise); ``pvalue`` is
+    the binomial "marg" p-value computed from the noisy counts.
+    """
+
+    id: int
+    left: Query
+    right: Query
+    support_left: float
+    support_right: float
+    support_both: float
+    jaccard: float
+    pvalue: float
+    trial: int
+    step: int
+    extraction: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.left.text}  ⇔  {self.right.text}"
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """A node of a released tree (structure only, no counts).
+
+    ``branch`` is the test leading from the parent (None at the root); ``attribute``
+    is the split attribute (None at a leaf); ``leaf`` is the leaf index or -1.
+    """
+
+    id: int
+    parent: int
+    depth: int
+    attribute: str | None
+    split_type: str | None
+    threshold: float | None
+    children: tuple[int, ...]
+    branch: Condition | None
+    leaf: int = -1
+
+
+@dataclass(frozen=True)
+class TreeRecord:
+    """A released tree: structure chosen by a DP mechanism, and each leaf's query."""
+
+    id: int
+    view: int
+    trial: int
+    step: int
+    nodes: tuple[TreeNode, ...]
+    leaf_conditions: tuple[tuple[Condition, ...], ...]
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.leaf_conditions)
+
+    def leaf_text(self, leaf: int) -> str:
+        return conjunction_text(list(self.leaf_conditions[leaf]))
+
+
+@dataclass(frozen=True)
+class ExtractionRecord:
+    """The noisy counts one extractReds call released (the diagram's line widths).
+
+    ``noisy_table[i][j]`` ≈ |A_i ∩ B_j| (left leaf i, right leaf j). Strict mode
+    derives the marginals and ``noisy_n`` by summing the table; faithful mode
+    releases separately noised marginals.
+    """
+
+    id: int
+    left_tree: int
+    right_tree: int
+    trial: int
+    step: int
+    noisy_table: tuple[tuple[float, ...], ...]
+    noisy_left: tuple[float, ...]
+    noisy_right: tuple[float, ...]
+    noisy_n: float
+
+
+@dataclass
+class OwnerDiagnostics:
+    """NOT differentially private: computed from true data. Owners only.
+
+    ``score_traces`` maps a label (``"trial 0 / tree pair"``) to the chain's
+    score after each iteration.
+    """
+
+    score_traces: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """Everything one mining run released, with its provenance.
+
+    ``seed`` is only set for tests and labelled demos (real releases draw
+    fresh OS entropy). ``mechanism_calls`` lists every (ε, Δ) spent, in nano-ε.
+    """
+
+    run_id: str
+    dataset: str
+    algorithm: str
+    mode: str
+    params: dict
+    version: str
+    created_at: str
+    epsilon_nano: int
+    redescriptions: list[Redescription]
+    trees: list[TreeRecord]
+    extractions: list[ExtractionRecord]
+    mechanism_calls: list[dict]
+    seed: int | None = None
+    diagnostics: OwnerDiagnostics = field(default_factory=OwnerDiagnostics)
+
+    @property
+    def epsilon(self) -> float:
+        return self.epsilon_nano / 10**9
+
+    def to_dict(self, include_diagnostics: bool = False) -> dict:
+        """Plain dict; diagnostics (non-private) only when asked for."""
+        data = asdict(self)
+        if not include_diagnostics:
+            data.pop("diagnostics")
+        return data
+
+    def to_json(self, include_diagnostics: bool = False) -> str:
+        return json.dumps(self.to_dict(include_diagnostics), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunResult":
+        d = dict(data)
+        d["trees"] = [_tree_from_dict(t) for t in d["trees"]]
+        d["extractions"] = [ExtractionRecord(**{**e, "noisy_table": tuple(tuple(r) for r in
+                                                e["noisy_table"]),
+                                                "noisy_left": tuple(e["noisy_left"]),
+                                                "noisy_right": tuple(e["noisy_right"])})
+                            for e in d["extractions"]]
+        d["redescriptions"] = [_red_from_dict(r) for r in d["redescriptions"]]
+        d["diagnostics"] = OwnerDiagnostics(**d.get("diagnostics", {}) or {})
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunResult":
+        return cls.from_dict(json.loads(text))
+
+
+def _cond(d: dict | None) -> Condition | None:
+    return None if d is None else Condition(d["attribute"], d["op"], d["value"])
+
+
+def _tree_from_dict(t: dict) -> TreeRecord:
+    nodes = tuple(TreeNode(**{**n, "children": tuple(n["children"]),
+                              "branch": _cond(n["branch"])}) for n in t["nodes"])
+    leaf_conditions = tuple(tuple(_cond(c) for c in leaf) for leaf in t["leaf_conditions"])
+    return TreeRecord(t["id"], t["view"], t["trial"], t["step"], nodes, leaf_conditions)
+
+
+def _query_from_dict(q: dict) -> Query:
+    return Query(q["side"], q["tree"], tuple(Literal(**lit) for lit in q["literals"]),
+                 tuple(q["leaves"]), q["text"])
+
+
+def _red_from_dict(r: dict) -> Redescription:
+    return Redescription(**{**r, "left": _query_from_dict(r["left"]),
+                            "right": _query_from_dict(r["right"])})
