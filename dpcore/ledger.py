@@ -1,0 +1,1014 @@
+"""The privacy ledger: datasets, budgets, charges, runs and results in one SQLite file.
+
+Every ε a dataset spends is recorded here, and the budget meter, the run
+launcher and the command line all read it from here (never from session state).
+
+Guarantees
+----------
+* **Charge before noise.** :meth:`Ledger.charge` runs one ``BEGIN IMMEDIATE``
+  transaction that takes the database write lock, reads the cap and the sum of
+  all charges, and either refuses with :class:`~dpcore.errors.BudgetExceededError`
+  (nothing written) or inserts the charge and the run. Any number of threads and
+  processes may race; the sum of the charges never exceeds the cap.
+* **Exact arithmetic.** ε is stored as integer nano-ε (see :mod:`dpcore.units`);
+  caps are rounded down, spends are given as integers by the caller (normally
+  the parts of :func:`dpcore.params.plan_budget`), so ω-splits add up exactly.
+* **Append-only, never refunded.** Triggers make ``charges`` (and the cap
+  history in ``budgets``) reject ``UPDATE`` and ``DELETE``. A run's status goes
+  once from ``charged`` to ``done`` or ``failed``; a failed run keeps its charge.
+* **Idempotent per run id.** ``UNIQUE(run_id)``: charging the same run twice
+  (a double click, a Streamlit rerun) returns the first charge.
+* **Results before display.** :meth:`Ledger.store_result` writes the DP release
+  and marks the run ``done`` in one transaction, so a reload, a second tab or a
+  crash loses no paid-for result, and a crash mid-write leaves no partial row.
+
+Connections
+-----------
+A new connection is opened for every operation (``isolation_level=None``,
+``journal_mode=WAL``, ``synchronous=FULL``, ``foreign_keys=ON``,
+``busy_timeout=30000``) and closed afterwards; a :class:`Ledger` object holds
+only the file path, so one may be shared between threads (Streamlit sessions),
+but a connection never is. Keep the file on a local disk: WAL does not work on
+network file systems.
+
+Location
+--------
+``Ledger(path)``; without a path the environment variable ``DPRM_LEDGER``;
+without that ``~/.local/share/dprm/ledger.sqlite`` (outside the repository).
+
+What an analyst may see
+-----------------------
+Result JSON (:meth:`Ledger.get_result`) is a DP release; budgets, charges and
+public schemas are public metadata. ``source_path`` of a dataset and the
+``diagnostics_json`` of a result (MCMC score traces computed from true data)
+are **owner-only**; the caller must withhold them from analysts (see
+:func:`dpcore.roles.can_see_true_statistics`). Sandbox datasets (owner demos
+with their own budget) run on the real data and are meant for owners only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from . import schema as _schema_module
+from .errors import BudgetExceededError, DataError, ParameterError
+from .schema import Attribute, Schema, ViewSpec
+from .units import epsilon_to_nano, nano_to_epsilon
+
+__all__ = [
+    "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
+    "Ledger", "DatasetRecord", "BudgetStatus", "ChargeRecord", "RunRecord", "AuditEntry",
+]
+
+ENV_VAR = "DPRM_LEDGER"
+DEFAULT_PATH = "~/.local/share/dprm/ledger.sqlite"
+RUN_STATUSES = ("charged", "done", "failed")
+MAX_NAME_LENGTH = 128
+# Largest total a single charge may have (keeps every SUM far inside SQLite's int64).
+_MAX_NANO = 2**62
+
+# Optional serialisers from dpcore.schema (another module may add them); looked up once.
+_schema_to_dict = getattr(_schema_module, "schema_to_dict", None)
+_schema_from_dict = getattr(_schema_module, "schema_from_dict", None)
+
+
+# --------------------------------------------------------------------------- records
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """A registered dataset.
+
+    Attributes
+    ----------
+    name : str
+        Dataset name (primary key).
+    schema : Schema
+        The public schema (what may be known without spending ε).
+    source_path : str or None
+        Where the data lives. **Owner-only**: never show it to analysts.
+    public_demo : bool
+        Synthetic or public data: true statistics may be shown to everyone.
+    confirmed : bool
+        The owner confirmed the public schema; runs are refused until then.
+    sandbox_of : str or None
+        Name of the real dataset this sandbox copies, or None for a real dataset.
+    created_at : str
+        ISO 8601 UTC time of registration.
+    """
+
+    name: str
+    schema: Schema
+    source_path: str | None
+    public_demo: bool
+    confirmed: bool
+    sandbox_of: str | None
+    created_at: str
+
+    @property
+    def is_sandbox(self) -> bool:
+        """True for an owner sandbox (own budget, same data as ``sandbox_of``)."""
+        return self.sandbox_of is not None
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """A dataset's budget as read from the ledger, in integer nano-ε.
+
+    Attributes
+    ----------
+    cap_nano, spent_nano, remaining_nano : int
+        Current cap, sum of all charges, and ``cap_nano − spent_nano``.
+    """
+
+    cap_nano: int
+    spent_nano: int
+    remaining_nano: int
+
+    @property
+    def cap(self) -> float:
+        """Cap in ε (display only)."""
+        return nano_to_epsilon(self.cap_nano)
+
+    @property
+    def spent(self) -> float:
+        """Spent ε (display only)."""
+        return nano_to_epsilon(self.spent_nano)
+
+    @property
+    def remaining(self) -> float:
+        """Remaining ε (display only)."""
+        return nano_to_epsilon(self.remaining_nano)
+
+    def fits(self, epsilon_nano: int) -> bool:
+        """Whether a run costing ``epsilon_nano`` fits in what remains (as of this reading)."""
+        return 0 < int(epsilon_nano) <= self.remaining_nano
+
+
+@dataclass(frozen=True)
+class ChargeRecord:
+    """One charge: the ε a run paid before drawing any noise.
+
+    Attributes
+    ----------
+    id : int
+        Charge sequence number (audit order).
+    run_id, dataset, algorithm, actor : str
+    epsilon_nano : int
+        Total charged; equals ``sum(parts_nano)``.
+    parts_nano : tuple of int
+        The ε split among the run's mechanisms, in nano-ε.
+    params : dict
+        Run parameters as given.
+    created_at : str
+        ISO 8601 UTC.
+    replayed : bool
+        True when this run id had been charged before and the existing charge
+        was returned (nothing new was charged).
+    """
+
+    id: int
+    run_id: str
+    dataset: str
+    algorithm: str
+    epsilon_nano: int
+    parts_nano: tuple[int, ...]
+    params: dict
+    actor: str
+    created_at: str
+    replayed: bool = False
+
+    @property
+    def epsilon(self) -> float:
+        """Total charged ε (display only)."""
+        return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run and its state: ``charged`` → ``done`` | ``failed``.
+
+    ``error`` is the failure message (None unless failed).
+    """
+
+    run_id: str
+    dataset: str
+    algorithm: str
+    status: str
+    epsilon_nano: int
+    params: dict
+    error: str | None
+    created_at: str
+    finished_at: str | None
+
+    @property
+    def epsilon(self) -> float:
+        return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One line of the audit log (a charge joined with its run): who spent what, when."""
+
+    charge_id: int
+    created_at: str
+    actor: str
+    dataset: str
+    run_id: str
+    algorithm: str
+    epsilon_nano: int
+    parts_nano: tuple[int, ...]
+    params: dict
+    status: str
+    finished_at: str | None
+    error: str | None
+
+    @property
+    def epsilon(self) -> float:
+        return nano_to_epsilon(self.epsilon_nano)
+
+
+# --------------------------------------------------------------------------- migrations
+
+def _migrate_v1(con: sqlite3.Connection) -> None:
+    """Version 1: datasets, budgets, charges, runs, results, append-only triggers."""
+    statements = [
+        """CREATE TABLE datasets (
+            name        TEXT PRIMARY KEY CHECK (length(name) > 0),
+            schema_json TEXT NOT NULL,
+            source_path TEXT,
+            public_demo INTEGER NOT NULL DEFAULT 0 CHECK (public_demo IN (0, 1)),
+            confirmed   INTEGER NOT NULL DEFAULT 0 CHECK (confirmed IN (0, 1)),
+            sandbox_of  TEXT REFERENCES datasets(name),
+            created_by  TEXT NOT NULL,
+            created_at  TEXT NOT NULL)""",
+        """CREATE TABLE budgets (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            dataset    TEXT NOT NULL REFERENCES datasets(name),
+            cap_nano   INTEGER NOT NULL CHECK (typeof(cap_nano) = 'integer' AND cap_nano > 0),
+            actor      TEXT NOT NULL,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX budgets_by_dataset ON budgets(dataset, id)",
+        """CREATE TABLE charges (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id       TEXT NOT NULL UNIQUE CHECK (length(run_id) > 0),
+            dataset      TEXT NOT NULL REFERENCES datasets(name),
+            algorithm    TEXT NOT NULL,
+            epsilon_nano INTEGER NOT NULL
+                         CHECK (typeof(epsilon_nano) = 'integer' AND epsilon_nano > 0),
+            parts_json   TEXT NOT NULL,
+            params_json  TEXT NOT NULL,
+            actor        TEXT NOT NULL,
+            created_at   TEXT NOT NULL)""",
+        "CREATE INDEX charges_by_dataset ON charges(dataset)",
+        """CREATE TABLE runs (
+            run_id      TEXT PRIMARY KEY REFERENCES charges(run_id),
+            dataset     TEXT NOT NULL REFERENCES datasets(name),
+            algorithm   TEXT NOT NULL,
+            status      TEXT NOT NULL CHECK (status IN ('charged', 'done', 'failed')),
+            params_json TEXT NOT NULL,
+            error       TEXT,
+            created_at  TEXT NOT NULL,
+            finished_at TEXT)""",
+        "CREATE INDEX runs_by_status ON runs(status, created_at)",
+        """CREATE TABLE results (
+            run_id           TEXT PRIMARY KEY REFERENCES runs(run_id),
+            result_json      TEXT NOT NULL,
+            diagnostics_json TEXT,
+            created_at       TEXT NOT NULL)""",
+        # Charges and the cap history are append-only: no update, no delete, no refund.
+        """CREATE TRIGGER charges_no_update BEFORE UPDATE ON charges BEGIN
+            SELECT RAISE(ABORT, 'charges are append-only: a charge can never be changed');
+           END""",
+        """CREATE TRIGGER charges_no_delete BEFORE DELETE ON charges BEGIN
+            SELECT RAISE(ABORT, 'charges are append-only: no delete, no refunds');
+           END""",
+        """CREATE TRIGGER budgets_no_update BEFORE UPDATE ON budgets BEGIN
+            SELECT RAISE(ABORT, 'the cap history is append-only: add a new cap instead');
+           END""",
+        """CREATE TRIGGER budgets_no_delete BEFORE DELETE ON budgets BEGIN
+            SELECT RAISE(ABORT, 'the cap history is append-only: add a new cap instead');
+           END""",
+        # A run changes once, and only its status (+ error, finished_at): charged → done|failed.
+        """CREATE TRIGGER runs_status_flow BEFORE UPDATE ON runs
+           WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('done', 'failed')
+             OR NEW.run_id IS NOT OLD.run_id OR NEW.dataset IS NOT OLD.dataset
+             OR NEW.algorithm IS NOT OLD.algorithm OR NEW.params_json IS NOT OLD.params_json
+             OR NEW.created_at IS NOT OLD.created_at
+           BEGIN
+            SELECT RAISE(ABORT, 'a run only changes status once, from charged to done or failed');
+           END""",
+        """CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs BEGIN
+            SELECT RAISE(ABORT, 'runs are never deleted');
+           END""",
+        # A result is stored once, for a run that is still 'charged', and never changed.
+        """CREATE TRIGGER results_need_charged_run BEFORE INSERT ON results
+           WHEN (SELECT status FROM runs WHERE run_id = NEW.run_id) IS NOT 'charged'
+           BEGIN
+            SELECT RAISE(ABORT, 'a result can only be stored for a charged, unfinished run');
+           END""",
+        """CREATE TRIGGER results_no_update BEFORE UPDATE ON results BEGIN
+            SELECT RAISE(ABORT, 'stored results are never changed');
+           END""",
+        """CREATE TRIGGER results_no_delete BEFORE DELETE ON results BEGIN
+            SELECT RAISE(ABORT, 'stored results are never deleted');
+           END""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
+#: Migration functions; ``_MIGRATIONS[k]`` brings a database from version k to k + 1.
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1]
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _stamp(moment: datetime) -> str:
+    """Fixed-width ISO 8601 UTC text (sorts like the time it names)."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _check_text(value, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(f"{what} must be a non-empty string; got {value!r}")
+    return value
+
+
+def _check_name(name, what: str = "dataset name") -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise ParameterError(f"{what} must be a non-empty string; got {name!r}")
+    if name != name.strip():
+        raise ParameterError(f"{what} {name!r} must not start or end with whitespace")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ParameterError(f"{what} must have at most {MAX_NAME_LENGTH} characters; "
+                             f"got {len(name)}")
+    if not name.isprintable():
+        raise ParameterError(f"{what} {name!r} contains control characters")
+    return name
+
+
+def _cap_nano(cap_epsilon) -> int:
+    """A cap in ε → integer nano-ε, rounded down (ParameterError on ≤ 0, NaN, inf)."""
+    return epsilon_to_nano(cap_epsilon, name="cap ε", round_up=False)
+
+
+def _dumps(value, what: str) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{what} must be JSON-serialisable without NaN/inf: {exc}") from None
+
+
+def _schema_plain_from_dict(data: dict) -> Schema:
+    """Rebuild a Schema from ``dataclasses.asdict`` output (lists back to tuples)."""
+    attrs = []
+    for a in data["attributes"]:
+        a = dict(a)
+        a["categories"] = tuple(a.get("categories") or ())
+        for key in ("domain", "thresholds"):
+            if a.get(key) is not None:
+                a[key] = tuple(a[key])
+        attrs.append(Attribute(**a))
+    d = dict(data)
+    d["attributes"] = tuple(attrs)
+    d["views"] = tuple(ViewSpec(**v) for v in data["views"])
+    if "missing_values" in d:
+        d["missing_values"] = tuple(d["missing_values"])
+    return Schema(**d)
+
+
+def _schema_to_json(schema) -> str:
+    """Serialise a schema for storage, checking that it loads back (DataError if not)."""
+    if not isinstance(schema, Schema):
+        raise DataError(f"schema must be a dpcore.schema.Schema; got {type(schema).__name__}")
+    try:
+        plain = _schema_to_dict(schema) if _schema_to_dict is not None \
+            else dataclasses.asdict(schema)
+        text = json.dumps(plain, sort_keys=True, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"schema {schema.name!r} cannot be stored as JSON "
+                        f"(NaN/inf or a non-JSON value?): {exc}") from None
+    load = _schema_from_dict if _schema_to_dict is not None and _schema_from_dict is not None \
+        else _schema_plain_from_dict
+    try:
+        load(json.loads(text))
+    except DataError:
+        raise                      # already names what is wrong
+    except Exception as exc:  # noqa: BLE001 - any failure to load back is bad schema data
+        raise DataError(f"schema {schema.name!r} does not load back from JSON: {exc}") from None
+    return text
+
+
+def _schema_from_json(text: str, dataset: str) -> Schema:
+    """Load a stored schema (the schema module's dict form, else ``asdict`` form)."""
+    data = json.loads(text)
+    loaders = [f for f in (_schema_from_dict, _schema_plain_from_dict) if f is not None]
+    errors = []
+    for load in loaders:
+        try:
+            return load(data)
+        except Exception as exc:  # noqa: BLE001 - try the next format
+            errors.append(str(exc))
+    raise DataError(f"stored schema of dataset {dataset!r} cannot be read: {errors[0]}")
+
+
+def _check_parts(epsilon_parts) -> tuple[int, ...]:
+    if isinstance(epsilon_parts, (str, bytes)) or not hasattr(epsilon_parts, "__iter__"):
+        raise ParameterError("epsilon_parts must be a list of integer nano-ε parts; "
+                             f"got {epsilon_parts!r}")
+    parts = []
+    for p in epsilon_parts:
+        if isinstance(p, bool) or not isinstance(p, numbers.Integral):
+            raise ParameterError("each ε part must be an integer number of nano-ε "
+                                 f"(see dpcore.units.epsilon_to_nano); got {p!r}")
+        if int(p) <= 0:
+            raise ParameterError(f"each ε part must be > 0 nano-ε; got {int(p)}")
+        parts.append(int(p))
+    if not parts:
+        raise ParameterError("epsilon_parts is empty: a run must charge some ε")
+    if sum(parts) >= _MAX_NANO:
+        raise ParameterError(f"a charge of {sum(parts)} nano-ε is too large")
+    return tuple(parts)
+
+
+# --------------------------------------------------------------------------- the ledger
+
+class Ledger:
+    """The privacy ledger in one SQLite file (see module docstring).
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        Database file. Default: ``$DPRM_LEDGER``, else ``~/.local/share/dprm/ledger.sqlite``.
+        Parent folders are created. The tables are created (or migrated) on first use.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        if path is None:
+            path = os.environ.get(ENV_VAR) or DEFAULT_PATH
+        text = os.fspath(path)
+        if not text or text == ":memory:" or text.startswith("file:"):
+            raise ParameterError("the ledger needs a file path (an in-memory database cannot "
+                                 f"be shared between connections); got {text!r}")
+        self.path = Path(text).expanduser().resolve()
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # -- connections ---------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        try:
+            con.execute("PRAGMA busy_timeout = 30000")
+            con.execute("PRAGMA journal_mode = WAL")
+            con.execute("PRAGMA synchronous = FULL")
+            con.execute("PRAGMA foreign_keys = ON")
+            con.row_factory = sqlite3.Row
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def _ensure_schema(self) -> None:
+        if self._ready:
+            return
+        con = self._open()
+        try:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    version = con.execute("PRAGMA user_version").fetchone()[0]
+                    for step in range(version, SCHEMA_VERSION):
+                        _MIGRATIONS[step](con)
+                        con.execute(f"PRAGMA user_version = {step + 1:d}")
+                    con.execute("COMMIT")
+                except BaseException:
+                    if con.in_transaction:
+                        con.execute("ROLLBACK")
+                    raise
+                version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise DataError(f"ledger {str(self.path)!r} has schema version {version}, "
+                                f"newer than this dpcore understands ({SCHEMA_VERSION})")
+        finally:
+            con.close()
+        self._ready = True
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A fresh connection inside a deferred (read) transaction: one consistent snapshot."""
+        self._ensure_schema()
+        con = self._open()
+        try:
+            con.execute("BEGIN")
+            try:
+                yield con
+            finally:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+        finally:
+            con.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A fresh connection inside ``BEGIN IMMEDIATE``; COMMIT on success, else ROLLBACK."""
+        self._ensure_schema()
+        con = self._open()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        finally:
+            con.close()
+
+    # -- datasets ------------------------------------------------------------------
+
+    @staticmethod
+    def _dataset_row(con: sqlite3.Connection, name: str) -> sqlite3.Row:
+        row = con.execute("SELECT * FROM datasets WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            raise ParameterError(f"unknown dataset {name!r}")
+        return row
+
+    @staticmethod
+    def _record(row: sqlite3.Row) -> DatasetRecord:
+        return DatasetRecord(name=row["name"],
+                             schema=_schema_from_json(row["schema_json"], row["name"]),
+                             source_path=row["source_path"],
+                             public_demo=bool(row["public_demo"]),
+                             confirmed=bool(row["confirmed"]),
+                             sandbox_of=row["sandbox_of"],
+                             created_at=row["created_at"])
+
+    def register_dataset(self, name: str, schema: Schema, source_path: str | None,
+                         cap_epsilon, *, actor: str, confirmed: bool = False) -> DatasetRecord:
+        """Register a dataset with its public schema and total budget, all or nothing.
+
+        Parameters
+        ----------
+        name : str
+            Unique dataset name (non-empty, printable, no outer whitespace, ≤ 128 chars).
+        schema : Schema
+            The public schema; ``schema.public_demo`` sets the dataset's demo flag.
+        source_path : str or None
+            Where the data lives (owner-only).
+        cap_epsilon : float
+            Total ε the dataset may ever spend (> 0; rounded down to whole nano-ε).
+        actor : str
+            Who registers (audit).
+        confirmed : bool
+            Register the schema as already confirmed by the owner (e.g. vetted sample
+            data). Default False: call :meth:`confirm_schema` before any run.
+
+        Raises
+        ------
+        ParameterError
+            Bad or taken name, cap ≤ 0 / NaN / inf, bad actor or source path.
+        DataError
+            Schema is not a Schema or cannot be stored as JSON.
+        """
+        _check_name(name)
+        _check_text(actor, "actor")
+        if source_path is not None and not isinstance(source_path, (str, os.PathLike)):
+            raise ParameterError(f"source_path must be a path or None; got {source_path!r}")
+        source = None if source_path is None else os.fspath(source_path)
+        cap = _cap_nano(cap_epsilon)
+        schema_json = _schema_to_json(schema)
+        now = _stamp(_now())
+        with self._write() as con:
+            if con.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
+                raise ParameterError(f"a dataset named {name!r} already exists")
+            con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
+                        "confirmed, sandbox_of, created_by, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                        (name, schema_json, source, int(bool(schema.public_demo)),
+                         int(bool(confirmed)), actor, now))
+            con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
+                        "VALUES (?, ?, ?, ?)", (name, cap, actor, now))
+            row = self._dataset_row(con, name)
+        return self._record(row)
+
+    def confirm_schema(self, name: str, schema: Schema, *, actor: str) -> DatasetRecord:
+        """Store the owner-confirmed public schema of a dataset and mark it confirmed.
+
+        The schema may differ from the registered (prefilled) one; its
+        ``public_demo`` flag replaces the dataset's.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset or bad actor.
+        DataError
+            Schema not storable.
+        """
+        _check_name(name)
+        _check_text(actor, "actor")
+        schema_json = _schema_to_json(schema)
+        with self._write() as con:
+            self._dataset_row(con, name)
+            con.execute("UPDATE datasets SET schema_json = ?, public_demo = ?, confirmed = 1 "
+                        "WHERE name = ?", (schema_json, int(bool(schema.public_demo)), name))
+            row = self._dataset_row(con, name)
+        return self._record(row)
+
+    def get_dataset(self, name: str) -> DatasetRecord:
+        """The dataset's record. Raises ParameterError for an unknown name."""
+        _check_name(name)
+        with self._read() as con:
+            row = self._dataset_row(con, name)
+        return self._record(row)
+
+    def list_datasets(self, *, include_sandboxes: bool = True) -> list[DatasetRecord]:
+        """All datasets by name (sandboxes too unless ``include_sandboxes=False``)."""
+        sql = "SELECT * FROM datasets"
+        if not include_sandboxes:
+            sql += " WHERE sandbox_of IS NULL"
+        with self._read() as con:
+            rows = con.execute(sql + " ORDER BY name").fetchall()
+        return [self._record(r) for r in rows]
+
+    def create_sandbox(self, name: str, sandbox_name: str, cap_epsilon, *,
+                       actor: str) -> DatasetRecord:
+        """Copy a dataset's record (schema, source, flags) under a new name with its own cap.
+
+        The real dataset's budget is untouched; charges against the sandbox
+        count only against the sandbox's cap. Sandboxes run on the real data,
+        so their results are for the owner (unless the dataset is a public demo).
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, bad or taken sandbox name, cap ≤ 0.
+        """
+        _check_name(name)
+        _check_name(sandbox_name, "sandbox name")
+        _check_text(actor, "actor")
+        cap = _cap_nano(cap_epsilon)
+        now = _stamp(_now())
+        with self._write() as con:
+            parent = self._dataset_row(con, name)
+            if con.execute("SELECT 1 FROM datasets WHERE name = ?", (sandbox_name,)).fetchone():
+                raise ParameterError(f"a dataset named {sandbox_name!r} already exists")
+            con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
+                        "confirmed, sandbox_of, created_by, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (sandbox_name, parent["schema_json"], parent["source_path"],
+                         parent["public_demo"], parent["confirmed"], name, actor, now))
+            con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
+                        "VALUES (?, ?, ?, ?)", (sandbox_name, cap, actor, now))
+            row = self._dataset_row(con, sandbox_name)
+        return self._record(row)
+
+    # -- budgets -------------------------------------------------------------------
+
+    @staticmethod
+    def _budget(con: sqlite3.Connection, name: str) -> BudgetStatus:
+        cap, spent = con.execute(
+            "SELECT (SELECT cap_nano FROM budgets WHERE dataset = ? ORDER BY id DESC LIMIT 1), "
+            "(SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges WHERE dataset = ?)",
+            (name, name)).fetchone()
+        cap = int(cap or 0)
+        spent = int(spent)
+        return BudgetStatus(cap, spent, cap - spent)
+
+    def budget(self, name: str) -> BudgetStatus:
+        """Current cap, spent and remaining ε of a dataset, read from the database.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset.
+        """
+        _check_name(name)
+        with self._read() as con:
+            self._dataset_row(con, name)
+            return self._budget(con, name)
+
+    def set_cap(self, name: str, cap_epsilon, *, actor: str) -> BudgetStatus:
+        """Set a new total cap for a dataset (raise it, or lower it to no less than spent).
+
+        The change is appended to the cap history; earlier caps are kept.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, cap ≤ 0 / NaN / inf, or a cap below what is already spent
+            (the message names both).
+        """
+        _check_name(name)
+        _check_text(actor, "actor")
+        cap = _cap_nano(cap_epsilon)
+        with self._write() as con:
+            self._dataset_row(con, name)
+            spent = self._budget(con, name).spent_nano
+            if cap < spent:
+                raise ParameterError(
+                    f"cannot set the cap of dataset {name!r} to ε = {nano_to_epsilon(cap):.9g}: "
+                    f"ε = {nano_to_epsilon(spent):.9g} is already spent and is never refunded; "
+                    f"the cap must be at least that")
+            con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
+                        "VALUES (?, ?, ?, ?)", (name, cap, actor, _stamp(_now())))
+            return self._budget(con, name)
+
+    # -- charges and runs ----------------------------------------------------------
+
+    @staticmethod
+    def _charge_record(row: sqlite3.Row, replayed: bool) -> ChargeRecord:
+        return ChargeRecord(id=row["id"], run_id=row["run_id"], dataset=row["dataset"],
+                            algorithm=row["algorithm"], epsilon_nano=row["epsilon_nano"],
+                            parts_nano=tuple(json.loads(row["parts_json"])),
+                            params=json.loads(row["params_json"]), actor=row["actor"],
+                            created_at=row["created_at"], replayed=replayed)
+
+    def charge(self, run_id: str, dataset: str, algorithm: str, epsilon_parts,
+               params: dict, *, actor: str = "analyst") -> ChargeRecord:
+        """Charge a run's ε against its dataset's cap, before any noise is drawn.
+
+        One ``BEGIN IMMEDIATE`` transaction: check the dataset; return the
+        existing charge if this run id was charged already; read the cap and
+        the sum of charges; refuse if over, else insert the charge and the run
+        (status ``charged``).
+
+        Parameters
+        ----------
+        run_id : str
+            Unique id of the run (a double click with the same id charges once).
+        dataset, algorithm : str
+        epsilon_parts : list of int
+            The run's ε split in nano-ε (each > 0), e.g.
+            ``[s.epsilon_nano for s in plan_budget(params)]``; the charge is their sum.
+        params : dict
+            JSON-serialisable run parameters (recorded with the charge).
+        actor : str
+            Who spends (audit).
+
+        Returns
+        -------
+        ChargeRecord
+            ``replayed=True`` when the run id had already been charged the same total.
+
+        Raises
+        ------
+        BudgetExceededError
+            The total exceeds what remains; nothing was written.
+        ParameterError
+            Bad input, unknown dataset, unconfirmed schema, or the run id was
+            already charged with a different total or on another dataset.
+        """
+        _check_text(run_id, "run_id")
+        _check_name(dataset)
+        _check_text(algorithm, "algorithm")
+        _check_text(actor, "actor")
+        if not isinstance(params, dict):
+            raise ParameterError(f"params must be a dict; got {type(params).__name__}")
+        parts = _check_parts(epsilon_parts)
+        total = sum(parts)
+        parts_json = json.dumps(list(parts))
+        params_json = _dumps(params, "params")
+        with self._write() as con:
+            ds = self._dataset_row(con, dataset)
+            old = con.execute("SELECT * FROM charges WHERE run_id = ?", (run_id,)).fetchone()
+            if old is not None:
+                if old["dataset"] != dataset or old["epsilon_nano"] != total:
+                    raise ParameterError(
+                        f"run {run_id!r} was already charged ε = "
+                        f"{nano_to_epsilon(old['epsilon_nano']):.9g} on dataset "
+                        f"{old['dataset']!r}; it cannot be charged ε = "
+                        f"{nano_to_epsilon(total):.9g} on {dataset!r} (use a new run id)")
+                return self._charge_record(old, replayed=True)
+            if not ds["confirmed"]:
+                raise ParameterError(f"the public schema of dataset {dataset!r} is not "
+                                     "confirmed by its owner yet; no run may start")
+            status = self._budget(con, dataset)
+            if total > status.remaining_nano:
+                raise BudgetExceededError(nano_to_epsilon(total),
+                                          nano_to_epsilon(max(status.remaining_nano, 0)),
+                                          what=f"run {run_id!r} on dataset {dataset!r}")
+            now = _stamp(_now())
+            cur = con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
+                              "parts_json, params_json, actor, created_at) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                              (run_id, dataset, algorithm, total, parts_json, params_json,
+                               actor, now))
+            con.execute("INSERT INTO runs (run_id, dataset, algorithm, status, params_json, "
+                        "error, created_at, finished_at) "
+                        "VALUES (?, ?, ?, 'charged', ?, NULL, ?, NULL)",
+                        (run_id, dataset, algorithm, params_json, now))
+            row = con.execute("SELECT * FROM charges WHERE id = ?", (cur.lastrowid,)).fetchone()
+        return self._charge_record(row, replayed=False)
+
+    @staticmethod
+    def _run_record(row: sqlite3.Row) -> RunRecord:
+        return RunRecord(run_id=row["run_id"], dataset=row["dataset"],
+                         algorithm=row["algorithm"], status=row["status"],
+                         epsilon_nano=row["epsilon_nano"], params=json.loads(row["params_json"]),
+                         error=row["error"], created_at=row["created_at"],
+                         finished_at=row["finished_at"])
+
+    _RUN_SELECT = ("SELECT r.*, c.epsilon_nano FROM runs r JOIN charges c "
+                   "ON c.run_id = r.run_id")
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """A run's state. Raises ParameterError for an unknown run id."""
+        _check_text(run_id, "run_id")
+        with self._read() as con:
+            row = con.execute(self._RUN_SELECT + " WHERE r.run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise ParameterError(f"unknown run {run_id!r}")
+        return self._run_record(row)
+
+    def list_runs(self, dataset: str) -> list[RunRecord]:
+        """Runs of a dataset, oldest first. Raises ParameterError for an unknown dataset."""
+        _check_name(dataset)
+        with self._read() as con:
+            self._dataset_row(con, dataset)
+            rows = con.execute(self._RUN_SELECT + " WHERE r.dataset = ? ORDER BY c.id",
+                               (dataset,)).fetchall()
+        return [self._run_record(r) for r in rows]
+
+    # -- results -------------------------------------------------------------------
+
+    def store_result(self, run_id: str, result_json: str,
+                     diagnostics_json: str | None = None) -> None:
+        """Persist a run's DP release (and owner-only diagnostics); mark the run ``done``.
+
+        One transaction: insert the result row and set the status, so a crash
+        leaves either both or neither. Storing the identical result again is a no-op.
+
+        Parameters
+        ----------
+        run_id : str
+            A run in status ``charged``.
+        result_json : str
+            ``RunResult.to_json()`` — the DP release, **without** diagnostics.
+        diagnostics_json : str, optional
+            Non-private owner diagnostics (e.g. MCMC score traces) as JSON.
+
+        Raises
+        ------
+        ParameterError
+            Unknown run, run not ``charged`` (failed, or done with another result),
+            invalid JSON, diagnostics inside ``result_json``, or a result whose
+            ``run_id`` / ``dataset`` / ``epsilon_nano`` disagree with the charge.
+        """
+        _check_text(run_id, "run_id")
+        if not isinstance(result_json, str):
+            raise ParameterError("result_json must be a JSON string (RunResult.to_json())")
+        try:
+            release = json.loads(result_json)
+        except ValueError as exc:
+            raise ParameterError(f"result_json is not valid JSON: {exc}") from None
+        if diagnostics_json is not None:
+            if not isinstance(diagnostics_json, str):
+                raise ParameterError("diagnostics_json must be a JSON string or None")
+            try:
+                json.loads(diagnostics_json)
+            except ValueError as exc:
+                raise ParameterError(f"diagnostics_json is not valid JSON: {exc}") from None
+        if isinstance(release, dict) and "diagnostics" in release:
+            raise ParameterError("result_json contains owner-only diagnostics (computed from "
+                                 "true data); store them as diagnostics_json instead")
+        with self._write() as con:
+            run = con.execute(self._RUN_SELECT + " WHERE r.run_id = ?", (run_id,)).fetchone()
+            if run is None:
+                raise ParameterError(f"unknown run {run_id!r}: charge it before storing a result")
+            if isinstance(release, dict):
+                for key in ("run_id", "dataset"):
+                    if key in release and release[key] != run[key]:
+                        raise ParameterError(f"result {key} {release[key]!r} does not match "
+                                             f"the charged run's {run[key]!r}")
+                spent = release.get("epsilon_nano")
+                if isinstance(spent, int) and spent > run["epsilon_nano"]:
+                    raise ParameterError(f"result spent {spent} nano-ε but the run was charged "
+                                         f"only {run['epsilon_nano']}")
+            if run["status"] == "done":
+                old = con.execute("SELECT result_json, diagnostics_json FROM results "
+                                  "WHERE run_id = ?", (run_id,)).fetchone()
+                if old is not None and tuple(old) == (result_json, diagnostics_json):
+                    return
+                raise ParameterError(f"run {run_id!r} already has a stored result")
+            if run["status"] != "charged":
+                raise ParameterError(f"run {run_id!r} is {run['status']}; a result can only be "
+                                     "stored for a charged, unfinished run")
+            now = _stamp(_now())
+            con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
+                        "VALUES (?, ?, ?, ?)", (run_id, result_json, diagnostics_json, now))
+            con.execute("UPDATE runs SET status = 'done', finished_at = ? WHERE run_id = ?",
+                        (now, run_id))
+
+    def get_result(self, run_id: str) -> tuple[str, str | None] | None:
+        """``(result_json, diagnostics_json)`` of a finished run, or None if it has none yet.
+
+        ``diagnostics_json`` is owner-only (not private).
+
+        Raises
+        ------
+        ParameterError
+            Unknown run id.
+        """
+        _check_text(run_id, "run_id")
+        with self._read() as con:
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise ParameterError(f"unknown run {run_id!r}")
+            row = con.execute("SELECT result_json, diagnostics_json FROM results "
+                              "WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else (row["result_json"], row["diagnostics_json"])
+
+    def mark_failed(self, run_id: str, error: str) -> None:
+        """Mark a charged run failed (its charge stays: never refunded).
+
+        ``error`` appears in the audit log and run lists; do not put raw data
+        values in it. Marking an already failed run again is a no-op.
+
+        Raises
+        ------
+        ParameterError
+            Unknown run, or the run is already done.
+        """
+        _check_text(run_id, "run_id")
+        message = str(error) if error is not None else "failed"
+        with self._write() as con:
+            row = con.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise ParameterError(f"unknown run {run_id!r}")
+            if row["status"] == "failed":
+                return
+            if row["status"] == "done":
+                raise ParameterError(f"run {run_id!r} is done; it cannot be marked failed")
+            con.execute("UPDATE runs SET status = 'failed', error = ?, finished_at = ? "
+                        "WHERE run_id = ?", (message, _stamp(_now()), run_id))
+
+    def fail_stale_runs(self, older_than_seconds: float) -> list[str]:
+        """Mark runs still ``charged`` after ``older_than_seconds`` as failed; return their ids.
+
+        Such runs were left by a killed or crashed process; their charge stays.
+        Choose a threshold longer than any live run: a result cannot be stored
+        for a run once it is failed.
+        """
+        if isinstance(older_than_seconds, bool) or not isinstance(older_than_seconds,
+                                                                  numbers.Real):
+            raise ParameterError(f"older_than_seconds must be a number; "
+                                 f"got {older_than_seconds!r}")
+        if not math.isfinite(older_than_seconds) or older_than_seconds < 0:
+            raise ParameterError(f"older_than_seconds must be finite and ≥ 0; "
+                                 f"got {older_than_seconds!r}")
+        now = _now()
+        cutoff = _stamp(now - timedelta(seconds=float(older_than_seconds)))
+        with self._write() as con:
+            ids = [r[0] for r in con.execute(
+                "SELECT run_id FROM runs WHERE status = 'charged' AND created_at <= ? "
+                "ORDER BY created_at", (cutoff,))]
+            for run_id in ids:
+                con.execute("UPDATE runs SET status = 'failed', error = ?, finished_at = ? "
+                            "WHERE run_id = ?",
+                            (f"stale: still running after {older_than_seconds:g} s "
+                             "(process killed or crashed?); the charge is kept",
+                             _stamp(now), run_id))
+        return ids
+
+    # -- audit ---------------------------------------------------------------------
+
+    def audit_log(self, dataset: str | None = None) -> list[AuditEntry]:
+        """Every charge with its run's state, oldest first (optionally for one dataset)."""
+        sql = ("SELECT c.id, c.created_at, c.actor, c.dataset, c.run_id, c.algorithm, "
+               "c.epsilon_nano, c.parts_json, c.params_json, r.status, r.finished_at, r.error "
+               "FROM charges c LEFT JOIN runs r ON r.run_id = c.run_id")
+        args: tuple = ()
+        if dataset is not None:
+            _check_name(dataset)
+            sql += " WHERE c.dataset = ?"
+            args = (dataset,)
+        with self._read() as con:
+            if dataset is not None:
+                self._dataset_row(con, dataset)
+            rows = con.execute(sql + " ORDER BY c.id", args).fetchall()
+        return [AuditEntry(charge_id=r["id"], created_at=r["created_at"], actor=r["actor"],
+                           dataset=r["dataset"], run_id=r["run_id"], algorithm=r["algorithm"],
+                           epsilon_nano=r["epsilon_nano"],
+                           parts_nano=tuple(json.loads(r["parts_json"])),
+                           params=json.loads(r["params_json"]), status=r["status"],
+                           finished_at=r["finished_at"], error=r["error"]) for r in rows]

@@ -1,0 +1,451 @@
+"""Ledger: exact integer budgets, idempotent append-only charges, atomic errors, results."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+
+from dpcore.errors import BudgetExceededError, DataError, ParameterError
+from dpcore.ledger import SCHEMA_VERSION, BudgetStatus, Ledger
+from dpcore.params import MiningParams, plan_budget
+from dpcore.results import (Condition, ExtractionRecord, Literal, OwnerDiagnostics, Query,
+                            Redescription, RunResult, TreeNode, TreeRecord)
+from dpcore.schema import Attribute, Schema, ViewSpec
+from dpcore.units import NANO, epsilon_to_nano, split_evenly
+
+SCHEMA = Schema(
+    name="clinic",
+    attributes=(Attribute("DX_CHF", 0, "boolean"),
+                Attribute("sex", 0, "categorical", categories=("F", "M")),
+                Attribute("LAB_BNP", 1, "numeric", domain=(0.0, 5000.0), unit="pg/mL")),
+    views=(ViewSpec("diagnoses", "diagnoses.csv"), ViewSpec("labs", "labs.csv")),
+    id_column="patient_id",
+)
+
+
+def dump(path: Path) -> dict:
+    """Every table's rows (and the schema version) with a raw connection."""
+    con = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in con.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        out = {t: con.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables}
+        out["user_version"] = con.execute("PRAGMA user_version").fetchone()[0]
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    return tmp_path / "ledger.sqlite"
+
+
+@pytest.fixture
+def ledger(db) -> Ledger:
+    led = Ledger(db)
+    led.register_dataset("clinic", SCHEMA, "/data/clinic", 1.0, actor="owner", confirmed=True)
+    return led
+
+
+# ------------------------------------------------------------------ location and schema version
+
+def test_path_from_env_and_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "env" / "l.sqlite"))
+    assert Ledger().path == (tmp_path / "env" / "l.sqlite").resolve()
+    monkeypatch.delenv("DPRM_LEDGER")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    led = Ledger()
+    assert led.path == (tmp_path / "home/.local/share/dprm/ledger.sqlite").resolve()
+    assert led.list_datasets() == []          # parent folders created on first use
+    assert led.path.exists()
+    with pytest.raises(ParameterError):
+        Ledger(":memory:")
+
+
+def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    con.close()
+    before = dump(db)
+    again = Ledger(db)
+    assert again.budget("clinic").cap_nano == NANO
+    assert dump(db) == before
+
+
+def test_newer_database_is_refused(db):
+    Ledger(db).list_datasets()
+    con = sqlite3.connect(db)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con.close()
+    with pytest.raises(DataError, match="newer"):
+        Ledger(db).list_datasets()
+
+
+# ------------------------------------------------------------------ datasets
+
+def test_register_and_read_dataset(ledger):
+    rec = ledger.get_dataset("clinic")
+    assert rec.schema == SCHEMA
+    assert rec.source_path == "/data/clinic"
+    assert rec.confirmed and not rec.public_demo and not rec.is_sandbox
+    assert [d.name for d in ledger.list_datasets()] == ["clinic"]
+    b = ledger.budget("clinic")
+    assert b == BudgetStatus(NANO, 0, NANO)
+    assert (b.cap, b.spent, b.remaining) == (1.0, 0.0, 1.0)
+
+
+def test_confirm_schema(db):
+    led = Ledger(db)
+    led.register_dataset("d", SCHEMA, None, 2.0, actor="owner")
+    assert not led.get_dataset("d").confirmed
+    with pytest.raises(ParameterError, match="not confirmed"):
+        led.charge("r", "d", "altexpm", [1], {})
+    assert led.budget("d").spent_nano == 0
+    fixed = replace(SCHEMA, public_demo=True, description="checked")
+    rec = led.confirm_schema("d", fixed, actor="owner")
+    assert rec.confirmed and rec.public_demo and rec.schema == fixed
+    led.charge("r", "d", "altexpm", [1], {})
+    assert led.budget("d").spent_nano == 1
+
+
+@pytest.mark.parametrize("name", ["", "   ", " lead", "trail ", "bad\nname", "x" * 129, None, 3])
+def test_bad_dataset_name_changes_nothing(ledger, db, name):
+    before = dump(db)
+    with pytest.raises(ParameterError):
+        ledger.register_dataset(name, SCHEMA, None, 1.0, actor="owner")
+    assert dump(db) == before
+
+
+@pytest.mark.parametrize("cap", [0, -1.0, float("nan"), float("inf"), 1e-12, "abc", True])
+def test_bad_cap_changes_nothing(ledger, db, cap):
+    before = dump(db)
+    with pytest.raises(ParameterError):
+        ledger.register_dataset("other", SCHEMA, None, cap, actor="owner")
+    with pytest.raises(ParameterError):
+        ledger.set_cap("clinic", cap, actor="owner")
+    with pytest.raises(ParameterError):
+        ledger.create_sandbox("clinic", "sb", cap, actor="owner")
+    assert dump(db) == before
+
+
+def test_duplicate_and_bad_schema_change_nothing(ledger, db):
+    before = dump(db)
+    with pytest.raises(ParameterError, match="already exists"):
+        ledger.register_dataset("clinic", SCHEMA, None, 5.0, actor="owner")
+    with pytest.raises(DataError):
+        ledger.register_dataset("x", {"name": "x"}, None, 1.0, actor="owner")
+    bad = replace(SCHEMA, attributes=(Attribute("v", 1, "numeric", domain=(0.0, math.nan)),))
+    with pytest.raises(DataError, match="JSON"):
+        ledger.register_dataset("x", bad, None, 1.0, actor="owner")
+    with pytest.raises(ParameterError):
+        ledger.register_dataset("x", SCHEMA, None, 1.0, actor="")
+    assert dump(db) == before
+
+
+def test_cap_rounds_down(db):
+    led = Ledger(db)
+    led.register_dataset("d", SCHEMA, None, 0.1234567899, actor="o", confirmed=True)
+    assert led.budget("d").cap_nano == 123456789
+
+
+# ------------------------------------------------------------------ caps
+
+def test_set_cap_raise_and_lower_but_never_below_spent(ledger, db):
+    ledger.charge("r1", "clinic", "altexpm", [600_000_000], {})
+    assert ledger.set_cap("clinic", 2.0, actor="owner").remaining_nano == 1_400_000_000
+    assert ledger.set_cap("clinic", 0.6, actor="owner").remaining_nano == 0
+    before = dump(db)
+    with pytest.raises(ParameterError, match=r"0\.5.*0\.6") as err:
+        ledger.set_cap("clinic", 0.5, actor="owner")
+    assert "already spent" in str(err.value)
+    assert dump(db) == before
+    con = sqlite3.connect(db)
+    caps = [r[0] for r in con.execute("SELECT cap_nano FROM budgets ORDER BY id")]
+    con.close()
+    assert caps == [NANO, 2 * NANO, 600_000_000]       # history kept
+
+
+def test_sandbox_budget_is_independent(ledger):
+    ledger.charge("real", "clinic", "altexpm", [250_000_000], {})
+    sb = ledger.create_sandbox("clinic", "clinic (sandbox)", 3.0, actor="owner")
+    assert sb.sandbox_of == "clinic" and sb.is_sandbox
+    assert sb.schema == SCHEMA and sb.source_path == "/data/clinic" and sb.confirmed
+    for i, eps in enumerate((0.01, 0.1, 1.0)):
+        ledger.charge(f"sb{i}", "clinic (sandbox)", "altexpm", [epsilon_to_nano(eps)], {},
+                      actor="owner")
+    assert ledger.budget("clinic (sandbox)").spent_nano == 1_110_000_000
+    assert ledger.budget("clinic") == BudgetStatus(NANO, 250_000_000, 750_000_000)
+    with pytest.raises(BudgetExceededError):
+        ledger.charge("sb-big", "clinic (sandbox)", "altexpm", [2 * NANO], {})
+    assert ledger.budget("clinic").spent_nano == 250_000_000
+    assert [d.name for d in ledger.list_datasets(include_sandboxes=False)] == ["clinic"]
+    assert len(ledger.list_datasets()) == 2
+    with pytest.raises(ParameterError, match="already exists"):
+        ledger.create_sandbox("clinic", "clinic", 1.0, actor="owner")
+    with pytest.raises(ParameterError, match="unknown dataset"):
+        ledger.create_sandbox("nope", "nope2", 1.0, actor="owner")
+
+
+# ------------------------------------------------------------------ charges
+
+def test_charge_is_idempotent_per_run_id(ledger, db):
+    first = ledger.charge("run-1", "clinic", "altexpm", [100, 200], {"epsilon": 3e-7})
+    assert not first.replayed and first.epsilon_nano == 300 and first.parts_nano == (100, 200)
+    again = ledger.charge("run-1", "clinic", "altexpm", [100, 200], {"epsilon": 3e-7})
+    assert again.replayed and again.id == first.id
+    assert replace(again, replayed=False) == first
+    assert ledger.budget("clinic").spent_nano == 300
+    assert len(ledger.audit_log()) == 1
+    before = dump(db)
+    with pytest.raises(ParameterError, match="already charged"):
+        ledger.charge("run-1", "clinic", "altexpm", [301], {})
+    assert dump(db) == before
+
+
+def test_charges_are_append_only(ledger, db):
+    ledger.charge("run-1", "clinic", "altexpm", [5], {})
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            con.execute("UPDATE charges SET epsilon_nano = 1")
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            con.execute("DELETE FROM charges")
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            con.execute("DELETE FROM budgets")
+        with pytest.raises(sqlite3.IntegrityError):
+            con.execute("DELETE FROM runs")
+        with pytest.raises(sqlite3.IntegrityError):   # a second charge of the same run id
+            con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
+                        "parts_json, params_json, actor, created_at) "
+                        "SELECT run_id, dataset, algorithm, 1, '[1]', '{}', actor, created_at "
+                        "FROM charges")
+    finally:
+        con.close()
+    assert ledger.budget("clinic").spent_nano == 5
+
+
+def test_exact_integer_ninths():
+    ninths = split_evenly(NANO, 9)
+    assert sum(ninths) == NANO
+    assert sum([1 / 9] * 9) > 1.0            # what floats would have done
+
+
+def test_nine_ninths_fill_the_cap_exactly(ledger):
+    for i, part in enumerate(split_evenly(NANO, 9)):
+        ledger.charge(f"ninth-{i}", "clinic", "altexpm", [part], {})
+    assert ledger.budget("clinic") == BudgetStatus(NANO, NANO, 0)
+    with pytest.raises(BudgetExceededError) as err:
+        ledger.charge("tenth", "clinic", "altexpm", [1], {})
+    assert err.value.remaining == 0.0 and err.value.requested == 1e-9
+    assert len(ledger.list_runs("clinic")) == 9
+
+
+@pytest.mark.parametrize("params", [
+    MiningParams(algorithm="mcmctreepair", epsilon=1 / 3, omega=0.1, in_tr=7),
+    MiningParams(algorithm="mcmctreepair", epsilon=0.7, omega=1 / 3, in_tr=3),
+    MiningParams(algorithm="altexpm", epsilon=1 / 9, in_tr=4, rm_iter=2),
+])
+def test_plan_budget_parts_sum_to_charge(ledger, params):
+    parts = [s.epsilon_nano for s in plan_budget(params)]
+    rec = ledger.charge("plan", "clinic", params.algorithm, parts, params.to_dict())
+    assert rec.epsilon_nano == sum(rec.parts_nano) == epsilon_to_nano(params.epsilon)
+    assert list(rec.parts_nano) == parts
+    entry = ledger.audit_log("clinic")[0]
+    assert sum(entry.parts_nano) == entry.epsilon_nano == ledger.budget("clinic").spent_nano
+    assert MiningParams.from_dict(entry.params) == params
+
+
+def test_budget_exceeded_writes_nothing(ledger, db):
+    ledger.charge("a", "clinic", "altexpm", [700_000_000], {})
+    before = dump(db)
+    with pytest.raises(BudgetExceededError) as err:
+        ledger.charge("b", "clinic", "altexpm", [200_000_000, 100_000_001], {})
+    assert err.value.requested == pytest.approx(0.300000001)
+    assert err.value.remaining == pytest.approx(0.3)
+    assert "nothing was charged" in str(err.value)
+    assert dump(db) == before
+
+
+@pytest.mark.parametrize("parts", [[], [0], [-5], [1.5], [0.1], [True], [float("nan")],
+                                   "12", 7, None, [2**62]])
+def test_bad_parts_change_nothing(ledger, db, parts):
+    before = dump(db)
+    with pytest.raises(ParameterError):
+        ledger.charge("r", "clinic", "altexpm", parts, {})
+    assert dump(db) == before
+
+
+def test_bad_charge_inputs_change_nothing(ledger, db):
+    before = dump(db)
+    with pytest.raises(ParameterError, match="unknown dataset"):
+        ledger.charge("r", "nope", "altexpm", [1], {})
+    with pytest.raises(ParameterError):
+        ledger.charge("", "clinic", "altexpm", [1], {})
+    with pytest.raises(ParameterError):
+        ledger.charge("r", "clinic", "altexpm", [1], {"epsilon": float("nan")})
+    with pytest.raises(ParameterError):
+        ledger.charge("r", "clinic", "altexpm", [1], {"x": object()})
+    with pytest.raises(ParameterError):
+        ledger.charge("r", "clinic", "altexpm", [1], [("epsilon", 1)])
+    with pytest.raises(ParameterError):
+        ledger.budget("nope")
+    with pytest.raises(ParameterError):
+        epsilon_to_nano(float("nan"))
+    with pytest.raises(ParameterError):
+        epsilon_to_nano(0)
+    assert dump(db) == before
+
+
+def test_threads_share_a_ledger_but_not_connections(ledger):
+    def spend(i):
+        try:
+            ledger.charge(f"t{i}", "clinic", "altexpm", [150_000_000], {})
+            return True
+        except BudgetExceededError:
+            return False
+
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(spend, range(24)))
+    assert sum(won) == 6
+    assert ledger.budget("clinic").spent_nano == 900_000_000
+
+
+# ------------------------------------------------------------------ runs and results
+
+def make_result(run_id: str, epsilon_nano: int) -> RunResult:
+    """A minimal but complete RunResult built by hand."""
+    left_leaf = (Condition("DX_CHF", "is", True),)
+    tree = TreeRecord(
+        id=0, view=0, trial=0, step=0,
+        nodes=(TreeNode(0, -1, 0, "DX_CHF", "boolean", None, (1, 2), None),
+               TreeNode(1, 0, 1, None, None, None, (), Condition("DX_CHF", "is", True), 0),
+               TreeNode(2, 0, 1, None, None, None, (), Condition("DX_CHF", "is", False), 1)),
+        leaf_conditions=(left_leaf, (Condition("DX_CHF", "is", False),)))
+    rtree = TreeRecord(
+        id=1, view=1, trial=0, step=0,
+        nodes=(TreeNode(0, -1, 0, "LAB_BNP", "numeric", 400.0, (1, 2), None),
+               TreeNode(1, 0, 1, None, None, None, (), Condition("LAB_BNP", "<=", 400.0), 0),
+               TreeNode(2, 0, 1, None, None, None, (), Condition("LAB_BNP", ">", 400.0), 1)),
+        leaf_conditions=((Condition("LAB_BNP", "<=", 400.0),),
+                         (Condition("LAB_BNP", ">", 400.0),)))
+    red = Redescription(
+        id=0,
+        left=Query(0, 0, (Literal(0),), (0,), "[DX_CHF]"),
+        right=Query(1, 1, (Literal(1),), (1,), "[LAB_BNP > 400]"),
+        support_left=41.5, support_right=39.25, support_both=30.0, jaccard=0.59,
+        pvalue=1e-6, trial=0, step=0, extraction=0)
+    ext = ExtractionRecord(id=0, left_tree=0, right_tree=1, trial=0, step=0,
+                           noisy_table=((8.5, 30.0), (50.25, 11.0)),
+                           noisy_left=(38.5, 61.25), noisy_right=(58.75, 41.0), noisy_n=99.75)
+    return RunResult(
+        run_id=run_id, dataset="clinic", algorithm="mcmctreepair", mode="strict",
+        params=MiningParams().to_dict(), version="0.1.0",
+        created_at="2025-01-01T00:00:00+00:00", epsilon_nano=epsilon_nano,
+        redescriptions=[red], trees=[tree, rtree], extractions=[ext],
+        mechanism_calls=[{"mechanism": "mcmc", "label": "trial 0 / tree pair",
+                          "epsilon_nano": epsilon_nano // 2, "sensitivity": 1.0},
+                         {"mechanism": "discrete_laplace", "label": "trial 0 / counts",
+                          "epsilon_nano": epsilon_nano - epsilon_nano // 2,
+                          "sensitivity": 1.0}],
+        seed=7, diagnostics=OwnerDiagnostics({"trial 0 / tree pair": [1.0, 2.5, 3.0]}))
+
+
+def test_store_then_get_result_round_trip(ledger):
+    rec = ledger.charge("run-r", "clinic", "mcmctreepair", [100_000_000, 100_000_000], {})
+    assert ledger.get_run("run-r").status == "charged"
+    assert ledger.get_result("run-r") is None
+    result = make_result("run-r", rec.epsilon_nano)
+    diag = json.dumps(asdict(result.diagnostics))
+    ledger.store_result("run-r", result.to_json(), diag)
+    run = ledger.get_run("run-r")
+    assert run.status == "done" and run.finished_at is not None and run.error is None
+    stored, stored_diag = ledger.get_result("run-r")
+    back = RunResult.from_json(stored)
+    assert back.to_dict() == result.to_dict()
+    assert back.redescriptions[0].text == "[DX_CHF]  ⇔  [LAB_BNP > 400]"
+    assert "diagnostics" not in json.loads(stored)
+    assert OwnerDiagnostics(**json.loads(stored_diag)) == result.diagnostics
+    ledger.store_result("run-r", result.to_json(), diag)          # identical again: no-op
+    with pytest.raises(ParameterError, match="already has"):
+        ledger.store_result("run-r", result.to_json(), None)
+    with pytest.raises(ParameterError, match="done"):
+        ledger.mark_failed("run-r", "late")
+
+
+def test_store_result_guards(ledger, db):
+    ledger.charge("run-g", "clinic", "mcmctreepair", [100], {})
+    before = dump(db)
+    good = make_result("run-g", 100)
+    with pytest.raises(ParameterError, match="unknown run"):
+        ledger.store_result("nope", good.to_json())
+    with pytest.raises(ParameterError, match="diagnostics"):
+        ledger.store_result("run-g", good.to_json(include_diagnostics=True))
+    with pytest.raises(ParameterError, match="run_id"):
+        ledger.store_result("run-g", make_result("other", 100).to_json())
+    with pytest.raises(ParameterError, match="charged only"):
+        ledger.store_result("run-g", make_result("run-g", 101).to_json())
+    with pytest.raises(ParameterError, match="JSON"):
+        ledger.store_result("run-g", "{not json")
+    with pytest.raises(ParameterError, match="JSON"):
+        ledger.store_result("run-g", good.to_json(), "{")
+    assert dump(db) == before
+
+
+def test_failed_runs_keep_their_charge(ledger):
+    ledger.charge("f1", "clinic", "altexpm", [300_000_000], {})
+    ledger.mark_failed("f1", "numba exploded")
+    ledger.mark_failed("f1", "again")                                # no-op
+    run = ledger.get_run("f1")
+    assert run.status == "failed" and run.error == "numba exploded"
+    assert ledger.budget("clinic").spent_nano == 300_000_000
+    with pytest.raises(ParameterError, match="failed"):
+        ledger.store_result("f1", make_result("f1", 300_000_000).to_json())
+    assert ledger.get_result("f1") is None
+    again = ledger.charge("f1", "clinic", "altexpm", [300_000_000], {})  # no second charge
+    assert again.replayed and ledger.budget("clinic").spent_nano == 300_000_000
+
+
+def test_fail_stale_runs(ledger):
+    ledger.charge("old", "clinic", "altexpm", [1], {})
+    ledger.charge("done", "clinic", "altexpm", [1], {})
+    ledger.store_result("done", make_result("done", 1).to_json())
+    assert ledger.fail_stale_runs(3600) == []
+    assert ledger.fail_stale_runs(0) == ["old"]
+    assert ledger.get_run("old").status == "failed"
+    assert "stale" in ledger.get_run("old").error
+    assert ledger.get_run("done").status == "done"
+    assert ledger.budget("clinic").spent_nano == 2
+    with pytest.raises(ParameterError):
+        ledger.fail_stale_runs(-1)
+    with pytest.raises(ParameterError):
+        ledger.fail_stale_runs(float("nan"))
+
+
+def test_audit_log_and_list_runs(ledger):
+    sb = ledger.create_sandbox("clinic", "sb", 1.0, actor="owner")
+    ledger.charge("a", "clinic", "altexpm", [10], {"k": 1}, actor="alice")
+    ledger.charge("b", sb.name, "altmcmc", [20], {}, actor="owner")
+    ledger.charge("c", "clinic", "mcmctreepair", [5, 25], {}, actor="bob")
+    ledger.mark_failed("c", "boom")
+    log = ledger.audit_log()
+    assert [(e.run_id, e.actor, e.epsilon_nano, e.status) for e in log] == [
+        ("a", "alice", 10, "charged"), ("b", "owner", 20, "charged"), ("c", "bob", 30, "failed")]
+    assert [e.charge_id for e in log] == sorted(e.charge_id for e in log)
+    assert [e.run_id for e in ledger.audit_log("clinic")] == ["a", "c"]
+    assert log[2].parts_nano == (5, 25) and log[2].error == "boom"
+    assert log[0].params == {"k": 1}
+    runs = ledger.list_runs("clinic")
+    assert [(r.run_id, r.status, r.epsilon_nano) for r in runs] == [
+        ("a", "charged", 10), ("c", "failed", 30)]
+    with pytest.raises(ParameterError):
+        ledger.list_runs("nope")
+    with pytest.raises(ParameterError):
+        ledger.audit_log("nope")

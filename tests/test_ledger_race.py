@@ -1,0 +1,233 @@
+"""Ledger under contention and crashes, with real OS processes ('spawn' start method).
+
+* N ≥ 16 processes released together by a barrier race to charge one small cap:
+  the sum of charges never exceeds it, losers get BudgetExceededError, and the
+  number of winners is exactly what fits.
+* A process SIGKILLed after charging: the charge stays, fail_stale_runs marks
+  the run failed, the budget stays spent.
+* A process SIGKILLed inside an open store_result-like transaction (result row
+  inserted, not committed): no partial row is left and the result can be stored.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import signal
+import sqlite3
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from dpcore.errors import BudgetExceededError
+from dpcore.ledger import Ledger
+from dpcore.schema import Attribute, Schema, ViewSpec
+from dpcore.units import NANO
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
+
+N_PROCESSES = 16
+SCHEMA = Schema(name="race",
+                attributes=(Attribute("a", 0, "boolean"), Attribute("b", 1, "boolean")),
+                views=(ViewSpec("L", "race.csv"), ViewSpec("R", "race.csv")))
+CTX = mp.get_context("spawn")
+TIMEOUT = 60
+
+
+def _register(path, cap=1.0, name="race") -> Ledger:
+    ledger = Ledger(path)
+    ledger.register_dataset(name, SCHEMA, None, cap, actor="owner", confirmed=True)
+    return ledger
+
+
+# ---------------------------------------------------------------- workers (run in children)
+
+def _charge_worker(path, run_id, parts, barrier, results):
+    """Wait for everyone, then try to charge; report (run_id, outcome type name, nano)."""
+    ledger = Ledger(path)
+    try:
+        barrier.wait(timeout=TIMEOUT)
+        rec = ledger.charge(run_id, "race", "altexpm", parts, {"who": run_id})
+        results.put((run_id, "ok", rec.epsilon_nano, rec.id))
+    except BudgetExceededError as exc:
+        results.put((run_id, type(exc).__name__, sum(parts), None))
+    except BaseException as exc:  # noqa: BLE001 - report anything unexpected to the parent
+        results.put((run_id, f"{type(exc).__name__}: {exc}", sum(parts), None))
+
+
+def _charge_then_hang(path, run_id, parts, charged):
+    """Charge, tell the parent, then 'compute' forever (until SIGKILLed)."""
+    Ledger(path).charge(run_id, "race", "altexpm", parts, {})
+    charged.set()
+    time.sleep(600)
+
+
+def _die_inside_store_result(path, run_id, inserted):
+    """Do what store_result does with raw sqlite, but get killed before COMMIT."""
+    con = sqlite3.connect(path, isolation_level=None, timeout=30)
+    con.execute("PRAGMA busy_timeout = 30000")
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = FULL")
+    con.execute("BEGIN IMMEDIATE")
+    now = datetime.now(timezone.utc).isoformat()
+    con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
+                "VALUES (?, ?, NULL, ?)", (run_id, '{"partial": true}', now))
+    con.execute("UPDATE runs SET status = 'done', finished_at = ? WHERE run_id = ?",
+                (now, run_id))
+    inserted.set()
+    time.sleep(600)          # never commits
+
+
+# ---------------------------------------------------------------- helpers (parent)
+
+def _race(path, requests: dict[str, list[int]]) -> list[tuple]:
+    barrier = CTX.Barrier(len(requests))
+    results = CTX.Queue()
+    procs = [CTX.Process(target=_charge_worker, args=(str(path), rid, parts, barrier, results))
+             for rid, parts in requests.items()]
+    for p in procs:
+        p.start()
+    try:
+        out = [results.get(timeout=TIMEOUT) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=TIMEOUT)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert all(p.exitcode == 0 for p in procs)
+    return out
+
+
+def _kill(proc) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(timeout=TIMEOUT)
+    assert proc.exitcode == -signal.SIGKILL
+
+
+def _charges_sum(path, dataset="race") -> int:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges "
+                           "WHERE dataset = ?", (dataset,)).fetchone()[0]
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------- tests
+
+def test_equal_requests_race(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = _register(path, cap=1.0)
+    ask = 150_000_000                                   # ε = 0.15: exactly 6 fit in 1.0
+    out = _race(path, {f"run-{i:02d}": [ask // 3, ask - ask // 3] for i in range(N_PROCESSES)})
+    outcomes = [o[1] for o in out]
+    assert set(outcomes) <= {"ok", "BudgetExceededError"}, outcomes
+    winners = [o for o in out if o[1] == "ok"]
+    assert len(winners) == NANO // ask == 6
+    assert outcomes.count("BudgetExceededError") == N_PROCESSES - 6
+    assert _charges_sum(path) == 6 * ask <= NANO
+    status = ledger.budget("race")
+    assert status.spent_nano == 6 * ask and status.remaining_nano == NANO - 6 * ask
+    assert sorted(r.run_id for r in ledger.list_runs("race")) == sorted(o[0] for o in winners)
+    assert len({o[3] for o in winners}) == 6
+
+
+def test_mixed_requests_race(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = _register(path, cap=1.0)
+    sizes = [50_000_000, 100_000_000, 150_000_000, 230_000_000, 333_333_334]
+    requests = {f"mix-{i:02d}": [sizes[i % len(sizes)]] for i in range(N_PROCESSES)}
+    out = _race(path, requests)
+    assert {o[1] for o in out} <= {"ok", "BudgetExceededError"}, out
+    spent = sum(o[2] for o in out if o[1] == "ok")
+    assert spent == _charges_sum(path) == ledger.budget("race").spent_nano
+    assert spent <= NANO
+    remaining = NANO - spent
+    # Remaining ε only shrinks, so every refused request is still too big at the end,
+    # and nothing that fit was refused: the winners are exactly what fits.
+    losers = [o for o in out if o[1] == "BudgetExceededError"]
+    assert sum(sum(p) for p in requests.values()) > NANO and losers
+    assert all(o[2] > remaining for o in losers)
+
+
+def test_same_run_id_race_charges_once(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = _register(path, cap=1.0)
+    barrier = CTX.Barrier(8)
+    results = CTX.Queue()
+    procs = [CTX.Process(target=_charge_worker,
+                         args=(str(path), "double-click", [100_000_000], barrier, results))
+             for _ in range(8)]
+    for p in procs:
+        p.start()
+    out = [results.get(timeout=TIMEOUT) for _ in procs]
+    for p in procs:
+        p.join(timeout=TIMEOUT)
+    assert {o[1] for o in out} == {"ok"}
+    assert len({o[3] for o in out}) == 1                  # one charge id for everybody
+    assert ledger.budget("race").spent_nano == 100_000_000
+    assert len(ledger.audit_log("race")) == 1
+
+
+def test_killed_after_charge_keeps_the_charge(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = _register(path, cap=1.0)
+    charged = CTX.Event()
+    proc = CTX.Process(target=_charge_then_hang,
+                       args=(str(path), "victim", [200_000_000, 50_000_000], charged))
+    proc.start()
+    try:
+        assert charged.wait(TIMEOUT)
+    finally:
+        _kill(proc)
+    assert ledger.get_run("victim").status == "charged"
+    assert ledger.budget("race").spent_nano == 250_000_000
+    assert ledger.fail_stale_runs(0) == ["victim"]
+    run = ledger.get_run("victim")
+    assert run.status == "failed" and "stale" in run.error
+    assert ledger.budget("race").spent_nano == 250_000_000       # never refunded
+    assert ledger.get_result("victim") is None
+    assert ledger.charge("victim", "race", "altexpm", [250_000_000], {}).replayed
+    assert ledger.budget("race").spent_nano == 250_000_000
+    assert ledger.fail_stale_runs(0) == []
+
+
+def test_killed_inside_store_result_leaves_no_partial_row(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger = _register(path, cap=1.0)
+    ledger.charge("half", "race", "altexpm", [100_000_000], {})
+    inserted = CTX.Event()
+    proc = CTX.Process(target=_die_inside_store_result, args=(str(path), "half", inserted))
+    proc.start()
+    try:
+        assert inserted.wait(TIMEOUT)
+        # While the writer holds its open transaction, readers see the old state.
+        assert ledger.get_result("half") is None
+        assert ledger.get_run("half").status == "charged"
+    finally:
+        _kill(proc)
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        con.close()
+    assert ledger.get_run("half").status == "charged"
+    assert ledger.get_result("half") is None
+    # The dead writer's lock is gone: the real store_result now works.
+    ledger.store_result("half", '{"run_id": "half", "epsilon_nano": 100000000}', None)
+    assert ledger.get_run("half").status == "done"
+    assert ledger.get_result("half") == ('{"run_id": "half", "epsilon_nano": 100000000}', None)
+    assert ledger.budget("race").spent_nano == 100_000_000
+
+
+def test_queue_is_drained_helper_sanity():
+    """The barrier/queue plumbing itself works with spawn (guards against silent hangs)."""
+    q = CTX.Queue()
+    q.put(1)
+    assert q.get(timeout=5) == 1
+    with pytest.raises(queue.Empty):
+        q.get(timeout=0.01)
