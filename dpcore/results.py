@@ -19,7 +19,7 @@ LEFT_RIGHT = ("left", "right")
 class Condition:
     """One test on a tree path: ``attribute op value``.
 
-    ``op`` is ``"<="`` / ``">"`` (numeric), ``"="`` (categorical, value = label),
+    ``op`` is ``"<="`` / ``">"`` (numeric), ``"="`` / ``"!="`` (categorical, value = label),
     ``"is"`` (Boolean, value = True/False).
     """
 
@@ -32,6 +32,8 @@ class Condition:
             return f"[{self.attribute}]" if self.value else f"¬[{self.attribute}]"
         if self.op == "=":
             return f"[{self.attribute} = {self.value}]"
+        if self.op == "!=":
+            return f"[{self.attribute} ≠ {self.value}]"
         return f"[{self.attribute} {'≤' if self.op == '<=' else '>'} {_fmt(self.value)}]"
 
 

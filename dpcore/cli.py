@@ -1,0 +1,157 @@
+"""Command line: ``python -m dpcore {register,budget,mine} ...``, sharing the app's ledger.
+
+Every ``mine`` is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
+before any noise is drawn; the dataset must be registered by its owner first.
+Progress goes to stderr, the result JSON to ``--out`` (DP releases only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from pathlib import Path
+
+from .errors import DpcoreError
+from .ledger import Ledger
+from .loading import load_dataset
+from .params import ALGORITHMS, HELP, MiningParams
+from .roles import check_owner
+from .runs import charge_and_mine, run_cost
+from .units import nano_to_epsilon
+
+DEFAULTS = MiningParams()
+
+
+def _owner_or_exit(args) -> None:
+    password = os.environ.get("DPRM_OWNER_PASSWORD")
+    if password is None and sys.stdin.isatty():
+        password = getpass.getpass("owner password: ")
+    if not password or not check_owner(password):
+        raise SystemExit("error: this command needs the owner password (set "
+                         "DPRM_OWNER_PASSWORD_HASH for the ledger's owner, then give the "
+                         "password at the prompt or in DPRM_OWNER_PASSWORD)")
+
+
+def _params(args) -> MiningParams:
+    in_tr, rm_iter = args.in_tr, args.rm_iter
+    if args.stable is not None:
+        in_tr, rm_iter = args.stable, 1
+    return MiningParams(algorithm=args.algorithm, epsilon=args.epsilon, omega=args.omega,
+                        mode=args.mode, in_tr=in_tr, rm_iter=rm_iter, depth=args.depth,
+                        mc_iter=args.mc_iter, sigma=args.sigma, sigma_window=args.sigma_window,
+                        min_jaccard=args.min_jaccard, max_pvalue=args.max_pvalue,
+                        min_support=args.min_support, max_support=args.max_support,
+                        max_clauses=args.max_clauses, noise=args.noise).validate()
+
+
+def _progress(fraction: float, message: str) -> None:
+    print(f"[{fraction:6.1%}] {message}", file=sys.stderr, flush=True)
+
+
+def cmd_register(args) -> int:
+    _owner_or_exit(args)
+    dataset = load_dataset(args.data)
+    name = args.name or dataset.schema.name
+    Ledger(args.ledger).register_dataset(name, dataset.schema, str(Path(args.data).resolve()),
+                                         args.cap, actor="owner")
+    print(f"registered {name!r} with a budget of ε = {args.cap}", file=sys.stderr)
+    return 0
+
+
+def cmd_budget(args) -> int:
+    status = Ledger(args.ledger).budget(args.name)
+    print(f"{args.name}: cap ε = {status.cap:g}, spent ε = {status.spent:g}, "
+          f"remaining ε = {status.remaining:g}")
+    return 0
+
+
+def cmd_mine(args) -> int:
+    params = _params(args)
+    ledger = Ledger(args.ledger)
+    record = ledger.get_dataset(args.dataset) if args.dataset else None
+    data = args.data or (record.source_path if record else None)
+    if data is None:
+        raise SystemExit("error: give --data (a dataset folder or schema file) or --dataset")
+    dataset = load_dataset(data)
+    name = args.dataset or dataset.schema.name
+    cost = run_cost(params)
+    print(f"charging ε = {nano_to_epsilon(cost):g} to {name!r} "
+          f"(remaining before: ε = {ledger.budget(name).remaining:g})", file=sys.stderr)
+    result = charge_and_mine(ledger, name, dataset, params, actor=args.actor, seed=args.seed,
+                             progress=_progress)
+    text = result.to_json()
+    if args.out == "-":
+        print(text)
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"{len(result.redescriptions)} redescriptions written to {args.out}",
+              file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ledger", help="ledger SQLite file (default: $DPRM_LEDGER, else "
+                                         "~/.local/share/dprm/ledger.sqlite)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap")
+    reg.add_argument("--data", required=True, help="dataset folder with schema.json/.toml")
+    reg.add_argument("--name", help="dataset name in the ledger (default: the schema's name)")
+    reg.add_argument("--cap", type=float, required=True, help="total ε the dataset may spend")
+    reg.set_defaults(func=cmd_register)
+
+    bud = sub.add_parser("budget", help="show a dataset's cap, spent and remaining ε")
+    bud.add_argument("name")
+    bud.set_defaults(func=cmd_budget)
+
+    mine = sub.add_parser("mine", help="run one DP miner, charged to the ledger",
+                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    mine.add_argument("--data", help="dataset folder or schema file (default: the "
+                                     "registered location of --dataset)")
+    mine.add_argument("--dataset", help="registered dataset name (default: the schema's name)")
+    mine.add_argument("--algorithm", choices=ALGORITHMS, default=DEFAULTS.algorithm,
+                      help=HELP["algorithm"])
+    mine.add_argument("--epsilon", type=float, default=DEFAULTS.epsilon, help=HELP["epsilon"])
+    mine.add_argument("--omega", type=float, default=DEFAULTS.omega, help=HELP["omega"])
+    mine.add_argument("--mode", choices=("strict", "faithful"), default=DEFAULTS.mode,
+                      help=HELP["mode"])
+    mine.add_argument("--in-tr", type=int, default=DEFAULTS.in_tr, help=HELP["in_tr"])
+    mine.add_argument("--rm-iter", type=int, default=DEFAULTS.rm_iter, help=HELP["rm_iter"])
+    mine.add_argument("--stable", type=int, metavar="K",
+                      help="paper's 'stable' setting for AltMCMC/AltExpM: InTr = K, RMIter = 1")
+    mine.add_argument("--depth", type=int, default=DEFAULTS.depth, help=HELP["depth"])
+    mine.add_argument("--mc-iter", type=int, default=DEFAULTS.mc_iter, help=HELP["mc_iter"])
+    mine.add_argument("--sigma", type=float, default=DEFAULTS.sigma, help=HELP["sigma"])
+    mine.add_argument("--sigma-window", type=int, default=DEFAULTS.sigma_window,
+                      help=HELP["sigma_window"])
+    mine.add_argument("--min-jaccard", type=float, default=DEFAULTS.min_jaccard,
+                      help=HELP["min_jaccard"])
+    mine.add_argument("--max-pvalue", type=float, default=DEFAULTS.max_pvalue,
+                      help=HELP["max_pvalue"])
+    mine.add_argument("--min-support", type=float, default=DEFAULTS.min_support,
+                      help=HELP["min_support"])
+    mine.add_argument("--max-support", type=float, default=DEFAULTS.max_support,
+                      help=HELP["max_support"])
+    mine.add_argument("--max-clauses", type=int, default=DEFAULTS.max_clauses,
+                      help=HELP["max_clauses"])
+    mine.add_argument("--noise", choices=("discrete", "continuous"), default=DEFAULTS.noise,
+                      help=HELP["noise"])
+    mine.add_argument("--seed", type=int, help="fixed seed: tests and labelled demos only "
+                                               "(real releases use fresh OS entropy)")
+    mine.add_argument("--actor", default="cli", help="who spends (audit log)")
+    mine.add_argument("--out", default="-", help="result JSON file ('-' = stdout)")
+    mine.set_defaults(func=cmd_mine)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except DpcoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,84 @@
+"""True statistics of released redescriptions: OWNER / TEACHING ONLY, NOT private.
+
+``evaluate`` reads the raw data to compute the true supports, Jaccard and
+p-value of each redescription of a :class:`RunResult`. Its output must never
+reach an analyst on a private dataset; the app shows it only to owners and on
+``public_demo`` datasets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binom
+
+from .dataset import TwoViewDataset
+from .results import Condition, RunResult, TreeRecord
+
+
+@dataclass(frozen=True)
+class TrueStatistics:
+    """True (non-private) statistics of one redescription; supports in rows."""
+
+    id: int
+    support_left: int
+    support_right: int
+    support_both: int
+    jaccard: float
+    pvalue: float
+
+
+def condition_mask(dataset: TwoViewDataset, view: int, condition: Condition) -> np.ndarray:
+    """Rows satisfying one path test; a missing value satisfies no test."""
+    attrs = dataset.views[view].attributes
+    a = next(i for i, at in enumerate(attrs) if at.name == condition.attribute)
+    col = dataset.views[view].values[a]
+    present = ~np.isnan(col)
+    if condition.op == "<=":
+        return present & (col <= condition.value)
+    if condition.op == ">":
+        return present & (col > condition.value)
+    if condition.op == "is":
+        return present & (col == (1.0 if condition.value else 0.0))
+    code = attrs[a].categories.index(condition.value)
+    if condition.op == "=":
+        return present & (col == code)
+    return present & (col != code)
+
+
+def leaf_masks(dataset: TwoViewDataset, tree: TreeRecord) -> np.ndarray:
+    """Boolean matrix (leaves × rows): which rows reach each leaf of a released tree."""
+    out = np.ones((tree.n_leaves, dataset.n_rows), dtype=bool)
+    for leaf, conditions in enumerate(tree.leaf_conditions):
+        for c in conditions:
+            out[leaf] &= condition_mask(dataset, tree.view, c)
+    return out
+
+
+def marg_pvalue(support_left: float, support_right: float, support_both: float,
+                n_rows: float) -> float:
+    """P[X ≥ |E11|], X ~ Binomial(N, |qL|·|qR|/N²); 1 when |qL|·|qR| = 0."""
+    if support_left * support_right <= 0 or n_rows < 1:
+        return 1.0
+    pr = min(1.0, support_left * support_right / float(n_rows) ** 2)
+    return float(binom.sf(round(support_both) - 1, int(round(n_rows)), pr))
+
+
+def evaluate(result: RunResult, dataset: TwoViewDataset) -> list[TrueStatistics]:
+    """True supports, Jaccard and p-value of every redescription in ``result`` (NOT DP)."""
+    masks = {t.id: leaf_masks(dataset, t) for t in result.trees}
+    n = dataset.n_rows
+    out = []
+    for red in result.redescriptions:
+        q = []
+        for query in (red.left, red.right):
+            m = masks[query.tree]
+            q.append(m[list(query.leaves)].any(axis=0) if query.leaves else np.zeros(n, bool))
+        left, right = q
+        both = int(np.count_nonzero(left & right))
+        union = int(np.count_nonzero(left | right))
+        sl, sr = int(left.sum()), int(right.sum())
+        out.append(TrueStatistics(red.id, sl, sr, both, both / union if union else 0.0,
+                                  marg_pvalue(sl, sr, both, n)))
+    return out

@@ -1,0 +1,757 @@
+"""numba kernels for flat-array trees: partition rows, count, score, MCMC steps.
+
+Nothing here is differentially private by itself: these functions read raw
+(coded) data. Privacy comes from how ``trees.py`` calls them — every score they
+compute feeds an exponential mechanism or an MCMC acceptance test whose ε was
+charged beforehand, and every released count gets noise in ``mining.py``.
+
+Tree layout
+-----------
+A tree of depth ≤ ``d`` with arity ``K`` lives in a heap: node ``h`` has children
+``K·h + 1 + i``. ``nodes`` is an int64 array of shape (4, capacity):
+
+* ``nodes[SPLIT, h]``: candidate index, ``LEAF`` (−1), ``ABSENT`` (−2) or ``GROW``
+  (−3, a new node whose subtree is still to be grown randomly);
+* ``nodes[START, h]``, ``nodes[END, h]``: the rows reaching ``h`` are
+  ``perm[START:END]``; ``nodes[KEPT, h]``: rows ``perm[START:KEPT]`` are
+  partitioned among the children, ``perm[KEPT:END]`` have a missing value in the
+  split attribute and reach no child.
+
+Candidates are an int64 array ``cands`` of shape (4, n_candidates) with rows
+ATTR, KIND, THR, NCHILD (see ``coding.py``). ``leaf_of_row[r]`` is the heap index
+of the leaf row ``r`` reaches, or −1.
+
+An MCMC step replaces the split of one node and re-partitions only that node's
+subtree, so it costs O(rows reaching the node), not O(rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SPLIT, START, END, KEPT = 0, 1, 2, 3
+ATTR, KIND, THR, NCHILD = 0, 1, 2, 3
+LEAF, ABSENT, GROW = -1, -2, -3
+THRESHOLD, MULTIWAY, EQUALS = 0, 1, 2
+MISSING = 65535
+
+
+def tree_capacity(fanout: int, depth: int) -> int:
+    """Number of heap slots of a complete ``fanout``-ary tree of depth ``depth``."""
+    return sum(fanout ** t for t in range(depth + 1))
+
+
+def node_depths(fanout: int, depth: int) -> np.ndarray:
+    """Depth of each heap slot (root 0)."""
+    out = np.empty(tree_capacity(fanout, depth), dtype=np.int64)
+    pos = 0
+    for t in range(depth + 1):
+        out[pos:pos + fanout ** t] = t
+        pos += fanout ** t
+    return out
+
+
+@njit(cache=True, nogil=True)
+def child_of(codes, cands, s, row):
+    """Child index of ``row`` under candidate ``s``, or −1 when the value is missing."""
+    x = np.int64(codes[cands[ATTR, s], row])
+    if x == MISSING:
+        return -1
+    kind = cands[KIND, s]
+    if kind == THRESHOLD:
+        return 0 if x <= cands[THR, s] else 1
+    if kind == MULTIWAY:
+        return x
+    return 1 if x == cands[THR, s] else 0
+
+
+@njit(cache=True, nogil=True)
+def partition_node(u, nodes, perm, codes, cands, fanout, pos_buf, child_buf):
+    """Stable counting sort of ``perm[START:END]`` of node ``u`` into its children."""
+    s = nodes[SPLIT, u]
+    nc = cands[NCHILD, s]
+    lo, hi = nodes[START, u], nodes[END, u]
+    counts = np.zeros(nc + 1, dtype=np.int64)
+    for i in range(lo, hi):
+        c = child_of(codes, cands, s, perm[i])
+        if c < 0:
+            c = nc
+        child_buf[i] = c
+        counts[c] += 1
+    offset = np.empty(nc + 1, dtype=np.int64)
+    pos = lo
+    for c in range(nc + 1):
+        offset[c] = pos
+        pos += counts[c]
+    for c in range(nc):
+        ch = fanout * u + 1 + c
+        nodes[START, ch] = offset[c]
+        nodes[END, ch] = offset[c] + counts[c]
+    nodes[KEPT, u] = offset[nc]
+    for i in range(lo, hi):
+        c = child_buf[i]
+        pos_buf[offset[c]] = perm[i]
+        offset[c] += 1
+    for i in range(lo, hi):
+        perm[i] = pos_buf[i]
+
+
+@njit(cache=True, nogil=True)
+def mark_absent(u, nodes, fanout):
+    """Mark node ``u`` and every heap descendant absent."""
+    cap = nodes.shape[1]
+    stack = [u]
+    while len(stack) > 0:
+        v = stack.pop()
+        if v >= cap:
+            continue
+        nodes[SPLIT, v] = ABSENT
+        for i in range(fanout):
+            ch = fanout * v + 1 + i
+            if ch < cap and nodes[SPLIT, ch] != ABSENT:
+                stack.append(ch)
+
+
+@njit(cache=True, nogil=True)
+def used_on_path(u, s, nodes, fanout):
+    """True when candidate ``s`` splits an ancestor of ``u`` (no attribute–value reuse)."""
+    v = u
+    while v > 0:
+        v = (v - 1) // fanout
+        if nodes[SPLIT, v] == s:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def random_split(u, nodes, fanout, n_cand, rng):
+    """A candidate drawn uniformly among those not used on the path to ``u`` (−1 if none)."""
+    for _ in range(64):
+        s = rng.integers(0, n_cand)
+        if not used_on_path(u, s, nodes, fanout):
+            return s
+    n_ok = 0
+    for s in range(n_cand):
+        if not used_on_path(u, s, nodes, fanout):
+            n_ok += 1
+    if n_ok == 0:
+        return -1
+    k = rng.integers(0, n_ok)
+    for s in range(n_cand):
+        if not used_on_path(u, s, nodes, fanout):
+            if k == 0:
+                return s
+            k -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _stops(u, nodes, perm, y, min_rows):
+    """Faithful-mode growth stop: fewer than ``min_rows`` rows, or one class only."""
+    lo, hi = nodes[START, u], nodes[END, u]
+    if hi - lo < min_rows:
+        return True
+    first = y[perm[lo]]
+    for i in range(lo + 1, hi):
+        if y[perm[i]] != first:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def rebuild_subtree(h, nodes, depth_of, max_depth, perm, codes, cands, fanout, leaf_of_row,
+                    y, faithful_stop, min_rows, rng, pos_buf, child_buf):
+    """Re-partition the rows below ``h`` top-down, growing ``GROW`` nodes at random.
+
+    Grown nodes get a uniformly random valid split down to ``max_depth``
+    (strict: regardless of the data; faithful: stop at pure / small nodes).
+    Updates ``leaf_of_row`` for every row reaching ``h``.
+    """
+    n_cand = cands.shape[1]
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        if nodes[SPLIT, u] == GROW:
+            if depth_of[u] >= max_depth:
+                nodes[SPLIT, u] = LEAF
+            elif faithful_stop and _stops(u, nodes, perm, y, min_rows):
+                nodes[SPLIT, u] = LEAF
+            else:
+                s = random_split(u, nodes, fanout, n_cand, rng)
+                if s < 0:
+                    nodes[SPLIT, u] = LEAF
+                else:
+                    nodes[SPLIT, u] = s
+                    for i in range(cands[NCHILD, s]):
+                        ch = fanout * u + 1 + i
+                        mark_absent(ch, nodes, fanout)
+                        nodes[SPLIT, ch] = GROW
+        s = nodes[SPLIT, u]
+        if s == LEAF:
+            for i in range(nodes[START, u], nodes[END, u]):
+                leaf_of_row[perm[i]] = u
+        elif s >= 0:
+            partition_node(u, nodes, perm, codes, cands, fanout, pos_buf, child_buf)
+            for i in range(nodes[KEPT, u], nodes[END, u]):
+                leaf_of_row[perm[i]] = -1
+            for i in range(cands[NCHILD, s]):
+                stack.append(fanout * u + 1 + i)
+
+
+@njit(cache=True, nogil=True)
+def replace_split(h, s_new, nodes, cands, fanout):
+    """Structural part of an MCMC move: node ``h`` gets split ``s_new``.
+
+    Children that exist under both splits keep their subtrees; extra children
+    are marked ``GROW``; surplus subtrees are dropped.
+    """
+    old_nc = cands[NCHILD, nodes[SPLIT, h]]
+    new_nc = cands[NCHILD, s_new]
+    nodes[SPLIT, h] = s_new
+    for i in range(new_nc, old_nc):
+        mark_absent(fanout * h + 1 + i, nodes, fanout)
+    for i in range(old_nc, new_nc):
+        ch = fanout * h + 1 + i
+        mark_absent(ch, nodes, fanout)
+        nodes[SPLIT, ch] = GROW
+
+
+@njit(cache=True, nogil=True)
+def subtree_leaves(h, nodes, fanout):
+    """Heap indices of the existing leaves below (and including) ``h``."""
+    out = []
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        s = nodes[SPLIT, u]
+        if s == LEAF:
+            out.append(u)
+        elif s >= 0:
+            for i in range(fanout):
+                ch = fanout * u + 1 + i
+                if ch < nodes.shape[1] and nodes[SPLIT, ch] != ABSENT:
+                    stack.append(ch)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def internal_nodes(nodes):
+    out = []
+    for u in range(nodes.shape[1]):
+        if nodes[SPLIT, u] >= 0:
+            out.append(u)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def leaf_class_counts(u, nodes, perm, y, n_classes):
+    counts = np.zeros(n_classes, dtype=np.int64)
+    for i in range(nodes[START, u], nodes[END, u]):
+        counts[y[perm[i]]] += 1
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def gini_contribution(counts):
+    """−|leaf|·gini(leaf) = −(n − Σ_c n_c²/n); 0 for an empty leaf."""
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    sq = 0.0
+    for c in range(counts.size):
+        sq += counts[c] * counts[c]
+    return -(n - sq / n)
+
+
+@njit(cache=True, nogil=True)
+def purity_contribution(counts, n_rows):
+    """(|leaf|/N)·Σ_c (n_c/|leaf|)² = Σ_c n_c² / (|leaf|·N); 0 for an empty leaf."""
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    sq = 0.0
+    for c in range(counts.size):
+        sq += counts[c] * counts[c]
+    return sq / (n * n_rows)
+
+
+@njit(cache=True, nogil=True)
+def init_tree(nodes, perm, leaf_of_row, n_rows):
+    """Reset a tree to a single GROW root holding every row."""
+    nodes[SPLIT, :] = ABSENT
+    nodes[SPLIT, 0] = GROW
+    nodes[START, 0] = 0
+    nodes[END, 0] = n_rows
+    nodes[KEPT, 0] = n_rows
+    for i in range(n_rows):
+        perm[i] = i
+        leaf_of_row[i] = -1
+
+
+@njit(cache=True, nogil=True)
+def tree_score(nodes, perm, y, n_classes, score_kind, n_rows, contrib):
+    """Fill ``contrib`` per leaf and return the sum (score_kind 0: Gini, 1: purity g)."""
+    total = 0.0
+    for u in range(nodes.shape[1]):
+        contrib[u] = 0.0
+        if nodes[SPLIT, u] == LEAF:
+            counts = leaf_class_counts(u, nodes, perm, y, n_classes)
+            if score_kind == 0:
+                contrib[u] = gini_contribution(counts)
+            else:
+                contrib[u] = purity_contribution(counts, n_rows)
+            total += contrib[u]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _accept(delta, epsilon, sensitivity, rng):
+    if delta >= 0:
+        return True
+    return np.log(rng.random()) < epsilon * delta / (2.0 * sensitivity)
+
+
+@njit(cache=True, nogil=True)
+def _stabilised(ring, n_acc, window, sigma):
+    if n_acc < window:
+        return False
+    m = ring.mean()
+    v = 0.0
+    for i in range(window):
+        v += (ring[i] - m) ** 2
+    return v / window < sigma
+
+
+@njit(cache=True, nogil=True)
+def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, nodes, perm,
+                     leaf_of_row, epsilon, mc_iter, faithful, sigma, window, min_rows, rng,
+                     trace):
+    """createDTMCMC (Alg. 3): MCMC over trees, score −Σ_leaves |leaf|·gini, Δ = 2.
+
+    Starts from a random tree of depth ``max_depth``. Strict: exactly ``mc_iter``
+    iterations. Faithful: stops early when the variance of the last ``window``
+    accepted scores is below ``sigma``. Returns the number of iterations run;
+    ``trace[i]`` is the score after iteration ``i`` (not private).
+    """
+    n_rows = codes.shape[1]
+    n_cand = cands.shape[1]
+    cap = nodes.shape[1]
+    pos_buf = np.empty(n_rows, dtype=np.int64)
+    child_buf = np.empty(n_rows, dtype=np.int64)
+    init_tree(nodes, perm, leaf_of_row, n_rows)
+    rebuild_subtree(0, nodes, depth_of, max_depth, perm, codes, cands, fanout, leaf_of_row,
+                    y, faithful, min_rows, rng, pos_buf, child_buf)
+    contrib = np.zeros(cap, dtype=np.float64)
+    score = tree_score(nodes, perm, y, n_classes, 0, n_rows, contrib)
+    saved_nodes = nodes.copy()
+    saved_perm = np.empty(n_rows, dtype=np.int64)
+    saved_leaf = np.empty(n_rows, dtype=np.int64)
+    saved_contrib = contrib.copy()
+    ring = np.zeros(window, dtype=np.float64)
+    n_acc = 0
+    done = 0
+    for it in range(mc_iter):
+        internal = internal_nodes(nodes)
+        done = it + 1
+        if len(internal) == 0:
+            trace[it] = score
+            continue
+        h = internal[rng.integers(0, len(internal))]
+        s_new = random_split(h, nodes, fanout, n_cand, rng)
+        if s_new < 0:
+            trace[it] = score
+            continue
+        lo, hi = nodes[START, h], nodes[END, h]
+        saved_nodes[:, :] = nodes
+        saved_contrib[:] = contrib
+        for i in range(lo, hi):
+            saved_perm[i] = perm[i]
+            saved_leaf[i] = leaf_of_row[perm[i]]
+        old_part = 0.0
+        for u in subtree_leaves(h, nodes, fanout):
+            old_part += contrib[u]
+            contrib[u] = 0.0
+        replace_split(h, s_new, nodes, cands, fanout)
+        rebuild_subtree(h, nodes, depth_of, max_depth, perm, codes, cands, fanout,
+                        leaf_of_row, y, faithful, min_rows, rng, pos_buf, child_buf)
+        new_part = 0.0
+        for u in subtree_leaves(h, nodes, fanout):
+            contrib[u] = gini_contribution(leaf_class_counts(u, nodes, perm, y, n_classes))
+            new_part += contrib[u]
+        new_score = score - old_part + new_part
+        if _accept(new_score - score, epsilon, 2.0, rng):
+            score = new_score
+            ring[n_acc % window] = score
+            n_acc += 1
+        else:
+            nodes[:, :] = saved_nodes
+            contrib[:] = saved_contrib
+            for i in range(lo, hi):
+                perm[i] = saved_perm[i]
+                leaf_of_row[perm[i]] = saved_leaf[i]
+        trace[it] = score
+        if faithful and _stabilised(ring, n_acc, window, sigma):
+            break
+    return done
+
+
+@njit(cache=True, nogil=True)
+def _move_rows(lo, hi, perm, saved_leaf, leaf_new, other_leaf, table, sumsq, new_is_row,
+               other_dropped):
+    """Move rows perm[lo:hi] in the leaf×leaf table from old to new leaves.
+
+    ``table[j, c]`` counts rows in R-leaf j and L-leaf c (column ``other_dropped``
+    for rows reaching no L-leaf); ``sumsq[j] = Σ_c table[j, c]²``. When the
+    changed tree is R (``new_is_row``), rows move between table rows; when it is
+    L they move between columns.
+    """
+    for i in range(lo, hi):
+        r = perm[i]
+        old = saved_leaf[i]
+        new = leaf_new[r]
+        if old == new:
+            continue
+        o = other_leaf[r]
+        if new_is_row:
+            c = o if o >= 0 else other_dropped
+            if old >= 0:
+                sumsq[old] -= 2 * table[old, c] - 1
+                table[old, c] -= 1
+            if new >= 0:
+                sumsq[new] += 2 * table[new, c] + 1
+                table[new, c] += 1
+        else:
+            if o < 0:
+                continue
+            co = old if old >= 0 else other_dropped
+            cn = new if new >= 0 else other_dropped
+            sumsq[o] -= 2 * table[o, co] - 1
+            table[o, co] -= 1
+            sumsq[o] += 2 * table[o, cn] + 1
+            table[o, cn] += 1
+
+
+@njit(cache=True, nogil=True)
+def _undo_rows(lo, hi, perm, saved_leaf, leaf_new, other_leaf, table, sumsq, new_is_row,
+               other_dropped):
+    """Reverse :func:`_move_rows` (same rows, leaves swapped back)."""
+    for i in range(lo, hi):
+        r = perm[i]
+        new = saved_leaf[i]
+        old = leaf_new[r]
+        if old == new:
+            continue
+        o = other_leaf[r]
+        if new_is_row:
+            c = o if o >= 0 else other_dropped
+            if old >= 0:
+                sumsq[old] -= 2 * table[old, c] - 1
+                table[old, c] -= 1
+            if new >= 0:
+                sumsq[new] += 2 * table[new, c] + 1
+                table[new, c] += 1
+        else:
+            if o < 0:
+                continue
+            co = old if old >= 0 else other_dropped
+            cn = new if new >= 0 else other_dropped
+            sumsq[o] -= 2 * table[o, co] - 1
+            table[o, co] -= 1
+            sumsq[o] += 2 * table[o, cn] + 1
+            table[o, cn] += 1
+
+
+@njit(cache=True, nogil=True)
+def pair_table(nodes_r, leaf_r, leaf_l, cap_l, n_rows):
+    """Leaf×leaf table (R-leaf rows, L-leaf columns + a 'no L-leaf' column) and Σ² per row."""
+    table = np.zeros((nodes_r.shape[1], cap_l + 1), dtype=np.int64)
+    for r in range(n_rows):
+        j = leaf_r[r]
+        if j >= 0:
+            c = leaf_l[r]
+            table[j, c if c >= 0 else cap_l] += 1
+    sumsq = np.zeros(nodes_r.shape[1], dtype=np.int64)
+    for j in range(nodes_r.shape[1]):
+        for c in range(cap_l + 1):
+            sumsq[j] += table[j, c] * table[j, c]
+    return table, sumsq
+
+
+@njit(cache=True, nogil=True)
+def purity_from_table(nodes_r, sumsq, n_rows):
+    """g(T_R) with T_L's leaves as classes, from the incremental Σ² per R-leaf."""
+    g = 0.0
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] == LEAF:
+            n = nodes_r[END, j] - nodes_r[START, j]
+            if n > 0:
+                g += sumsq[j] / (n * n_rows)
+    return g
+
+
+@njit(cache=True, nogil=True)
+def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
+                   codes_r, cands_r, fanout_r, depth_r, nodes_r, perm_r, leaf_r,
+                   y, n_classes, max_depth, epsilon, mc_iter, faithful, sigma, window,
+                   min_rows, rng, trace):
+    """sampleTreePair (Alg. 5): joint MCMC over (T_L, T_R), score g(T_L)(1+g(T_R))/2, Δ = 1.
+
+    ``T_L`` (codes_l) has the initial target ``y`` as class; ``T_R`` (codes_r) has
+    T_L's leaves as classes. Each iteration picks an internal node uniformly from
+    both trees and proposes a uniformly random valid split there. Returns the
+    number of iterations run; ``trace`` gets the score after each (not private).
+    """
+    n_rows = codes_l.shape[1]
+    cap_l = nodes_l.shape[1]
+    cap_r = nodes_r.shape[1]
+    n_cand_l = cands_l.shape[1]
+    n_cand_r = cands_r.shape[1]
+    pos_buf = np.empty(n_rows, dtype=np.int64)
+    child_buf = np.empty(n_rows, dtype=np.int64)
+    init_tree(nodes_l, perm_l, leaf_l, n_rows)
+    rebuild_subtree(0, nodes_l, depth_l, max_depth, perm_l, codes_l, cands_l, fanout_l,
+                    leaf_l, y, faithful, min_rows, rng, pos_buf, child_buf)
+    # T_R's faithful growth stop needs classes: T_L's leaves, as a non-negative id.
+    y_r = np.empty(n_rows, dtype=np.int64)
+    for r in range(n_rows):
+        y_r[r] = leaf_l[r] if leaf_l[r] >= 0 else cap_l
+    init_tree(nodes_r, perm_r, leaf_r, n_rows)
+    rebuild_subtree(0, nodes_r, depth_r, max_depth, perm_r, codes_r, cands_r, fanout_r,
+                    leaf_r, y_r, faithful, min_rows, rng, pos_buf, child_buf)
+    contrib_l = np.zeros(cap_l, dtype=np.float64)
+    g_l = tree_score(nodes_l, perm_l, y, n_classes, 1, n_rows, contrib_l)
+    table, sumsq = pair_table(nodes_r, leaf_r, leaf_l, cap_l, n_rows)
+    g_r = purity_from_table(nodes_r, sumsq, n_rows)
+    score = g_l * (1.0 + g_r) / 2.0
+    saved_l = nodes_l.copy()
+    saved_r = nodes_r.copy()
+    saved_contrib = contrib_l.copy()
+    saved_perm = np.empty(n_rows, dtype=np.int64)
+    saved_leaf = np.empty(n_rows, dtype=np.int64)
+    ring = np.zeros(window, dtype=np.float64)
+    n_acc = 0
+    done = 0
+    for it in range(mc_iter):
+        done = it + 1
+        internal_l = internal_nodes(nodes_l)
+        internal_r = internal_nodes(nodes_r)
+        n_int = len(internal_l) + len(internal_r)
+        if n_int == 0:
+            trace[it] = score
+            continue
+        k = rng.integers(0, n_int)
+        on_left = k < len(internal_l)
+        if on_left:
+            h = internal_l[k]
+            s_new = random_split(h, nodes_l, fanout_l, n_cand_l, rng)
+        else:
+            h = internal_r[k - len(internal_l)]
+            s_new = random_split(h, nodes_r, fanout_r, n_cand_r, rng)
+        if s_new < 0:
+            trace[it] = score
+            continue
+        if on_left:
+            lo, hi = nodes_l[START, h], nodes_l[END, h]
+            saved_l[:, :] = nodes_l
+            saved_contrib[:] = contrib_l
+            for i in range(lo, hi):
+                saved_perm[i] = perm_l[i]
+                saved_leaf[i] = leaf_l[perm_l[i]]
+            old_part = 0.0
+            for u in subtree_leaves(h, nodes_l, fanout_l):
+                old_part += contrib_l[u]
+                contrib_l[u] = 0.0
+            replace_split(h, s_new, nodes_l, cands_l, fanout_l)
+            rebuild_subtree(h, nodes_l, depth_l, max_depth, perm_l, codes_l, cands_l,
+                            fanout_l, leaf_l, y, faithful, min_rows, rng, pos_buf, child_buf)
+            new_part = 0.0
+            for u in subtree_leaves(h, nodes_l, fanout_l):
+                contrib_l[u] = purity_contribution(
+                    leaf_class_counts(u, nodes_l, perm_l, y, n_classes), n_rows)
+                new_part += contrib_l[u]
+            # perm_l[lo:hi] was re-ordered: saved_leaf is indexed by old position,
+            # so look rows up through the saved permutation.
+            _move_rows(lo, hi, saved_perm, saved_leaf, leaf_l, leaf_r, table, sumsq,
+                       False, cap_l)
+            new_g_l = g_l - old_part + new_part
+            new_g_r = purity_from_table(nodes_r, sumsq, n_rows)
+            new_score = new_g_l * (1.0 + new_g_r) / 2.0
+            if _accept(new_score - score, epsilon, 1.0, rng):
+                score, g_l, g_r = new_score, new_g_l, new_g_r
+                ring[n_acc % window] = score
+                n_acc += 1
+            else:
+                _undo_rows(lo, hi, saved_perm, saved_leaf, leaf_l, leaf_r, table, sumsq,
+                           False, cap_l)
+                nodes_l[:, :] = saved_l
+                contrib_l[:] = saved_contrib
+                for i in range(lo, hi):
+                    perm_l[i] = saved_perm[i]
+                    leaf_l[perm_l[i]] = saved_leaf[i]
+        else:
+            lo, hi = nodes_r[START, h], nodes_r[END, h]
+            saved_r[:, :] = nodes_r
+            for i in range(lo, hi):
+                saved_perm[i] = perm_r[i]
+                saved_leaf[i] = leaf_r[perm_r[i]]
+            if faithful:
+                for r in range(n_rows):
+                    y_r[r] = leaf_l[r] if leaf_l[r] >= 0 else cap_l
+            replace_split(h, s_new, nodes_r, cands_r, fanout_r)
+            rebuild_subtree(h, nodes_r, depth_r, max_depth, perm_r, codes_r, cands_r,
+                            fanout_r, leaf_r, y_r, faithful, min_rows, rng, pos_buf,
+                            child_buf)
+            _move_rows(lo, hi, saved_perm, saved_leaf, leaf_r, leaf_l, table, sumsq,
+                       True, cap_l)
+            new_g_r = purity_from_table(nodes_r, sumsq, n_rows)
+            new_score = g_l * (1.0 + new_g_r) / 2.0
+            if _accept(new_score - score, epsilon, 1.0, rng):
+                score, g_r = new_score, new_g_r
+                ring[n_acc % window] = score
+                n_acc += 1
+            else:
+                _undo_rows(lo, hi, saved_perm, saved_leaf, leaf_r, leaf_l, table, sumsq,
+                           True, cap_l)
+                nodes_r[:, :] = saved_r
+                for i in range(lo, hi):
+                    perm_r[i] = saved_perm[i]
+                    leaf_r[perm_r[i]] = saved_leaf[i]
+        trace[it] = score
+        if faithful and _stabilised(ring, n_acc, window, sigma):
+            break
+    return done
+
+
+@njit(cache=True, nogil=True)
+def split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last, n_codes, y,
+                    n_classes, fanout):
+    """Utility of every candidate at node ``u``: −Σ_children |child|·gini(child) (Δ = 2).
+
+    Candidates used on the path to ``u`` get −inf. One histogram pass per
+    attribute over the node's rows, so O(rows · attributes + candidates · classes).
+    """
+    n_cand = cands.shape[1]
+    util = np.full(n_cand, -np.inf)
+    lo, hi = nodes[START, u], nodes[END, u]
+    left = np.zeros(n_classes, dtype=np.int64)
+    total = np.zeros(n_classes, dtype=np.int64)
+    for a in range(codes.shape[0]):
+        if attr_first[a] >= attr_last[a]:
+            continue
+        nc = n_codes[a]
+        hist = np.zeros((nc, n_classes), dtype=np.int64)
+        for i in range(lo, hi):
+            r = perm[i]
+            x = np.int64(codes[a, r])
+            if x != MISSING:
+                hist[x, y[r]] += 1
+        total[:] = 0
+        for x in range(nc):
+            for c in range(n_classes):
+                total[c] += hist[x, c]
+        left[:] = 0
+        next_code = 0
+        for s in range(attr_first[a], attr_last[a]):
+            if used_on_path(u, s, nodes, fanout):
+                continue
+            kind = cands[KIND, s]
+            thr = cands[THR, s]
+            q = 0.0
+            if kind == THRESHOLD:
+                while next_code <= thr:
+                    for c in range(n_classes):
+                        left[c] += hist[next_code, c]
+                    next_code += 1
+                q = gini_contribution(left) + gini_contribution(total - left)
+            elif kind == MULTIWAY:
+                for x in range(nc):
+                    q += gini_contribution(hist[x])
+            else:
+                q = gini_contribution(hist[thr]) + gini_contribution(total - hist[thr])
+            util[s] = q
+    return util
+
+
+@njit(cache=True, nogil=True)
+def gumbel_argmax(util, factor, rng):
+    """argmax_s factor·util[s] + Gumbel noise (Gumbel = −log E, E ~ Exp(1)); −inf never wins."""
+    best = -1
+    best_val = -np.inf
+    for s in range(util.size):
+        if util[s] == -np.inf:
+            continue
+        v = factor * util[s] - np.log(rng.standard_exponential())
+        if v > best_val:
+            best_val = v
+            best = s
+    return best
+
+
+@njit(cache=True, nogil=True)
+def expmech_tree(codes, cands, attr_first, attr_last, n_codes, y, n_classes, fanout,
+                 depth_of, max_depth, nodes, perm, leaf_of_row, level_epsilons, rng):
+    """createDTExpMech (Alg. 2): level by level, every node picks its split by the
+    exponential mechanism with the level's ε (disjoint rows: parallel composition).
+
+    Grows every node to ``max_depth`` (no purity or size stopping). Returns the
+    number of nodes that drew a split at each level.
+    """
+    n_rows = codes.shape[1]
+    pos_buf = np.empty(n_rows, dtype=np.int64)
+    child_buf = np.empty(n_rows, dtype=np.int64)
+    init_tree(nodes, perm, leaf_of_row, n_rows)
+    nodes[SPLIT, 0] = LEAF
+    per_level = np.zeros(max_depth, dtype=np.int64)
+    for u in range(nodes.shape[1]):
+        if nodes[SPLIT, u] != LEAF or depth_of[u] >= max_depth:
+            continue
+        level = depth_of[u]
+        util = split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last,
+                               n_codes, y, n_classes, fanout)
+        s = gumbel_argmax(util, level_epsilons[level] / (2.0 * 2.0), rng)
+        per_level[level] += 1
+        if s < 0:
+            continue
+        nodes[SPLIT, u] = s
+        partition_node(u, nodes, perm, codes, cands, fanout, pos_buf, child_buf)
+        for i in range(cands[NCHILD, s]):
+            nodes[SPLIT, fanout * u + 1 + i] = LEAF
+    for u in range(nodes.shape[1]):
+        if nodes[SPLIT, u] == LEAF:
+            for i in range(nodes[START, u], nodes[END, u]):
+                leaf_of_row[perm[i]] = u
+        elif nodes[SPLIT, u] >= 0:
+            for i in range(nodes[KEPT, u], nodes[END, u]):
+                leaf_of_row[perm[i]] = -1
+    return per_level
+
+
+@njit(cache=True, nogil=True)
+def leaf_rows_for_codes(codes, cands, fanout, nodes, n_rows):
+    """Route every row down a fixed tree; return the heap index of its leaf or −1."""
+    out = np.empty(n_rows, dtype=np.int64)
+    for r in range(n_rows):
+        u = 0
+        while True:
+            s = nodes[SPLIT, u]
+            if s < 0:
+                out[r] = u if s == LEAF else -1
+                break
+            c = child_of(codes, cands, s, r)
+            if c < 0:
+                out[r] = -1
+                break
+            u = fanout * u + 1 + c
+    return out
+
+
+@njit(cache=True, nogil=True)
+def contingency(leaf_l, leaf_r, compact_l, compact_r, m, k):
+    """True m×k table |A_i ∩ B_j| over rows reaching a leaf of both trees (private)."""
+    table = np.zeros((m, k), dtype=np.int64)
+    for r in range(leaf_l.size):
+        a, b = leaf_l[r], leaf_r[r]
+        if a >= 0 and b >= 0:
+            table[compact_l[a], compact_r[b]] += 1
+    return table

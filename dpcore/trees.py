@@ -1,0 +1,216 @@
+"""Tree builders: createDTExpMech, createDTMCMC and sampleTreePair, charged first.
+
+Each builder takes the ε it may spend (nano-ε), records the mechanism in the
+accountant *before* any random choice is drawn, then calls one numba kernel.
+The returned :class:`Tree` holds the released structure (a DP output) and the
+row→leaf map (private, used only to count and never released as is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels as K
+from .accountant import PrivacyAccountant
+from .coding import CodedView
+from .results import TreeNode, TreeRecord
+from .units import split_evenly
+
+FAITHFUL_MIN_ROWS = 10
+"""Faithful mode's "too small" node size for random growth (rows)."""
+
+
+@dataclass
+class Tree:
+    """A built tree over one coded view.
+
+    Attributes
+    ----------
+    view : int
+        0 = left, 1 = right.
+    coded : CodedView
+    nodes : ndarray of int64, shape (4, capacity)
+        Heap layout (see ``kernels``); the released structure is ``nodes[SPLIT]``.
+    leaf_of_row : ndarray of int64
+        Private: heap index of each row's leaf, −1 if it reaches none.
+    """
+
+    view: int
+    coded: CodedView
+    nodes: np.ndarray
+    depth: int
+    leaf_of_row: np.ndarray
+
+    @property
+    def fanout(self) -> int:
+        return self.coded.fanout
+
+    def leaves(self) -> np.ndarray:
+        """Heap indices of the existing leaves, in heap order (= leaf order 0..m-1)."""
+        return np.flatnonzero(self.nodes[K.SPLIT] == K.LEAF)
+
+    def compact_leaf_ids(self) -> np.ndarray:
+        """Array mapping heap index → leaf order (−1 for non-leaves)."""
+        out = np.full(self.nodes.shape[1], -1, dtype=np.int64)
+        leaves = self.leaves()
+        out[leaves] = np.arange(leaves.size)
+        return out
+
+    def to_record(self, tree_id: int, trial: int, step: int) -> TreeRecord:
+        """The released structure: splits and each leaf's path conditions (no counts)."""
+        split = self.nodes[K.SPLIT]
+        existing = [h for h in range(split.size) if split[h] != K.ABSENT]
+        ids = {h: i for i, h in enumerate(existing)}
+        leaf_ids = self.compact_leaf_ids()
+        nodes, leaf_conditions = [], {}
+        f = self.fanout
+        for h in existing:
+            parent = (h - 1) // f if h > 0 else -1
+            branch = None
+            if parent >= 0:
+                branch = self.coded.branch_condition(int(split[parent]), (h - 1) % f)
+            s = int(split[h])
+            attr = self.coded.view.attributes[int(self.coded.cand_attr[s])] if s >= 0 else None
+            children = tuple(ids[f * h + 1 + i] for i in range(f)
+                             if f * h + 1 + i < split.size and split[f * h + 1 + i] != K.ABSENT)
+            threshold = None
+            if s >= 0 and attr.type == "numeric":
+                threshold = float(self.coded.thresholds[int(self.coded.cand_attr[s])]
+                                  [int(self.coded.cand_thr[s])])
+            nodes.append(TreeNode(ids[h], ids.get(parent, -1), int(_depth(h, f)),
+                                  attr.name if attr else None, attr.type if attr else None,
+                                  threshold, children, branch, int(leaf_ids[h])))
+            if s == K.LEAF:
+                path, v = [], h
+                while v > 0:
+                    p = (v - 1) // f
+                    path.append(self.coded.branch_condition(int(split[p]), (v - 1) % f))
+                    v = p
+                leaf_conditions[int(leaf_ids[h])] = tuple(reversed(path))
+        return TreeRecord(tree_id, self.view, trial, step, tuple(nodes),
+                          tuple(leaf_conditions[i] for i in range(len(leaf_conditions))))
+
+
+def _depth(h: int, fanout: int) -> int:
+    d = 0
+    while h > 0:
+        h = (h - 1) // fanout
+        d += 1
+    return d
+
+
+def _empty_tree(view: int, coded: CodedView, depth: int) -> Tree:
+    cap = K.tree_capacity(coded.fanout, depth)
+    n_rows = coded.codes.shape[1]
+    return Tree(view, coded, np.zeros((4, cap), dtype=np.int64), depth,
+                np.full(n_rows, -1, dtype=np.int64))
+
+
+def cands_matrix(coded: CodedView) -> np.ndarray:
+    return np.ascontiguousarray(np.stack([coded.cand_attr, coded.cand_kind, coded.cand_thr,
+                                          coded.cand_nchild]).astype(np.int64))
+
+
+def attribute_candidate_ranges(coded: CodedView) -> tuple[np.ndarray, np.ndarray]:
+    """First and one-past-last candidate index of each attribute (candidates are grouped)."""
+    n_attr = coded.codes.shape[0]
+    first = np.searchsorted(coded.cand_attr, np.arange(n_attr), side="left").astype(np.int64)
+    last = np.searchsorted(coded.cand_attr, np.arange(n_attr), side="right").astype(np.int64)
+    return first, last
+
+
+def build_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
+                       depth: int, epsilon_nano: int, rng: np.random.Generator,
+                       accountant: PrivacyAccountant, label: str) -> Tree:
+    """createDTExpMech (Alg. 2, Friedman & Schuster 2010): ε-DP tree.
+
+    The ε is split evenly over the ``depth`` levels; each level's ε is charged
+    once and covers all its nodes (disjoint rows: parallel composition). At each
+    node the split is drawn by the exponential mechanism with utility
+    −Σ_children |child|·gini(child), sensitivity 2.
+
+    Parameters
+    ----------
+    classes : ndarray of int64
+        Class of each row in [0, n_classes) (private).
+    epsilon_nano : int
+        ε for the whole tree, nano-ε.
+    """
+    levels = split_evenly(epsilon_nano, depth)
+    level_eps = np.array([accountant.spend("exponential", f"{label} level {t}", e, 2.0,
+                                           parallel=coded.fanout ** t)
+                          for t, e in enumerate(levels)], dtype=np.float64)
+    tree = _empty_tree(view, coded, depth)
+    perm = np.empty(coded.codes.shape[1], dtype=np.int64)
+    first, last = attribute_candidate_ranges(coded)
+    K.expmech_tree(coded.codes, cands_matrix(coded), first, last, coded.n_codes,
+                   classes, n_classes, coded.fanout, K.node_depths(coded.fanout, depth),
+                   depth, tree.nodes, perm, tree.leaf_of_row, level_eps, rng)
+    return tree
+
+
+def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
+                     depth: int, epsilon_nano: int, rng: np.random.Generator,
+                     accountant: PrivacyAccountant, label: str, *, mc_iter: int,
+                     faithful: bool, sigma: float, window: int) -> tuple[Tree, np.ndarray]:
+    """createDTMCMC (Alg. 3, Bai et al. 2017): a tree sampled by MCMC with score
+    −Σ_leaves |leaf|·gini(leaf), sensitivity 2, acceptance min(1, exp(ε·ΔS/4)).
+
+    ε-DP only upon convergence of the chain. Returns the tree and its score trace
+    (NOT private: computed from true data; owner diagnostics only).
+    """
+    eps = accountant.spend("mcmc", label, epsilon_nano, 2.0)
+    tree = _empty_tree(view, coded, depth)
+    perm = np.empty(coded.codes.shape[1], dtype=np.int64)
+    trace = np.zeros(mc_iter, dtype=np.float64)
+    done = K.mcmc_single_tree(coded.codes, cands_matrix(coded), classes, n_classes,
+                              coded.fanout, K.node_depths(coded.fanout, depth), depth,
+                              tree.nodes, perm, tree.leaf_of_row, eps, mc_iter, faithful,
+                              sigma, window, FAITHFUL_MIN_ROWS if faithful else 0, rng, trace)
+    return tree, trace[:done]
+
+
+def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_second: CodedView,
+                     classes: np.ndarray, n_classes: int, depth: int, epsilon_nano: int,
+                     rng: np.random.Generator, accountant: PrivacyAccountant, label: str, *,
+                     mc_iter: int, faithful: bool, sigma: float,
+                     window: int) -> tuple[Tree, Tree, np.ndarray]:
+    """sampleTreePair (Alg. 5): joint MCMC over two trees, score g(T1)(1+g(T2))/2, Δ = 1.
+
+    ``coded_first`` is the tree with the initial target ``classes`` as class,
+    ``coded_second`` the tree whose classes are the first tree's leaves.
+    ε-DP only upon convergence. Returns both trees and the (non-private) trace.
+    """
+    eps = accountant.spend("mcmc", label, epsilon_nano, 1.0)
+    t1 = _empty_tree(views[0], coded_first, depth)
+    t2 = _empty_tree(views[1], coded_second, depth)
+    n_rows = coded_first.codes.shape[1]
+    perm1 = np.empty(n_rows, dtype=np.int64)
+    perm2 = np.empty(n_rows, dtype=np.int64)
+    trace = np.zeros(mc_iter, dtype=np.float64)
+    done = K.mcmc_tree_pair(coded_first.codes, cands_matrix(coded_first), coded_first.fanout,
+                            K.node_depths(coded_first.fanout, depth), t1.nodes, perm1,
+                            t1.leaf_of_row,
+                            coded_second.codes, cands_matrix(coded_second),
+                            coded_second.fanout, K.node_depths(coded_second.fanout, depth),
+                            t2.nodes, perm2, t2.leaf_of_row,
+                            classes, n_classes, depth, eps, mc_iter, faithful, sigma, window,
+                            FAITHFUL_MIN_ROWS if faithful else 0, rng, trace)
+    return t1, t2, trace[:done]
+
+
+def leaf_classes(tree: Tree) -> tuple[np.ndarray, int]:
+    """A tree's leaves as classes for the next tree: leaf order 0..m-1, m = 'no leaf'."""
+    compact = tree.compact_leaf_ids()
+    m = int(tree.leaves().size)
+    classes = np.where(tree.leaf_of_row >= 0, compact[tree.leaf_of_row], m)
+    return classes.astype(np.int64), m + 1
+
+
+def true_leaf_table(tree_left: Tree, tree_right: Tree) -> np.ndarray:
+    """True |A_i ∩ B_j| (private; only ever released with noise)."""
+    return K.contingency(tree_left.leaf_of_row, tree_right.leaf_of_row,
+                         tree_left.compact_leaf_ids(), tree_right.compact_leaf_ids(),
+                         int(tree_left.leaves().size), int(tree_right.leaves().size))
