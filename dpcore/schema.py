@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import DataError
+
 BOOLEAN, CATEGORICAL, NUMERIC = "boolean", "categorical", "numeric"
 ATTRIBUTE_TYPES = (BOOLEAN, CATEGORICAL, NUMERIC)
 LEFT, RIGHT = 0, 1
@@ -126,3 +128,471 @@ class Schema:
         lo, hi = attribute.domain
         b = int(self.target_bins)
         return lo + (hi - lo) * np.arange(1, b, dtype=np.float64) / b
+
+
+# ---------------------------------------------------------------------------
+# Reading, writing and validating schema files
+# ---------------------------------------------------------------------------
+
+DEFAULT_MISSING_VALUES = ("", "NA", "NaN", "nan", "?")
+_TOP_KEYS = {"name", "description", "provenance", "public_demo", "id_column", "missing_values",
+             "views", "grid_bins", "target_bins", "attributes", "source"}
+_ATTR_KEYS = {"name", "view", "type", "categories", "domain", "thresholds", "true_value",
+              "false_value", "unit", "description"}
+_VIEW_KEYS = {"name", "file"}
+_SOURCE_KEYS = {"package", "loader", "kwargs"}
+#: Package sources a schema may name: only scikit-learn's bundled (no-download) loaders, so a
+#: schema file can never make dpcore import or call arbitrary code.
+ALLOWED_SOURCES = {"sklearn": ("load_diabetes", "load_iris", "load_wine", "load_breast_cancer",
+                               "load_linnerud")}
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_keys(d: dict, allowed: set, what: str, file, column=None) -> None:
+    unknown = sorted(set(d) - allowed)
+    if unknown:
+        raise DataError(f"unknown key(s) {', '.join(map(repr, unknown))} in {what}; allowed keys: "
+                        f"{', '.join(sorted(allowed))}", file=file, column=column)
+
+
+def _attribute_from_dict(d, index: int, file) -> Attribute:
+    label = f"attributes[{index}]"
+    if not isinstance(d, dict):
+        raise DataError(f"{label} must be an object/table, got {type(d).__name__}", file=file)
+    name = d.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise DataError(f"{label} needs a non-empty string \"name\"", file=file)
+    name = name.strip()
+    _check_keys(d, _ATTR_KEYS, "the attribute", file, name)
+    view = d.get("view")
+    if view not in VIEW_KEYS:
+        raise DataError(f"\"view\" must be \"left\" or \"right\", got {view!r}", file=file,
+                        column=name)
+    typ = d.get("type")
+    if typ not in ATTRIBUTE_TYPES:
+        raise DataError(f"unknown attribute type {typ!r}; expected one of "
+                        f"{', '.join(ATTRIBUTE_TYPES)}", file=file, column=name)
+
+    def reject(*keys):
+        for k in keys:
+            if d.get(k) not in (None, [], ()):
+                raise DataError(f"\"{k}\" is not allowed on a {typ} attribute", file=file,
+                                column=name)
+
+    categories: tuple[str, ...] = ()
+    domain = thresholds = None
+    true_value = false_value = None
+    if typ == NUMERIC:
+        reject("categories", "true_value", "false_value")
+        dom = d.get("domain")
+        if dom is not None:
+            if (not isinstance(dom, (list, tuple)) or len(dom) != 2
+                    or not all(_is_number(x) for x in dom)):
+                raise DataError(f"\"domain\" must be two numbers [lo, hi], got {dom!r}",
+                                file=file, column=name)
+            lo, hi = float(dom[0]), float(dom[1])
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise DataError(f"\"domain\" must be finite, got {dom!r}", file=file, column=name)
+            if lo >= hi:
+                raise DataError(f"\"domain\" needs lo < hi, got [{dom[0]}, {dom[1]}]", file=file,
+                                column=name)
+            domain = (lo, hi)
+        thr = d.get("thresholds")
+        if thr is not None:
+            if (not isinstance(thr, (list, tuple)) or not thr
+                    or not all(_is_number(x) and np.isfinite(x) for x in thr)):
+                raise DataError(f"\"thresholds\" must be a non-empty list of finite numbers, got "
+                                f"{thr!r}", file=file, column=name)
+            thresholds = tuple(float(x) for x in thr)
+            if domain is not None:
+                outside = [t for t in thresholds if not domain[0] <= t <= domain[1]]
+                if outside:
+                    raise DataError(f"threshold {outside[0]} lies outside the declared domain "
+                                    f"[{dom[0]}, {dom[1]}]", file=file, column=name)
+        if domain is None and thresholds is None:
+            raise DataError("a numeric attribute needs a public \"domain\" [lo, hi] or explicit "
+                            "\"thresholds\" (declared by the data owner, never taken from the "
+                            "data)", file=file, column=name)
+    elif typ == CATEGORICAL:
+        reject("domain", "thresholds", "true_value", "false_value")
+        cats = d.get("categories")
+        if not isinstance(cats, (list, tuple)) or not cats:
+            raise DataError("a categorical attribute needs a non-empty list \"categories\"",
+                            file=file, column=name)
+        if not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in cats):
+            raise DataError(f"\"categories\" must be strings, got {cats!r}", file=file,
+                            column=name)
+        categories = tuple(str(c).strip() for c in cats)
+        if len(categories) < 2:
+            raise DataError("a categorical attribute needs at least 2 categories, got "
+                            f"{list(categories)!r}", file=file, column=name)
+        dup = [c for i, c in enumerate(categories) if c in categories[:i]]
+        if dup:
+            raise DataError(f"duplicate category {dup[0]!r}", file=file, column=name)
+        if "" in categories:
+            raise DataError("an empty category label is not allowed", file=file, column=name)
+    else:  # BOOLEAN
+        reject("domain", "thresholds", "categories")
+        tv, fv = d.get("true_value"), d.get("false_value")
+        if (tv is None) != (fv is None):
+            raise DataError("give both \"true_value\" and \"false_value\" or neither", file=file,
+                            column=name)
+        if tv is not None:
+            for k, v in (("true_value", tv), ("false_value", fv)):
+                if not isinstance(v, (str, int)) or isinstance(v, bool) or not str(v).strip():
+                    raise DataError(f"\"{k}\" must be a non-empty string, got {v!r}", file=file,
+                                    column=name)
+            true_value, false_value = str(tv).strip(), str(fv).strip()
+            if true_value == false_value:
+                raise DataError(f"\"true_value\" and \"false_value\" are both {true_value!r}",
+                                file=file, column=name)
+    for k in ("unit", "description"):
+        if d.get(k) is not None and not isinstance(d.get(k), str):
+            raise DataError(f"\"{k}\" must be a string", file=file, column=name)
+    return Attribute(name=name, view=VIEW_KEYS.index(view), type=typ, categories=categories,
+                     domain=domain, thresholds=thresholds, true_value=true_value,
+                     false_value=false_value, unit=d.get("unit") or "",
+                     description=d.get("description") or "")
+
+
+def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
+    """Build and validate a :class:`Schema` from its dict form (parsed JSON/TOML).
+
+    Parameters
+    ----------
+    d : dict
+        The schema as in the module docstring.
+    file : str, optional
+        Name of the schema file, used in error messages only.
+
+    Returns
+    -------
+    Schema
+        Public metadata only; building it reads no data.
+
+    Raises
+    ------
+    DataError
+        Naming the schema file and the attribute: unknown key or type, numeric attribute
+        without domain and thresholds, lo ≥ hi, categorical without categories, duplicate
+        names, view not left/right, an empty view, grid_bins < 1, target_bins < 2, ...
+    """
+    if not isinstance(d, dict):
+        raise DataError(f"the schema must be an object/table at top level, got "
+                        f"{type(d).__name__}", file=file)
+    _check_keys(d, _TOP_KEYS, "the schema", file)
+    name = d.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise DataError("the schema needs a non-empty string \"name\"", file=file)
+    for k in ("description", "provenance"):
+        if d.get(k) is not None and not isinstance(d.get(k), str):
+            raise DataError(f"\"{k}\" must be a string", file=file)
+    public_demo = d.get("public_demo", False)
+    if not isinstance(public_demo, bool):
+        raise DataError(f"\"public_demo\" must be true or false, got {public_demo!r}", file=file)
+    id_column = d.get("id_column")
+    if id_column is not None and (not isinstance(id_column, str) or not id_column.strip()):
+        raise DataError(f"\"id_column\" must be a non-empty string, got {id_column!r}", file=file)
+    id_column = id_column.strip() if id_column is not None else None
+    mv = d.get("missing_values", list(DEFAULT_MISSING_VALUES))
+    if not isinstance(mv, (list, tuple)) or not all(isinstance(x, str) for x in mv):
+        raise DataError(f"\"missing_values\" must be a list of strings, got {mv!r}", file=file)
+    bins = {}
+    for k, minimum, default in (("grid_bins", 1, 32), ("target_bins", 2, 4)):
+        b = d.get(k, default)
+        if not isinstance(b, int) or isinstance(b, bool) or b < minimum:
+            raise DataError(f"\"{k}\" must be an integer ≥ {minimum}, got {b!r}", file=file)
+        bins[k] = b
+
+    source = d.get("source")
+    if source is not None:
+        if not isinstance(source, dict):
+            raise DataError("\"source\" must be an object {\"package\": ..., \"loader\": ...}",
+                            file=file)
+        _check_keys(source, _SOURCE_KEYS, "\"source\"", file)
+        pkg, loader = source.get("package"), source.get("loader")
+        if pkg not in ALLOWED_SOURCES or loader not in ALLOWED_SOURCES[pkg]:
+            allowed = "; ".join(f"{p}: {', '.join(ls)}" for p, ls in ALLOWED_SOURCES.items())
+            raise DataError(f"unsupported package source {pkg!r}/{loader!r}; allowed: {allowed}",
+                            file=file)
+        if not isinstance(source.get("kwargs", {}), dict):
+            raise DataError("\"source.kwargs\" must be an object", file=file)
+        source = {"package": pkg, "loader": loader, "kwargs": dict(source.get("kwargs", {}))}
+
+    views_d = d.get("views")
+    if not isinstance(views_d, dict):
+        raise DataError("the schema needs \"views\" with \"left\" and \"right\"", file=file)
+    unknown = sorted(set(views_d) - set(VIEW_KEYS))
+    if unknown:
+        raise DataError(f"\"views\" has key(s) {unknown!r}; only \"left\" and \"right\" are "
+                        f"allowed", file=file)
+    views = []
+    for key in VIEW_KEYS:
+        v = views_d.get(key)
+        if not isinstance(v, dict):
+            raise DataError(f"\"views\" needs a \"{key}\" entry with \"name\" and \"file\"",
+                            file=file)
+        _check_keys(v, _VIEW_KEYS, f"views.{key}", file)
+        vname = v.get("name", key)
+        if not isinstance(vname, str) or not vname.strip():
+            raise DataError(f"views.{key}.name must be a non-empty string", file=file)
+        vfile = v.get("file")
+        if vfile is not None and (not isinstance(vfile, str) or not vfile.strip()):
+            raise DataError(f"views.{key}.file must be a non-empty string", file=file)
+        if source is None and vfile is None:
+            raise DataError(f"views.{key} needs a \"file\" (or the schema a package \"source\")",
+                            file=file)
+        if source is not None and vfile is not None:
+            raise DataError(f"views.{key} names a file but the schema loads from a package "
+                            f"\"source\"; give one or the other", file=file)
+        views.append(ViewSpec(vname.strip(), vfile.strip() if vfile else None))
+    if (source is None and views[0].file != views[1].file and id_column is None):
+        raise DataError("the two views are in different files, so the schema needs an "
+                        "\"id_column\" to join them", file=file)
+
+    attrs_d = d.get("attributes")
+    if not isinstance(attrs_d, (list, tuple)) or not attrs_d:
+        raise DataError("the schema needs a non-empty list \"attributes\"", file=file)
+    attributes = [_attribute_from_dict(a, i, file) for i, a in enumerate(attrs_d)]
+    seen = set()
+    for a in attributes:
+        if a.name in seen:
+            raise DataError("duplicate attribute name", file=file, column=a.name)
+        if id_column is not None and a.name == id_column:
+            raise DataError("the id column cannot also be an attribute", file=file, column=a.name)
+        seen.add(a.name)
+    for v, key in enumerate(VIEW_KEYS):
+        if not any(a.view == v for a in attributes):
+            raise DataError(f"the {key} view {views[v].name!r} has no attributes", file=file)
+    return Schema(name=name.strip(), attributes=tuple(attributes), views=(views[0], views[1]),
+                  id_column=id_column, description=d.get("description") or "",
+                  provenance=d.get("provenance") or "", public_demo=public_demo,
+                  missing_values=tuple(mv), grid_bins=bins["grid_bins"],
+                  target_bins=bins["target_bins"], source=source)
+
+
+def _num_out(x: float):
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < 2 ** 53 else x
+
+
+def _attribute_to_dict(a: Attribute) -> dict:
+    out = {"name": a.name, "view": VIEW_KEYS[a.view] if a.view in (0, 1) else a.view,
+           "type": a.type}
+    if a.categories:
+        out["categories"] = list(a.categories)
+    if a.domain is not None:
+        out["domain"] = [_num_out(x) for x in a.domain]
+    if a.thresholds:
+        out["thresholds"] = [_num_out(x) for x in a.thresholds]
+    if a.true_value is not None:
+        out["true_value"] = a.true_value
+    if a.false_value is not None:
+        out["false_value"] = a.false_value
+    if a.unit:
+        out["unit"] = a.unit
+    if a.description:
+        out["description"] = a.description
+    return out
+
+
+def schema_to_dict(schema: Schema) -> dict:
+    """The dict form of a schema (JSON/TOML-ready; ``schema_from_dict`` inverts it).
+
+    Optional attribute fields that are empty are left out; integral numbers are written as ints.
+    """
+    d = {"name": schema.name, "description": schema.description,
+         "provenance": schema.provenance, "public_demo": schema.public_demo}
+    if schema.id_column is not None:
+        d["id_column"] = schema.id_column
+    d["missing_values"] = list(schema.missing_values)
+    if schema.source is not None:
+        d["source"] = {k: v for k, v in schema.source.items() if k != "kwargs" or v}
+    d["views"] = {}
+    for key, v in zip(VIEW_KEYS, schema.views):
+        vd = {"name": v.name}
+        if v.file is not None:
+            vd["file"] = v.file
+        d["views"][key] = vd
+    d["grid_bins"] = schema.grid_bins
+    d["target_bins"] = schema.target_bins
+    d["attributes"] = [_attribute_to_dict(a) for a in schema.attributes]
+    return d
+
+
+def validate_schema(schema: Schema, *, file: str | None = None) -> Schema:
+    """Check a programmatically built :class:`Schema` with the same rules as a schema file.
+
+    Returns the normalised schema; raises :class:`DataError` like :func:`schema_from_dict`.
+    """
+    return schema_from_dict(schema_to_dict(schema), file=file)
+
+
+def load_schema(path) -> Schema:
+    """Read and validate a schema file: ``.json`` or ``.toml`` (by extension).
+
+    TOML has no ``null``: leave optional keys out instead. Raises :class:`DataError` naming
+    the file (and line, for syntax errors) and the attribute.
+    """
+    import json
+    import tomllib
+    from pathlib import Path
+
+    path = Path(path)
+    label = str(path)
+    ext = path.suffix.lower()
+    if ext not in (".json", ".toml"):
+        raise DataError("a schema file must end in .json or .toml", file=label)
+    if not path.is_file():
+        raise DataError("schema file not found", file=label)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataError(f"cannot read the schema file: {e}", file=label) from None
+    try:
+        d = json.loads(text) if ext == ".json" else tomllib.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
+                        file=label) from None
+    except tomllib.TOMLDecodeError as e:
+        raise DataError(f"invalid TOML: {e}", file=label) from None
+    return schema_from_dict(d, file=label)
+
+
+def save_schema(schema: Schema, path) -> None:
+    """Write a schema as JSON (validated first), one attribute per line for easy editing."""
+    import json
+    import re
+    from pathlib import Path
+
+    d = schema_to_dict(validate_schema(schema, file=str(path)))
+    attrs = d.pop("attributes")
+    head = json.dumps(d, indent=2, ensure_ascii=False)
+    # lists of scalars on one line
+    head = re.sub(r"\[\s*\n\s*((?:[^\[\]{}\n]+,\s*\n\s*)*[^\[\]{}\n]+?)\s*\n\s*\]",
+                  lambda m: "[" + re.sub(r",\s*\n\s*", ", ", m.group(1)) + "]", head)
+    lines = ",\n".join("    " + json.dumps(a, ensure_ascii=False) for a in attrs)
+    text = head[:-2] + ',\n  "attributes": [\n' + lines + "\n  ]\n}\n"
+    json.loads(text)  # self-check
+    Path(path).write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------
+# Owner-only prefill from data
+# ---------------------------------------------------------------------------
+
+_TRUE_TEXTS = ("1", "true", "t", "yes", "y", "1.0")
+_FALSE_TEXTS = ("0", "false", "f", "no", "n", "0.0")
+
+
+def nice_domain(lo: float, hi: float, bins: int | None = None) -> tuple[float, float]:
+    """Round [lo, hi] outward to "nice" numbers.
+
+    With ``bins`` (the grid's ``grid_bins``) the domain is ``[a, a + (bins + 1)·s]`` for the
+    smallest step s in the 1-2-5 sequence that covers [lo, hi] with ``a`` a multiple of s, so
+    every equal-width grid threshold ``a + k·s`` is a round number. Without ``bins`` the ends are
+    rounded to the decimal power below the span.
+    """
+    import math
+
+    lo, hi = float(lo), float(hi)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise DataError(f"cannot round a non-finite range [{lo}, {hi}]")
+    span = hi - lo if hi > lo else max(abs(lo), 1.0)
+    if bins is None:
+        step = 10.0 ** math.floor(math.log10(span))
+        a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
+        if b <= a:
+            b = a + step
+        return (_clean(a), _clean(b))
+    n = int(bins) + 1
+    e = math.floor(math.log10(span / n)) - 1
+    while True:
+        for m in (1, 2, 5):
+            step = m * 10.0 ** e
+            a = math.floor(lo / step) * step
+            if a + n * step >= hi and a + n * step > lo:
+                return (_clean(a), _clean(a + n * step))
+        e += 1
+
+
+def _clean(x: float) -> float:
+    return float(f"{x:.12g}")
+
+
+def prefill_schema(frame_left, frame_right, name: str, id_column: str | None = None, *,
+                   files: tuple = (None, None), view_names: tuple = ("left", "right"),
+                   missing_values=DEFAULT_MISSING_VALUES, max_categories: int = 20,
+                   grid_bins: int = 32, align_grid: bool = True) -> Schema:
+    """OWNER-ONLY: guess a schema (types, categories, domains) from the data, for review.
+
+    .. warning::
+       The output is **derived from the private data** (observed categories and ranges). It is
+       a starting point for the data owner, who must review and edit it — in particular widen
+       or round domains to values that reveal nothing about individuals — before declaring it
+       public. Never show a prefilled, unconfirmed schema to analysts.
+
+    Types: a column whose non-missing values are Boolean spellings (1/0, true/false, t/f,
+    yes/no, y/n) is Boolean; a column of numbers is numeric with its observed [min, max]
+    rounded outward to nice numbers (see :func:`nice_domain`; with ``align_grid`` the domain
+    width is ``(grid_bins + 1)`` round steps so the public split grid is round numbers too);
+    other text columns with at most ``max_categories`` distinct values are categorical.
+    Columns that are entirely missing, constant, or high-cardinality text are left out and
+    listed in the description.
+
+    Parameters
+    ----------
+    frame_left, frame_right : pandas.DataFrame
+        The two views' tables (any dtypes; CSV read as strings is fine).
+    name : str
+        Dataset name.
+    id_column : str, optional
+        Column joining the views; excluded from the attributes.
+    files : (str or None, str or None)
+        View file names to record (same name twice for one file with both views).
+    """
+    import pandas as pd
+
+    missing = set(missing_values)
+    attributes, omitted = [], []
+    for v, frame in enumerate((frame_left, frame_right)):
+        for col in frame.columns:
+            cname = str(col).strip()
+            if id_column is not None and cname == id_column:
+                continue
+            s = frame[col]
+            if pd.api.types.is_bool_dtype(s):
+                s = s.map({True: "1", False: "0"})
+            texts = pd.Series(s.dropna().astype(str).str.strip().unique())
+            texts = texts[~texts.isin(missing)]
+            if texts.empty:
+                omitted.append(f"{cname} (all missing)")
+                continue
+            if len(texts) == 1:
+                omitted.append(f"{cname} (constant)")
+                continue
+            low = set(texts.str.lower())
+            nums = pd.to_numeric(texts, errors="coerce")
+            if low <= set(_TRUE_TEXTS + _FALSE_TEXTS) and (low & set(_TRUE_TEXTS)) and (
+                    low & set(_FALSE_TEXTS)):
+                attributes.append(Attribute(cname, v, BOOLEAN))
+            elif np.isfinite(nums.to_numpy(dtype=float)).all():
+                lo, hi = float(nums.min()), float(nums.max())
+                dom = nice_domain(lo, hi, grid_bins if align_grid else None)
+                attributes.append(Attribute(cname, v, NUMERIC, domain=dom))
+            elif len(texts) <= max_categories:
+                attributes.append(Attribute(cname, v, CATEGORICAL,
+                                            categories=tuple(sorted(texts))))
+            else:
+                omitted.append(f"{cname} ({len(texts)} distinct texts)")
+    desc = ("PREFILLED FROM DATA — review every type and domain before declaring this schema "
+            "public.")
+    if omitted:
+        desc += " Columns left out: " + ", ".join(omitted) + "."
+    return Schema(name=name, attributes=tuple(attributes),
+                  views=(ViewSpec(view_names[0], files[0]), ViewSpec(view_names[1], files[1])),
+                  id_column=id_column, description=desc, public_demo=False,
+                  missing_values=tuple(missing_values), grid_bins=grid_bins)

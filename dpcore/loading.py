@@ -1,0 +1,491 @@
+"""Load and validate two-view datasets from files, uploaded tables or a Python package.
+
+Everything here reads private data and is for the process that owns it: nothing returned is a
+DP release. Error messages name the file, column and 1-based data row (the header is row 0;
+blank lines are not counted) so the data owner can fix the input; bad input raises
+:class:`~dpcore.errors.DataError` before anything is built, so nothing is half-registered.
+
+Supported layouts (see :mod:`dpcore.schema` for the schema file):
+
+* a dataset directory holding ``schema.json`` or ``schema.toml`` plus the view files it names
+  (paths relative to the directory), or the path of the schema file itself;
+* two view files (CSV or Parquet, by extension) joined on the schema's ``id_column``; rows come
+  out in the left file's order;
+* one file holding both views (both views name the same ``file``; each attribute's ``view`` is
+  the column→view mapping);
+* a package source, ``"source": {"package": "sklearn", "loader": "load_diabetes"}``.
+
+Columns the schema does not list are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .dataset import TwoViewDataset
+from .errors import DataError
+from .schema import (BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema, load_schema,
+                     validate_schema)
+
+__all__ = ["load_dataset", "frames_to_dataset", "read_table", "list_sample_datasets",
+           "sample_data_dir", "SCHEMA_FILE_NAMES"]
+
+SCHEMA_FILE_NAMES = ("schema.json", "schema.toml")
+TRUE_TEXTS = frozenset({"1", "true", "t", "yes", "y", "1.0"})
+FALSE_TEXTS = frozenset({"0", "false", "f", "no", "n", "0.0"})
+_CSV_EXT = (".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz", ".tsv", ".txt")
+_PARQUET_EXT = (".parquet", ".pq")
+
+
+# ---------------------------------------------------------------------------
+# Locating sample datasets
+# ---------------------------------------------------------------------------
+
+def sample_data_dir() -> Path:
+    """The repository's ``sample_data/`` folder (``dpcore/../sample_data``)."""
+    return Path(__file__).resolve().parent.parent / "sample_data"
+
+
+def list_sample_datasets() -> list[Path]:
+    """Directories under ``sample_data/`` that hold a ``schema.json`` or ``schema.toml``, by name."""
+    root = sample_data_dir()
+    if not root.is_dir():
+        return []
+    return sorted((p for p in root.iterdir()
+                   if p.is_dir() and any((p / n).is_file() for n in SCHEMA_FILE_NAMES)),
+                  key=lambda p: p.name)
+
+
+# ---------------------------------------------------------------------------
+# Reading files
+# ---------------------------------------------------------------------------
+
+def _file_kind(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(_PARQUET_EXT):
+        return "parquet"
+    if name.endswith(_CSV_EXT):
+        return "csv"
+    raise DataError("unsupported file type; use CSV (.csv, .tsv) or Parquet (.parquet)",
+                    file=str(path))
+
+
+def read_table(path, *, label: str | None = None) -> pd.DataFrame:
+    """Read one view file: CSV as all-string columns (nothing parsed yet), Parquet as stored.
+
+    Raises :class:`DataError` naming the file (and line/row where pandas reports one) for a
+    missing, empty, non-UTF-8 or malformed file.
+    """
+    path = Path(path)
+    label = label or str(path)
+    if not path.is_file():
+        raise DataError(f"file not found (looked for {str(path)!r})", file=label)
+    kind = _file_kind(path)
+    try:
+        if kind == "parquet":
+            frame = pd.read_parquet(path)
+        else:
+            sep = "\t" if path.name.lower().endswith(".tsv") else ","
+            frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
+                                na_filter=False, encoding="utf-8-sig")
+    except pd.errors.EmptyDataError:
+        raise DataError("the file is empty (no header row)", file=label) from None
+    except pd.errors.ParserError as e:
+        msg = str(e).strip()
+        m = re.search(r"in line (\d+)", msg)
+        row = int(m.group(1)) - 1 if m else None
+        raise DataError(f"malformed CSV: {msg}", file=label, row=row) from None
+    except UnicodeDecodeError as e:
+        raise DataError(f"the file is not UTF-8 text (byte offset {e.start}); save it as "
+                        f"UTF-8 CSV", file=label) from None
+    except (OSError, ValueError) as e:  # pyarrow errors for bad Parquet are ValueError/OSError
+        raise DataError(f"cannot read the file: {e}", file=label) from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    return frame
+
+
+# ---------------------------------------------------------------------------
+# Column parsing (vectorised over unique cell texts)
+# ---------------------------------------------------------------------------
+
+def _is_text(series: pd.Series) -> bool:
+    return not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series))
+
+
+def _render_numbers(values: np.ndarray) -> np.ndarray:
+    """Texts of numbers as a CSV would show them (integral floats without '.0'); NaN -> ''."""
+    out = np.empty(values.shape, dtype=object)
+    for i, x in enumerate(values):
+        if x is None or (isinstance(x, float) and np.isnan(x)) or x is pd.NA:
+            out[i] = ""
+        elif isinstance(x, (float, np.floating)) and float(x).is_integer():
+            out[i] = str(int(x))
+        else:
+            out[i] = str(x)
+    return out
+
+
+def _factorize_texts(series: pd.Series):
+    """codes (−1 = missing NaN/None) and stripped unique texts of a column."""
+    if pd.api.types.is_bool_dtype(series):
+        series = series.map({True: "1", False: "0"})
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    uniques = np.asarray(uniques, dtype=object)
+    if len(uniques) and not all(isinstance(u, str) for u in uniques):
+        uniques = _render_numbers(uniques)
+    stripped = pd.Series(uniques, dtype=object).astype(str).str.strip().to_numpy(dtype=object)
+    return codes, stripped
+
+
+def _first_bad(bad_rows: np.ndarray, what, attr: Attribute, file: str, texts=None, codes=None):
+    i = int(np.argmax(bad_rows))
+    value = texts[codes[i]] if texts is not None else None
+    msg = what(value) if callable(what) else what
+    raise DataError(msg, file=file, column=attr.name, row=i + 1)
+
+
+def _parse_numeric(series: pd.Series, attr: Attribute, missing: frozenset, file: str):
+    if not _is_text(series) and not pd.api.types.is_bool_dtype(series):
+        vals = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        if np.isinf(vals).any():
+            _first_bad(np.isinf(vals), f"infinite value {vals[np.isinf(vals)][0]!r}", attr, file)
+        return vals
+    codes, texts = _factorize_texts(series)
+    is_missing = np.isin(texts, list(missing)) if len(texts) else np.zeros(0, bool)
+    num = pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy(
+        np.float64, copy=True)
+    num[is_missing] = np.nan
+    bad = ~is_missing & ~np.isfinite(num)
+    if bad.any():
+        bad_rows = (codes >= 0) & bad[np.maximum(codes, 0)]
+        if bad_rows.any():
+            def what(t):
+                low = t.lower().lstrip("+-")
+                if low == "nan":
+                    return (f"NaN text {t!r} is not one of the schema's missing_values "
+                            f"{sorted(missing)!r}; add it there if it means 'missing'")
+                if low in ("inf", "infinity") or (np.isinf(pd.to_numeric(t, errors='coerce'))):
+                    return f"infinite value {t!r} is not allowed in a numeric column"
+                return f"non-numeric value {t!r} in a numeric column"
+            _first_bad(bad_rows, what, attr, file, texts, codes)
+    vals = np.where(codes >= 0, num[np.maximum(codes, 0)] if len(num) else np.nan, np.nan)
+    return vals.astype(np.float64, copy=False)
+
+
+def _parse_coded(series: pd.Series, attr: Attribute, missing: frozenset, file: str):
+    """Boolean (0/1) or categorical (codes 0..k-1) column from texts."""
+    codes, texts = _factorize_texts(series)
+    value = np.full(len(texts), np.nan)
+    bad = np.zeros(len(texts), dtype=bool)
+    if attr.type == BOOLEAN:
+        if attr.true_value is not None:
+            tmap = {attr.true_value: 1.0, attr.false_value: 0.0}
+            expected = f"{attr.true_value!r} (true) or {attr.false_value!r} (false)"
+            for j, t in enumerate(texts):
+                if t in tmap:
+                    value[j] = tmap[t]
+                elif t not in missing:
+                    bad[j] = True
+        else:
+            expected = "1/0, true/false, t/f, yes/no or y/n"
+            for j, t in enumerate(texts):
+                low = t.lower()
+                if t in missing:
+                    continue
+                if low in TRUE_TEXTS:
+                    value[j] = 1.0
+                elif low in FALSE_TEXTS:
+                    value[j] = 0.0
+                else:
+                    bad[j] = True
+
+        def what(t):
+            return (f"Boolean value {t!r} not recognised (expected {expected}, or a missing "
+                    f"marker {sorted(missing)!r})")
+    else:
+        index = {c: float(k) for k, c in enumerate(attr.categories)}
+        numeric_index = {}
+        for k, c in enumerate(attr.categories):
+            try:
+                numeric_index.setdefault(float(c), float(k))
+            except ValueError:
+                pass
+        for j, t in enumerate(texts):
+            if t in index:
+                value[j] = index[t]
+            elif t in missing:
+                continue
+            else:
+                try:
+                    value[j] = numeric_index[float(t)]  # "1.0" matches category "1"
+                except (ValueError, KeyError):
+                    bad[j] = True
+
+        def what(t):
+            return (f"unknown category {t!r}; the schema declares "
+                    f"{', '.join(map(repr, attr.categories))}")
+    if bad.any():
+        bad_rows = (codes >= 0) & bad[np.maximum(codes, 0)]
+        if bad_rows.any():
+            _first_bad(bad_rows, what, attr, file, texts, codes)
+    if len(value) == 0:
+        return np.full(len(codes), np.nan)
+    return np.where(codes >= 0, value[np.maximum(codes, 0)], np.nan)
+
+
+def _parse_column(series: pd.Series, attr: Attribute, missing: frozenset, file: str) -> np.ndarray:
+    """One column → float64 (NaN = missing) in the dataset's coding, fully validated."""
+    if attr.type == NUMERIC:
+        vals = _parse_numeric(series, attr, missing, file)
+        if attr.domain is not None:
+            lo, hi = attr.domain
+            out = (vals < lo) | (vals > hi)
+            if out.any():
+                i = int(np.argmax(out))
+                raise DataError(f"value {vals[i]:g} outside the declared domain "
+                                f"[{lo:g}, {hi:g}]", file=file, column=attr.name, row=i + 1)
+    elif attr.type in (BOOLEAN, CATEGORICAL):
+        vals = _parse_coded(series, attr, missing, file)
+    else:
+        raise DataError(f"unknown attribute type {attr.type!r}", column=attr.name)
+    present = vals[~np.isnan(vals)]
+    if present.size == 0:
+        raise DataError("every value is missing; remove the attribute from the schema",
+                        file=file, column=attr.name)
+    if present.min() == present.max():
+        v = present[0]
+        shown = (attr.categories[int(v)] if attr.type == CATEGORICAL
+                 else ("true" if v else "false") if attr.type == BOOLEAN else f"{v:g}")
+        raise DataError(f"constant column: every non-missing value is {shown}; a constant "
+                        f"attribute cannot split rows — remove it from the schema",
+                        file=file, column=attr.name)
+    return vals
+
+
+def _ids(frame: pd.DataFrame, id_column: str, file: str) -> np.ndarray:
+    if id_column not in frame.columns:
+        raise DataError(f"the id column is missing (columns: {_preview(frame.columns)})",
+                        file=file, column=id_column)
+    s = frame[id_column]
+    if pd.api.types.is_float_dtype(s):
+        texts = _render_numbers(s.to_numpy(dtype=object))
+    else:
+        texts = s.astype(object).where(s.notna(), "").astype(str).str.strip().to_numpy(object)
+    empty = texts == ""
+    if empty.any():
+        raise DataError("empty id", file=file, column=id_column, row=int(np.argmax(empty)) + 1)
+    dup = pd.Index(texts).duplicated(keep="first")
+    if dup.any():
+        i = int(np.argmax(dup))
+        first = int(np.argmax(texts == texts[i]))
+        raise DataError(f"duplicate id {texts[i]!r} (first seen in row {first + 1})",
+                        file=file, column=id_column, row=i + 1)
+    return texts
+
+
+def _preview(cols, k: int = 8) -> str:
+    cols = list(cols)
+    return ", ".join(map(repr, cols[:k])) + (f", ... ({len(cols)} in all)" if len(cols) > k else "")
+
+
+# ---------------------------------------------------------------------------
+# Building a dataset
+# ---------------------------------------------------------------------------
+
+def frames_to_dataset(schema: Schema, left_df: pd.DataFrame, right_df: pd.DataFrame | None = None,
+                      *, left_file: str = "left view", right_file: str = "right view",
+                      schema_file: str | None = None) -> TwoViewDataset:
+    """Validate tables against a schema and build a :class:`TwoViewDataset`.
+
+    Used by :func:`load_dataset` and by the app for uploaded files. Best given all-string
+    tables (``pd.read_csv(..., dtype=str, keep_default_na=False)``) so that every cell is
+    checked against the schema; typed tables (Parquet) work too.
+
+    Parameters
+    ----------
+    schema : Schema
+        Public metadata; validated first.
+    left_df, right_df : pandas.DataFrame
+        One table per view, joined on ``schema.id_column`` (rows come out in ``left_df``'s
+        order; without an id column the two tables are aligned by position and must have the
+        same number of rows). Give ``right_df=None`` (or the same object twice) for one table
+        holding both views.
+    left_file, right_file : str
+        Names used in error messages (e.g. the uploaded file names).
+    schema_file : str, optional
+        Schema file name for schema error messages.
+
+    Returns
+    -------
+    TwoViewDataset
+        Private data; ``ids`` are the id texts (or row positions without an id column).
+
+    Raises
+    ------
+    DataError
+        Naming file, column and 1-based data row: missing id column, duplicate or empty ids,
+        ids in one view only, schema attribute missing from the file, non-numeric / NaN /
+        infinite text in a numeric column, unrecognised Boolean, unknown category, value
+        outside the declared domain, constant or all-missing column, no data rows.
+    """
+    schema = validate_schema(schema, file=schema_file)
+    one_file = right_df is None or right_df is left_df
+    frames = [(left_df, left_file)] if one_file else [(left_df, left_file), (right_df, right_file)]
+    for frame, file in frames:
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"expected a table (pandas DataFrame), got {type(frame).__name__}",
+                            file=file)
+    frames = [(frame.rename(columns=lambda c: str(c).strip()), file) for frame, file in frames]
+    for frame, file in frames:
+        if len(frame) == 0:
+            raise DataError("the file has no data rows", file=file)
+    missing = frozenset(schema.missing_values)
+
+    # columns present?
+    for v in (0, 1):
+        frame, file = frames[0 if one_file else v]
+        cols = set(frame.columns)
+        for attr in schema.view_attributes(v):
+            if attr.name not in cols:
+                raise DataError(f"declared in the schema ({schema.views[v].name!r} view) but not "
+                                f"in the file (its columns: {_preview(frame.columns)})",
+                                file=file, column=attr.name)
+
+    # ids and row alignment
+    ids = None
+    order = None  # right-frame row of each left row
+    if schema.id_column is not None:
+        id_texts = [_ids(frame, schema.id_column, file) for frame, file in frames]
+        ids = id_texts[0]
+        if not one_file:
+            left_ids, right_ids = pd.Index(id_texts[0]), pd.Index(id_texts[1])
+            only_left = ~left_ids.isin(right_ids)
+            only_right = ~right_ids.isin(left_ids)
+            if only_left.any() or only_right.any():
+                parts = []
+                if only_left.any():
+                    parts.append(f"{int(only_left.sum())} id(s) of {left_file!r} are not in "
+                                 f"{right_file!r} (e.g. {left_ids[only_left][0]!r}, row "
+                                 f"{int(np.argmax(only_left)) + 1})")
+                if only_right.any():
+                    parts.append(f"{int(only_right.sum())} id(s) of {right_file!r} are not in "
+                                 f"{left_file!r} (e.g. {right_ids[only_right][0]!r}, row "
+                                 f"{int(np.argmax(only_right)) + 1})")
+                raise DataError("the two views do not cover the same ids: " + "; ".join(parts),
+                                column=schema.id_column)
+            order = right_ids.get_indexer(left_ids)
+    elif not one_file and len(frames[0][0]) != len(frames[1][0]):
+        raise DataError(f"without an id column the views are aligned by row, but {left_file!r} "
+                        f"has {len(frames[0][0])} rows and {right_file!r} has "
+                        f"{len(frames[1][0])}")
+
+    arrays = []
+    for v in (0, 1):
+        frame, file = frames[0 if one_file else v]
+        attrs = schema.view_attributes(v)
+        arr = np.empty((len(attrs), len(frame)), dtype=np.float64)
+        for a, attr in enumerate(attrs):
+            arr[a] = _parse_column(frame[attr.name], attr, missing, file)
+        if v == 1 and order is not None:
+            arr = np.ascontiguousarray(arr[:, order])
+        arrays.append(arr)
+    return TwoViewDataset.from_arrays(schema, arrays[0], arrays[1], ids=ids)
+
+
+def _find_schema_file(directory: Path) -> Path:
+    found = [directory / n for n in SCHEMA_FILE_NAMES if (directory / n).is_file()]
+    if not found:
+        raise DataError(f"no schema.json or schema.toml in the dataset directory",
+                        file=str(directory))
+    if len(found) > 1:
+        raise DataError("both schema.json and schema.toml exist; keep one", file=str(directory))
+    return found[0]
+
+
+def _load_source(schema: Schema, schema_file: str | None) -> TwoViewDataset:
+    import importlib
+
+    src = schema.source
+    pkg, loader = src["package"], src["loader"]
+    label = f"{pkg}.datasets.{loader}"
+    try:
+        module = importlib.import_module(f"{pkg}.datasets")
+    except ImportError:
+        raise DataError(f"this dataset is loaded from the Python package {pkg!r}, which is not "
+                        f"installed (pip install scikit-learn)", file=schema_file) from None
+    kwargs = dict(src.get("kwargs") or {})
+    kwargs["as_frame"] = True
+    try:
+        bunch = getattr(module, loader)(**kwargs)
+    except (TypeError, ValueError, OSError) as e:
+        raise DataError(f"{label}(**{kwargs}) failed: {e}", file=schema_file) from None
+    frame = bunch.frame if getattr(bunch, "frame", None) is not None else bunch.data
+    return frames_to_dataset(schema, frame, None, left_file=label, schema_file=schema_file)
+
+
+def load_dataset(path_or_schema_path=None, *, schema: Schema | str | Path | None = None
+                 ) -> TwoViewDataset:
+    """Load, validate and align a two-view dataset.
+
+    Parameters
+    ----------
+    path_or_schema_path : str or Path
+        A dataset directory (holding ``schema.json`` or ``schema.toml``; view files relative to
+        it) or a schema file (view files relative to its folder). May be omitted when
+        ``schema`` has a package ``source``.
+    schema : Schema or path, optional
+        Use this schema instead of the one in the directory.
+
+    Returns
+    -------
+    TwoViewDataset
+        Private data (raw values; ``n_rows`` is not public unless ``public_demo``).
+
+    Raises
+    ------
+    DataError
+        For every problem in the schema or the data, naming file, column and row
+        (see :func:`frames_to_dataset`).
+    """
+    base = None
+    schema_file = None
+    if path_or_schema_path is not None:
+        p = Path(path_or_schema_path)
+        if p.is_dir():
+            base = p
+            if schema is None:
+                schema_path = _find_schema_file(p)
+                schema_file = str(schema_path)
+                schema = load_schema(schema_path)
+        elif p.is_file():
+            base = p.parent
+            if schema is None:
+                schema_file = str(p)
+                schema = load_schema(p)
+        else:
+            raise DataError("no such dataset directory or schema file", file=str(p))
+    if schema is None:
+        raise DataError("give a dataset directory, a schema file or a schema")
+    if not isinstance(schema, Schema):
+        schema_file = str(schema)
+        schema = load_schema(schema)
+        if base is None:
+            base = Path(schema_file).parent
+    schema = validate_schema(schema, file=schema_file)
+    if schema.source is not None:
+        return _load_source(schema, schema_file)
+    base = base if base is not None else Path.cwd()
+    lf, rf = schema.views[0].file, schema.views[1].file
+    left_path = base / lf
+    left = read_table(left_path, label=str(left_path))
+    if rf == lf:
+        return frames_to_dataset(schema, left, None, left_file=str(left_path),
+                                 schema_file=schema_file)
+    right_path = base / rf
+    right = read_table(right_path, label=str(right_path))
+    return frames_to_dataset(schema, left, right, left_file=str(left_path),
+                             right_file=str(right_path), schema_file=schema_file)
