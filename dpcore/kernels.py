@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .mechanisms import gumbel_max_index, mcmc_accept_jit
+
 SPLIT, START, END, KEPT = 0, 1, 2, 3
 ATTR, KIND, THR, NCHILD = 0, 1, 2, 3
 LEAF, ABSENT, GROW = -1, -2, -3
@@ -147,27 +149,107 @@ def random_split(u, nodes, fanout, n_cand, rng):
 
 
 @njit(cache=True, nogil=True)
-def _stops(u, nodes, perm, y, min_rows):
-    """Faithful-mode growth stop: fewer than ``min_rows`` rows, or one class only."""
-    lo, hi = nodes[START, u], nodes[END, u]
-    if hi - lo < min_rows:
-        return True
-    first = y[perm[lo]]
-    for i in range(lo + 1, hi):
-        if y[perm[i]] != first:
-            return False
-    return True
+def used_in_subtree(h, s, nodes, fanout):
+    """True when candidate ``s`` splits a node strictly below ``h``."""
+    cap = nodes.shape[1]
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        if u != h and nodes[SPLIT, u] == s:
+            return True
+        if nodes[SPLIT, u] >= 0:
+            for i in range(n_children(nodes, u, fanout)):
+                ch = fanout * u + 1 + i
+                if ch < cap:
+                    stack.append(ch)
+    return False
 
 
 @njit(cache=True, nogil=True)
-def rebuild_subtree(h, nodes, depth_of, max_depth, perm, codes, cands, fanout, leaf_of_row,
-                    y, faithful_stop, min_rows, rng, pos_buf, child_buf):
-    """Re-partition the rows below ``h`` top-down, growing ``GROW`` nodes at random.
+def n_children(nodes, u, fanout):
+    """Number of existing children of ``u`` (children are the first slots in order)."""
+    cap = nodes.shape[1]
+    n = 0
+    for i in range(fanout):
+        ch = fanout * u + 1 + i
+        if ch < cap and nodes[SPLIT, ch] != ABSENT:
+            n += 1
+    return n
 
-    Grown nodes get a uniformly random valid split down to ``max_depth``
-    (strict: regardless of the data; faithful: stop at pure / small nodes).
-    Updates ``leaf_of_row`` for every row reaching ``h``.
-    """
+
+@njit(cache=True, nogil=True)
+def random_split_move(h, nodes, fanout, n_cand, rng):
+    """An MCMC proposal for node ``h``: a candidate drawn uniformly among those used
+    neither on the path to ``h`` nor in the subtrees kept below it (−1 if none)."""
+    for _ in range(64):
+        s = rng.integers(0, n_cand)
+        if not used_on_path(h, s, nodes, fanout) and not used_in_subtree(h, s, nodes, fanout):
+            return s
+    n_ok = 0
+    for s in range(n_cand):
+        if not used_on_path(h, s, nodes, fanout) and not used_in_subtree(h, s, nodes, fanout):
+            n_ok += 1
+    if n_ok == 0:
+        return -1
+    k = rng.integers(0, n_ok)
+    for s in range(n_cand):
+        if not used_on_path(h, s, nodes, fanout) and not used_in_subtree(h, s, nodes, fanout):
+            if k == 0:
+                return s
+            k -= 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def stop_node(h, r, nodes, codes, cands, fanout):
+    """Walk row ``r`` down from ``h``: the leaf it reaches, or the internal node where
+    its value is missing (it then reaches no leaf)."""
+    u = h
+    while True:
+        s = nodes[SPLIT, u]
+        if s < 0:
+            return u
+        c = child_of(codes, cands, s, r)
+        if c < 0:
+            return u
+        u = fanout * u + 1 + c
+
+
+@njit(cache=True, nogil=True)
+def _stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows):
+    """Faithful-mode growth stop at ``u`` (below ``h``): fewer than ``min_rows`` rows
+    reach it, or they all have one class."""
+    n = 0
+    first = -1
+    pure = True
+    for i in range(nodes[START, h], nodes[END, h]):
+        r = perm[i]
+        v = h
+        reached = v == u
+        while not reached:
+            s = nodes[SPLIT, v]
+            if s < 0:
+                break
+            c = child_of(codes, cands, s, r)
+            if c < 0:
+                break
+            v = fanout * v + 1 + c
+            reached = v == u
+        if reached:
+            n += 1
+            if first < 0:
+                first = y[r]
+            elif y[r] != first:
+                pure = False
+    return n < min_rows or pure
+
+
+@njit(cache=True, nogil=True)
+def grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, perm, codes,
+                   y, min_rows):
+    """Give every ``GROW`` node below ``h`` a uniformly random valid split, down to
+    ``max_depth``. Strict: regardless of the data. Faithful: a node stops as a leaf
+    when it is pure or has fewer than ``min_rows`` rows (paper's code)."""
     n_cand = cands.shape[1]
     stack = [h]
     while len(stack) > 0:
@@ -175,7 +257,7 @@ def rebuild_subtree(h, nodes, depth_of, max_depth, perm, codes, cands, fanout, l
         if nodes[SPLIT, u] == GROW:
             if depth_of[u] >= max_depth:
                 nodes[SPLIT, u] = LEAF
-            elif faithful_stop and _stops(u, nodes, perm, y, min_rows):
+            elif faithful and _stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows):
                 nodes[SPLIT, u] = LEAF
             else:
                 s = random_split(u, nodes, fanout, n_cand, rng)
@@ -188,15 +270,96 @@ def rebuild_subtree(h, nodes, depth_of, max_depth, perm, codes, cands, fanout, l
                         mark_absent(ch, nodes, fanout)
                         nodes[SPLIT, ch] = GROW
         s = nodes[SPLIT, u]
-        if s == LEAF:
-            for i in range(nodes[START, u], nodes[END, u]):
-                leaf_of_row[perm[i]] = u
-        elif s >= 0:
-            partition_node(u, nodes, perm, codes, cands, fanout, pos_buf, child_buf)
-            for i in range(nodes[KEPT, u], nodes[END, u]):
-                leaf_of_row[perm[i]] = -1
+        if s >= 0:
             for i in range(cands[NCHILD, s]):
                 stack.append(fanout * u + 1 + i)
+
+
+@njit(cache=True, nogil=True)
+def relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf, offset,
+             y, hist, do_hist, other_leaf, table, sumsq, table_role, other_dropped):
+    """Re-route the rows of ``h`` through its (new) subtree in one pass, then lay them
+    out by a single counting sort: every node's rows stay contiguous in ``perm``
+    (children in order, then the rows dropped at the node for a missing value).
+
+    In the same pass: ``leaf_of_row`` is updated; with ``do_hist`` the class
+    histogram ``hist[leaf, y]`` of each leaf below ``h`` is rebuilt; with
+    ``table_role`` 1 (this tree gives the rows of the leaf×leaf ``table``) or 2
+    (its columns) the table and its per-row Σ² move each row from its old leaf to
+    its new one. Cost: O(rows reaching h × depth below h).
+    """
+    lo, hi = nodes[START, h], nodes[END, h]
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        offset[u] = 0
+        s = nodes[SPLIT, u]
+        if s == LEAF:
+            if do_hist:
+                hist[u, :] = 0
+        elif s >= 0:
+            for i in range(cands[NCHILD, s]):
+                stack.append(fanout * u + 1 + i)
+    for i in range(lo, hi):
+        r = perm[i]
+        u = stop_node(h, r, nodes, codes, cands, fanout)
+        stop_buf[i] = u
+        offset[u] += 1
+        new = u if nodes[SPLIT, u] == LEAF else -1
+        if do_hist and new >= 0:
+            hist[new, y[r]] += 1
+        old = leaf_of_row[r]
+        if table_role != 0 and old != new:
+            o = other_leaf[r]
+            if table_role == 1:
+                c = o if o >= 0 else other_dropped
+                if old >= 0:
+                    sumsq[old] -= 2 * table[old, c] - 1
+                    table[old, c] -= 1
+                if new >= 0:
+                    sumsq[new] += 2 * table[new, c] + 1
+                    table[new, c] += 1
+            elif o >= 0:
+                co = old if old >= 0 else other_dropped
+                cn = new if new >= 0 else other_dropped
+                sumsq[o] -= 2 * table[o, co] - 1
+                table[o, co] -= 1
+                sumsq[o] += 2 * table[o, cn] + 1
+                table[o, cn] += 1
+        leaf_of_row[r] = new
+    cursor = lo
+    stack_n = [h]
+    stack_exit = [False]
+    while len(stack_n) > 0:
+        u = stack_n.pop()
+        leaving = stack_exit.pop()
+        s = nodes[SPLIT, u]
+        if not leaving:
+            nodes[START, u] = cursor
+            if s < 0:
+                count = offset[u]
+                offset[u] = cursor
+                cursor += count
+                nodes[KEPT, u] = cursor
+                nodes[END, u] = cursor
+            else:
+                stack_n.append(u)
+                stack_exit.append(True)
+                for i in range(cands[NCHILD, s] - 1, -1, -1):
+                    stack_n.append(fanout * u + 1 + i)
+                    stack_exit.append(False)
+        else:
+            nodes[KEPT, u] = cursor
+            count = offset[u]
+            offset[u] = cursor
+            cursor += count
+            nodes[END, u] = cursor
+    for i in range(lo, hi):
+        u = stop_buf[i]
+        pos_buf[offset[u]] = perm[i]
+        offset[u] += 1
+    for i in range(lo, hi):
+        perm[i] = pos_buf[i]
 
 
 @njit(cache=True, nogil=True)
@@ -307,9 +470,9 @@ def tree_score(nodes, perm, y, n_classes, score_kind, n_rows, contrib):
 
 @njit(cache=True, nogil=True)
 def _accept(delta, epsilon, sensitivity, rng):
-    if delta >= 0:
-        return True
-    return np.log(rng.random()) < epsilon * delta / (2.0 * sensitivity)
+    """Metropolis test min(1, exp(ε·Δ/(2·sensitivity))). Always draws one uniform, so
+    every chain consumes its random stream the same way whatever the scores."""
+    return mcmc_accept_jit(delta, epsilon, sensitivity, rng.random())
 
 
 @njit(cache=True, nogil=True)
@@ -321,6 +484,19 @@ def _stabilised(ring, n_acc, window, sigma):
     for i in range(window):
         v += (ring[i] - m) ** 2
     return v / window < sigma
+
+
+@njit(cache=True, nogil=True)
+def random_tree(h_rows, nodes, perm, leaf_of_row, codes, cands, fanout, depth_of, max_depth,
+                faithful, y, min_rows, rng, stop_buf, pos_buf, offset, hist, do_hist):
+    """A random tree over all rows (createDT* start): grow from a GROW root, then lay out."""
+    init_tree(nodes, perm, leaf_of_row, h_rows)
+    grow_structure(0, nodes, depth_of, max_depth, fanout, cands, rng, faithful, perm, codes,
+                   y, min_rows)
+    dummy_i = np.zeros(1, dtype=np.int64)
+    dummy_t = np.zeros((1, 1), dtype=np.int64)
+    relayout(0, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf, offset, y,
+             hist, do_hist, dummy_i, dummy_t, dummy_i, 0, 0)
 
 
 @njit(cache=True, nogil=True)
@@ -337,47 +513,50 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
     n_rows = codes.shape[1]
     n_cand = cands.shape[1]
     cap = nodes.shape[1]
+    stop_buf = np.empty(n_rows, dtype=np.int64)
     pos_buf = np.empty(n_rows, dtype=np.int64)
-    child_buf = np.empty(n_rows, dtype=np.int64)
-    init_tree(nodes, perm, leaf_of_row, n_rows)
-    rebuild_subtree(0, nodes, depth_of, max_depth, perm, codes, cands, fanout, leaf_of_row,
-                    y, faithful, min_rows, rng, pos_buf, child_buf)
+    offset = np.zeros(cap, dtype=np.int64)
+    hist = np.zeros((cap, n_classes), dtype=np.int64)
+    no_i = np.zeros(1, dtype=np.int64)
+    no_t = np.zeros((1, 1), dtype=np.int64)
+    random_tree(n_rows, nodes, perm, leaf_of_row, codes, cands, fanout, depth_of, max_depth,
+                faithful, y, min_rows, rng, stop_buf, pos_buf, offset, hist, True)
     contrib = np.zeros(cap, dtype=np.float64)
-    score = tree_score(nodes, perm, y, n_classes, 0, n_rows, contrib)
+    score = 0.0
+    for u in range(cap):
+        if nodes[SPLIT, u] == LEAF:
+            contrib[u] = gini_contribution(hist[u])
+            score += contrib[u]
     saved_nodes = nodes.copy()
-    saved_perm = np.empty(n_rows, dtype=np.int64)
-    saved_leaf = np.empty(n_rows, dtype=np.int64)
     saved_contrib = contrib.copy()
     ring = np.zeros(window, dtype=np.float64)
     n_acc = 0
     done = 0
     for it in range(mc_iter):
-        internal = internal_nodes(nodes)
         done = it + 1
+        internal = internal_nodes(nodes)
         if len(internal) == 0:
             trace[it] = score
             continue
         h = internal[rng.integers(0, len(internal))]
-        s_new = random_split(h, nodes, fanout, n_cand, rng)
+        s_new = random_split_move(h, nodes, fanout, n_cand, rng)
         if s_new < 0:
             trace[it] = score
             continue
-        lo, hi = nodes[START, h], nodes[END, h]
         saved_nodes[:, :] = nodes
         saved_contrib[:] = contrib
-        for i in range(lo, hi):
-            saved_perm[i] = perm[i]
-            saved_leaf[i] = leaf_of_row[perm[i]]
         old_part = 0.0
         for u in subtree_leaves(h, nodes, fanout):
             old_part += contrib[u]
             contrib[u] = 0.0
         replace_split(h, s_new, nodes, cands, fanout)
-        rebuild_subtree(h, nodes, depth_of, max_depth, perm, codes, cands, fanout,
-                        leaf_of_row, y, faithful, min_rows, rng, pos_buf, child_buf)
+        grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, perm,
+                       codes, y, min_rows)
+        relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf,
+                 offset, y, hist, True, no_i, no_t, no_i, 0, 0)
         new_part = 0.0
         for u in subtree_leaves(h, nodes, fanout):
-            contrib[u] = gini_contribution(leaf_class_counts(u, nodes, perm, y, n_classes))
+            contrib[u] = gini_contribution(hist[u])
             new_part += contrib[u]
         new_score = score - old_part + new_part
         if _accept(new_score - score, epsilon, 2.0, rng):
@@ -387,79 +566,12 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
         else:
             nodes[:, :] = saved_nodes
             contrib[:] = saved_contrib
-            for i in range(lo, hi):
-                perm[i] = saved_perm[i]
-                leaf_of_row[perm[i]] = saved_leaf[i]
+            relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf,
+                     offset, y, hist, False, no_i, no_t, no_i, 0, 0)
         trace[it] = score
         if faithful and _stabilised(ring, n_acc, window, sigma):
             break
     return done
-
-
-@njit(cache=True, nogil=True)
-def _move_rows(lo, hi, perm, saved_leaf, leaf_new, other_leaf, table, sumsq, new_is_row,
-               other_dropped):
-    """Move rows perm[lo:hi] in the leaf×leaf table from old to new leaves.
-
-    ``table[j, c]`` counts rows in R-leaf j and L-leaf c (column ``other_dropped``
-    for rows reaching no L-leaf); ``sumsq[j] = Σ_c table[j, c]²``. When the
-    changed tree is R (``new_is_row``), rows move between table rows; when it is
-    L they move between columns.
-    """
-    for i in range(lo, hi):
-        r = perm[i]
-        old = saved_leaf[i]
-        new = leaf_new[r]
-        if old == new:
-            continue
-        o = other_leaf[r]
-        if new_is_row:
-            c = o if o >= 0 else other_dropped
-            if old >= 0:
-                sumsq[old] -= 2 * table[old, c] - 1
-                table[old, c] -= 1
-            if new >= 0:
-                sumsq[new] += 2 * table[new, c] + 1
-                table[new, c] += 1
-        else:
-            if o < 0:
-                continue
-            co = old if old >= 0 else other_dropped
-            cn = new if new >= 0 else other_dropped
-            sumsq[o] -= 2 * table[o, co] - 1
-            table[o, co] -= 1
-            sumsq[o] += 2 * table[o, cn] + 1
-            table[o, cn] += 1
-
-
-@njit(cache=True, nogil=True)
-def _undo_rows(lo, hi, perm, saved_leaf, leaf_new, other_leaf, table, sumsq, new_is_row,
-               other_dropped):
-    """Reverse :func:`_move_rows` (same rows, leaves swapped back)."""
-    for i in range(lo, hi):
-        r = perm[i]
-        new = saved_leaf[i]
-        old = leaf_new[r]
-        if old == new:
-            continue
-        o = other_leaf[r]
-        if new_is_row:
-            c = o if o >= 0 else other_dropped
-            if old >= 0:
-                sumsq[old] -= 2 * table[old, c] - 1
-                table[old, c] -= 1
-            if new >= 0:
-                sumsq[new] += 2 * table[new, c] + 1
-                table[new, c] += 1
-        else:
-            if o < 0:
-                continue
-            co = old if old >= 0 else other_dropped
-            cn = new if new >= 0 else other_dropped
-            sumsq[o] -= 2 * table[o, co] - 1
-            table[o, co] -= 1
-            sumsq[o] += 2 * table[o, cn] + 1
-            table[o, cn] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -507,28 +619,32 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
     cap_r = nodes_r.shape[1]
     n_cand_l = cands_l.shape[1]
     n_cand_r = cands_r.shape[1]
+    stop_buf = np.empty(n_rows, dtype=np.int64)
     pos_buf = np.empty(n_rows, dtype=np.int64)
-    child_buf = np.empty(n_rows, dtype=np.int64)
-    init_tree(nodes_l, perm_l, leaf_l, n_rows)
-    rebuild_subtree(0, nodes_l, depth_l, max_depth, perm_l, codes_l, cands_l, fanout_l,
-                    leaf_l, y, faithful, min_rows, rng, pos_buf, child_buf)
-    # T_R's faithful growth stop needs classes: T_L's leaves, as a non-negative id.
+    offset = np.zeros(max(cap_l, cap_r), dtype=np.int64)
+    hist = np.zeros((cap_l, n_classes), dtype=np.int64)
+    no_hist = np.zeros((1, 1), dtype=np.int64)
+    random_tree(n_rows, nodes_l, perm_l, leaf_l, codes_l, cands_l, fanout_l, depth_l,
+                max_depth, faithful, y, min_rows, rng, stop_buf, pos_buf, offset, hist, True)
+    # T_R's classes (for faithful growth): T_L's leaves, rows in no leaf as one more class.
     y_r = np.empty(n_rows, dtype=np.int64)
     for r in range(n_rows):
         y_r[r] = leaf_l[r] if leaf_l[r] >= 0 else cap_l
-    init_tree(nodes_r, perm_r, leaf_r, n_rows)
-    rebuild_subtree(0, nodes_r, depth_r, max_depth, perm_r, codes_r, cands_r, fanout_r,
-                    leaf_r, y_r, faithful, min_rows, rng, pos_buf, child_buf)
+    random_tree(n_rows, nodes_r, perm_r, leaf_r, codes_r, cands_r, fanout_r, depth_r,
+                max_depth, faithful, y_r, min_rows, rng, stop_buf, pos_buf, offset, no_hist,
+                False)
     contrib_l = np.zeros(cap_l, dtype=np.float64)
-    g_l = tree_score(nodes_l, perm_l, y, n_classes, 1, n_rows, contrib_l)
+    g_l = 0.0
+    for u in range(cap_l):
+        if nodes_l[SPLIT, u] == LEAF:
+            contrib_l[u] = purity_contribution(hist[u], n_rows)
+            g_l += contrib_l[u]
     table, sumsq = pair_table(nodes_r, leaf_r, leaf_l, cap_l, n_rows)
     g_r = purity_from_table(nodes_r, sumsq, n_rows)
     score = g_l * (1.0 + g_r) / 2.0
     saved_l = nodes_l.copy()
     saved_r = nodes_r.copy()
     saved_contrib = contrib_l.copy()
-    saved_perm = np.empty(n_rows, dtype=np.int64)
-    saved_leaf = np.empty(n_rows, dtype=np.int64)
     ring = np.zeros(window, dtype=np.float64)
     n_acc = 0
     done = 0
@@ -541,39 +657,27 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
             trace[it] = score
             continue
         k = rng.integers(0, n_int)
-        on_left = k < len(internal_l)
-        if on_left:
+        if k < len(internal_l):
             h = internal_l[k]
-            s_new = random_split(h, nodes_l, fanout_l, n_cand_l, rng)
-        else:
-            h = internal_r[k - len(internal_l)]
-            s_new = random_split(h, nodes_r, fanout_r, n_cand_r, rng)
-        if s_new < 0:
-            trace[it] = score
-            continue
-        if on_left:
-            lo, hi = nodes_l[START, h], nodes_l[END, h]
+            s_new = random_split_move(h, nodes_l, fanout_l, n_cand_l, rng)
+            if s_new < 0:
+                trace[it] = score
+                continue
             saved_l[:, :] = nodes_l
             saved_contrib[:] = contrib_l
-            for i in range(lo, hi):
-                saved_perm[i] = perm_l[i]
-                saved_leaf[i] = leaf_l[perm_l[i]]
             old_part = 0.0
             for u in subtree_leaves(h, nodes_l, fanout_l):
                 old_part += contrib_l[u]
                 contrib_l[u] = 0.0
             replace_split(h, s_new, nodes_l, cands_l, fanout_l)
-            rebuild_subtree(h, nodes_l, depth_l, max_depth, perm_l, codes_l, cands_l,
-                            fanout_l, leaf_l, y, faithful, min_rows, rng, pos_buf, child_buf)
+            grow_structure(h, nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, faithful,
+                           perm_l, codes_l, y, min_rows)
+            relayout(h, nodes_l, perm_l, codes_l, cands_l, fanout_l, leaf_l, stop_buf,
+                     pos_buf, offset, y, hist, True, leaf_r, table, sumsq, 2, cap_l)
             new_part = 0.0
             for u in subtree_leaves(h, nodes_l, fanout_l):
-                contrib_l[u] = purity_contribution(
-                    leaf_class_counts(u, nodes_l, perm_l, y, n_classes), n_rows)
+                contrib_l[u] = purity_contribution(hist[u], n_rows)
                 new_part += contrib_l[u]
-            # perm_l[lo:hi] was re-ordered: saved_leaf is indexed by old position,
-            # so look rows up through the saved permutation.
-            _move_rows(lo, hi, saved_perm, saved_leaf, leaf_l, leaf_r, table, sumsq,
-                       False, cap_l)
             new_g_l = g_l - old_part + new_part
             new_g_r = purity_from_table(nodes_r, sumsq, n_rows)
             new_score = new_g_l * (1.0 + new_g_r) / 2.0
@@ -582,28 +686,25 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
                 ring[n_acc % window] = score
                 n_acc += 1
             else:
-                _undo_rows(lo, hi, saved_perm, saved_leaf, leaf_l, leaf_r, table, sumsq,
-                           False, cap_l)
                 nodes_l[:, :] = saved_l
                 contrib_l[:] = saved_contrib
-                for i in range(lo, hi):
-                    perm_l[i] = saved_perm[i]
-                    leaf_l[perm_l[i]] = saved_leaf[i]
+                relayout(h, nodes_l, perm_l, codes_l, cands_l, fanout_l, leaf_l, stop_buf,
+                         pos_buf, offset, y, hist, False, leaf_r, table, sumsq, 2, cap_l)
         else:
-            lo, hi = nodes_r[START, h], nodes_r[END, h]
+            h = internal_r[k - len(internal_l)]
+            s_new = random_split_move(h, nodes_r, fanout_r, n_cand_r, rng)
+            if s_new < 0:
+                trace[it] = score
+                continue
             saved_r[:, :] = nodes_r
-            for i in range(lo, hi):
-                saved_perm[i] = perm_r[i]
-                saved_leaf[i] = leaf_r[perm_r[i]]
             if faithful:
                 for r in range(n_rows):
                     y_r[r] = leaf_l[r] if leaf_l[r] >= 0 else cap_l
             replace_split(h, s_new, nodes_r, cands_r, fanout_r)
-            rebuild_subtree(h, nodes_r, depth_r, max_depth, perm_r, codes_r, cands_r,
-                            fanout_r, leaf_r, y_r, faithful, min_rows, rng, pos_buf,
-                            child_buf)
-            _move_rows(lo, hi, saved_perm, saved_leaf, leaf_r, leaf_l, table, sumsq,
-                       True, cap_l)
+            grow_structure(h, nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, faithful,
+                           perm_r, codes_r, y_r, min_rows)
+            relayout(h, nodes_r, perm_r, codes_r, cands_r, fanout_r, leaf_r, stop_buf,
+                     pos_buf, offset, y_r, no_hist, False, leaf_l, table, sumsq, 1, cap_l)
             new_g_r = purity_from_table(nodes_r, sumsq, n_rows)
             new_score = g_l * (1.0 + new_g_r) / 2.0
             if _accept(new_score - score, epsilon, 1.0, rng):
@@ -611,12 +712,9 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
                 ring[n_acc % window] = score
                 n_acc += 1
             else:
-                _undo_rows(lo, hi, saved_perm, saved_leaf, leaf_r, leaf_l, table, sumsq,
-                           True, cap_l)
                 nodes_r[:, :] = saved_r
-                for i in range(lo, hi):
-                    perm_r[i] = saved_perm[i]
-                    leaf_r[perm_r[i]] = saved_leaf[i]
+                relayout(h, nodes_r, perm_r, codes_r, cands_r, fanout_r, leaf_r, stop_buf,
+                         pos_buf, offset, y_r, no_hist, False, leaf_l, table, sumsq, 1, cap_l)
         trace[it] = score
         if faithful and _stabilised(ring, n_acc, window, sigma):
             break
@@ -674,21 +772,6 @@ def split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last, n_codes
 
 
 @njit(cache=True, nogil=True)
-def gumbel_argmax(util, factor, rng):
-    """argmax_s factor·util[s] + Gumbel noise (Gumbel = −log E, E ~ Exp(1)); −inf never wins."""
-    best = -1
-    best_val = -np.inf
-    for s in range(util.size):
-        if util[s] == -np.inf:
-            continue
-        v = factor * util[s] - np.log(rng.standard_exponential())
-        if v > best_val:
-            best_val = v
-            best = s
-    return best
-
-
-@njit(cache=True, nogil=True)
 def expmech_tree(codes, cands, attr_first, attr_last, n_codes, y, n_classes, fanout,
                  depth_of, max_depth, nodes, perm, leaf_of_row, level_epsilons, rng):
     """createDTExpMech (Alg. 2): level by level, every node picks its split by the
@@ -709,7 +792,7 @@ def expmech_tree(codes, cands, attr_first, attr_last, n_codes, y, n_classes, fan
         level = depth_of[u]
         util = split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last,
                                n_codes, y, n_classes, fanout)
-        s = gumbel_argmax(util, level_epsilons[level] / (2.0 * 2.0), rng)
+        s = gumbel_max_index(util, level_epsilons[level] / (2.0 * 2.0), rng)
         per_level[level] += 1
         if s < 0:
             continue

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import weakref
+
 import numpy as np
 
+from . import bitset_mcmc as B
 from . import kernels as K
 from .accountant import PrivacyAccountant
 from .coding import CodedView
@@ -151,6 +154,24 @@ def build_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_class
     return tree
 
 
+_child_bits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def child_bitsets(coded: CodedView) -> tuple[np.ndarray, np.ndarray]:
+    """Row bitsets of every candidate's children, computed once per coded view (private)."""
+    key = id(coded)
+    if key not in _child_bits:
+        _child_bits[key] = B.candidate_child_bits(coded.codes, cands_matrix(coded))
+        weakref.finalize(coded, _child_bits.pop, key, None)
+    return _child_bits[key]
+
+
+def _route(tree: Tree) -> None:
+    tree.leaf_of_row[:] = K.leaf_rows_for_codes(tree.coded.codes, cands_matrix(tree.coded),
+                                                tree.fanout, tree.nodes,
+                                                tree.coded.codes.shape[1])
+
+
 def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
                      depth: int, epsilon_nano: int, rng: np.random.Generator,
                      accountant: PrivacyAccountant, label: str, *, mc_iter: int,
@@ -158,17 +179,27 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
     """createDTMCMC (Alg. 3, Bai et al. 2017): a tree sampled by MCMC with score
     −Σ_leaves |leaf|·gini(leaf), sensitivity 2, acceptance min(1, exp(ε·ΔS/4)).
 
-    ε-DP only upon convergence of the chain. Returns the tree and its score trace
-    (NOT private: computed from true data; owner diagnostics only).
+    ε-DP only upon convergence of the chain. Strict mode runs the chain on row
+    bitsets (``bitset_mcmc``), faithful mode on rows (``kernels``). Returns the
+    tree and its score trace (NOT private: computed from true data; owner
+    diagnostics only).
     """
     eps = accountant.spend("mcmc", label, epsilon_nano, 2.0)
     tree = _empty_tree(view, coded, depth)
-    perm = np.empty(coded.codes.shape[1], dtype=np.int64)
     trace = np.zeros(mc_iter, dtype=np.float64)
-    done = K.mcmc_single_tree(coded.codes, cands_matrix(coded), classes, n_classes,
-                              coded.fanout, K.node_depths(coded.fanout, depth), depth,
-                              tree.nodes, perm, tree.leaf_of_row, eps, mc_iter, faithful,
-                              sigma, window, FAITHFUL_MIN_ROWS if faithful else 0, rng, trace)
+    depths = K.node_depths(coded.fanout, depth)
+    if faithful:
+        perm = np.empty(coded.codes.shape[1], dtype=np.int64)
+        done = K.mcmc_single_tree(coded.codes, cands_matrix(coded), classes, n_classes,
+                                  coded.fanout, depths, depth, tree.nodes, perm,
+                                  tree.leaf_of_row, eps, mc_iter, True, sigma, window,
+                                  FAITHFUL_MIN_ROWS, rng, trace)
+    else:
+        bits, offset = child_bitsets(coded)
+        done = B.mcmc_single_tree_bits(cands_matrix(coded), bits, offset, classes, n_classes,
+                                       coded.codes.shape[1], coded.fanout, depths, depth,
+                                       tree.nodes, eps, mc_iter, rng, trace)
+        _route(tree)
     return tree, trace[:done]
 
 
@@ -181,23 +212,36 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
 
     ``coded_first`` is the tree with the initial target ``classes`` as class,
     ``coded_second`` the tree whose classes are the first tree's leaves.
-    ε-DP only upon convergence. Returns both trees and the (non-private) trace.
+    ε-DP only upon convergence. Strict mode runs on bitsets, faithful on rows.
+    Returns both trees and the (non-private) trace.
     """
     eps = accountant.spend("mcmc", label, epsilon_nano, 1.0)
     t1 = _empty_tree(views[0], coded_first, depth)
     t2 = _empty_tree(views[1], coded_second, depth)
     n_rows = coded_first.codes.shape[1]
-    perm1 = np.empty(n_rows, dtype=np.int64)
-    perm2 = np.empty(n_rows, dtype=np.int64)
     trace = np.zeros(mc_iter, dtype=np.float64)
-    done = K.mcmc_tree_pair(coded_first.codes, cands_matrix(coded_first), coded_first.fanout,
-                            K.node_depths(coded_first.fanout, depth), t1.nodes, perm1,
-                            t1.leaf_of_row,
-                            coded_second.codes, cands_matrix(coded_second),
-                            coded_second.fanout, K.node_depths(coded_second.fanout, depth),
-                            t2.nodes, perm2, t2.leaf_of_row,
-                            classes, n_classes, depth, eps, mc_iter, faithful, sigma, window,
-                            FAITHFUL_MIN_ROWS if faithful else 0, rng, trace)
+    d1 = K.node_depths(coded_first.fanout, depth)
+    d2 = K.node_depths(coded_second.fanout, depth)
+    if faithful:
+        done = K.mcmc_tree_pair(coded_first.codes, cands_matrix(coded_first),
+                                coded_first.fanout, d1, t1.nodes,
+                                np.empty(n_rows, dtype=np.int64), t1.leaf_of_row,
+                                coded_second.codes, cands_matrix(coded_second),
+                                coded_second.fanout, d2, t2.nodes,
+                                np.empty(n_rows, dtype=np.int64), t2.leaf_of_row,
+                                classes, n_classes, depth, eps, mc_iter, True, sigma, window,
+                                FAITHFUL_MIN_ROWS, rng, trace)
+    else:
+        bits1, off1 = child_bitsets(coded_first)
+        bits2, off2 = child_bitsets(coded_second)
+        done = B.mcmc_tree_pair_bits(cands_matrix(coded_first), bits1, off1,
+                                     coded_first.fanout, d1, t1.nodes,
+                                     cands_matrix(coded_second), bits2, off2,
+                                     coded_second.fanout, d2, t2.nodes,
+                                     classes, n_classes, n_rows, depth, eps, mc_iter, rng,
+                                     trace)
+        _route(t1)
+        _route(t2)
     return t1, t2, trace[:done]
 
 

@@ -1,0 +1,352 @@
+"""Bitset MCMC kernels for strict mode: a step costs O(words × affected leaves), not O(rows).
+
+In strict mode the split candidates are fixed for the whole run (the public
+grid), so each candidate's children can be precomputed once as row bitsets
+(``child_bits``: one uint64 word per 64 rows). A tree node's rows are then the
+AND of its parent's bitset and a child bitset, and every count the MCMC scores
+need — a leaf's class counts, the leaf×leaf table of a tree pair — is a
+popcount of two ANDed bitsets. A move at node ``h`` recomputes only the
+bitsets below ``h`` and the counts of the leaves there, so it costs
+O(N/64 × leaves under h) word operations with no per-row gathers.
+
+Same chains as the row-based kernels in ``kernels.py`` (which faithful mode
+uses, because its per-tree data-derived candidates are too many for bitsets):
+the same proposal distribution, scores, sensitivities and acceptance rule.
+Nothing here is private by itself; see ``trees.py`` for how ε is charged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .kernels import (ABSENT, GROW, LEAF, NCHILD, SPLIT, child_of, gini_contribution,
+                      grow_structure, init_tree, internal_nodes, random_split_move,
+                      replace_split, subtree_leaves, _accept, _stabilised)
+
+M1 = np.uint64(0x5555555555555555)
+M2 = np.uint64(0x3333333333333333)
+M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+H01 = np.uint64(0x0101010101010101)
+
+
+def n_words(n_rows: int) -> int:
+    return (n_rows + 63) // 64
+
+
+@njit(cache=True, nogil=True)
+def popcount(x):
+    """Number of set bits of a uint64 (SWAR; LLVM lowers it to ``popcnt`` where it can)."""
+    x = x - ((x >> np.uint64(1)) & M1)
+    x = (x & M2) + ((x >> np.uint64(2)) & M2)
+    x = (x + (x >> np.uint64(4))) & M4
+    return (x * H01) >> np.uint64(56)
+
+
+@njit(cache=True, nogil=True)
+def and_count(a, b):
+    """|a ∧ b| for two bitsets of equal length."""
+    total = np.uint64(0)
+    for w in range(a.size):
+        total += popcount(a[w] & b[w])
+    return np.int64(total)
+
+
+@njit(cache=True, nogil=True)
+def count_bits(a):
+    total = np.uint64(0)
+    for w in range(a.size):
+        total += popcount(a[w])
+    return np.int64(total)
+
+
+@njit(cache=True, nogil=True)
+def candidate_child_bits(codes, cands):
+    """Bitsets of every candidate's children: rows (bit r) that go to child i of s.
+
+    Returns ``(child_bits, offset)``: child ``i`` of candidate ``s`` is row
+    ``offset[s] + i`` of ``child_bits`` (shape: Σ children × words, uint64).
+    Rows with a missing value are in no child. Private (raw-data derived).
+    """
+    n_cand = cands.shape[1]
+    n_rows = codes.shape[1]
+    words = (n_rows + 63) // 64
+    offset = np.zeros(n_cand + 1, dtype=np.int64)
+    for s in range(n_cand):
+        offset[s + 1] = offset[s] + cands[NCHILD, s]
+    bits = np.zeros((offset[n_cand], words), dtype=np.uint64)
+    for s in range(n_cand):
+        for r in range(n_rows):
+            c = child_of(codes, cands, s, r)
+            if c >= 0:
+                bits[offset[s] + c, r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+    return bits, offset
+
+
+@njit(cache=True, nogil=True)
+def class_bits(y, n_classes, n_rows):
+    """One bitset per class of ``y`` (private)."""
+    words = (n_rows + 63) // 64
+    bits = np.zeros((n_classes, words), dtype=np.uint64)
+    for r in range(n_rows):
+        bits[y[r], r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+    return bits
+
+
+@njit(cache=True, nogil=True)
+def all_rows(n_rows):
+    words = (n_rows + 63) // 64
+    out = np.zeros(words, dtype=np.uint64)
+    for r in range(n_rows):
+        out[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits):
+    """node_bits[child] = node_bits[parent] ∧ child bitset, for every node below ``h``."""
+    words = node_bits.shape[1]
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        s = nodes[SPLIT, u]
+        if s < 0:
+            continue
+        for i in range(cands[NCHILD, s]):
+            ch = fanout * u + 1 + i
+            src = child_offset[s] + i
+            for w in range(words):
+                node_bits[ch, w] = node_bits[u, w] & child_bits[src, w]
+            stack.append(ch)
+
+
+@njit(cache=True, nogil=True)
+def _leaf_hist(u, node_bits, cls_bits, hist):
+    for c in range(cls_bits.shape[0]):
+        hist[u, c] = and_count(node_bits[u], cls_bits[c])
+
+
+@njit(cache=True, nogil=True)
+def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bits, root,
+                 child_bits, child_offset):
+    perm = np.empty(1, dtype=np.int64)
+    leaf = np.empty(1, dtype=np.int64)
+    init_tree(nodes, perm, leaf, 1)
+    dummy_codes = np.zeros((1, 1), dtype=np.uint16)
+    dummy_y = np.zeros(1, dtype=np.int64)
+    grow_structure(0, nodes, depth_of, max_depth, fanout, cands, rng, False, perm, dummy_codes,
+                   dummy_y, 0)
+    node_bits[0, :] = root
+    fill_node_bits(0, nodes, cands, fanout, child_bits, child_offset, node_bits)
+
+
+@njit(cache=True, nogil=True)
+def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows, fanout,
+                          depth_of, max_depth, nodes, epsilon, mc_iter, rng, trace):
+    """createDTMCMC (Alg. 3) on bitsets, strict mode: score −Σ_leaves |leaf|·gini, Δ = 2,
+    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter)."""
+    cap = nodes.shape[1]
+    words = child_bits.shape[1]
+    root = all_rows(n_rows)
+    node_bits = np.zeros((cap, words), dtype=np.uint64)
+    cls = class_bits(y, n_classes, n_rows)
+    _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bits, root,
+                 child_bits, child_offset)
+    hist = np.zeros((cap, n_classes), dtype=np.int64)
+    contrib = np.zeros(cap, dtype=np.float64)
+    score = 0.0
+    for u in range(cap):
+        if nodes[SPLIT, u] == LEAF:
+            _leaf_hist(u, node_bits, cls, hist)
+            contrib[u] = gini_contribution(hist[u])
+            score += contrib[u]
+    saved_nodes = nodes.copy()
+    saved_contrib = contrib.copy()
+    n_cand = cands.shape[1]
+    for it in range(mc_iter):
+        internal = internal_nodes(nodes)
+        if len(internal) == 0:
+            trace[it] = score
+            continue
+        h = internal[rng.integers(0, len(internal))]
+        s_new = random_split_move(h, nodes, fanout, n_cand, rng)
+        if s_new < 0:
+            trace[it] = score
+            continue
+        saved_nodes[:, :] = nodes
+        saved_contrib[:] = contrib
+        old_part = 0.0
+        for u in subtree_leaves(h, nodes, fanout):
+            old_part += contrib[u]
+            contrib[u] = 0.0
+        replace_split(h, s_new, nodes, cands, fanout)
+        grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, False,
+                       np.empty(1, dtype=np.int64), np.zeros((1, 1), dtype=np.uint16),
+                       y, 0)
+        fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
+        new_part = 0.0
+        for u in subtree_leaves(h, nodes, fanout):
+            _leaf_hist(u, node_bits, cls, hist)
+            contrib[u] = gini_contribution(hist[u])
+            new_part += contrib[u]
+        new_score = score - old_part + new_part
+        if _accept(new_score - score, epsilon, 2.0, rng):
+            score = new_score
+        else:
+            nodes[:, :] = saved_nodes
+            contrib[:] = saved_contrib
+            fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
+        trace[it] = score
+    return mc_iter
+
+
+@njit(cache=True, nogil=True)
+def _pair_column(u, nodes_r, bits_r, bits_l, table):
+    """Column ``u`` (an L leaf) of the table: |B_j ∧ A_u| for every R leaf j."""
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] == LEAF:
+            table[j, u] = and_count(bits_r[j], bits_l[u])
+
+
+@njit(cache=True, nogil=True)
+def _pair_row(j, nodes_l, bits_r, bits_l, table):
+    """Row ``j`` (an R leaf) of the table: |B_j ∧ A_u| for every L leaf u."""
+    for u in range(nodes_l.shape[1]):
+        if nodes_l[SPLIT, u] == LEAF:
+            table[j, u] = and_count(bits_r[j], bits_l[u])
+
+
+@njit(cache=True, nogil=True)
+def _purity_r(nodes_r, nodes_l, table, size_r, n_rows):
+    """g(T_R) with T_L's leaves (+ 'no leaf') as classes, from the table."""
+    g = 0.0
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] != LEAF or size_r[j] == 0:
+            continue
+        sq = 0.0
+        inside = 0
+        for u in range(nodes_l.shape[1]):
+            if nodes_l[SPLIT, u] == LEAF:
+                sq += table[j, u] * table[j, u]
+                inside += table[j, u]
+        rest = size_r[j] - inside
+        sq += rest * rest
+        g += sq / (size_r[j] * n_rows)
+    return g
+
+
+@njit(cache=True, nogil=True)
+def _purity_l(nodes_l, hist, n_rows):
+    g = 0.0
+    for u in range(nodes_l.shape[1]):
+        if nodes_l[SPLIT, u] == LEAF:
+            n = hist[u].sum()
+            if n > 0:
+                sq = 0.0
+                for c in range(hist.shape[1]):
+                    sq += hist[u, c] * hist[u, c]
+                g += sq / (n * n_rows)
+    return g
+
+
+@njit(cache=True, nogil=True)
+def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,
+                        cands_r, child_bits_r, offset_r, fanout_r, depth_r, nodes_r,
+                        y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace):
+    """sampleTreePair (Alg. 5) on bitsets, strict mode: score g(T_L)(1+g(T_R))/2, Δ = 1,
+    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter)."""
+    cap_l = nodes_l.shape[1]
+    cap_r = nodes_r.shape[1]
+    words = child_bits_l.shape[1]
+    root = all_rows(n_rows)
+    bits_l = np.zeros((cap_l, words), dtype=np.uint64)
+    bits_r = np.zeros((cap_r, words), dtype=np.uint64)
+    cls = class_bits(y, n_classes, n_rows)
+    _random_tree(nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, n_rows, bits_l, root,
+                 child_bits_l, offset_l)
+    _random_tree(nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, n_rows, bits_r, root,
+                 child_bits_r, offset_r)
+    hist = np.zeros((cap_l, n_classes), dtype=np.int64)
+    table = np.zeros((cap_r, cap_l), dtype=np.int64)
+    size_r = np.zeros(cap_r, dtype=np.int64)
+    for u in range(cap_l):
+        if nodes_l[SPLIT, u] == LEAF:
+            _leaf_hist(u, bits_l, cls, hist)
+    for j in range(cap_r):
+        if nodes_r[SPLIT, j] == LEAF:
+            size_r[j] = count_bits(bits_r[j])
+            _pair_row(j, nodes_l, bits_r, bits_l, table)
+    g_l = _purity_l(nodes_l, hist, n_rows)
+    g_r = _purity_r(nodes_r, nodes_l, table, size_r, n_rows)
+    score = g_l * (1.0 + g_r) / 2.0
+    saved_l = nodes_l.copy()
+    saved_r = nodes_r.copy()
+    saved_hist = hist.copy()
+    saved_table = table.copy()
+    saved_size = size_r.copy()
+    n_cand_l = cands_l.shape[1]
+    n_cand_r = cands_r.shape[1]
+    no_perm = np.empty(1, dtype=np.int64)
+    no_codes = np.zeros((1, 1), dtype=np.uint16)
+    for it in range(mc_iter):
+        internal_l = internal_nodes(nodes_l)
+        internal_r = internal_nodes(nodes_r)
+        n_int = len(internal_l) + len(internal_r)
+        if n_int == 0:
+            trace[it] = score
+            continue
+        k = rng.integers(0, n_int)
+        on_left = k < len(internal_l)
+        if on_left:
+            h = internal_l[k]
+            s_new = random_split_move(h, nodes_l, fanout_l, n_cand_l, rng)
+        else:
+            h = internal_r[k - len(internal_l)]
+            s_new = random_split_move(h, nodes_r, fanout_r, n_cand_r, rng)
+        if s_new < 0:
+            trace[it] = score
+            continue
+        saved_l[:, :] = nodes_l
+        saved_r[:, :] = nodes_r
+        saved_hist[:, :] = hist
+        saved_table[:, :] = table
+        saved_size[:] = size_r
+        if on_left:
+            for u in subtree_leaves(h, nodes_l, fanout_l):
+                hist[u, :] = 0
+                table[:, u] = 0
+            replace_split(h, s_new, nodes_l, cands_l, fanout_l)
+            grow_structure(h, nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, False,
+                           no_perm, no_codes, y, 0)
+            fill_node_bits(h, nodes_l, cands_l, fanout_l, child_bits_l, offset_l, bits_l)
+            for u in subtree_leaves(h, nodes_l, fanout_l):
+                _leaf_hist(u, bits_l, cls, hist)
+                _pair_column(u, nodes_r, bits_r, bits_l, table)
+        else:
+            for j in subtree_leaves(h, nodes_r, fanout_r):
+                table[j, :] = 0
+                size_r[j] = 0
+            replace_split(h, s_new, nodes_r, cands_r, fanout_r)
+            grow_structure(h, nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, False,
+                           no_perm, no_codes, y, 0)
+            fill_node_bits(h, nodes_r, cands_r, fanout_r, child_bits_r, offset_r, bits_r)
+            for j in subtree_leaves(h, nodes_r, fanout_r):
+                size_r[j] = count_bits(bits_r[j])
+                _pair_row(j, nodes_l, bits_r, bits_l, table)
+        new_g_l = _purity_l(nodes_l, hist, n_rows) if on_left else g_l
+        new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, n_rows)
+        new_score = new_g_l * (1.0 + new_g_r) / 2.0
+        if _accept(new_score - score, epsilon, 1.0, rng):
+            score, g_l, g_r = new_score, new_g_l, new_g_r
+        else:
+            nodes_l[:, :] = saved_l
+            nodes_r[:, :] = saved_r
+            hist[:, :] = saved_hist
+            table[:, :] = saved_table
+            size_r[:] = saved_size
+            if on_left:
+                fill_node_bits(h, nodes_l, cands_l, fanout_l, child_bits_l, offset_l, bits_l)
+            else:
+                fill_node_bits(h, nodes_r, cands_r, fanout_r, child_bits_r, offset_r, bits_r)
+        trace[it] = score
+    return mc_iter
