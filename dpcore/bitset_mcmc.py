@@ -142,9 +142,11 @@ def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bi
 
 @njit(cache=True, nogil=True)
 def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows, fanout,
-                          depth_of, max_depth, nodes, epsilon, mc_iter, rng, trace):
+                          depth_of, max_depth, nodes, epsilon, mc_iter, rng, trace,
+                          stats=None):
     """createDTMCMC (Alg. 3) on bitsets, strict mode: score −Σ_leaves |leaf|·gini, Δ = 2,
-    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter)."""
+    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter).
+    ``stats[0]`` (optional) accumulates the rows reaching each changed node."""
     cap = nodes.shape[1]
     words = child_bits.shape[1]
     root = all_rows(n_rows)
@@ -173,6 +175,8 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
         if s_new < 0:
             trace[it] = score
             continue
+        if stats is not None:
+            stats[0] += count_bits(node_bits[h])
         saved_nodes[:, :] = nodes
         saved_contrib[:] = contrib
         old_part = 0.0
@@ -252,9 +256,11 @@ def _purity_l(nodes_l, hist, n_rows):
 @njit(cache=True, nogil=True)
 def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,
                         cands_r, child_bits_r, offset_r, fanout_r, depth_r, nodes_r,
-                        y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace):
+                        y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace,
+                        stats=None):
     """sampleTreePair (Alg. 5) on bitsets, strict mode: score g(T_L)(1+g(T_R))/2, Δ = 1,
-    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter)."""
+    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter).
+    ``stats[0]`` (optional) accumulates the rows reaching each changed node."""
     cap_l = nodes_l.shape[1]
     cap_r = nodes_r.shape[1]
     words = child_bits_l.shape[1]
@@ -306,6 +312,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         if s_new < 0:
             trace[it] = score
             continue
+        if stats is not None:
+            stats[0] += count_bits(bits_l[h] if on_left else bits_r[h])
         saved_l[:, :] = nodes_l
         saved_r[:, :] = nodes_r
         saved_hist[:, :] = hist

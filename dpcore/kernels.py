@@ -502,7 +502,7 @@ def random_tree(h_rows, nodes, perm, leaf_of_row, codes, cands, fanout, depth_of
 @njit(cache=True, nogil=True)
 def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, nodes, perm,
                      leaf_of_row, epsilon, mc_iter, faithful, sigma, window, min_rows, rng,
-                     trace):
+                     trace, stats=None):
     """createDTMCMC (Alg. 3): MCMC over trees, score −Σ_leaves |leaf|·gini, Δ = 2.
 
     Starts from a random tree of depth ``max_depth``. Strict: exactly ``mc_iter``
@@ -543,6 +543,8 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
         if s_new < 0:
             trace[it] = score
             continue
+        if stats is not None:
+            stats[0] += nodes[END, h] - nodes[START, h]
         saved_nodes[:, :] = nodes
         saved_contrib[:] = contrib
         old_part = 0.0
@@ -606,7 +608,7 @@ def purity_from_table(nodes_r, sumsq, n_rows):
 def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
                    codes_r, cands_r, fanout_r, depth_r, nodes_r, perm_r, leaf_r,
                    y, n_classes, max_depth, epsilon, mc_iter, faithful, sigma, window,
-                   min_rows, rng, trace):
+                   min_rows, rng, trace, stats=None):
     """sampleTreePair (Alg. 5): joint MCMC over (T_L, T_R), score g(T_L)(1+g(T_R))/2, Δ = 1.
 
     ``T_L`` (codes_l) has the initial target ``y`` as class; ``T_R`` (codes_r) has
@@ -663,6 +665,8 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
             if s_new < 0:
                 trace[it] = score
                 continue
+            if stats is not None:
+                stats[0] += nodes_l[END, h] - nodes_l[START, h]
             saved_l[:, :] = nodes_l
             saved_contrib[:] = contrib_l
             old_part = 0.0
@@ -696,6 +700,8 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
             if s_new < 0:
                 trace[it] = score
                 continue
+            if stats is not None:
+                stats[0] += nodes_r[END, h] - nodes_r[START, h]
             saved_r[:, :] = nodes_r
             if faithful:
                 for r in range(n_rows):

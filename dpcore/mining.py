@@ -12,7 +12,9 @@ show progress between calls (numba cannot call back into a UI).
 
 from __future__ import annotations
 
+import time
 import uuid
+from contextlib import contextmanager
 import weakref
 from datetime import datetime, timezone
 from typing import Callable
@@ -28,7 +30,7 @@ from .mechanisms import noisy_counts
 from .params import ALGORITHM_LABELS, BudgetSlot, MiningParams, plan_budget
 from .results import ExtractionRecord, OwnerDiagnostics, RunResult
 from .targets import make_target, pick_attribute
-from .trees import (Tree, build_expmech_tree, leaf_classes, sample_mcmc_tree,
+from .trees import (Tree, build_expmech_tree, child_bitsets, leaf_classes, sample_mcmc_tree,
                     sample_tree_pair, true_leaf_table)
 
 Progress = Callable[[float, str], None]
@@ -58,7 +60,22 @@ class _Run:
         self.redescriptions: list = []
         self.traces: dict[str, list[float]] = {}
         self.faithful = params.mode == "faithful"
-        self.strict_codes = None if self.faithful else strict_coding(dataset)
+        self.phase_seconds = {"prepare": 0.0, "trees": 0.0, "extract": 0.0}
+        self.mcmc_stats = np.zeros(1, dtype=np.int64)
+        self.mcmc_iterations = 0
+        with self.phase("prepare"):
+            self.strict_codes = None if self.faithful else strict_coding(dataset)
+            if self.strict_codes and params.algorithm != "altexpm":
+                for coded in self.strict_codes:
+                    child_bitsets(coded)
+
+    @contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phase_seconds[name] += time.perf_counter() - start
 
     def slot(self, trial: int, step: int, role: str) -> BudgetSlot:
         return self.slots[(trial, step, role)]
@@ -70,6 +87,7 @@ class _Run:
         return self.strict_codes[view]
 
     def keep_trace(self, label: str, trace: np.ndarray) -> None:
+        self.mcmc_iterations += int(trace.size)
         step = max(1, int(np.ceil(trace.size / TRACE_POINTS)))
         self.traces[label] = [float(x) for x in trace[::step]]
 
@@ -82,6 +100,11 @@ class _Run:
         """extractReds (Alg. 6): charge, draw the noisy leaf×leaf counts, post-process."""
         (left, lid), (right, rid) = sorted([(tree_a, id_a), (tree_b, id_b)],
                                            key=lambda p: p[0].view)
+        with self.phase("extract"):
+            self._extract(left, lid, right, rid, trial, step)
+
+    def _extract(self, left: Tree, lid: int, right: Tree, rid: int, trial: int,
+                 step: int) -> None:
         table = true_leaf_table(left, right)
         budget = self.slot(trial, step, "extract").epsilon_nano
         label = f"trial {trial} step {step} extraction"
@@ -126,14 +149,16 @@ def _build_tree(run: _Run, view: int, classes, n_classes, trial, step) -> Tree:
     p = run.params
     budget = run.slot(trial, step, "tree").epsilon_nano
     label = f"trial {trial} step {step} tree ({'LR'[view]})"
-    coded = run.coded(view)
-    if p.algorithm == "altexpm":
-        return build_expmech_tree(view, coded, classes, n_classes, p.depth, budget, run.rng,
-                                  run.accountant, label)
-    tree, trace = sample_mcmc_tree(view, coded, classes, n_classes, p.depth, budget, run.rng,
-                                   run.accountant, label, mc_iter=p.mc_iter,
-                                   faithful=run.faithful, sigma=p.sigma,
-                                   window=p.sigma_window)
+    with run.phase("prepare"):
+        coded = run.coded(view)
+    with run.phase("trees"):
+        if p.algorithm == "altexpm":
+            return build_expmech_tree(view, coded, classes, n_classes, p.depth, budget,
+                                      run.rng, run.accountant, label)
+        tree, trace = sample_mcmc_tree(view, coded, classes, n_classes, p.depth, budget,
+                                       run.rng, run.accountant, label, mc_iter=p.mc_iter,
+                                       faithful=run.faithful, sigma=p.sigma,
+                                       window=p.sigma_window, stats=run.mcmc_stats)
     run.keep_trace(label, trace)
     return tree
 
@@ -175,11 +200,14 @@ def _mine_tree_pairs(run: _Run) -> None:
             continue
         first, second = 1 - view, view
         label = f"trial {trial} tree pair"
-        t1, t2, trace = sample_tree_pair(
-            (first, second), run.coded(first), run.coded(second), target.classes,
-            target.n_classes, p.depth, run.slot(trial, 0, "tree").epsilon_nano, run.rng,
-            run.accountant, label, mc_iter=p.mc_iter, faithful=run.faithful, sigma=p.sigma,
-            window=p.sigma_window)
+        with run.phase("prepare"):
+            coded_first, coded_second = run.coded(first), run.coded(second)
+        with run.phase("trees"):
+            t1, t2, trace = sample_tree_pair(
+                (first, second), coded_first, coded_second, target.classes,
+                target.n_classes, p.depth, run.slot(trial, 0, "tree").epsilon_nano, run.rng,
+                run.accountant, label, mc_iter=p.mc_iter, faithful=run.faithful,
+                sigma=p.sigma, window=p.sigma_window, stats=run.mcmc_stats)
         run.keep_trace(label, trace)
         id1 = run.release_tree(t1, trial, 0)
         id2 = run.release_tree(t2, trial, 0)
@@ -235,4 +263,7 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
         epsilon_nano=accountant.spent_nano, redescriptions=run.redescriptions,
         trees=run.trees, extractions=run.extractions,
         mechanism_calls=accountant.to_records(), seed=seed,
-        diagnostics=OwnerDiagnostics(score_traces=run.traces))
+        diagnostics=OwnerDiagnostics(score_traces=run.traces,
+                                     phase_seconds=run.phase_seconds,
+                                     mcmc_iterations=run.mcmc_iterations,
+                                     mcmc_rows_touched=int(run.mcmc_stats[0])))

@@ -186,10 +186,16 @@ class OwnerDiagnostics:
     """NOT differentially private: computed from true data. Owners only.
 
     ``score_traces`` maps a label (``"trial 0 / tree pair"``) to the chain's
-    score after each iteration.
+    score after each iteration (at most 2,000 points, evenly thinned).
+    ``phase_seconds`` (prepare / trees / extract), ``mcmc_iterations`` and
+    ``mcmc_rows_touched`` (rows reaching the changed node, summed over
+    iterations) describe the run's cost; they reveal the row count.
     """
 
     score_traces: dict[str, list[float]] = field(default_factory=dict)
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    mcmc_iterations: int = 0
+    mcmc_rows_touched: int = 0
 
 
 @dataclass

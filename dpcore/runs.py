@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import asdict
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from .errors import DpcoreError
 from .ledger import Ledger
 from .mining import Progress, mine
 from .params import MiningParams, plan_budget
-from .results import RunResult
+from .results import OwnerDiagnostics, RunResult
 
 
 class RunInProgressError(DpcoreError):
@@ -77,7 +78,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, dataset: TwoViewDataset,
                       run_id=run_id, seed=seed, progress=progress)
         result.dataset = dataset_name
         ledger.store_result(run_id, result.to_json(),
-                            json.dumps({"score_traces": result.diagnostics.score_traces}))
+                            json.dumps(asdict(result.diagnostics)))
     except BaseException as exc:
         ledger.mark_failed(run_id, f"{type(exc).__name__}: {exc}")
         raise
@@ -91,5 +92,5 @@ def load_result(ledger: Ledger, run_id: str, *, include_diagnostics: bool = Fals
         raise DpcoreError(f"run {run_id} has no stored result")
     result = RunResult.from_json(stored[0])
     if include_diagnostics and stored[1]:
-        result.diagnostics.score_traces = json.loads(stored[1]).get("score_traces", {})
+        result.diagnostics = OwnerDiagnostics(**json.loads(stored[1]))
     return result

@@ -175,14 +175,16 @@ def _route(tree: Tree) -> None:
 def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
                      depth: int, epsilon_nano: int, rng: np.random.Generator,
                      accountant: PrivacyAccountant, label: str, *, mc_iter: int,
-                     faithful: bool, sigma: float, window: int) -> tuple[Tree, np.ndarray]:
+                     faithful: bool, sigma: float, window: int,
+                     stats: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
     """createDTMCMC (Alg. 3, Bai et al. 2017): a tree sampled by MCMC with score
     −Σ_leaves |leaf|·gini(leaf), sensitivity 2, acceptance min(1, exp(ε·ΔS/4)).
 
     ε-DP only upon convergence of the chain. Strict mode runs the chain on row
     bitsets (``bitset_mcmc``), faithful mode on rows (``kernels``). Returns the
     tree and its score trace (NOT private: computed from true data; owner
-    diagnostics only).
+    diagnostics only). ``stats[0]``, if given, accumulates the rows reaching each
+    changed node (benchmark diagnostics).
     """
     eps = accountant.spend("mcmc", label, epsilon_nano, 2.0)
     tree = _empty_tree(view, coded, depth)
@@ -193,12 +195,12 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
         done = K.mcmc_single_tree(coded.codes, cands_matrix(coded), classes, n_classes,
                                   coded.fanout, depths, depth, tree.nodes, perm,
                                   tree.leaf_of_row, eps, mc_iter, True, sigma, window,
-                                  FAITHFUL_MIN_ROWS, rng, trace)
+                                  FAITHFUL_MIN_ROWS, rng, trace, stats)
     else:
         bits, offset = child_bitsets(coded)
         done = B.mcmc_single_tree_bits(cands_matrix(coded), bits, offset, classes, n_classes,
                                        coded.codes.shape[1], coded.fanout, depths, depth,
-                                       tree.nodes, eps, mc_iter, rng, trace)
+                                       tree.nodes, eps, mc_iter, rng, trace, stats)
         _route(tree)
     return tree, trace[:done]
 
@@ -206,8 +208,8 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
 def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_second: CodedView,
                      classes: np.ndarray, n_classes: int, depth: int, epsilon_nano: int,
                      rng: np.random.Generator, accountant: PrivacyAccountant, label: str, *,
-                     mc_iter: int, faithful: bool, sigma: float,
-                     window: int) -> tuple[Tree, Tree, np.ndarray]:
+                     mc_iter: int, faithful: bool, sigma: float, window: int,
+                     stats: np.ndarray | None = None) -> tuple[Tree, Tree, np.ndarray]:
     """sampleTreePair (Alg. 5): joint MCMC over two trees, score g(T1)(1+g(T2))/2, Δ = 1.
 
     ``coded_first`` is the tree with the initial target ``classes`` as class,
@@ -230,7 +232,7 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
                                 coded_second.fanout, d2, t2.nodes,
                                 np.empty(n_rows, dtype=np.int64), t2.leaf_of_row,
                                 classes, n_classes, depth, eps, mc_iter, True, sigma, window,
-                                FAITHFUL_MIN_ROWS, rng, trace)
+                                FAITHFUL_MIN_ROWS, rng, trace, stats)
     else:
         bits1, off1 = child_bitsets(coded_first)
         bits2, off2 = child_bitsets(coded_second)
@@ -239,7 +241,7 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
                                      cands_matrix(coded_second), bits2, off2,
                                      coded_second.fanout, d2, t2.nodes,
                                      classes, n_classes, n_rows, depth, eps, mc_iter, rng,
-                                     trace)
+                                     trace, stats)
         _route(t1)
         _route(t2)
     return t1, t2, trace[:done]
