@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
-
 from .dataset import TwoViewDataset
+from .extract import marg_pvalues
 from .results import Condition, RunResult, TreeRecord
 
 
@@ -59,10 +58,7 @@ def leaf_masks(dataset: TwoViewDataset, tree: TreeRecord) -> np.ndarray:
 def marg_pvalue(support_left: float, support_right: float, support_both: float,
                 n_rows: float) -> float:
     """P[X ≥ |E11|], X ~ Binomial(N, |qL|·|qR|/N²); 1 when |qL|·|qR| = 0."""
-    if support_left * support_right <= 0 or n_rows < 1:
-        return 1.0
-    pr = min(1.0, support_left * support_right / float(n_rows) ** 2)
-    return float(binom.sf(round(support_both) - 1, int(round(n_rows)), pr))
+    return float(marg_pvalues(support_left, support_right, support_both, float(n_rows)))
 
 
 def evaluate(result: RunResult, dataset: TwoViewDataset) -> list[TrueStatistics]:

@@ -33,6 +33,7 @@ from scipy.stats import binom
 from .results import Condition, Literal, Query, Redescription, TreeRecord
 
 __all__ = [
+    "marg_pvalues",
     "extract_redescriptions",
     "noisy_query_statistics",
     "query_mask",
@@ -74,7 +75,7 @@ def _clip_stats(ql, qr, e11, n):
     return ql, qr, e11, jac
 
 
-def _pvalues(ql, qr, e11, n):
+def marg_pvalues(ql, qr, e11, n):
     """Binomial "marg" p-value P[X ≥ |E11|], X ~ Bin(Ñ, |qL|·|qR|/Ñ²) (vectorised).
 
     Inputs are clipped statistics (see :func:`_clip_stats`). ``|E11|`` and ``Ñ``
@@ -169,7 +170,7 @@ def noisy_query_statistics(table, left_mask, right_mask, noisy_left=None, noisy_
     sr = _as_mask(right_mask, c.table.shape[1], "right_mask")
     ql, qr, e11, jac = _clip_stats(c.left[sl].sum(), c.right[sr].sum(),
                                    c.table[np.ix_(sl, sr)].sum(), c.n)
-    p = _pvalues(ql, qr, e11, c.n)
+    p = marg_pvalues(ql, qr, e11, c.n)
     return float(ql), float(qr), float(e11), float(jac), float(p)
 
 
@@ -318,7 +319,7 @@ def _extend_side(this: _Side, other: _Side, e11_raw: np.ndarray, jac: np.ndarray
     active = np.flatnonzero(ok.any(axis=1))
     while active.size:
         best = np.argmax(score[active], axis=1)
-        p = _pvalues(ql[active, best], qr[active, best], e11[active, best], c.n)
+        p = marg_pvalues(ql[active, best], qr[active, best], e11[active, best], c.n)
         good = p <= pval
         rows, cols = active[good], best[good]
         if rows.size:
@@ -349,7 +350,7 @@ def _seeds(c: _Counts, pval: float, max_e11: float):
     ql_c, qr_c, e_c, jac = _clip_stats(ql, qr, e, c.n)
     ok = e_c <= max_e11
     p = np.ones_like(jac)
-    p[ok] = _pvalues(ql_c[ok], qr_c[ok], e_c[ok], c.n)
+    p[ok] = marg_pvalues(ql_c[ok], qr_c[ok], e_c[ok], c.n)
     ok &= p <= pval
     score = np.where(ok, jac, -np.inf)
     best = np.argmax(score, axis=0)                       # m × k
@@ -444,7 +445,7 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
     kept: list[tuple[list[Literal], list[Literal], tuple]] = []
     for left, right, e_raw in results:
         ql, qr, e11, j = _clip_stats(left.raw, right.raw, e_raw, c.n)
-        p = _pvalues(ql, qr, e11, c.n)
+        p = marg_pvalues(ql, qr, e11, c.n)
         cap = float(params.max_support) * c.n
         keep = ((j >= params.min_jaccard) & (p <= pval) & (e11 >= params.min_support)
                 & (e11 <= cap) & (ql < cap) & (qr < cap))
