@@ -27,7 +27,6 @@ from .kernels import (ABSENT, GROW, LEAF, NCHILD, SPLIT, child_of, gini_contribu
 M1 = np.uint64(0x5555555555555555)
 M2 = np.uint64(0x3333333333333333)
 M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-H01 = np.uint64(0x0101010101010101)
 
 
 def n_words(n_rows: int) -> int:
@@ -36,11 +35,15 @@ def n_words(n_rows: int) -> int:
 
 @njit(cache=True, nogil=True)
 def popcount(x):
-    """Number of set bits of a uint64 (SWAR; LLVM lowers it to ``popcnt`` where it can)."""
+    """Number of set bits of a uint64 (SWAR, with shifts instead of a wrapping multiply so
+    it also runs, without overflow warnings, under ``NUMBA_DISABLE_JIT=1``)."""
     x = x - ((x >> np.uint64(1)) & M1)
     x = (x & M2) + ((x >> np.uint64(2)) & M2)
     x = (x + (x >> np.uint64(4))) & M4
-    return (x * H01) >> np.uint64(56)
+    x = x + (x >> np.uint64(8))
+    x = x + (x >> np.uint64(16))
+    x = x + (x >> np.uint64(32))
+    return x & np.uint64(0x7F)
 
 
 @njit(cache=True, nogil=True)
@@ -164,14 +167,13 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             score += contrib[u]
     saved_nodes = nodes.copy()
     saved_contrib = contrib.copy()
-    n_cand = cands.shape[1]
     for it in range(mc_iter):
         internal = internal_nodes(nodes)
         if len(internal) == 0:
             trace[it] = score
             continue
         h = internal[rng.integers(0, len(internal))]
-        s_new = random_split_move(h, nodes, fanout, n_cand, rng)
+        s_new = random_split_move(h, nodes, cands, fanout, rng)
         if s_new < 0:
             trace[it] = score
             continue
@@ -290,8 +292,6 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
     saved_hist = hist.copy()
     saved_table = table.copy()
     saved_size = size_r.copy()
-    n_cand_l = cands_l.shape[1]
-    n_cand_r = cands_r.shape[1]
     no_perm = np.empty(1, dtype=np.int64)
     no_codes = np.zeros((1, 1), dtype=np.uint16)
     for it in range(mc_iter):
@@ -305,10 +305,10 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         on_left = k < len(internal_l)
         if on_left:
             h = internal_l[k]
-            s_new = random_split_move(h, nodes_l, fanout_l, n_cand_l, rng)
+            s_new = random_split_move(h, nodes_l, cands_l, fanout_l, rng)
         else:
             h = internal_r[k - len(internal_l)]
-            s_new = random_split_move(h, nodes_r, fanout_r, n_cand_r, rng)
+            s_new = random_split_move(h, nodes_r, cands_r, fanout_r, rng)
         if s_new < 0:
             trace[it] = score
             continue

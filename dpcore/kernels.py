@@ -149,16 +149,19 @@ def random_split(u, nodes, fanout, n_cand, rng):
 
 
 @njit(cache=True, nogil=True)
-def used_in_subtree(h, s, nodes, fanout):
-    """True when candidate ``s`` splits a node strictly below ``h``."""
+def used_in_kept_subtrees(h, s, nodes, cands, fanout):
+    """True when candidate ``s`` splits a node in a subtree that a move of ``h`` to
+    ``s`` would keep (children ``i < min(children now, children of s)``)."""
     cap = nodes.shape[1]
-    stack = [h]
+    kept = min(cands[NCHILD, nodes[SPLIT, h]], cands[NCHILD, s])
+    stack = [fanout * h + 1 + i for i in range(kept)]
     while len(stack) > 0:
         u = stack.pop()
-        if u != h and nodes[SPLIT, u] == s:
+        split = nodes[SPLIT, u]
+        if split == s:
             return True
-        if nodes[SPLIT, u] >= 0:
-            for i in range(n_children(nodes, u, fanout)):
+        if split >= 0:
+            for i in range(cands[NCHILD, split]):
                 ch = fanout * u + 1 + i
                 if ch < cap:
                     stack.append(ch)
@@ -166,34 +169,30 @@ def used_in_subtree(h, s, nodes, fanout):
 
 
 @njit(cache=True, nogil=True)
-def n_children(nodes, u, fanout):
-    """Number of existing children of ``u`` (children are the first slots in order)."""
-    cap = nodes.shape[1]
-    n = 0
-    for i in range(fanout):
-        ch = fanout * u + 1 + i
-        if ch < cap and nodes[SPLIT, ch] != ABSENT:
-            n += 1
-    return n
+def _valid_move(h, s, nodes, cands, fanout):
+    return (not used_on_path(h, s, nodes, fanout)
+            and not used_in_kept_subtrees(h, s, nodes, cands, fanout))
 
 
 @njit(cache=True, nogil=True)
-def random_split_move(h, nodes, fanout, n_cand, rng):
+def random_split_move(h, nodes, cands, fanout, rng):
     """An MCMC proposal for node ``h``: a candidate drawn uniformly among those used
-    neither on the path to ``h`` nor in the subtrees kept below it (−1 if none)."""
+    neither on the path to ``h`` nor in the subtrees the move keeps below it
+    (−1 if none), so no root-to-leaf path ever repeats a split."""
+    n_cand = cands.shape[1]
     for _ in range(64):
         s = rng.integers(0, n_cand)
-        if not used_on_path(h, s, nodes, fanout) and not used_in_subtree(h, s, nodes, fanout):
+        if _valid_move(h, s, nodes, cands, fanout):
             return s
     n_ok = 0
     for s in range(n_cand):
-        if not used_on_path(h, s, nodes, fanout) and not used_in_subtree(h, s, nodes, fanout):
+        if _valid_move(h, s, nodes, cands, fanout):
             n_ok += 1
     if n_ok == 0:
         return -1
     k = rng.integers(0, n_ok)
     for s in range(n_cand):
-        if not used_on_path(h, s, nodes, fanout) and not used_in_subtree(h, s, nodes, fanout):
+        if _valid_move(h, s, nodes, cands, fanout):
             if k == 0:
                 return s
             k -= 1
@@ -511,7 +510,6 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
     ``trace[i]`` is the score after iteration ``i`` (not private).
     """
     n_rows = codes.shape[1]
-    n_cand = cands.shape[1]
     cap = nodes.shape[1]
     stop_buf = np.empty(n_rows, dtype=np.int64)
     pos_buf = np.empty(n_rows, dtype=np.int64)
@@ -539,7 +537,7 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
             trace[it] = score
             continue
         h = internal[rng.integers(0, len(internal))]
-        s_new = random_split_move(h, nodes, fanout, n_cand, rng)
+        s_new = random_split_move(h, nodes, cands, fanout, rng)
         if s_new < 0:
             trace[it] = score
             continue
@@ -619,8 +617,6 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
     n_rows = codes_l.shape[1]
     cap_l = nodes_l.shape[1]
     cap_r = nodes_r.shape[1]
-    n_cand_l = cands_l.shape[1]
-    n_cand_r = cands_r.shape[1]
     stop_buf = np.empty(n_rows, dtype=np.int64)
     pos_buf = np.empty(n_rows, dtype=np.int64)
     offset = np.zeros(max(cap_l, cap_r), dtype=np.int64)
@@ -661,7 +657,7 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
         k = rng.integers(0, n_int)
         if k < len(internal_l):
             h = internal_l[k]
-            s_new = random_split_move(h, nodes_l, fanout_l, n_cand_l, rng)
+            s_new = random_split_move(h, nodes_l, cands_l, fanout_l, rng)
             if s_new < 0:
                 trace[it] = score
                 continue
@@ -696,7 +692,7 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
                          pos_buf, offset, y, hist, False, leaf_r, table, sumsq, 2, cap_l)
         else:
             h = internal_r[k - len(internal_l)]
-            s_new = random_split_move(h, nodes_r, fanout_r, n_cand_r, rng)
+            s_new = random_split_move(h, nodes_r, cands_r, fanout_r, rng)
             if s_new < 0:
                 trace[it] = score
                 continue
