@@ -1,0 +1,41 @@
+"""Entry point of the DP redescription workbench: ``streamlit run app.py``.
+
+Every rerun, on every page: declare the pages (first, so the page menu is right
+even while the kernels warm up), register the built-in sample datasets if the
+ledger lacks them (idempotent), keep the Mine page's parameters across page
+switches, draw the sidebar (dataset picker, role, budget meter read from the
+ledger), warm the numba kernels once per server process, then run the page.
+"""
+
+import streamlit as st
+
+from components.bootstrap import register_sample_datasets
+from components.budget_meter import render_budget_meter
+from components.params_form import persist_state
+from components.session import get_ledger, is_owner, render_sidebar
+from components.warmup import ensure_warm
+
+st.set_page_config(page_title="DP redescription workbench", page_icon="🔐", layout="wide")
+
+page = st.navigation([
+    st.Page("pages/data.py", title="Data", icon=":material/dataset:", default=True),
+    st.Page("pages/mine.py", title="Mine", icon=":material/rocket_launch:"),
+    st.Page("pages/explore.py", title="Explore", icon=":material/scatter_plot:"),
+    st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
+    st.Page("pages/teaching.py", title="Owner & teaching", icon=":material/school:"),
+])
+
+ledger = get_ledger()
+if st.session_state.get("_samples_checked_in") != str(ledger.path):
+    # Once per session and ledger file (the call itself is idempotent and race-safe).
+    _report = register_sample_datasets(ledger)
+    st.session_state["_samples_checked_in"] = str(ledger.path)
+    st.session_state["_sample_problems"] = _report.problems
+persist_state()
+record = render_sidebar(ledger)
+render_budget_meter(ledger, record)
+if st.session_state.get("_sample_problems") and is_owner():
+    st.sidebar.warning("Sample data not registered: "
+                       + "; ".join(st.session_state["_sample_problems"]))
+ensure_warm()
+page.run()

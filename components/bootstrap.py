@@ -1,0 +1,95 @@
+"""First-start bootstrapping: register the built-in sample datasets in the ledger.
+
+Each folder of ``sample_data/`` holding a ``schema.json``/``schema.toml`` is
+registered under its schema name with :data:`DEFAULT_SAMPLE_CAP` total ε and its
+schema marked confirmed (the sample schemas are hand-written, vetted public
+declarations: domains chosen from general knowledge, not from the data).
+
+Idempotent and race-safe: any number of sessions and processes may call it at
+once. A dataset already registered is left alone (its cap, spends and schema are
+never touched), and losing a registration race ("already exists") is not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dpcore.errors import DataError, ParameterError
+from dpcore.ledger import Ledger
+from dpcore.loading import SCHEMA_FILE_NAMES, list_sample_datasets
+from dpcore.schema import load_schema
+
+__all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "BootstrapReport", "register_sample_datasets"]
+
+#: Total ε each sample dataset may spend when the app registers it (owners can change it).
+DEFAULT_SAMPLE_CAP = 20.0
+#: Actor recorded in the ledger for the automatic registration.
+BOOTSTRAP_ACTOR = "app-bootstrap"
+
+
+@dataclass
+class BootstrapReport:
+    """What one bootstrap call did.
+
+    Attributes
+    ----------
+    registered : list of str
+        Datasets registered by this call.
+    present : list of str
+        Sample datasets that were already in the ledger (or registered by a racing caller).
+    problems : list of str
+        Sample folders that could not be registered, with the reason (shown to owners).
+    """
+
+    registered: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE_CAP
+                             ) -> BootstrapReport:
+    """Register every sample dataset that is not in the ledger yet.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The ledger to register in (normally ``Ledger()``, i.e. ``$DPRM_LEDGER``).
+    cap_epsilon : float
+        Total ε of each newly registered sample dataset.
+
+    Returns
+    -------
+    BootstrapReport
+        Registered / already present names and per-folder problems. A broken sample
+        folder is reported, not raised, so the app still starts.
+    """
+    report = BootstrapReport()
+    existing = {d.name for d in ledger.list_datasets()}
+    for folder in list_sample_datasets():
+        schema_path = next(folder / n for n in SCHEMA_FILE_NAMES if (folder / n).is_file())
+        try:
+            schema = load_schema(schema_path)
+        except DataError as exc:
+            report.problems.append(f"{folder.name}: {exc}")
+            continue
+        if schema.name in existing:
+            report.present.append(schema.name)
+            continue
+        try:
+            ledger.register_dataset(schema.name, schema, str(folder), cap_epsilon,
+                                    actor=BOOTSTRAP_ACTOR, confirmed=True)
+        except ParameterError as exc:
+            # Another session or process may have registered it between our read and
+            # our write ("already exists"): fine if the dataset is there now.
+            try:
+                ledger.get_dataset(schema.name)
+            except ParameterError:
+                report.problems.append(f"{folder.name}: {exc}")
+                continue
+            report.present.append(schema.name)
+            continue
+        except DataError as exc:
+            report.problems.append(f"{folder.name}: {exc}")
+            continue
+        report.registered.append(schema.name)
+    return report

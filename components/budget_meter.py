@@ -1,0 +1,85 @@
+"""The budget meter: total ε, spent, remaining, and the cost of the configured run.
+
+Read from the ledger on every rerun (never from session state): a run charged in
+another tab or by the command line shows up at the next interaction. The cost is
+:func:`dpcore.runs.run_cost` of the run configured on the Mine page
+(:func:`components.params_form.params_from_state`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from dpcore.errors import DpcoreError
+from dpcore.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.runs import run_cost
+from dpcore.units import nano_to_epsilon
+
+from .params_form import params_from_state
+
+__all__ = ["fmt_eps", "MeterReading", "read_meter", "render_budget_meter"]
+
+METRIC_LABELS = ("Total ε", "Spent ε", "Remaining ε", "This run ε")
+
+
+def fmt_eps(value: float) -> str:
+    """How the meter prints an ε (6 significant digits)."""
+    return f"{value:.6g}"
+
+
+@dataclass(frozen=True)
+class MeterReading:
+    """One reading of the meter: the ledger's budget and the configured run's cost.
+
+    ``cost_nano`` is None (and ``problem`` says why) when the configured
+    parameters are invalid.
+    """
+
+    status: BudgetStatus
+    cost_nano: int | None
+    problem: str | None
+
+    @property
+    def fits(self) -> bool:
+        """Whether the configured run fits in what remains, as of this reading."""
+        return self.cost_nano is not None and self.status.fits(self.cost_nano)
+
+
+def read_meter(ledger: Ledger, dataset: str) -> MeterReading:
+    """Read the budget from the ledger and price the configured run."""
+    status = ledger.budget(dataset)
+    try:
+        cost, problem = run_cost(params_from_state().validate()), None
+    except (DpcoreError, TypeError, ValueError) as exc:
+        cost, problem = None, str(exc)
+    return MeterReading(status, cost, problem)
+
+
+def render_budget_meter(ledger: Ledger, record: DatasetRecord | None) -> MeterReading | None:
+    """Draw the meter in the sidebar; return the reading (None without a dataset)."""
+    if record is None:
+        return None
+    reading = read_meter(ledger, record.name)
+    status = reading.status
+    with st.sidebar:
+        st.markdown(f"**Privacy budget of `{record.name}`**")
+        c1, c2 = st.columns(2)
+        c1.metric(METRIC_LABELS[0], fmt_eps(status.cap))
+        c2.metric(METRIC_LABELS[1], fmt_eps(status.spent))
+        c1, c2 = st.columns(2)
+        c1.metric(METRIC_LABELS[2], fmt_eps(status.remaining))
+        c2.metric(METRIC_LABELS[3], "—" if reading.cost_nano is None
+                  else fmt_eps(nano_to_epsilon(reading.cost_nano)))
+        share = status.spent_nano / status.cap_nano if status.cap_nano > 0 else 1.0
+        st.progress(min(1.0, max(0.0, share)), text=f"{share:.0%} of the budget spent")
+        if reading.problem is not None:
+            st.warning(f"The run configured on the Mine page is invalid: {reading.problem}")
+        elif not reading.fits:
+            st.warning(f"The configured run (ε = {fmt_eps(nano_to_epsilon(reading.cost_nano))}) "
+                       f"does not fit: only ε = {fmt_eps(status.remaining)} remains. The "
+                       "ledger will refuse it.")
+        st.caption("Read from the ledger on every page load. Exploring, pruning and "
+                   "exporting cost 0 ε; only mining runs spend budget, never refunded.")
+    return reading

@@ -1,0 +1,219 @@
+"""The Explore page: pick runs, choose the pruning threshold on the live scatter, inspect, export.
+
+Results are loaded from the ledger (:func:`dpcore.runs.load_result`, without the
+owner-only diagnostics) on every full rerun — never from ``st.cache_*``. The
+scatter, the threshold box, the kept table, the detail with its tree-pair
+diagram and the export buttons live in ONE ``@st.fragment``: moving the
+threshold reruns only that fragment, not the page (the budget meter does not
+change: pruning is post-processing and costs 0 ε).
+
+The threshold is kept per dataset in session state (``prune_thresholds``) so the
+Runs page counts kept redescriptions at the same threshold.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dpcore.errors import DpcoreError
+from dpcore.ledger import DatasetRecord, Ledger, RunRecord
+from dpcore.pruning import prune, selection_signature, threshold_from_selection
+from dpcore.results import RunResult
+from dpcore.runs import load_result
+
+from .export import export_csv, export_json
+from .scatter import redescription_rows, run_label, scatter_figure
+from .tree_diagram import tree_pair_figure
+
+__all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "get_threshold",
+           "set_threshold", "done_runs", "load_results", "render_explore", "kept_frame"]
+
+CHART_KEY = "explore_scatter"
+THRESHOLD_KEY = "explore_threshold"
+RUNS_KEY = "explore_runs"
+DETAIL_KEY = "explore_detail"
+_APPLIED_KEY = "_explore_applied_selection"
+
+PRUNING_NOTE = ("**Pruning is post-processing: it costs 0 ε.** It only reads the released "
+                "noisy statistics, so you may move the threshold as often as you like. "
+                "Click a point to keep it and everything with at least its noisy support, "
+                "drag a box to start the threshold at the box's left edge, or type a number.")
+
+
+# --------------------------------------------------------------------------- state
+
+def get_threshold(dataset: str) -> float:
+    """The pruning threshold of ``dataset`` in this session (0 = keep everything)."""
+    return float(st.session_state.get("prune_thresholds", {}).get(dataset, 0.0))
+
+
+def set_threshold(dataset: str, value: float) -> None:
+    """Remember the pruning threshold of ``dataset`` (never negative)."""
+    thresholds = dict(st.session_state.get("prune_thresholds", {}))
+    thresholds[dataset] = max(0.0, float(value))
+    st.session_state["prune_thresholds"] = thresholds
+
+
+def _threshold_typed(dataset: str) -> None:
+    set_threshold(dataset, float(st.session_state[THRESHOLD_KEY] or 0.0))
+
+
+def _runs_picked(dataset: str) -> None:
+    picks = dict(st.session_state.get("explore_pick", {}))
+    picks[dataset] = list(st.session_state.get(RUNS_KEY) or [])
+    st.session_state["explore_pick"] = picks
+
+
+# --------------------------------------------------------------------------- data
+
+def done_runs(ledger: Ledger, dataset: str) -> list[RunRecord]:
+    """Finished runs of ``dataset``, newest first."""
+    return [r for r in reversed(ledger.list_runs(dataset)) if r.status == "done"]
+
+
+def load_results(ledger: Ledger, run_ids: list[str]) -> dict[str, RunResult]:
+    """DP releases of the given runs, read from the ledger (no owner diagnostics)."""
+    return {rid: load_result(ledger, rid) for rid in run_ids}
+
+
+def kept_frame(rows: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(kept, pruned) rows at ``threshold`` via :func:`dpcore.pruning.prune`."""
+    kept, pruned = prune(list(rows.itertuples(index=False)), threshold,
+                         support=lambda r: r.support)
+    return (pd.DataFrame(kept, columns=rows.columns), pd.DataFrame(pruned, columns=rows.columns))
+
+
+def _run_option_label(run: RunRecord) -> str:
+    return f"{run.created_at[:16].replace('T', ' ')} · {run_label(run)}"
+
+
+# --------------------------------------------------------------------------- page
+
+def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
+    """Draw the Explore page for ``record``."""
+    st.info(PRUNING_NOTE)
+    runs = done_runs(ledger, record.name)
+    if not runs:
+        st.warning("No finished run on this dataset yet: launch one on the **Mine** page.")
+        return
+    options = [r.run_id for r in runs]
+    labels = {r.run_id: _run_option_label(r) for r in runs}
+    picked = st.session_state.get("explore_pick", {}).get(record.name) or []
+    valid = [p for p in picked if p in labels] or [options[0]]
+    st.session_state[RUNS_KEY] = valid
+    st.multiselect("Runs to explore (several are pooled into one scatter)", options,
+                   key=RUNS_KEY, format_func=labels.get, on_change=_runs_picked,
+                   args=(record.name,))
+    chosen = list(st.session_state[RUNS_KEY]) or [options[0]]
+    try:
+        results = load_results(ledger, chosen)
+    except DpcoreError as exc:
+        st.error(f"A stored result could not be read: {exc}")
+        return
+    rows = redescription_rows(list(results.values()))
+    if rows.empty:
+        st.warning("These runs released no redescription that passed the constraints Γ. "
+                   "Try a larger ε, more trials, or looser constraints on the Mine page.")
+        return
+    pruning_fragment(record.name, tuple(v.name for v in record.schema.views), rows, results)
+
+
+@st.fragment
+def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFrame,
+                     results: dict[str, RunResult]) -> None:
+    """Scatter + threshold + kept table + detail + export; reruns on its own."""
+    supports = dict(zip(rows["row_id"], rows["support"]))
+    threshold = get_threshold(dataset)
+    selection = st.session_state.get(CHART_KEY)
+    signature = selection_signature(selection)
+    if signature is None:
+        st.session_state[_APPLIED_KEY] = None
+    elif signature != st.session_state.get(_APPLIED_KEY):
+        st.session_state[_APPLIED_KEY] = signature
+        threshold = threshold_from_selection(selection, supports, threshold)
+        set_threshold(dataset, threshold)
+
+    st.session_state[THRESHOLD_KEY] = float(threshold)
+    kept, pruned = kept_frame(rows, threshold)
+    c1, c2, c3 = st.columns([2, 1, 1])
+    c1.number_input("Pruning threshold: smallest noisy support |E11| kept", min_value=0.0,
+                    step=10.0, format="%.1f", key=THRESHOLD_KEY, on_change=_threshold_typed,
+                    args=(dataset,),
+                    help="Or click a point (threshold = its noisy support) or drag a box "
+                         "(threshold = the box's left edge) on the scatter.")
+    c2.metric("Kept", len(kept))
+    c3.metric("Pruned", len(pruned))
+
+    st.plotly_chart(scatter_figure(rows, threshold), key=CHART_KEY, on_select="rerun",
+                    selection_mode=("points", "box"))
+
+    st.subheader(f"Kept redescriptions ({len(kept)} of {len(rows)})")
+    table = kept.sort_values(["jaccard", "support"], ascending=False)
+    st.dataframe(
+        table[["row_id", "left", "right", "support", "jaccard", "pvalue", "run"]],
+        hide_index=True, key="explore_kept_table",
+        column_config={
+            "row_id": st.column_config.TextColumn("id"),
+            "left": st.column_config.TextColumn(f"left query ({view_names[0]})", width="large"),
+            "right": st.column_config.TextColumn(f"right query ({view_names[1]})",
+                                                 width="large"),
+            "support": st.column_config.NumberColumn("noisy |E11|", format="%.0f"),
+            "jaccard": st.column_config.NumberColumn("noisy J", format="%.3f"),
+            "pvalue": st.column_config.NumberColumn("noisy p", format="%.2e"),
+            "run": st.column_config.TextColumn("run")})
+
+    if not table.empty:
+        _detail(table, results, view_names)
+    _export(dataset, kept, results, threshold)
+
+
+def _detail(table: pd.DataFrame, results: dict[str, RunResult],
+            view_names: tuple[str, str]) -> None:
+    """The selected redescription and the tree-pair diagram it came from."""
+    st.subheader("Redescription detail")
+    ids = list(table["row_id"])
+    by_id = table.set_index("row_id")
+    if st.session_state.get(DETAIL_KEY) not in ids:
+        st.session_state[DETAIL_KEY] = ids[0]
+    chosen = st.selectbox(
+        "Kept redescription", ids, key=DETAIL_KEY,
+        format_func=lambda i: (f"{i} · noisy J {by_id.at[i, 'jaccard']:.2f} · noisy |E11| "
+                               f"{by_id.at[i, 'support']:.0f} · {by_id.at[i, 'left']}"
+                               f"  ⇔  {by_id.at[i, 'right']}")[:160])
+    row = by_id.loc[chosen]
+    result = results[row["run_id"]]
+    red = next(r for r in result.redescriptions if r.id == int(row["red_id"]))
+    st.markdown(f"**{view_names[0]}:** `{red.left.text}`  \n**{view_names[1]}:** "
+                f"`{red.right.text}`")
+    st.dataframe(pd.DataFrame([{
+        "noisy |q_L|": f"{red.support_left:.0f}", "noisy |q_R|": f"{red.support_right:.0f}",
+        "noisy |E11|": f"{red.support_both:.0f}", "noisy J": f"{red.jaccard:.3f}",
+        "noisy p": f"{red.pvalue:.2e}", "trial": red.trial, "step": red.step}]),
+        hide_index=True)
+    st.caption(f"From run {row['run']} — all numbers are noisy DP releases.")
+    try:
+        extraction = result.extractions[red.extraction]
+        left_tree = result.trees[extraction.left_tree]
+        right_tree = result.trees[extraction.right_tree]
+    except IndexError:
+        st.warning("The stored result lacks this redescription's trees.")
+        return
+    st.markdown("**Tree pair it came from** — line width = noisy leaf intersection "
+                "(negative noisy counts drawn as 0); the query's leaves are highlighted.")
+    st.plotly_chart(tree_pair_figure(left_tree, right_tree, extraction, red.left.leaves,
+                                     red.right.leaves), key="explore_tree_pair")
+
+
+def _export(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
+            threshold: float) -> None:
+    """CSV and JSON download buttons for the kept redescriptions (0 ε)."""
+    st.subheader("Export kept redescriptions")
+    c1, c2 = st.columns(2)
+    stem = f"{dataset}_kept_t{threshold:g}"
+    c1.download_button("Download CSV", export_csv(kept, results, threshold),
+                       file_name=f"{stem}.csv", mime="text/csv", key="export_csv",
+                       on_click="ignore")
+    c2.download_button("Download JSON", export_json(dataset, kept, results, threshold),
+                       file_name=f"{stem}.json", mime="application/json", key="export_json",
+                       on_click="ignore")

@@ -1,0 +1,276 @@
+"""Launching a charged run: cost → confirm once → charge and mine → progress → rerun.
+
+The run itself goes through :func:`dpcore.runs.charge_and_mine` (charge before any
+noise, store the result before returning) in a worker thread of this server
+process; the page only polls the worker's progress. So a rerun of the page (a
+click elsewhere, a second click, fast reruns) never interrupts a paid-for run:
+the page re-attaches to it on the next rerun, and the result is read from the
+ledger afterwards.
+
+Double clicks charge once: the run id is drawn when the confirm step opens and
+kept in session state; a second start of the same id reuses the worker (same
+process) or is replayed by the ledger (``UNIQUE(run_id)``), which returns the
+stored result or raises :class:`~dpcore.runs.RunInProgressError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
+from dpcore.ledger import DatasetRecord, Ledger
+from dpcore.params import ALGORITHM_LABELS, MiningParams, plan_budget
+from dpcore.runs import RunInProgressError, charge_and_mine, new_run_id, run_cost
+from dpcore.units import nano_to_epsilon
+
+from .budget_meter import fmt_eps
+from .params_form import demo_seed_from_state, params_from_state
+from .session import can_see_truth, current_role, load_data, set_flash
+
+__all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "remember_new_run"]
+
+_log = logging.getLogger(__name__)
+LAUNCH_KEY = "mine_launch"
+
+
+# --------------------------------------------------------------------------- worker registry
+
+@dataclass
+class Job:
+    """A run executing in a worker thread of this process (progress only; no release)."""
+
+    run_id: str
+    dataset: str
+    in_tr: int
+    fraction: float = 0.0
+    message: str = "charging the ledger…"
+    done: bool = False
+    ok: bool = False
+    error_kind: str | None = None
+    error: str | None = None
+    n_redescriptions: int | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+_JOBS: dict[str, Job] = {}
+_LOCK = threading.Lock()
+
+
+def _work(job: Job, ledger: Ledger, data: TwoViewDataset, params: MiningParams,
+          actor: str, seed: int | None) -> None:
+    def progress(fraction: float, message: str) -> None:
+        job.fraction, job.message = float(fraction), str(message)
+
+    try:
+        result = charge_and_mine(ledger, job.dataset, data, params, run_id=job.run_id,
+                                 actor=actor, seed=seed, progress=progress)
+        job.n_redescriptions = len(result.redescriptions)
+        job.ok = True
+    except BudgetExceededError as exc:
+        job.error_kind, job.error = "budget", str(exc)
+    except RunInProgressError as exc:
+        job.error_kind, job.error = "in_progress", str(exc)
+    except ParameterError as exc:
+        job.error_kind, job.error = "parameter", str(exc)
+    except DpcoreError as exc:
+        job.error_kind, job.error = "error", str(exc)
+    except Exception as exc:  # noqa: BLE001 - reported to the page, logged with traceback
+        _log.exception("run %s failed", job.run_id)
+        job.error_kind, job.error = "crash", f"{type(exc).__name__}: {exc}"
+    finally:
+        job.done = True
+
+
+def start_job(ledger: Ledger, dataset: str, data: TwoViewDataset, params: MiningParams,
+              run_id: str, *, actor: str, seed: int | None) -> Job:
+    """Start mining ``run_id`` in a worker thread, or return the worker already on it."""
+    with _LOCK:
+        job = _JOBS.get(run_id)
+        if job is not None:
+            return job
+        job = Job(run_id=run_id, dataset=dataset, in_tr=params.in_tr)
+        _JOBS[run_id] = job
+    threading.Thread(target=_work, args=(job, ledger, data, params, actor, seed),
+                     name=f"dprm-run-{run_id[:8]}", daemon=True).start()
+    return job
+
+
+def get_job(run_id: str) -> Job | None:
+    """The worker of ``run_id`` in this process, if any."""
+    with _LOCK:
+        return _JOBS.get(run_id)
+
+
+def _forget(run_id: str) -> None:
+    with _LOCK:
+        _JOBS.pop(run_id, None)
+
+
+# --------------------------------------------------------------------------- page flow
+
+def remember_new_run(dataset: str, run_id: str) -> None:
+    """Make a freshly stored run the one Explore shows first."""
+    st.session_state["last_run_id"] = run_id
+    picks = dict(st.session_state.get("explore_pick", {}))
+    picks[dataset] = [run_id]
+    st.session_state["explore_pick"] = picks
+
+
+def _cost_lines(params: MiningParams, cost_nano: int) -> str:
+    slots = plan_budget(params)
+    trees = sum(s.epsilon_nano for s in slots if s.role == "tree")
+    extract = sum(s.epsilon_nano for s in slots if s.role == "extract")
+    text = (f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: "
+            f"ε = {fmt_eps(nano_to_epsilon(trees))} for the trees and "
+            f"ε = {fmt_eps(nano_to_epsilon(extract))} for the noisy counts, over "
+            f"{len(slots)} mechanism calls.")
+    if params.mode == "faithful":
+        text += (" Faithful mode charges 1.5× for each extraction (three histograms at "
+                 "scale 2/ε), so the total exceeds the ε you chose.")
+    return text
+
+
+def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
+    """The cost line, the Launch button, the confirm step and the progress of a run."""
+    state = st.session_state.get(LAUNCH_KEY)
+    if state is not None and state.get("dataset") != record.name and state["stage"] == "confirm":
+        st.session_state.pop(LAUNCH_KEY, None)
+        state = None
+    if state is not None and state["stage"] == "running":
+        _follow(ledger, record, state)
+        return
+
+    try:
+        params = params_from_state().validate()
+        cost = run_cost(params)
+    except (DpcoreError, TypeError, ValueError) as exc:
+        st.error(f"These parameters cannot run: {exc}")
+        return
+    seed = demo_seed_from_state(record)
+    remaining = ledger.budget(record.name)
+    st.markdown(_cost_lines(params, cost) +
+                f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
+    if not remaining.fits(cost):
+        st.warning("This run does not fit in the remaining budget; the ledger will refuse it.")
+    if not record.confirmed:
+        st.warning("The owner has not confirmed this dataset's public schema yet; the ledger "
+                   "refuses runs until then.")
+    if seed is not None:
+        st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public demos "
+                "only; real releases always use fresh randomness.")
+
+    if state is not None and state["stage"] == "confirm" and state["params"] != params.to_dict():
+        st.session_state.pop(LAUNCH_KEY, None)      # parameters changed: ask again
+        state = None
+    if state is None:
+        label = ALGORITHM_LABELS[params.algorithm]
+        if st.button(f"Launch {label} (ε = {fmt_eps(nano_to_epsilon(cost))})", type="primary",
+                     key="mine_launch_button"):
+            st.session_state[LAUNCH_KEY] = {
+                "stage": "confirm", "run_id": new_run_id(), "dataset": record.name,
+                "params": params.to_dict(), "seed": seed, "cost_nano": cost}
+            st.rerun()
+        return
+
+    st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
+               f"`{record.name}` on this {ALGORITHM_LABELS[params.algorithm]} run? The ledger "
+               "charges it before any noise is drawn, and spent budget is never refunded.")
+    c1, c2 = st.columns(2)
+    confirm = c1.button("Confirm and run", type="primary", key="mine_confirm")
+    cancel = c2.button("Cancel", key="mine_cancel")
+    if cancel:
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.rerun()
+    if confirm:
+        try:
+            data = load_data(record)
+        except DataError as exc:
+            st.session_state.pop(LAUNCH_KEY, None)
+            detail = str(exc) if can_see_truth(record) else "ask the data owner to check it"
+            st.error(f"The data could not be loaded; nothing was charged ({detail}).")
+            return
+        state = {**state, "stage": "running"}
+        st.session_state[LAUNCH_KEY] = state
+        start_job(ledger, record.name, data, MiningParams.from_dict(state["params"]),
+                  state["run_id"], actor=current_role(), seed=state["seed"])
+        _follow(ledger, record, state)
+
+
+def _finish(record: DatasetRecord, state: dict, ok: bool, message: str) -> None:
+    st.session_state.pop(LAUNCH_KEY, None)
+    _forget(state["run_id"])
+    if ok:
+        remember_new_run(state["dataset"], state["run_id"])   # the run's own dataset
+        set_flash("success", message)
+    else:
+        set_flash("error", message)
+    st.rerun()          # refresh the budget meter from the ledger
+
+
+def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
+    """Show the progress of the running run until it ends, then rerun the page."""
+    run_id = state["run_id"]
+    job = get_job(run_id)
+    if job is None:
+        _follow_in_ledger(ledger, record, state)
+        return
+    st.caption(f"Run `{run_id[:8]}` on `{state['dataset']}` — charged before any noise; the "
+               "result is stored in the ledger before it is shown, so leaving this page loses "
+               "nothing.")
+    bar = st.progress(0.0, text="starting…")
+    per_trial = []
+    if job.in_tr <= 8:
+        cols = st.columns(job.in_tr)
+        per_trial = [c.progress(0.0, text=f"trial {i + 1}") for i, c in enumerate(cols)]
+    while True:
+        done = job.done
+        fraction = min(1.0, max(0.0, job.fraction))
+        bar.progress(fraction, text=job.message)
+        for i, b in enumerate(per_trial):
+            b.progress(min(1.0, max(0.0, fraction * job.in_tr - i)), text=f"trial {i + 1}")
+        if done:
+            break
+        time.sleep(0.15)
+    if job.ok:
+        _finish(record, state, True,
+                f"Run `{run_id[:8]}` is stored: {job.n_redescriptions} redescriptions. "
+                "Open **Explore** to prune and export them (0 ε).")
+    elif job.error_kind == "budget":
+        _finish(record, state, False, f"Refused by the ledger: {job.error}")
+    elif job.error_kind == "in_progress":
+        _finish(record, state, False, f"{job.error}. Its result will appear on the Runs and "
+                                      "Explore pages when it is stored.")
+    else:
+        _finish(record, state, False, f"The run failed: {job.error}")
+
+
+def _follow_in_ledger(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
+    """No worker here (another process or a restarted server): watch the ledger instead."""
+    run_id = state["run_id"]
+    try:
+        run = ledger.get_run(run_id)
+    except ParameterError:
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.info("That run was never charged; nothing was spent.")
+        return
+    with st.spinner(f"Run `{run_id[:8]}` is being computed elsewhere; waiting for the ledger…"):
+        deadline = time.monotonic() + 60
+        while run.status == "charged" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            run = ledger.get_run(run_id)
+    if run.status == "done":
+        _finish(record, state, True, f"Run `{run_id[:8]}` is stored. Open **Explore**.")
+    elif run.status == "failed":
+        _finish(record, state, False, f"Run `{run_id[:8]}` failed: {run.error}")
+    else:
+        st.info(f"Run `{run_id[:8]}` is still running elsewhere. It will appear on the Runs "
+                "and Explore pages when its result is stored.")
+        if st.button("Stop waiting", key="mine_stop_waiting"):
+            st.session_state.pop(LAUNCH_KEY, None)
+            st.rerun()

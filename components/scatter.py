@@ -1,0 +1,115 @@
+"""The live noisy-support × noisy-Jaccard scatter (paper Figure 2, analyst view).
+
+One point per released redescription, all in ONE trace (Streamlit de-duplicates
+``point_indices`` across traces), the row ids passed as ``customdata`` in a plain
+Python list. Kept points (noisy support ≥ threshold) are blue dots, pruned ones
+grey diamonds, set per point through marker arrays; a dashed vertical line marks
+the threshold. Everything plotted is a DP release.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from dpcore.params import ALGORITHM_LABELS
+from dpcore.results import RunResult
+
+__all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "row_id",
+           "redescription_rows", "run_label", "scatter_figure"]
+
+KEPT_COLOR = "#1f77b4"
+PRUNED_COLOR = "#9e9e9e"
+THRESHOLD_COLOR = "#d62728"
+#: Above this many points the scatter uses WebGL (``go.Scattergl``).
+WEBGL_ABOVE = 1000
+
+ROW_COLUMNS = ["row_id", "run_id", "run", "algorithm", "mode", "epsilon", "red_id", "left",
+               "right", "support_left", "support_right", "support", "jaccard", "pvalue",
+               "trial", "step", "extraction", "left_tree", "right_tree", "left_leaves",
+               "right_leaves"]
+
+
+def row_id(run_id: str, red_id: int) -> str:
+    """The id of one redescription of one run (unique when several runs are pooled)."""
+    return f"{run_id[:8]}:{red_id}"
+
+
+def run_label(result_or_record) -> str:
+    """A short readable label of a run: algorithm, ε, mode and id."""
+    algorithm = ALGORITHM_LABELS.get(result_or_record.algorithm, result_or_record.algorithm)
+    params = getattr(result_or_record, "params", {}) or {}
+    mode = getattr(result_or_record, "mode", None) or params.get("mode", "strict")
+    eps = params.get("epsilon")
+    eps_text = f"ε={eps:g}" if isinstance(eps, (int, float)) else ""
+    return f"{algorithm} {eps_text} {mode} · {result_or_record.run_id[:8]}".replace("  ", " ")
+
+
+def redescription_rows(results: list[RunResult]) -> pd.DataFrame:
+    """One row per released redescription of the given runs (pooled), noisy statistics only."""
+    rows = []
+    for result in results:
+        label = run_label(result)
+        for red in result.redescriptions:
+            rows.append({
+                "row_id": row_id(result.run_id, red.id), "run_id": result.run_id, "run": label,
+                "algorithm": ALGORITHM_LABELS.get(result.algorithm, result.algorithm),
+                "mode": result.mode, "epsilon": result.params.get("epsilon"),
+                "red_id": red.id, "left": red.left.text, "right": red.right.text,
+                "support_left": float(red.support_left),
+                "support_right": float(red.support_right),
+                "support": float(red.support_both), "jaccard": float(red.jaccard),
+                "pvalue": float(red.pvalue), "trial": red.trial, "step": red.step,
+                "extraction": red.extraction, "left_tree": red.left.tree,
+                "right_tree": red.right.tree, "left_leaves": tuple(red.left.leaves),
+                "right_leaves": tuple(red.right.leaves)})
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def _short(text: str, n: int = 70) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
+                   title: str | None = None) -> go.Figure:
+    """The support × Jaccard scatter with kept/pruned marks and the threshold line.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        From :func:`redescription_rows` (needs ``row_id``, ``support``, ``jaccard``,
+        ``left``, ``right``).
+    threshold : float
+        Noisy support below which a redescription is pruned.
+    """
+    supports = [float(s) for s in rows["support"]] if len(rows) else []
+    kept = [s >= threshold for s in supports]
+    hover = [f"{_short(l_)}<br>⇔ {_short(r_)}" for l_, r_ in zip(rows.get("left", []),
+                                                                   rows.get("right", []))]
+    trace_type = go.Scattergl if len(supports) > WEBGL_ABOVE else go.Scatter
+    fig = go.Figure(trace_type(
+        x=supports,
+        y=[float(j) for j in rows["jaccard"]] if len(rows) else [],
+        mode="markers",
+        customdata=[str(r) for r in rows["row_id"]] if len(rows) else [],
+        text=hover,
+        marker=dict(color=[KEPT_COLOR if k else PRUNED_COLOR for k in kept],
+                    symbol=["circle" if k else "diamond" for k in kept],
+                    size=[9 if k else 8 for k in kept],
+                    line=dict(color="white", width=0.5)),
+        hovertemplate=("<b>%{customdata}</b><br>noisy |E11| = %{x:.0f}<br>noisy J = %{y:.3f}"
+                       "<br>%{text}<extra></extra>"),
+        showlegend=False))
+    fig.add_vline(x=threshold, line_dash="dash", line_color=THRESHOLD_COLOR, line_width=2)
+    n_kept = sum(kept)
+    heading = (f"<span style='color:{KEPT_COLOR}'>●</span> kept {n_kept}   "
+               f"<span style='color:{PRUNED_COLOR}'>◆</span> pruned {len(kept) - n_kept}   "
+               f"<span style='color:{THRESHOLD_COLOR}'>┆</span> threshold {threshold:g}")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10),
+                      title=dict(text=f"{title}<br>{heading}" if title else heading,
+                                 font=dict(size=13), x=0.01, xanchor="left"),
+                      xaxis_title="noisy support |E11|", yaxis_title="noisy Jaccard",
+                      clickmode="event+select", hovermode="closest")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_xaxes(rangemode="tozero")
+    return fig

@@ -1,0 +1,205 @@
+"""Ledger, dataset and role state shared by every page (the sidebar lives here).
+
+What is kept where
+------------------
+* The **ledger** is opened fresh (``Ledger()`` → ``$DPRM_LEDGER``) whenever needed;
+  a :class:`~dpcore.ledger.Ledger` holds only a path, never a connection.
+* The **budget** is always read from the ledger (see :mod:`components.budget_meter`),
+  never from session state.
+* The **role** (``analyst`` by default, ``owner`` after a password check by
+  :func:`dpcore.roles.check_owner`) and the **chosen dataset** live in session state.
+* Raw **data** is loaded here: public-demo datasets through ``st.cache_resource``
+  (loading public files is fine to cache), private ones freshly on each use and
+  never cached. DP releases are never cached at all.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import DataError
+from dpcore.ledger import DatasetRecord, Ledger
+from dpcore.loading import load_dataset
+from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, check_owner
+
+__all__ = [
+    "ROLE_KEY", "DATASET_KEY", "get_ledger", "current_role", "is_owner", "secrets_mapping",
+    "dataset_records", "current_dataset", "can_see_truth", "load_data", "render_sidebar",
+    "set_flash", "show_flash",
+]
+
+ROLE_KEY = "role"
+DATASET_KEY = "dataset"
+_PASSWORD_KEY = "owner_password"
+_LOGIN_ERROR_KEY = "_owner_login_error"
+
+
+def get_ledger() -> Ledger:
+    """The ledger at ``$DPRM_LEDGER`` (or dpcore's default path), opened per use."""
+    return Ledger()
+
+
+# --------------------------------------------------------------------------- role
+
+def current_role() -> str:
+    """``"analyst"`` (default) or ``"owner"``."""
+    role = st.session_state.get(ROLE_KEY, ANALYST)
+    return role if role in (ANALYST, OWNER) else ANALYST
+
+
+def is_owner() -> bool:
+    """Whether this session unlocked the owner role."""
+    return current_role() == OWNER
+
+
+def secrets_mapping() -> dict | None:
+    """``st.secrets`` as a plain dict when a secrets file exists, else None (never raises)."""
+    try:
+        if st.secrets.load_if_toml_exists():
+            return st.secrets.to_dict()
+    except Exception:  # noqa: BLE001 - unreadable secrets count as none
+        return None
+    return None
+
+
+def _login() -> None:
+    password = st.session_state.get(_PASSWORD_KEY, "") or ""
+    st.session_state[_PASSWORD_KEY] = ""          # never keep the password around
+    if check_owner(password, secrets=secrets_mapping()):
+        st.session_state[ROLE_KEY] = OWNER
+        st.session_state.pop(_LOGIN_ERROR_KEY, None)
+    else:
+        st.session_state[_LOGIN_ERROR_KEY] = (
+            "Wrong password, or no owner password hash is configured on this server "
+            "(secrets key owner_password_hash or environment variable "
+            "DPRM_OWNER_PASSWORD_HASH).")
+
+
+def _logout() -> None:
+    st.session_state[ROLE_KEY] = ANALYST
+
+
+# --------------------------------------------------------------------------- datasets
+
+def dataset_records(ledger: Ledger) -> list[DatasetRecord]:
+    """Registered real datasets (sandboxes are owner demo copies and are not listed)."""
+    return ledger.list_datasets(include_sandboxes=False)
+
+
+def current_dataset(ledger: Ledger) -> DatasetRecord | None:
+    """The dataset chosen in the sidebar, re-read from the ledger (None if there is none)."""
+    name = st.session_state.get(DATASET_KEY)
+    if not name:
+        return None
+    try:
+        return ledger.get_dataset(name)
+    except Exception:  # noqa: BLE001 - unknown name (e.g. another ledger): no dataset
+        return None
+
+
+def can_see_truth(record: DatasetRecord | None) -> bool:
+    """Whether this session may see true (non-private) statistics of ``record``."""
+    if record is None:
+        return False
+    return can_see_true_statistics(current_role(), record.public_demo)
+
+
+@st.cache_resource(show_spinner="Loading the public demo data…", max_entries=8)
+def _load_public(source_path: str, stamp: float) -> TwoViewDataset:
+    """Cached load of a PUBLIC demo dataset (``stamp`` = file time, to notice edits)."""
+    return load_dataset(source_path)
+
+
+def _stamp(path: str) -> float:
+    p = Path(path)
+    files = [p] + (list(p.iterdir()) if p.is_dir() else [])
+    try:
+        return max(f.stat().st_mtime for f in files if f.exists())
+    except ValueError:
+        return 0.0
+
+
+def load_data(record: DatasetRecord) -> TwoViewDataset:
+    """The raw dataset behind ``record`` (server side only; never shown as such).
+
+    Public-demo data is cached per process; private data is read fresh on every call
+    and never cached.
+
+    Raises
+    ------
+    DataError
+        No stored location, or the files do not validate (message names file/column/row).
+    """
+    if not record.source_path:
+        raise DataError(f"dataset {record.name!r} has no stored data location; the owner "
+                        "must register it again with its files")
+    if record.public_demo:
+        return _load_public(record.source_path, _stamp(record.source_path))
+    return load_dataset(record.source_path)
+
+
+# --------------------------------------------------------------------------- messages
+
+def set_flash(kind: str, text: str) -> None:
+    """Remember a message (``"success"``, ``"error"``, ``"warning"``, ``"info"``) for the next run."""
+    st.session_state["_flash"] = (kind, text)
+
+
+def show_flash() -> None:
+    """Show (once) and forget the remembered message, if any."""
+    item = st.session_state.pop("_flash", None)
+    if item:
+        kind, text = item
+        getattr(st, kind if kind in ("success", "error", "warning", "info") else "info")(text)
+
+
+# --------------------------------------------------------------------------- sidebar
+
+def render_sidebar(ledger: Ledger) -> DatasetRecord | None:
+    """Dataset picker and role box in the sidebar; returns the chosen dataset record.
+
+    The budget meter is drawn separately (:func:`components.budget_meter.render_budget_meter`).
+    """
+    st.session_state.setdefault(ROLE_KEY, ANALYST)
+    records = dataset_records(ledger)
+    names = [r.name for r in records]
+    demo = {r.name: r.public_demo for r in records}
+    with st.sidebar:
+        if not names:
+            st.info("No dataset is registered yet. An owner can add one on the Data page.")
+            st.session_state.pop(DATASET_KEY, None)
+        else:
+            pending = st.session_state.pop("_select_dataset", None)
+            if pending in names:
+                st.session_state[DATASET_KEY] = pending
+            if st.session_state.get(DATASET_KEY) not in names:
+                st.session_state[DATASET_KEY] = names[0]
+            st.selectbox("Dataset", names, key=DATASET_KEY,
+                         format_func=lambda n: f"{n} (public demo)" if demo.get(n) else n,
+                         help="Every page works on this dataset. Public demo datasets are "
+                              "synthetic or public: their true statistics may be shown.")
+        role = current_role()
+        with st.expander(f"Role: {role}", expanded=False):
+            if role == OWNER:
+                st.caption("Owner: true statistics, raw-data previews, uploads, budgets "
+                           "and the audit log are unlocked.")
+                st.button("Log out", key="owner_logout", on_click=_logout)
+            else:
+                st.caption("Analyst (default): you see only differentially private outputs "
+                           "and the public schema.")
+                st.text_input("Owner password", type="password", key=_PASSWORD_KEY)
+                st.button("Log in as owner", key="owner_login", on_click=_login)
+                error = st.session_state.pop(_LOGIN_ERROR_KEY, None)
+                if error:
+                    st.error(error)
+    return current_dataset(ledger)
+
+
+def ledger_location_note(ledger: Ledger) -> str:
+    """Where the ledger file is (for owners; the path is server configuration)."""
+    env = os.environ.get("DPRM_LEDGER")
+    return f"Ledger: `{ledger.path}`" + ("" if env else " (default location; set DPRM_LEDGER)")

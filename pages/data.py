@@ -1,0 +1,24 @@
+"""Data page: the dataset card; owners also preview, upload, confirm schemas, set budgets."""
+
+import streamlit as st
+
+from components.data_views import render_dataset_card, render_owner_tools, render_upload
+from components.session import current_dataset, get_ledger, is_owner, show_flash
+
+ledger = get_ledger()
+record = current_dataset(ledger)
+st.title("Data")
+show_flash()
+if record is None:
+    st.info("No dataset is registered yet.")
+else:
+    render_dataset_card(record)
+if is_owner():
+    st.divider()
+    if record is not None:
+        render_owner_tools(ledger, record)
+        st.divider()
+    render_upload(ledger)
+else:
+    st.caption("Owners log in from the sidebar to preview raw data, register datasets, "
+               "confirm public schemas and set budgets.")

@@ -1,0 +1,15 @@
+"""Explore page: the live scatter, the pruning threshold (0 ε), details and export."""
+
+import streamlit as st
+
+from components.explore_view import render_explore
+from components.session import current_dataset, get_ledger, show_flash
+
+ledger = get_ledger()
+record = current_dataset(ledger)
+st.title("Explore")
+show_flash()
+if record is None:
+    st.info("Pick a dataset in the sidebar first.")
+else:
+    render_explore(ledger, record)

@@ -1,0 +1,20 @@
+"""Mine page: configure a run (paper defaults), see its cost, confirm once, watch it run."""
+
+import streamlit as st
+
+from components.launcher import render_launch
+from components.params_form import render_params_form
+from components.session import current_dataset, get_ledger, show_flash
+
+ledger = get_ledger()
+record = current_dataset(ledger)
+st.title("Mine")
+show_flash()
+if record is None:
+    st.info("Pick a dataset in the sidebar first.")
+else:
+    st.caption(f"Dataset `{record.name}` · the budget meter in the sidebar shows what this "
+               "run would cost against what remains.")
+    render_params_form(record)
+    st.divider()
+    render_launch(ledger, record)

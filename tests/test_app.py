@@ -1,0 +1,459 @@
+"""The Streamlit app under AppTest: pages, main path, budget meter, refusals, privacy.
+
+Every test uses its own temporary ledger (``$DPRM_LEDGER``) and small runs
+(MCIter 200, InTr 2). The first test in a process also pays for the numba
+warm-up (the app compiles its kernels once per process).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from components.budget_meter import fmt_eps
+from dpcore.ledger import Ledger
+from dpcore.roles import hash_password
+from dpcore.runs import load_result
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+APP = str(REPO_ROOT / "app.py")
+PAGES = ["pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
+         "pages/teaching.py"]
+OWNER_PASSWORD = "correct horse battery staple"
+
+
+# --------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(autouse=True)
+def _navigation_with_pages_folder(monkeypatch):
+    """Work around an AppTest bug (streamlit 1.67) with ``st.navigation`` + a ``pages/`` folder.
+
+    AppTest resets ``PagesManager.uses_pages_directory`` to None before every run, and a new
+    PagesManager then sets it to True because ``pages/`` exists; the script runner then takes
+    the legacy multipage (v1) path and, from the second run on, executes only the page file —
+    the entrypoint (sidebar, budget meter, navigation) is skipped. The real server sets the
+    flag once and ``st.navigation`` turns it off, so only tests need this. Here a subclass
+    turns the flag off right after AppTest builds its PagesManager.
+    """
+    import streamlit.testing.v1.app_test as app_test_module
+    from streamlit.runtime.pages_manager import PagesManager
+
+    class _PagesManager(PagesManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(app_test_module, "PagesManager", _PagesManager)
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """AppTest's script runner installs a fake ``__main__`` (``__file__`` = app.py) and leaves it.
+
+    Later tests that start ``spawn`` processes would then re-run app.py in every child
+    (multiprocessing re-imports ``__main__.__file__``). Put the real one back.
+    """
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
+@pytest.fixture
+def ledger_path(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("DPRM_LEDGER", str(path))
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
+    return path
+
+
+@pytest.fixture
+def app(ledger_path) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+# --------------------------------------------------------------------------- helpers
+
+def run_page(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def meter(at: AppTest) -> dict[str, str]:
+    """The budget meter's metrics (label → shown value) from the sidebar."""
+    return {m.label: m.value for m in at.sidebar.metric}
+
+
+def table_with(at: AppTest, *columns: str):
+    """The first dataframe shown with all these columns (plain tables carry no key)."""
+    for frame in at.dataframe:
+        if set(columns) <= set(frame.value.columns):
+            return frame.value
+    raise AssertionError(f"no table with columns {columns}")
+
+
+def small_run_settings(at: AppTest, *, epsilon: float = 1.0, seed: int | None = 11) -> None:
+    """MCMCTreePair, InTr 2, MCIter 200 (and a demo seed on public demo data)."""
+    run_page(at, "pages/mine.py")
+    at.selectbox(key="mine_algorithm").set_value("mcmctreepair")
+    at.number_input(key="mine_epsilon").set_value(epsilon)
+    at.number_input(key="mine_in_tr").set_value(2)
+    at.number_input(key="mine_mc_iter").set_value(200)
+    at.run()
+    if seed is not None:
+        at.checkbox(key="mine_demo_seed_on").check().run()
+        at.number_input(key="mine_demo_seed").set_value(seed).run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def launch_and_confirm(at: AppTest) -> AppTest:
+    at.button(key="mine_launch_button").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.button(key="mine_confirm").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def walk(node):
+    """Every node below ``node`` (blocks and elements)."""
+    yield node
+    children = getattr(node, "children", None)
+    if isinstance(children, dict):
+        for child in children.values():
+            yield from walk(child)
+
+
+def page_text(at: AppTest) -> tuple[str, str]:
+    """(all element texts incl. table cells and metrics, all Plotly chart specs) of one render."""
+    texts, charts = [], []
+    for root in (at.main, at.sidebar):
+        for node in walk(root):
+            kind = getattr(node, "type", None)
+            if kind == "dataframe":
+                texts.append(node.value.to_csv())
+            elif kind == "plotly_chart":
+                charts.append(node.proto.spec)
+            elif kind == "metric":
+                texts.append(f"{node.label} {node.value}")
+            elif hasattr(node, "proto") and node.proto is not None and kind not in (
+                    "main", "sidebar", "event"):
+                texts.append(str(getattr(node, "value", "")))
+                texts.append(_proto_text(node.proto))
+    return "\n".join(texts), "\n".join(charts)
+
+
+def _proto_text(proto) -> str:
+    from google.protobuf import text_format
+
+    return text_format.MessageToString(proto, as_utf8=True)
+
+
+# --------------------------------------------------------------------------- tests
+
+def test_every_page_renders_for_an_analyst(app):
+    assert app.selectbox(key="dataset").value == "clinic"
+    for page in PAGES:
+        run_page(app, page)
+    app.selectbox(key="dataset").set_value("diabetes").run()
+    for page in PAGES:
+        run_page(app, page)
+
+
+def test_bootstrap_registers_the_samples_once(app, ledger_path):
+    ledger = Ledger(ledger_path)
+    names = {d.name: d for d in ledger.list_datasets()}
+    assert {"clinic", "cms_small", "diabetes"} <= set(names)
+    assert all(names[n].confirmed for n in ("clinic", "cms_small", "diabetes"))
+    assert ledger.budget("clinic").cap == 20.0
+    app.run()                                   # idempotent: a second start changes nothing
+    assert {d.name for d in Ledger(ledger_path).list_datasets()} == set(names)
+
+
+def test_main_path_launch_explore_prune_export(app, ledger_path):
+    ledger = Ledger(ledger_path)
+    before = meter(app)
+    budget = ledger.budget("clinic")
+    assert before["Total ε"] == fmt_eps(budget.cap) == "20"
+    assert before["Spent ε"] == fmt_eps(budget.spent) == "0"
+    assert before["Remaining ε"] == fmt_eps(budget.remaining)
+
+    small_run_settings(app, epsilon=0.75)
+    assert app.select_slider(key="mine_epsilon_slider").value == 1.0   # box → nearest grid ε
+    assert meter(app)["This run ε"] == "0.75"
+    launch_and_confirm(app)
+
+    runs = ledger.list_runs("clinic")
+    assert [r.status for r in runs] == ["done"]
+    after = meter(app)
+    budget = ledger.budget("clinic")
+    assert after["Spent ε"] == fmt_eps(budget.spent) == "0.75"
+    assert after["Remaining ε"] == fmt_eps(budget.remaining) == "19.25"
+    assert any("is stored:" in s.value for s in app.success)
+
+    run_page(app, "pages/explore.py")
+    assert any("costs 0 ε" in i.value for i in app.info)
+    result = load_result(ledger, runs[0].run_id)
+    supports = sorted(r.support_both for r in result.redescriptions)
+    assert len(set(supports)) >= 2, "the seeded run should release several redescriptions"
+    assert len(table_with(app, "row_id", "support")) == len(supports)
+    assert {m.label: m.value for m in app.main.metric}["Kept"] == str(len(supports))
+
+    threshold = supports[len(supports) // 2] if supports[len(supports) // 2] > supports[0] \
+        else supports[-1]
+    app.number_input(key="explore_threshold").set_value(threshold).run()
+    assert not app.exception
+    shrunk = table_with(app, "row_id", "support")
+    assert 0 < len(shrunk) < len(supports)
+    assert (shrunk["support"] >= threshold).all()
+    assert {m.label: m.value for m in app.main.metric}["Kept"] == str(len(shrunk))
+    labels = [b.label for b in app.download_button]
+    assert labels == ["Download CSV", "Download JSON"]
+    assert meter(app)["Spent ε"] == "0.75"      # pruning and exporting cost 0 ε
+
+    run_page(app, "pages/runs.py")             # the threshold carries over to Runs
+    history = table_with(app, "kept at threshold")
+    assert list(history["kept at threshold"]) == [len(shrunk)]
+
+
+def test_double_confirm_charges_once(app, ledger_path):
+    small_run_settings(app)
+    app.button(key="mine_launch_button").click().run()
+    pending = dict(app.session_state["mine_launch"])
+    app.button(key="mine_confirm").click().run()
+    ledger = Ledger(ledger_path)
+    spent = ledger.budget("clinic").spent_nano
+    # The same confirm step again (a second click or a second tab with the same run id):
+    app.session_state["mine_launch"] = pending
+    app.run()
+    app.button(key="mine_confirm").click().run()
+    assert not app.exception
+    assert ledger.budget("clinic").spent_nano == spent
+    assert len(ledger.list_runs("clinic")) == 1
+    assert any("is stored:" in s.value for s in app.success)   # the stored result, replayed
+
+
+def test_overspend_is_refused_with_the_ledger_message(app, ledger_path):
+    ledger = Ledger(ledger_path)
+    ledger.set_cap("clinic", 0.05, actor="test")
+    small_run_settings(app, epsilon=1.0)
+    assert any("does not fit" in w.value for w in app.sidebar.warning)
+    launch_and_confirm(app)
+    errors = " ".join(e.value for e in app.error)
+    assert "privacy budget exceeded" in errors and "nothing was charged" in errors
+    assert ledger.budget("clinic").spent_nano == 0
+    assert ledger.list_runs("clinic") == []
+    assert meter(app)["Spent ε"] == "0"
+
+
+def test_invalid_owner_password_keeps_the_analyst_role(app, monkeypatch):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    app.text_input(key="owner_password").input("wrong")
+    app.button(key="owner_login").click().run()
+    assert app.session_state["role"] == "analyst"
+    assert any("Wrong password" in e.value for e in app.sidebar.error)
+
+
+FORBIDDEN = ("true jaccard", "true j", "true p", "true support", "score trace",
+             "chain score", "raw data preview", "rows (")
+
+
+def test_analyst_sees_nothing_private_on_diabetes(app, ledger_path):
+    """No row count, true statistic, score trace or raw value in ANY element."""
+    app.selectbox(key="dataset").set_value("diabetes").run()
+    small_run_settings(app, seed=None)      # private data: no demo seed offered
+    launch_and_confirm(app)
+    assert [r.status for r in Ledger(ledger_path).list_runs("diabetes")] == ["done"]
+    for page in PAGES:
+        run_page(app, page)
+        text, charts = page_text(app)
+        assert not re.search(r"\b442\b", text), f"row count leaked on {page}"
+        lowered = (text + "\n" + charts).lower()
+        for phrase in FORBIDDEN:
+            assert phrase not in lowered, f"{phrase!r} shown to an analyst on {page}"
+        assert "Rows" not in [m.label.split(" ")[0] for m in app.metric]
+    run_page(app, "pages/teaching.py")
+    assert len(app.get("plotly_chart")) == 0 and len(app.dataframe) == 0
+
+
+def test_owner_sees_true_statistics_on_diabetes(app, ledger_path, monkeypatch):
+    """The positive control of the test above: the owner does see them."""
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    app.text_input(key="owner_password").input(OWNER_PASSWORD)
+    app.button(key="owner_login").click().run()
+    assert app.session_state["role"] == "owner"
+    app.selectbox(key="dataset").set_value("diabetes").run()
+    assert "Rows (owner only)" in {m.label for m in app.metric}
+    assert {m.label: m.value for m in app.metric}["Rows (owner only)"] == "442"
+    small_run_settings(app, seed=None)
+    launch_and_confirm(app)
+    for page in PAGES:
+        run_page(app, page)
+    _, charts = page_text(app)                  # the teaching page, last
+    assert "true jaccard" in charts.lower()
+    assert len(table_with(app, "charge", "actor")) == 1
+
+
+def _csv(rows: list[list]) -> bytes:
+    return ("\n".join(",".join(str(x) for x in row) for row in rows) + "\n").encode()
+
+
+def _owner(app, monkeypatch):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    app.text_input(key="owner_password").input(OWNER_PASSWORD)
+    app.button(key="owner_login").click().run()
+    assert app.session_state["role"] == "owner"
+
+
+def _upload_two_files(app, left: bytes, right: bytes, name: str = "uploaded") -> None:
+    app.text_input(key="up_name").input(name)
+    app.file_uploader(key="up_left").upload("left.csv", left, "text/csv")
+    app.file_uploader(key="up_right").upload("right.csv", right, "text/csv")
+    app.text_input(key="up_id").input("pid")
+    app.button(key="up_read").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    app.button(key="up_prefill").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    app.button(key="up_register").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+
+
+def test_owner_upload_registers_a_reviewed_dataset(app, ledger_path, monkeypatch, tmp_path):
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag", "grade"]] + [[i, i % 2, "ab"[i % 3 == 0]] for i in range(40)])
+    right = _csv([["pid", "lab"]] + [[i, 10 + i] for i in range(40)])
+    _upload_two_files(app, left, right)
+    record = Ledger(ledger_path).get_dataset("uploaded")
+    assert record.confirmed and not record.public_demo
+    assert Ledger(ledger_path).budget("uploaded").cap == 10.0
+    assert (tmp_path / "datasets" / "uploaded" / "schema.json").is_file()
+    assert app.selectbox(key="dataset").value == "uploaded"
+
+
+def test_owner_upload_with_bad_data_registers_nothing(app, ledger_path, monkeypatch, tmp_path):
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)] + [[5, 1]])  # duplicate id
+    right = _csv([["pid", "lab"]] + [[i, 10 + i] for i in range(30)])
+    _upload_two_files(app, left, right, name="broken")
+    errors = " ".join(e.value for e in app.error)
+    assert "duplicate id" in errors and "left.csv" in errors and "row 31" in errors
+    assert "Nothing was registered" in errors
+    assert "broken" not in {d.name for d in Ledger(ledger_path).list_datasets()}
+    assert not (tmp_path / "datasets" / "broken").exists()
+
+
+def test_faithful_mode_is_labelled_and_charged_more(app):
+    run_page(app, "pages/mine.py")
+    app.number_input(key="mine_in_tr").set_value(2).run()
+    assert meter(app)["This run ε"] == "1"
+    app.radio(key="mine_mode").set_value("faithful").run()
+    assert not app.exception
+    labels = app.radio(key="mine_mode").options
+    assert any("not strictly ε-DP" in o and "reproduces the paper's code" in o for o in labels)
+    assert any("1.5×" in w.value for w in app.warning)
+    # ω·ε/InTr = 0.05 per tree pair; each extraction 0.45 nominal → 3·0.225 = 0.675 charged
+    assert meter(app)["This run ε"] == "1.45"
+
+
+# --------------------------------------------------------------------------- components
+
+def _wait_jobs(jobs, timeout=120.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not all(j.done for j in jobs):
+        assert time.monotonic() < deadline, "runs did not finish"
+        time.sleep(0.05)
+
+
+def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
+    """Two tabs launching at once: one run fits, the other is refused; nothing crashes."""
+    from components.bootstrap import register_sample_datasets
+    from components.launcher import start_job
+    from dpcore.params import MiningParams
+    from dpcore.runs import new_run_id
+
+    ledger = Ledger(ledger_path)
+    register_sample_datasets(ledger)
+    ledger.set_cap("clinic", 1.5, actor="test")
+    params = MiningParams(epsilon=1.0, in_tr=2, mc_iter=200)
+    jobs = [start_job(ledger, "clinic", clinic_dataset, params, new_run_id(), actor="analyst",
+                      seed=None) for _ in range(2)]
+    _wait_jobs(jobs)
+    assert sorted(j.ok for j in jobs) == [False, True]
+    refused = next(j for j in jobs if not j.ok)
+    assert refused.error_kind == "budget" and "nothing was charged" in refused.error
+    assert ledger.budget("clinic").spent == 1.0
+    assert [r.status for r in ledger.list_runs("clinic")] == ["done"]
+
+
+def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clinic_dataset):
+    from components.bootstrap import register_sample_datasets
+    from components.launcher import start_job
+    from dpcore.params import MiningParams, plan_budget
+    from dpcore.runs import new_run_id
+
+    ledger = Ledger(ledger_path)
+    register_sample_datasets(ledger)
+    params = MiningParams(epsilon=1.0, in_tr=2, mc_iter=200)
+    run_id = new_run_id()
+    ledger.charge(run_id, "clinic", params.algorithm,
+                  [s.epsilon_nano for s in plan_budget(params)], {**params.to_dict(), "seed": None})
+    job = start_job(ledger, "clinic", clinic_dataset, params, run_id, actor="analyst", seed=None)
+    _wait_jobs([job])
+    assert not job.ok and job.error_kind == "in_progress"
+    assert ledger.budget("clinic").spent == 1.0            # charged once, not twice
+
+
+def test_bootstrap_is_race_safe(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from components.bootstrap import register_sample_datasets
+
+    ledger = Ledger(tmp_path / "race.sqlite")
+    with ThreadPoolExecutor(8) as pool:
+        reports = list(pool.map(lambda _: register_sample_datasets(Ledger(ledger.path)),
+                                range(8)))
+    assert all(not r.problems for r in reports)
+    registered = [n for r in reports for n in r.registered]
+    assert sorted(registered) == ["clinic", "cms_small", "diabetes"]
+    assert len(ledger.audit_log()) == 0
+
+
+def test_export_has_queries_noisy_statistics_and_run_parameters(clinic_dataset):
+    import io
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from components.explore_view import kept_frame
+    from components.export import export_csv, export_json
+    from components.scatter import redescription_rows
+    from dpcore.mining import mine
+    from dpcore.params import MiningParams
+
+    result = mine(clinic_dataset, MiningParams(in_tr=2, mc_iter=200),
+                  rng=np.random.default_rng(11), seed=11, run_id="r" * 32)
+    rows = redescription_rows([result])
+    threshold = float(sorted(rows["support"])[len(rows) // 2])
+    kept, _ = kept_frame(rows, threshold)
+    table = pd.read_csv(io.StringIO(export_csv(kept, {result.run_id: result}, threshold)))
+    assert len(table) == len(kept) > 0
+    assert {"left_query", "right_query", "noisy_support_both", "noisy_jaccard", "noisy_pvalue",
+            "algorithm", "mode", "epsilon_charged", "params_json"} <= set(table.columns)
+    assert (table["noisy_support_both"] >= threshold).all()
+    doc = json.loads(export_json("clinic", kept, {result.run_id: result}, threshold))
+    assert doc["pruning"]["threshold"] == threshold
+    assert doc["runs"][0]["params"]["mc_iter"] == 200 and doc["runs"][0]["seed"] == 11
+    first = doc["redescriptions"][0]
+    assert first["left_query"] and first["right_query"] and "jaccard" in first["noisy"]
+    assert "diagnostics" not in json.dumps(doc)

@@ -1,0 +1,175 @@
+"""One real-browser test: serve the app, run a small job, click a scatter point, see pruning.
+
+Drives Debian's chromium (``/usr/bin/chromium``) with Playwright against
+``streamlit run app.py`` on a free port with a temporary ledger. Playwright's own
+browser download is not used. Without chromium this test FAILS (it does not skip):
+install it with ``apt-get install chromium`` (``tests/run.sh`` does).
+
+Saves a screenshot of the Explore page to ``artifacts/explore.png`` and copies it
+to ``docs/explore.png`` for the README.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+START_TIMEOUT_S = 120
+RUN_TIMEOUT_MS = 120_000
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"streamlit exited early:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"streamlit did not start in {START_TIMEOUT_S} s:\n"
+                         f"{log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def served_app(tmp_path):
+    """``streamlit run app.py`` in a subprocess with a temporary ledger; yields its URL."""
+    port = _free_port()
+    env = {**os.environ, "DPRM_LEDGER": str(tmp_path / "ledger.sqlite"),
+           "DPRM_DATA_DIR": str(tmp_path / "datasets")}
+    env.pop("DPRM_OWNER_PASSWORD_HASH", None)
+    log = tmp_path / "streamlit.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+def _metric(page, label: str) -> str:
+    box = page.locator('[data-testid="stMetric"]').filter(
+        has=page.locator('[data-testid="stMetricLabel"]', has_text=re.compile(f"^{label}$")))
+    return box.first.locator('[data-testid="stMetricValue"]').inner_text().strip()
+
+
+def _wait_idle(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
+    """Wait until the app is not running a script (the status widget says so)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid^=\"stStatusWidgetRunning\"]')",
+        timeout=timeout_ms)
+
+
+def _set_number(page, label: str, value: str) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(value)
+    box.press("Enter")
+    _wait_idle(page)
+
+
+@pytest.mark.browser
+def test_click_a_point_on_the_scatter_prunes(served_app):
+    assert Path(CHROMIUM).is_file(), (
+        "this test needs Debian's chromium at /usr/bin/chromium "
+        "(apt-get install chromium); it fails instead of skipping")
+    from playwright.sync_api import expect, sync_playwright
+
+    artifacts = REPO_ROOT / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.set_default_timeout(RUN_TIMEOUT_MS)
+            page.goto(served_app)
+            page.get_by_text("Privacy budget of").wait_for()
+            _wait_idle(page)
+            assert _metric(page, "Spent ε") == "0"
+
+            # Mine: a small seeded MCMCTreePair run on the public demo clinic data.
+            page.get_by_role("link", name="Mine").click()
+            page.get_by_label("InTr (trials)", exact=True).wait_for()
+            _set_number(page, "InTr (trials)", "2")
+            _set_number(page, "MCIter", "200")
+            page.get_by_text(re.compile("^Demo seed")).click()
+            _wait_idle(page)
+            _set_number(page, "Seed", "11")
+            page.get_by_role("button", name=re.compile(r"^Launch MCMCTreePair")).click()
+            page.get_by_role("button", name="Confirm and run").click()
+            page.get_by_text(re.compile(r"is stored: \d+ redescriptions")).wait_for()
+            _wait_idle(page)
+            assert _metric(page, "Spent ε") == "1"
+
+            # Explore: click a point → threshold = its noisy support → fewer kept.
+            page.get_by_role("link", name="Explore").click()
+            chart = page.locator(".stPlotlyChart").first
+            points = chart.locator(".scatterlayer .point")
+            points.first.wait_for()
+            _wait_idle(page)
+            total = int(_metric(page, "Kept"))
+            assert total >= 2 and points.count() == total
+            chart.scroll_into_view_if_needed()
+            boxes = [points.nth(i).bounding_box() for i in range(points.count())]
+            # a point in the middle of the distinct supports: some kept, some pruned
+            xs = sorted({round(b["x"]) for b in boxes})
+            assert len(xs) >= 2, "the seeded run should release distinct supports"
+            middle = xs[len(xs) // 2]
+            target = next(b for b in boxes if round(b["x"]) == middle)
+            x, y = target["x"] + target["width"] / 2, target["y"] + target["height"] / 2
+            page.mouse.move(x, y)
+            page.wait_for_timeout(200)
+            page.mouse.down()
+            page.mouse.up()
+            kept_metric = page.locator('[data-testid="stMetric"]').filter(has_text="Kept").first
+            expect(kept_metric.locator('[data-testid="stMetricValue"]')).not_to_have_text(
+                str(total), timeout=30_000)
+            _wait_idle(page)
+            kept = int(_metric(page, "Kept"))
+            assert 1 <= kept < total
+            assert int(_metric(page, "Pruned")) == total - kept
+            assert float(page.get_by_label(re.compile("^Pruning threshold")).input_value()) > 0
+            assert _metric(page, "Spent ε") == "1"          # pruning cost nothing
+            page.mouse.move(5, 5)
+            page.wait_for_timeout(300)
+            shot = artifacts / "explore.png"
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    (REPO_ROOT / "docs").mkdir(exist_ok=True)
+    shutil.copyfile(shot, REPO_ROOT / "docs" / "explore.png")
