@@ -54,9 +54,12 @@ def cmd_register(args) -> int:
     _owner_or_exit(args)
     dataset = load_dataset(args.data)
     name = args.name or dataset.schema.name
+    # The schema file is the owner's written declaration of what is public; registering
+    # it from the command line confirms it.
     Ledger(args.ledger).register_dataset(name, dataset.schema, str(Path(args.data).resolve()),
-                                         args.cap, actor="owner")
-    print(f"registered {name!r} with a budget of ε = {args.cap}", file=sys.stderr)
+                                         args.cap, actor="owner", confirmed=True)
+    print(f"registered {name!r} with a budget of ε = {args.cap}; its schema file is now "
+          "its confirmed public declaration", file=sys.stderr)
     return 0
 
 
@@ -98,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "~/.local/share/dprm/ledger.sqlite)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap")
+    reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap; "
+                                          "its schema file becomes the confirmed public "
+                                          "declaration")
     reg.add_argument("--data", required=True, help="dataset folder with schema.json/.toml")
     reg.add_argument("--name", help="dataset name in the ledger (default: the schema's name)")
     reg.add_argument("--cap", type=float, required=True, help="total ε the dataset may spend")
