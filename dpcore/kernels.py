@@ -127,21 +127,46 @@ def used_on_path(u, s, nodes, fanout):
 
 
 @njit(cache=True, nogil=True)
-def random_split(u, nodes, fanout, n_cand, rng):
-    """A candidate drawn uniformly among those not used on the path to ``u`` (−1 if none)."""
+def useful_at(u, s, nodes, cands, fanout):
+    """False when a threshold split ``s`` at ``u`` would leave a child empty by logic alone:
+    the path's tests on the same attribute already confine its codes to one side
+    (e.g. ``A > 5`` above ``A ≤ 3``). Depends only on the public grid and the tree."""
+    if cands[KIND, s] != THRESHOLD:
+        return True
+    a = cands[ATTR, s]
+    lo = 0
+    hi = 1 << 62
+    v = u
+    while v > 0:
+        p = (v - 1) // fanout
+        sp = nodes[SPLIT, p]
+        if sp >= 0 and cands[ATTR, sp] == a and cands[KIND, sp] == THRESHOLD:
+            if (v - 1) % fanout == 0:
+                hi = min(hi, cands[THR, sp])
+            else:
+                lo = max(lo, cands[THR, sp] + 1)
+        v = p
+    return lo <= cands[THR, s] < hi
+
+
+@njit(cache=True, nogil=True)
+def random_split(u, nodes, cands, fanout, rng):
+    """A candidate drawn uniformly among the useful ones not used on the path to ``u``
+    (−1 if none)."""
+    n_cand = cands.shape[1]
     for _ in range(64):
         s = rng.integers(0, n_cand)
-        if not used_on_path(u, s, nodes, fanout):
+        if not used_on_path(u, s, nodes, fanout) and useful_at(u, s, nodes, cands, fanout):
             return s
     n_ok = 0
     for s in range(n_cand):
-        if not used_on_path(u, s, nodes, fanout):
+        if not used_on_path(u, s, nodes, fanout) and useful_at(u, s, nodes, cands, fanout):
             n_ok += 1
     if n_ok == 0:
         return -1
     k = rng.integers(0, n_ok)
     for s in range(n_cand):
-        if not used_on_path(u, s, nodes, fanout):
+        if not used_on_path(u, s, nodes, fanout) and useful_at(u, s, nodes, cands, fanout):
             if k == 0:
                 return s
             k -= 1
@@ -169,16 +194,39 @@ def used_in_kept_subtrees(h, s, nodes, cands, fanout):
 
 
 @njit(cache=True, nogil=True)
+def _kept_stay_useful(h, s, nodes, cands, fanout):
+    """With ``s`` at ``h``, every threshold split in the kept subtrees is still useful."""
+    old = nodes[SPLIT, h]
+    nodes[SPLIT, h] = s
+    ok = True
+    kept = min(cands[NCHILD, old], cands[NCHILD, s])
+    stack = [fanout * h + 1 + i for i in range(kept)]
+    while ok and len(stack) > 0:
+        u = stack.pop()
+        split = nodes[SPLIT, u]
+        if split >= 0:
+            if not useful_at(u, split, nodes, cands, fanout):
+                ok = False
+            for i in range(cands[NCHILD, split]):
+                stack.append(fanout * u + 1 + i)
+    nodes[SPLIT, h] = old
+    return ok
+
+
+@njit(cache=True, nogil=True)
 def _valid_move(h, s, nodes, cands, fanout):
     return (not used_on_path(h, s, nodes, fanout)
-            and not used_in_kept_subtrees(h, s, nodes, cands, fanout))
+            and not used_in_kept_subtrees(h, s, nodes, cands, fanout)
+            and useful_at(h, s, nodes, cands, fanout)
+            and _kept_stay_useful(h, s, nodes, cands, fanout))
 
 
 @njit(cache=True, nogil=True)
 def random_split_move(h, nodes, cands, fanout, rng):
     """An MCMC proposal for node ``h``: a candidate drawn uniformly among those used
-    neither on the path to ``h`` nor in the subtrees the move keeps below it
-    (−1 if none), so no root-to-leaf path ever repeats a split."""
+    neither on the path to ``h`` nor in the subtrees the move keeps below it, and
+    leaving every threshold split useful (−1 if none). So no root-to-leaf path
+    repeats a split or contradicts itself; the rule reads only the public grid."""
     n_cand = cands.shape[1]
     for _ in range(64):
         s = rng.integers(0, n_cand)
@@ -259,7 +307,7 @@ def grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, 
             elif faithful and _stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows):
                 nodes[SPLIT, u] = LEAF
             else:
-                s = random_split(u, nodes, fanout, n_cand, rng)
+                s = random_split(u, nodes, cands, fanout, rng)
                 if s < 0:
                     nodes[SPLIT, u] = LEAF
                 else:
@@ -728,7 +776,8 @@ def split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last, n_codes
                     n_classes, fanout):
     """Utility of every candidate at node ``u``: −Σ_children |child|·gini(child) (Δ = 2).
 
-    Candidates used on the path to ``u`` get −inf. One histogram pass per
+    Candidates used on the path to ``u``, or not useful there (see :func:`useful_at`),
+    get −inf. One histogram pass per
     attribute over the node's rows, so O(rows · attributes + candidates · classes).
     """
     n_cand = cands.shape[1]
@@ -753,7 +802,7 @@ def split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last, n_codes
         left[:] = 0
         next_code = 0
         for s in range(attr_first[a], attr_last[a]):
-            if used_on_path(u, s, nodes, fanout):
+            if used_on_path(u, s, nodes, fanout) or not useful_at(u, s, nodes, cands, fanout):
                 continue
             kind = cands[KIND, s]
             thr = cands[THR, s]

@@ -353,7 +353,8 @@ def test_move_relayout_and_rollback(data, mode, view, role):
 @pytest.mark.parametrize("view", [0, 1])
 def test_random_split_move_support_and_uniformity(data, view):
     """Proposals are uniform over the candidates used neither on the path to h nor in
-    the subtrees the move would keep (children i < min(children now, children of s))."""
+    the subtrees the move would keep (children i < min(children now, children of s)),
+    and leaving every numeric split satisfiable on both sides (value-space check)."""
     coded, y = data.coded["strict"][view], data.y[view]
     f = coded.fanout
     cands = T.cands_matrix(coded)
@@ -364,16 +365,22 @@ def test_random_split_move_support_and_uniformity(data, view):
         path = {int(split[a]) for a in R.ancestors(h, f)}
         n_now = int(coded.cand_nchild[split[h]])
 
-        def kept_splits(s):
+        def kept_nodes(s):
             kept = min(n_now, int(coded.cand_nchild[s]))
             out = set()
             for i in range(kept):
-                out |= {int(split[v]) for v in _subtree(f * h + 1 + i, f, split.size)
-                        if split[v] >= 0}
+                out |= {v for v in _subtree(f * h + 1 + i, f, split.size) if split[v] >= 0}
             return out
 
+        def satisfiable_everywhere(s):
+            trial = split.copy()
+            trial[h] = s
+            return all(_numeric_split_satisfiable(coded, trial, v, f)
+                       for v in {h} | kept_nodes(s))
+
         valid = sorted(s for s in range(coded.n_candidates)
-                       if s not in path and s not in kept_splits(s))
+                       if s not in path and s not in {int(split[v]) for v in kept_nodes(s)}
+                       and satisfiable_everywhere(s))
         draws = np.array([K.random_split_move(h, nodes, cands, f, rng)
                           for _ in range(300 * max(len(valid), 1))])
         if not valid:
@@ -385,10 +392,38 @@ def test_random_split_move_support_and_uniformity(data, view):
         if len(valid) > 1:
             p = stats.chisquare(counts).pvalue
             assert p > 1e-6, f"node {h}: proposals not uniform (p = {p:.2e}) {MSG}"
-        # random_split (growth) only bans the path
-        grow_valid = set(range(coded.n_candidates)) - {int(split[a]) for a in R.ancestors(h, f)}
-        g = {int(K.random_split(h, nodes, f, coded.n_candidates, rng)) for _ in range(2000)}
+        # random_split (growth) bans the path and splits that leave a side empty
+        grow_valid = set()
+        for s in range(coded.n_candidates):
+            trial = split.copy()
+            trial[h] = s
+            if s not in path and _numeric_split_satisfiable(coded, trial, h, f):
+                grow_valid.add(s)
+        g = {int(K.random_split(h, nodes, cands, f, rng)) for _ in range(3000)}
         assert g == grow_valid, MSG
+
+
+def _numeric_split_satisfiable(coded, split, v, fanout):
+    """Value space: a numeric split θ at v is satisfiable on both sides given the path's
+    tests on the same attribute, L < θ < U (L = largest '>' bound, U = smallest '≤')."""
+    s = int(split[v])
+    a = int(coded.cand_attr[s])
+    if coded.view.attributes[a].type != "numeric":
+        return True
+    theta = coded.thresholds[a][int(coded.cand_thr[s])]
+    lower, upper = -np.inf, np.inf
+    for anc in R.ancestors(v, fanout):
+        sp = int(split[anc])
+        if int(coded.cand_attr[sp]) != a:
+            continue
+        child = next(c for c in range(fanout) if v in _subtree(fanout * anc + 1 + c, fanout,
+                                                                 split.size))
+        value = coded.thresholds[a][int(coded.cand_thr[sp])]
+        if child == 0:
+            upper = min(upper, value)
+        else:
+            lower = max(lower, value)
+    return lower < theta < upper
 
 
 # ---------------------------------------------------------------------------
@@ -451,11 +486,16 @@ def test_split_utilities_brute_force(data, mode, view):
         util = K.split_utilities(u, nodes, perm, coded.codes, cands, first, last,
                                  coded.n_codes, y, N_CLASSES, f)
         used = {int(split[a]) for a in R.ancestors(u, f)}
+        for s in range(coded.n_candidates):
+            trial = split.copy()
+            trial[u] = s
+            if not _numeric_split_satisfiable(coded, trial, u, f):
+                used.add(s)
         rows = R.rows_reaching(u, split, f, coded, raw)
         want = R.split_utilities(rows, coded, raw, y, used)
         ctx = f"node {u} (depth {R.heap_depth(u, f)}, {len(rows)} rows) {MSG}"
         assert np.array_equal(np.isneginf(util), np.isneginf(want)), \
-            f"−inf exactly for candidates used on the path: {ctx}"
+            f"−inf exactly for candidates used on the path or unsatisfiable there: {ctx}"
         assert np.isneginf(util).sum() == len(used), ctx
         ok = ~np.isneginf(want)
         np.testing.assert_allclose(util[ok], want[ok], rtol=0, atol=1e-9, err_msg=ctx)

@@ -244,3 +244,20 @@ def test_true_statistics_match_noisy_ones_when_the_noise_vanishes():
         assert abs(red.support_left - t.support_left) < 0.5
         assert abs(red.support_right - t.support_right) < 0.5
         assert abs(red.jaccard - t.jaccard) < 1e-3
+
+
+@pytest.mark.parametrize("algorithm", ["mcmctreepair", "altmcmc", "altexpm"])
+@pytest.mark.parametrize("mode", ["strict", "faithful"])
+def test_no_released_leaf_contradicts_itself(algorithm, mode):
+    """Leaves like [5 < A ≤ 3] would be empty by logic and only ever release noise."""
+    params = MiningParams(algorithm=algorithm, epsilon=0.5, in_tr=3, mc_iter=400, mode=mode)
+    result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
+    for tree in result.trees:
+        for conditions in tree.leaf_conditions:
+            lower, upper = defaultdict(lambda: -np.inf), defaultdict(lambda: np.inf)
+            for c in conditions:
+                if c.op == ">":
+                    lower[c.attribute] = max(lower[c.attribute], c.value)
+                elif c.op == "<=":
+                    upper[c.attribute] = min(upper[c.attribute], c.value)
+            assert all(lower[a] < upper[a] for a in lower), conditions
