@@ -18,32 +18,36 @@ Nothing here is private by itself; see ``trees.py`` for how ε is charged.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
-from .kernels import (ABSENT, GROW, LEAF, NCHILD, SPLIT, child_of, gini_contribution,
-                      grow_structure, init_tree, internal_nodes, random_split_move,
-                      replace_split, subtree_leaves, _accept, _stabilised)
-
-M1 = np.uint64(0x5555555555555555)
-M2 = np.uint64(0x3333333333333333)
-M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+from .kernels import (ATTR, KIND, LEAF, MISSING, MULTIWAY, NCHILD, SPLIT, THR, THRESHOLD,
+                      _accept, gini_contribution, grow_structure, init_tree, internal_nodes,
+                      random_split_move, replace_split, subtree_leaves)
 
 
-def n_words(n_rows: int) -> int:
-    return (n_rows + 63) // 64
-
-
-@njit(cache=True, nogil=True)
 def popcount(x):
-    """Number of set bits of a uint64 (SWAR, with shifts instead of a wrapping multiply so
-    it also runs, without overflow warnings, under ``NUMBA_DISABLE_JIT=1``)."""
-    x = x - ((x >> np.uint64(1)) & M1)
-    x = (x & M2) + ((x >> np.uint64(2)) & M2)
-    x = (x + (x >> np.uint64(4))) & M4
-    x = x + (x >> np.uint64(8))
-    x = x + (x >> np.uint64(16))
-    x = x + (x >> np.uint64(32))
-    return x & np.uint64(0x7F)
+    """Number of set bits of a uint64.
+
+    Plain Python here (so ``NUMBA_DISABLE_JIT=1`` runs work); compiled code gets
+    the overload below, which is LLVM's ``ctpop`` — one ``popcnt`` instruction on
+    CPUs that have it. (A SWAR bit trick measured 2.9× slower in the chains.)
+    """
+    return np.uint64(int(x).bit_count())
+
+
+@intrinsic
+def _ctpop_u64(typingctx, x):
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+    return types.uint64(types.uint64), codegen
+
+
+@overload(popcount, jit_options={"cache": True})
+def _popcount_jit(x):
+    def impl(x):
+        return _ctpop_u64(np.uint64(x))
+    return impl
 
 
 @njit(cache=True, nogil=True)
@@ -64,12 +68,16 @@ def count_bits(a):
 
 
 @njit(cache=True, nogil=True)
-def candidate_child_bits(codes, cands):
+def candidate_child_bits(codes, cands, n_codes):
     """Bitsets of every candidate's children: rows (bit r) that go to child i of s.
 
     Returns ``(child_bits, offset)``: child ``i`` of candidate ``s`` is row
     ``offset[s] + i`` of ``child_bits`` (shape: Σ children × words, uint64).
     Rows with a missing value are in no child. Private (raw-data derived).
+
+    One pass over the rows per attribute builds a bitset per code; a threshold
+    split's children are then prefix / suffix ORs of those (candidates of an
+    attribute are grouped and in increasing threshold order, see ``coding``).
     """
     n_cand = cands.shape[1]
     n_rows = codes.shape[1]
@@ -78,11 +86,37 @@ def candidate_child_bits(codes, cands):
     for s in range(n_cand):
         offset[s + 1] = offset[s] + cands[NCHILD, s]
     bits = np.zeros((offset[n_cand], words), dtype=np.uint64)
-    for s in range(n_cand):
+    first = 0
+    while first < n_cand:
+        a = cands[ATTR, first]
+        last = first
+        while last < n_cand and cands[ATTR, last] == a:
+            last += 1
+        eq = np.zeros((n_codes[a], words), dtype=np.uint64)
         for r in range(n_rows):
-            c = child_of(codes, cands, s, r)
-            if c >= 0:
-                bits[offset[s] + c, r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+            x = np.int64(codes[a, r])
+            if x != MISSING:
+                eq[x, r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+        present = np.zeros(words, dtype=np.uint64)
+        for x in range(n_codes[a]):
+            present |= eq[x]
+        prefix = np.zeros(words, dtype=np.uint64)
+        next_code = 0
+        for s in range(first, last):
+            kind, thr, off = cands[KIND, s], cands[THR, s], offset[s]
+            if kind == THRESHOLD:
+                while next_code <= thr:
+                    prefix |= eq[next_code]
+                    next_code += 1
+                bits[off] = prefix
+                bits[off + 1] = present & ~prefix
+            elif kind == MULTIWAY:
+                for c in range(cands[NCHILD, s]):
+                    bits[off + c] = eq[c]
+            else:
+                bits[off + 1] = eq[thr]
+                bits[off] = present & ~eq[thr]
+        first = last
     return bits, offset
 
 

@@ -176,39 +176,37 @@ def random_split(u, nodes, cands, fanout, rng):
 @njit(cache=True, nogil=True)
 def used_in_kept_subtrees(h, s, nodes, cands, fanout):
     """True when candidate ``s`` splits a node in a subtree that a move of ``h`` to
-    ``s`` would keep (children ``i < min(children now, children of s)``)."""
+    ``s`` would keep (children ``i < min(children now, children of s)``).
+
+    Walks the heap level by level: the descendants of the kept children at each
+    level are one contiguous index range, so no stack is allocated (hot path).
+    """
     cap = nodes.shape[1]
     kept = min(cands[NCHILD, nodes[SPLIT, h]], cands[NCHILD, s])
-    stack = [fanout * h + 1 + i for i in range(kept)]
-    while len(stack) > 0:
-        u = stack.pop()
-        split = nodes[SPLIT, u]
-        if split == s:
-            return True
-        if split >= 0:
-            for i in range(cands[NCHILD, split]):
-                ch = fanout * u + 1 + i
-                if ch < cap:
-                    stack.append(ch)
+    first, count = fanout * h + 1, kept
+    while first < cap:
+        for u in range(first, min(first + count, cap)):
+            if nodes[SPLIT, u] == s:
+                return True
+        first, count = first * fanout + 1, count * fanout
     return False
 
 
 @njit(cache=True, nogil=True)
 def _kept_stay_useful(h, s, nodes, cands, fanout):
     """With ``s`` at ``h``, every threshold split in the kept subtrees is still useful."""
+    cap = nodes.shape[1]
     old = nodes[SPLIT, h]
     nodes[SPLIT, h] = s
     ok = True
-    kept = min(cands[NCHILD, old], cands[NCHILD, s])
-    stack = [fanout * h + 1 + i for i in range(kept)]
-    while ok and len(stack) > 0:
-        u = stack.pop()
-        split = nodes[SPLIT, u]
-        if split >= 0:
-            if not useful_at(u, split, nodes, cands, fanout):
+    first, count = fanout * h + 1, min(cands[NCHILD, old], cands[NCHILD, s])
+    while ok and first < cap:
+        for u in range(first, min(first + count, cap)):
+            split = nodes[SPLIT, u]
+            if split >= 0 and not useful_at(u, split, nodes, cands, fanout):
                 ok = False
-            for i in range(cands[NCHILD, split]):
-                stack.append(fanout * u + 1 + i)
+                break
+        first, count = first * fanout + 1, count * fanout
     nodes[SPLIT, h] = old
     return ok
 
@@ -297,7 +295,6 @@ def grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, 
     """Give every ``GROW`` node below ``h`` a uniformly random valid split, down to
     ``max_depth``. Strict: regardless of the data. Faithful: a node stops as a leaf
     when it is pure or has fewer than ``min_rows`` rows (paper's code)."""
-    n_cand = cands.shape[1]
     stack = [h]
     while len(stack) > 0:
         u = stack.pop()
@@ -429,29 +426,33 @@ def replace_split(h, s_new, nodes, cands, fanout):
 
 @njit(cache=True, nogil=True)
 def subtree_leaves(h, nodes, fanout):
-    """Heap indices of the existing leaves below (and including) ``h``."""
-    out = []
-    stack = [h]
-    while len(stack) > 0:
-        u = stack.pop()
-        s = nodes[SPLIT, u]
-        if s == LEAF:
-            out.append(u)
-        elif s >= 0:
-            for i in range(fanout):
-                ch = fanout * u + 1 + i
-                if ch < nodes.shape[1] and nodes[SPLIT, ch] != ABSENT:
-                    stack.append(ch)
-    return out
+    """Heap indices of the existing leaves below (and including) ``h``, as an array.
+
+    Level by level over contiguous heap ranges (no list allocation: hot path).
+    """
+    cap = nodes.shape[1]
+    out = np.empty(cap, dtype=np.int64)
+    n = 0
+    first, count = h, 1
+    while first < cap:
+        for u in range(first, min(first + count, cap)):
+            if nodes[SPLIT, u] == LEAF:
+                out[n] = u
+                n += 1
+        first, count = first * fanout + 1, count * fanout
+    return out[:n]
 
 
 @njit(cache=True, nogil=True)
 def internal_nodes(nodes):
-    out = []
+    """Heap indices of the nodes that split, as an array."""
+    out = np.empty(nodes.shape[1], dtype=np.int64)
+    n = 0
     for u in range(nodes.shape[1]):
         if nodes[SPLIT, u] >= 0:
-            out.append(u)
-    return out
+            out[n] = u
+            n += 1
+    return out[:n]
 
 
 @njit(cache=True, nogil=True)

@@ -399,7 +399,7 @@ def frames_to_dataset(schema: Schema, left_df: pd.DataFrame, right_df: pd.DataFr
 def _find_schema_file(directory: Path) -> Path:
     found = [directory / n for n in SCHEMA_FILE_NAMES if (directory / n).is_file()]
     if not found:
-        raise DataError(f"no schema.json or schema.toml in the dataset directory",
+        raise DataError("no schema.json or schema.toml in the dataset directory",
                         file=str(directory))
     if len(found) > 1:
         raise DataError("both schema.json and schema.toml exist; keep one", file=str(directory))

@@ -161,7 +161,8 @@ def child_bitsets(coded: CodedView) -> tuple[np.ndarray, np.ndarray]:
     """Row bitsets of every candidate's children, computed once per coded view (private)."""
     key = id(coded)
     if key not in _child_bits:
-        _child_bits[key] = B.candidate_child_bits(coded.codes, cands_matrix(coded))
+        _child_bits[key] = B.candidate_child_bits(coded.codes, cands_matrix(coded),
+                                                   coded.n_codes)
         weakref.finalize(coded, _child_bits.pop, key, None)
     return _child_bits[key]
 

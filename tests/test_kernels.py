@@ -146,7 +146,7 @@ def test_candidate_child_bits_and_popcounts(data, view):
     """Strict-mode MCMC runs on row bitsets: bit r of child c of candidate s is set iff the
     naive router sends row r to child c; popcounts equal NumPy's."""
     coded = data.coded["strict"][view]
-    bits, offset = B.candidate_child_bits(coded.codes, T.cands_matrix(coded))
+    bits, offset = B.candidate_child_bits(coded.codes, T.cands_matrix(coded), coded.n_codes)
     assert bits.shape == (offset[-1], (data.n + 63) // 64) and bits.dtype == np.uint64
     as_bool = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, :data.n]
     assert not np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, data.n:].any()
