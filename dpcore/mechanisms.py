@@ -138,6 +138,14 @@ def _check_label(label) -> str:
     return label
 
 
+def _check_call(epsilon_nano, rng, accountant, label, parallel) -> tuple[int, str, int]:
+    """The checks every charging mechanism makes before it spends: (ε nano, label, parallel)."""
+    epsilon_nano = _check_epsilon_nano(epsilon_nano)
+    _check_rng(rng)
+    _check_accountant(accountant)
+    return epsilon_nano, _check_label(label), _check_parallel(parallel)
+
+
 def _as_float_values(values) -> np.ndarray:
     try:
         arr = np.array(values, dtype=np.float64)  # a copy: the input is never modified
@@ -230,11 +238,7 @@ def laplace(values, *, sensitivity, epsilon_nano, rng, accountant, label, parall
     ``noise="continuous"`` option.
     """
     sensitivity = _check_sensitivity(sensitivity)
-    epsilon_nano = _check_epsilon_nano(epsilon_nano)
-    _check_rng(rng)
-    _check_accountant(accountant)
-    label = _check_label(label)
-    parallel = _check_parallel(parallel)
+    epsilon_nano, label, parallel = _check_call(epsilon_nano, rng, accountant, label, parallel)
     arr = _as_float_values(values)
 
     epsilon = float(accountant.spend("laplace", label, epsilon_nano, sensitivity, parallel))
@@ -307,11 +311,7 @@ def discrete_laplace(counts, *, sensitivity, epsilon_nano, rng, accountant, labe
     and avoid even that.
     """
     delta = _check_int_sensitivity(sensitivity)
-    epsilon_nano = _check_epsilon_nano(epsilon_nano)
-    _check_rng(rng)
-    _check_accountant(accountant)
-    label = _check_label(label)
-    parallel = _check_parallel(parallel)
+    epsilon_nano, label, parallel = _check_call(epsilon_nano, rng, accountant, label, parallel)
     arr = _as_int_counts(counts)
     # Validate the scale before charging, with the ε the accountant will return.
     epsilon_check = nano_to_epsilon(epsilon_nano)
@@ -482,11 +482,7 @@ def exponential_mechanism(utilities, *, sensitivity, epsilon_nano, rng, accounta
     Gumbel keys are floats: the usual idealised-numerics caveat applies.
     """
     sensitivity = _check_sensitivity(sensitivity)
-    epsilon_nano = _check_epsilon_nano(epsilon_nano)
-    _check_rng(rng)
-    _check_accountant(accountant)
-    label = _check_label(label)
-    parallel = _check_parallel(parallel)
+    epsilon_nano, label, parallel = _check_call(epsilon_nano, rng, accountant, label, parallel)
     u = _as_utilities(utilities)
 
     epsilon = float(accountant.spend("exponential", label, epsilon_nano, sensitivity, parallel))
