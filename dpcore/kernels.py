@@ -456,14 +456,6 @@ def internal_nodes(nodes):
 
 
 @njit(cache=True, nogil=True)
-def leaf_class_counts(u, nodes, perm, y, n_classes):
-    counts = np.zeros(n_classes, dtype=np.int64)
-    for i in range(nodes[START, u], nodes[END, u]):
-        counts[y[perm[i]]] += 1
-    return counts
-
-
-@njit(cache=True, nogil=True)
 def gini_contribution(counts):
     """−|leaf|·gini(leaf) = −(n − Σ_c n_c²/n); 0 for an empty leaf."""
     n = counts.sum()
@@ -498,22 +490,6 @@ def init_tree(nodes, perm, leaf_of_row, n_rows):
     for i in range(n_rows):
         perm[i] = i
         leaf_of_row[i] = -1
-
-
-@njit(cache=True, nogil=True)
-def tree_score(nodes, perm, y, n_classes, score_kind, n_rows, contrib):
-    """Fill ``contrib`` per leaf and return the sum (score_kind 0: Gini, 1: purity g)."""
-    total = 0.0
-    for u in range(nodes.shape[1]):
-        contrib[u] = 0.0
-        if nodes[SPLIT, u] == LEAF:
-            counts = leaf_class_counts(u, nodes, perm, y, n_classes)
-            if score_kind == 0:
-                contrib[u] = gini_contribution(counts)
-            else:
-                contrib[u] = purity_contribution(counts, n_rows)
-            total += contrib[u]
-    return total
 
 
 @njit(cache=True, nogil=True)

@@ -446,28 +446,6 @@ def test_gini_and_purity_contributions():
 
 
 @pytest.mark.parametrize("mode", ["strict", "faithful"])
-def test_tree_score_and_leaf_class_counts(data, mode):
-    for view in (0, 1):
-        coded, y = data.coded[mode][view], data.y[view]
-        nodes, perm, leaf, _ = R.grow_random_tree(coded, y, DEPTH, R.make_rng("score", view),
-                                                  mode == "faithful", 10)
-        contrib = np.full(nodes.shape[1], 123.0)
-        g = K.tree_score(nodes, perm, y, N_CLASSES, 0, data.n, contrib)
-        assert g == pytest.approx(R.gini_score(leaf, y), abs=1e-9), MSG
-        for u in range(nodes.shape[1]):
-            if nodes[R.SPLIT, u] == R.LEAF:
-                rows = np.flatnonzero(leaf == u)
-                assert contrib[u] == pytest.approx(-R.weighted_gini(y[rows]), abs=1e-9)
-                counts = K.leaf_class_counts(u, nodes, perm, y, N_CLASSES)
-                assert np.array_equal(counts, np.bincount(y[rows], minlength=N_CLASSES))
-            else:
-                assert contrib[u] == 0.0
-        p = K.tree_score(nodes, perm, y, N_CLASSES, 1, data.n, contrib)
-        assert p == pytest.approx(R.purity(leaf, y, data.n), abs=1e-12), MSG
-        assert 0.0 <= p <= 1.0
-
-
-@pytest.mark.parametrize("mode", ["strict", "faithful"])
 @pytest.mark.parametrize("view", [0, 1])
 def test_split_utilities_brute_force(data, mode, view):
     coded, y, raw = data.coded[mode][view], data.y[view], data.raw[view]
