@@ -15,7 +15,8 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-__all__ = ["threshold_from_selection", "prune", "selection_signature"]
+__all__ = ["threshold_from_selection", "prune", "selection_signature", "suggest_threshold",
+           "expected_jaccard_errors", "jaccard_error_sd", "cell_noise_variance"]
 
 T = TypeVar("T")
 
@@ -174,3 +175,125 @@ def prune(redescriptions: Iterable[T], threshold: float, *,
     for item in redescriptions:
         (kept if float(read(item)) >= limit else pruned).append(item)
     return kept, pruned
+
+
+# --------------------------------------------------------------------------- suggested threshold
+#
+# Each noisy statistic of a redescription is a sum of independently noised table cells,
+# and how many cells each sum covers is public (the queries' leaf sets and the trees'
+# leaf counts are released), as is the noise scale (ε of the extraction and the noise
+# kind). So the error of the noisy Jaccard can be estimated from the release alone.
+
+def cell_noise_variance(epsilon: float, sensitivity: float, kind: str) -> float:
+    """Variance of the noise added to one count: Laplace(Δ/ε) or its discrete version.
+
+    Continuous Laplace with scale b = Δ/ε has variance 2b². The discrete Laplace
+    (two-sided geometric) with α = exp(−ε/Δ) has variance 2α/(1 − α)².
+    """
+    if kind == "continuous":
+        scale = sensitivity / epsilon
+        return 2.0 * scale * scale
+    alpha = math.exp(-epsilon / sensitivity)
+    return 2.0 * alpha / (1.0 - alpha) ** 2
+
+
+def jaccard_error_sd(support_both: float, union: float, left_leaves: int, right_leaves: int,
+                     m: int, k: int, table_variance: float,
+                     marginal_variance: float | None = None) -> float:
+    """Delta-method standard deviation of a noisy Jaccard J = E / U, in Jaccard units.
+
+    Parameters
+    ----------
+    support_both, union : float
+        Released noisy |E11| and |qL| + |qR| − |E11| (rows).
+    left_leaves, right_leaves : int
+        Leaves a and c the left and right query cover; ``m``, ``k``: leaves of the trees.
+    table_variance : float
+        Noise variance of one table cell.
+    marginal_variance : float, optional
+        Faithful mode: noise variance of one separately released leaf size; |qL| and
+        |qR| then sum a and c of those instead of table cells.
+
+    Notes
+    -----
+    Strict: E sums a·c cells, |qL| adds a·(k − c) more, |qR| adds (m − a)·c more, so
+    dJ = (n_E·(U − E) − E·(n_L + n_R)) / U² and
+    Var J ≈ v·[a·c·(U − E)² + E²·(a(k − c) + (m − a)c)] / U⁴.
+    Faithful: dJ = (n_E·(U + E) − E·(n_qL + n_qR)) / U² with independent marginal noise.
+    """
+    if union <= 0:
+        return math.inf
+    a, c = left_leaves, right_leaves
+    e, u = max(support_both, 0.0), union
+    if marginal_variance is None:
+        var = table_variance * (a * c * (u - e) ** 2 + e * e * (a * (k - c) + (m - a) * c))
+    else:
+        var = (table_variance * a * c * (u + e) ** 2 + marginal_variance * e * e * (a + c))
+    return math.sqrt(var) / (u * u)
+
+
+def expected_jaccard_errors(result) -> dict[int, float]:
+    """Expected |noisy J − true J| of every redescription of a run, from the release only.
+
+    Uses the released redescriptions, trees and extractions and the recorded
+    mechanism calls (ε and Δ of each extraction) — never the data — so it is
+    post-processing and costs 0 ε. The estimate is the delta-method standard
+    deviation times √(2/π) (the mean absolute value of a centred normal).
+    """
+    calls: dict[str, dict] = {}
+    for call in result.mechanism_calls:
+        calls[call["label"]] = call
+    faithful = result.mode == "faithful"
+    kind = "continuous" if faithful else result.params.get("noise", "discrete")
+    out = {}
+    for red in result.redescriptions:
+        ext = result.extractions[red.extraction]
+        prefix = f"trial {ext.trial} step {ext.step} extraction"
+        table_call = calls[prefix + " table"] if faithful else calls[prefix]
+        v_table = cell_noise_variance(table_call["epsilon_nano"] / 1e9,
+                                      table_call["sensitivity"], kind)
+        v_marg = None
+        if faithful:
+            left_call = calls[prefix + " left"]
+            v_marg = cell_noise_variance(left_call["epsilon_nano"] / 1e9,
+                                         left_call["sensitivity"], kind)
+        m, k = len(ext.noisy_left), len(ext.noisy_right)
+        union = red.support_left + red.support_right - red.support_both
+        sd = jaccard_error_sd(red.support_both, union, len(red.left.leaves),
+                              len(red.right.leaves), m, k, v_table, v_marg)
+        out[red.id] = sd * math.sqrt(2.0 / math.pi)
+    return out
+
+
+def suggest_threshold(results, tolerance: float = 0.1) -> float:
+    """The smallest noisy support above which every redescription's expected Jaccard
+    error is at most ``tolerance`` (0 ε: computed from released values only).
+
+    Parameters
+    ----------
+    results : RunResult or list of RunResult
+        The runs shown on the scatter (pooled).
+    tolerance : float
+        Largest acceptable expected |noisy J − true J|, in Jaccard units (default 0.1).
+
+    Returns
+    -------
+    float
+        A noisy support |E11| (rows): 0 when every redescription passes; above the
+        largest support when none does (everything pruned).
+    """
+    if not 0 < tolerance:
+        raise ValueError(f"tolerance must be > 0; got {tolerance!r}")
+    runs = results if isinstance(results, (list, tuple)) else [results]
+    pairs = []
+    for run in runs:
+        errors = expected_jaccard_errors(run)
+        pairs += [(red.support_both, errors[red.id]) for red in run.redescriptions]
+    if not pairs:
+        return 0.0
+    pairs.sort()
+    threshold = 0.0
+    for support, error in pairs:  # the last too-noisy one sets the threshold just above it
+        if error > tolerance:
+            threshold = math.nextafter(support, math.inf)
+    return threshold
