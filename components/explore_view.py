@@ -8,7 +8,10 @@ threshold reruns only that fragment, not the page (the budget meter does not
 change: pruning is post-processing and costs 0 ε).
 
 The threshold is kept per dataset in session state (``prune_thresholds``) so the
-Runs page counts kept redescriptions at the same threshold.
+Runs page counts kept redescriptions at the same threshold. Until the user chooses a
+threshold for the current selection of runs (click, box or typed number), it is the
+suggested one, :func:`dpcore.pruning.suggest_threshold` of the pooled runs at the
+chosen tolerance — computed from released values only, so it also costs 0 ε.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.pruning import prune, selection_signature, threshold_from_selection
+from dpcore.pruning import (prune, selection_signature, suggest_threshold,
+                            threshold_from_selection)
 from dpcore.results import RunResult
 from dpcore.runs import load_result
 
@@ -26,14 +30,20 @@ from .export import export_csv, export_json
 from .scatter import redescription_rows, run_label, scatter_figure
 from .tree_diagram import tree_pair_figure
 
-__all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "get_threshold",
-           "set_threshold", "done_runs", "load_results", "render_explore", "kept_frame"]
+__all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "TOLERANCE_KEY",
+           "USE_SUGGESTED_KEY", "DEFAULT_TOLERANCE", "get_threshold", "set_threshold",
+           "done_runs", "load_results", "render_explore", "kept_frame", "suggested_threshold"]
 
 CHART_KEY = "explore_scatter"
 THRESHOLD_KEY = "explore_threshold"
 RUNS_KEY = "explore_runs"
 DETAIL_KEY = "explore_detail"
+TOLERANCE_KEY = "explore_tolerance"
+USE_SUGGESTED_KEY = "explore_use_suggested"
+DEFAULT_TOLERANCE = 0.1
 _APPLIED_KEY = "_explore_applied_selection"
+#: dataset → the (sorted) run ids for which the user chose a threshold himself.
+_CHOSEN_KEY = "_explore_threshold_chosen_for"
 
 PRUNING_NOTE = ("**Pruning is post-processing: it costs 0 ε.** It only reads the released "
                 "noisy statistics, so you may move the threshold as often as you like. "
@@ -55,8 +65,28 @@ def set_threshold(dataset: str, value: float) -> None:
     st.session_state["prune_thresholds"] = thresholds
 
 
-def _threshold_typed(dataset: str) -> None:
+def _mark_chosen(dataset: str, selection_key: tuple[str, ...] | None) -> None:
+    """Remember that the user chose the threshold for these runs (or forget it: None)."""
+    chosen = dict(st.session_state.get(_CHOSEN_KEY, {}))
+    if selection_key is None:
+        chosen.pop(dataset, None)
+    else:
+        chosen[dataset] = selection_key
+    st.session_state[_CHOSEN_KEY] = chosen
+
+
+def _user_chose(dataset: str, selection_key: tuple[str, ...]) -> bool:
+    return st.session_state.get(_CHOSEN_KEY, {}).get(dataset) == selection_key
+
+
+def _threshold_typed(dataset: str, selection_key: tuple[str, ...]) -> None:
     set_threshold(dataset, float(st.session_state[THRESHOLD_KEY] or 0.0))
+    _mark_chosen(dataset, selection_key)
+
+
+def _use_suggested(dataset: str) -> None:
+    """Button callback: back to the suggested threshold (it follows the tolerance again)."""
+    _mark_chosen(dataset, None)
 
 
 def _runs_picked(dataset: str) -> None:
@@ -82,6 +112,14 @@ def kept_frame(rows: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.D
     kept, pruned = prune(list(rows.itertuples(index=False)), threshold,
                          support=lambda r: r.support)
     return (pd.DataFrame(kept, columns=rows.columns), pd.DataFrame(pruned, columns=rows.columns))
+
+
+def suggested_threshold(results: dict[str, RunResult], tolerance: float) -> float | None:
+    """:func:`dpcore.pruning.suggest_threshold` of the pooled runs (0 ε), None if unavailable."""
+    try:
+        return float(suggest_threshold(list(results.values()), tolerance))
+    except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):
+        return None  # e.g. a stored result without the mechanism calls it needs
 
 
 def _run_option_label(run: RunRecord) -> str:
@@ -124,7 +162,32 @@ def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFra
                      results: dict[str, RunResult]) -> None:
     """Scatter + threshold + kept table + detail + export; reruns on its own."""
     supports = dict(zip(rows["row_id"], rows["support"]))
-    threshold = get_threshold(dataset)
+    selection_key = tuple(sorted(results))
+
+    s1, s2, s3 = st.columns([1, 2, 1], vertical_alignment="bottom")
+    tolerance = s1.number_input(
+        "Tolerance: expected Jaccard error", min_value=0.01, max_value=1.0,
+        value=DEFAULT_TOLERANCE, step=0.01, format="%.2f", key=TOLERANCE_KEY,
+        help="The suggested threshold is the smallest noisy support above which every "
+             "redescription's expected error of its noisy Jaccard is at most this "
+             "(estimated from the released noise scale only).")
+    suggestion = suggested_threshold(results, float(tolerance))
+    if suggestion is None:
+        s2.caption("No suggested threshold: a stored result lacks the released noise "
+                   "parameters it needs.")
+    else:
+        note = " — this prunes everything" if suggestion > rows["support"].max() else ""
+        s2.caption(f"Suggested threshold: {suggestion:g} (expected Jaccard error ≤ "
+                   f"{float(tolerance):g} above it; computed from released values only, "
+                   f"0 ε){note}")
+    s3.button("Use suggested threshold", key=USE_SUGGESTED_KEY, on_click=_use_suggested,
+              args=(dataset,), disabled=suggestion is None)
+
+    if _user_chose(dataset, selection_key) or suggestion is None:
+        threshold = get_threshold(dataset)
+    else:
+        threshold = suggestion
+        set_threshold(dataset, threshold)   # so the Runs page counts at the same threshold
     selection = st.session_state.get(CHART_KEY)
     signature = selection_signature(selection)
     if signature is None:
@@ -133,20 +196,21 @@ def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFra
         st.session_state[_APPLIED_KEY] = signature
         threshold = threshold_from_selection(selection, supports, threshold)
         set_threshold(dataset, threshold)
+        _mark_chosen(dataset, selection_key)
 
     st.session_state[THRESHOLD_KEY] = float(threshold)
     kept, pruned = kept_frame(rows, threshold)
     c1, c2, c3 = st.columns([2, 1, 1])
     c1.number_input("Pruning threshold: smallest noisy support |E11| kept", min_value=0.0,
                     step=10.0, format="%.1f", key=THRESHOLD_KEY, on_change=_threshold_typed,
-                    args=(dataset,),
+                    args=(dataset, selection_key),
                     help="Or click a point (threshold = its noisy support) or drag a box "
                          "(threshold = the box's left edge) on the scatter.")
     c2.metric("Kept", len(kept))
     c3.metric("Pruned", len(pruned))
 
-    st.plotly_chart(scatter_figure(rows, threshold), key=CHART_KEY, on_select="rerun",
-                    selection_mode=("points", "box"))
+    st.plotly_chart(scatter_figure(rows, threshold, suggested=suggestion), key=CHART_KEY,
+                    on_select="rerun", selection_mode=("points", "box"))
 
     st.subheader(f"Kept redescriptions ({len(kept)} of {len(rows)})")
     table = kept.sort_values(["jaccard", "support"], ascending=False)

@@ -4,7 +4,8 @@ One point per released redescription, all in ONE trace (Streamlit de-duplicates
 ``point_indices`` across traces), the row ids passed as ``customdata`` in a plain
 Python list. Kept points (noisy support ≥ threshold) are blue dots, pruned ones
 grey diamonds, set per point through marker arrays; a dashed vertical line marks
-the threshold. Everything plotted is a DP release.
+the threshold and an optional dotted one, labelled "suggested", the suggested
+threshold. Everything plotted is a DP release.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "row_id",
 KEPT_COLOR = "#1f77b4"
 PRUNED_COLOR = "#9e9e9e"
 THRESHOLD_COLOR = "#d62728"
+SUGGESTED_COLOR = "#2ca02c"
 #: Above this many points the scatter uses WebGL (``go.Scattergl``).
 WEBGL_ABOVE = 1000
 
@@ -71,7 +73,7 @@ def _short(text: str, n: int = 70) -> str:
 
 
 def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
-                   title: str | None = None) -> go.Figure:
+                   title: str | None = None, suggested: float | None = None) -> go.Figure:
     """The support × Jaccard scatter with kept/pruned marks and the threshold line.
 
     Parameters
@@ -81,6 +83,8 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
         ``left``, ``right``).
     threshold : float
         Noisy support below which a redescription is pruned.
+    suggested : float, optional
+        The suggested threshold, drawn as a dotted vertical line labelled "suggested".
     """
     supports = [float(s) for s in rows["support"]] if len(rows) else []
     kept = [s >= threshold for s in supports]
@@ -101,6 +105,10 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
                        "<br>%{text}<extra></extra>"),
         showlegend=False))
     fig.add_vline(x=threshold, line_dash="dash", line_color=THRESHOLD_COLOR, line_width=2)
+    if suggested is not None:
+        fig.add_vline(x=suggested, line_dash="dot", line_color=SUGGESTED_COLOR, line_width=2,
+                      annotation_text="suggested", annotation_position="top right",
+                      annotation_font_color=SUGGESTED_COLOR)
     n_kept = sum(kept)
     heading = (f"<span style='color:{KEPT_COLOR}'>●</span> kept {n_kept}   "
                f"<span style='color:{PRUNED_COLOR}'>◆</span> pruned {len(kept) - n_kept}   "

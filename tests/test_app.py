@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
 from dpcore.ledger import Ledger
+from dpcore.pruning import suggest_threshold
 from dpcore.roles import hash_password
 from dpcore.runs import load_result
 
@@ -204,6 +205,19 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
     result = load_result(ledger, runs[0].run_id)
     supports = sorted(r.support_both for r in result.redescriptions)
     assert len(set(supports)) >= 2, "the seeded run should release several redescriptions"
+    # the initial threshold is the suggested one (computed from released values only, 0 ε)
+    suggested = suggest_threshold([result], 0.1)
+    assert app.number_input(key="explore_threshold").value == suggested
+    assert app.number_input(key="explore_tolerance").value == 0.1
+    assert any(c.value.startswith(f"Suggested threshold: {suggested:g} ")
+               and "0 ε" in c.value for c in app.caption)
+    initially_kept = sum(1 for s in supports if s >= suggested)
+    assert {m.label: m.value for m in app.main.metric}["Kept"] == str(initially_kept)
+    if initially_kept:
+        assert len(table_with(app, "row_id", "support")) == initially_kept
+
+    app.number_input(key="explore_threshold").set_value(0.0).run()   # keep everything
+    assert not app.exception
     assert len(table_with(app, "row_id", "support")) == len(supports)
     assert {m.label: m.value for m in app.main.metric}["Kept"] == str(len(supports))
 
@@ -222,6 +236,44 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
     run_page(app, "pages/runs.py")             # the threshold carries over to Runs
     history = table_with(app, "kept at threshold")
     assert list(history["kept at threshold"]) == [len(shrunk)]
+
+
+def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
+    small_run_settings(app)
+    launch_and_confirm(app)
+    ledger = Ledger(ledger_path)
+    runs = ledger.list_runs("clinic")
+    result = load_result(ledger, runs[0].run_id)
+    supports = [r.support_both for r in result.redescriptions]
+
+    run_page(app, "pages/explore.py")
+    suggested = suggest_threshold([result], 0.1)
+    captions = [c.value for c in app.caption if c.value.startswith("Suggested threshold:")]
+    assert len(captions) == 1
+    assert captions[0].startswith(f"Suggested threshold: {suggested:g} (expected Jaccard error "
+                                  "≤ 0.1 above it; computed from released values only, 0 ε)")
+    assert app.number_input(key="explore_threshold").value == suggested
+
+    # the user overrides it by typing a number ...
+    app.number_input(key="explore_threshold").set_value(suggested + 1234.0).run()
+    assert not app.exception
+    assert app.number_input(key="explore_threshold").value == suggested + 1234.0
+    # ... which survives a change of tolerance (the user chose it) ...
+    app.number_input(key="explore_tolerance").set_value(0.3).run()
+    assert not app.exception
+    assert app.number_input(key="explore_threshold").value == suggested + 1234.0
+    loose = suggest_threshold([result], 0.3)
+    assert loose <= suggested
+    assert any(c.value.startswith(f"Suggested threshold: {loose:g} (expected Jaccard error ≤ 0.3")
+               for c in app.caption)
+    # ... and "Use suggested threshold" puts the suggestion back, kept counts at once
+    app.button(key="explore_use_suggested").click().run()
+    assert not app.exception
+    assert app.number_input(key="explore_threshold").value == loose
+    kept = sum(1 for s in supports if s >= loose)
+    assert {m.label: m.value for m in app.main.metric}["Kept"] == str(kept)
+    assert {m.label: m.value for m in app.main.metric}["Pruned"] == str(len(supports) - kept)
+    assert meter(app)["Spent ε"] == "1"        # the suggestion costs 0 ε
 
 
 def test_double_confirm_charges_once(app, ledger_path):

@@ -141,6 +141,12 @@ def test_click_a_point_on_the_scatter_prunes(served_app):
             points = chart.locator(".scatterlayer .point")
             points.first.wait_for()
             _wait_idle(page)
+            # the default threshold is the suggested one, drawn as a dotted line
+            page.get_by_text(re.compile(r"^Suggested threshold: ")).wait_for()
+            assert chart.get_by_text("suggested").count() >= 1
+            # keep everything first, so a click in the middle prunes some
+            _set_number(page, "Pruning threshold: smallest noisy support |E11| kept", "0")
+            expect(page.get_by_label(re.compile("^Pruning threshold"))).to_have_value("0.0")
             total = int(_metric(page, "Kept"))
             assert total >= 2 and points.count() == total
             chart.scroll_into_view_if_needed()
