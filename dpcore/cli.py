@@ -1,8 +1,10 @@
-"""Command line: ``python -m dpcore {register,budget,mine} ...``, sharing the app's ledger.
+"""Command line: ``python -m dpcore {register,budget,mine,experiment} ...``.
 
 Every ``mine`` is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
 before any noise is drawn; the dataset must be registered by its owner first.
 Progress goes to stderr, the result JSON to ``--out`` (DP releases only).
+``experiment`` (owner/teaching only, NOT private) runs the paper's evaluation
+grid with a sandbox budget: it never opens the ledger.
 """
 
 from __future__ import annotations
@@ -94,6 +96,39 @@ def cmd_mine(args) -> int:
     return 0
 
 
+def _csv(kind, what: str):
+    def parse(text: str):
+        try:
+            return [kind(x.strip()) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: expected a comma-separated list of "
+                                             f"{kind.__name__} values; got {text!r}") from None
+    return parse
+
+
+def _progress_bar(done: int, total: int, message: str) -> None:
+    width = 30
+    filled = int(width * done / total) if total else width
+    end = "\n" if done >= total else ""
+    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {message[:60]:<60}",
+          end=end, file=sys.stderr, flush=True)
+
+
+def cmd_experiment(args) -> int:
+    from .experiment import run_experiment
+
+    command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \
+        "python -m dpcore " + " ".join(args.argv)
+    metrics = run_experiment(args.data, args.algorithms, args.epsilons, args.runs, args.prune,
+                             args.out, seed=args.seed, processes=args.processes,
+                             progress=_progress_bar, mc_iter=args.mc_iter,
+                             reference_runs=args.reference_runs, tolerance=args.tolerance,
+                             command=command)
+    print(f"report written to {Path(args.out) / 'report.md'} "
+          f"({metrics['seconds']:.1f} s; NOT private: owner/teaching only)", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -150,11 +185,38 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--actor", default="cli", help="who spends (audit log)")
     mine.add_argument("--out", default="-", help="result JSON file ('-' = stdout)")
     mine.set_defaults(func=cmd_mine)
+
+    exp = sub.add_parser("experiment", help="owner/teaching: the paper's evaluation grid "
+                                            "(NOT private; sandbox budget, never the ledger)",
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    exp.add_argument("--data", required=True, help="dataset folder or schema file")
+    exp.add_argument("--algorithms", type=_csv(str, "--algorithms"),
+                     default="mcmctreepair,altmcmc,altexpm",
+                     help="comma-separated: mcmctreepair, mcmctreepair-w0.5, altmcmc, altexpm "
+                          "(InTr=1, RMIter=4), altmcmc-stable, altexpm-stable (InTr=4, RMIter=1)")
+    exp.add_argument("--epsilons", type=_csv(float, "--epsilons"), default="1,0.1,0.01",
+                     help="comma-separated ε values")
+    exp.add_argument("--runs", type=_csv(int, "--runs"), default="10,10,100",
+                     help="runs per ε (aligned with --epsilons; one value applies to all)")
+    exp.add_argument("--prune", default="auto",
+                     help="noisy-support threshold, or 'auto' (suggested threshold per "
+                          "algorithm × ε from the pooled released runs)")
+    exp.add_argument("--tolerance", type=float, default=0.1,
+                     help="--prune auto: largest expected |noisy J − true J|")
+    exp.add_argument("--out", required=True, help="report folder")
+    exp.add_argument("--processes", type=int, default=1, help="parallel worker processes")
+    exp.add_argument("--seed", type=int, default=0, help="run i uses seed + i")
+    exp.add_argument("--mc-iter", type=int, help="override MCIter (quick looks)")
+    exp.add_argument("--reference-runs", type=int,
+                     help="runs of the ε = ∞ reference (default: the largest --runs; 0 = none)")
+    exp.set_defaults(func=cmd_experiment, argv=None)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "experiment" and argv is not None:
+        args.argv = list(argv)
     try:
         return args.func(args)
     except DpcoreError as exc:

@@ -1,0 +1,483 @@
+"""Experiment harness (paper Tables 2–5, 7–8): OWNER / TEACHING ONLY, NOT private.
+
+:func:`run_experiment` runs each algorithm × ε cell many times on one dataset,
+scores every released redescription against its true statistics
+(:func:`dpcore.evaluate.evaluate`, which reads the raw data), and writes
+``report.md``, ``metrics.json``, three self-contained HTML plots and the
+released run results (``runs/*.json``) into an output folder.
+
+Sandbox budget
+--------------
+Every run calls :func:`dpcore.mining.mine` directly with its own in-memory
+:class:`~dpcore.accountant.PrivacyAccountant` capped at the run's planned cost.
+The harness never opens, reads or charges a ledger: its spending is a sandbox
+for measuring the methods, not a release. Because the metrics use true
+statistics, the report must only be shown to data owners or on public demo data.
+
+Pruning thresholds are either a fixed number or ``"auto"``:
+:func:`dpcore.pruning.suggest_threshold` per algorithm × ε on the pooled
+released runs of that cell (released values only, 0 ε).
+
+Seeds: run ``i`` of every cell uses ``numpy.random.default_rng(seed + i)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from . import __version__
+from .accountant import PrivacyAccountant
+from .dataset import TwoViewDataset
+from .errors import ParameterError
+from .evaluate import evaluate
+from .experiment_metrics import ScoredRedescription, compare_methods, score_run, \
+    split_by_threshold, summarize
+from .loading import load_dataset
+from .mining import mine
+from .params import MiningParams, run_cost_nano
+from .pruning import suggest_threshold
+from .results import RunResult
+
+__all__ = ["ALGORITHM_SPECS", "REFERENCE", "REFERENCE_LABEL", "algorithm_params",
+           "nonprivate_reference", "run_experiment"]
+
+Progress = Callable[[int, int, str], None]
+
+#: Algorithm specs accepted by the harness and their parameter overrides.
+ALGORITHM_SPECS: dict[str, dict] = {
+    "mcmctreepair": {"algorithm": "mcmctreepair", "omega": 0.1},
+    "mcmctreepair-w0.5": {"algorithm": "mcmctreepair", "omega": 0.5},
+    # The paper's default setting of the alternating miners: InTr = 1, RMIter = 4.
+    "altmcmc": {"algorithm": "altmcmc", "in_tr": 1, "rm_iter": 4},
+    "altexpm": {"algorithm": "altexpm", "in_tr": 1, "rm_iter": 4},
+    # The paper's "stable" setting: InTr = 4, RMIter = 1.
+    "altmcmc-stable": {"algorithm": "altmcmc", "in_tr": 4, "rm_iter": 1},
+    "altexpm-stable": {"algorithm": "altexpm", "in_tr": 4, "rm_iter": 1},
+}
+SPEC_LABELS = {
+    "mcmctreepair": "MCMCTreePair (ω = 0.1)",
+    "mcmctreepair-w0.5": "MCMCTreePair (ω = 0.5)",
+    "altmcmc": "AltMCMC (InTr = 1, RMIter = 4)",
+    "altexpm": "AltExpM (InTr = 1, RMIter = 4)",
+    "altmcmc-stable": "AltMCMC stable (InTr = 4, RMIter = 1)",
+    "altexpm-stable": "AltExpM stable (InTr = 4, RMIter = 1)",
+}
+REFERENCE = "nonprivate"
+REFERENCE_LABEL = "ε = ∞ (non-private reference; owner/teaching only)"
+REFERENCE_EPSILON = 1e9
+
+METRIC_COLUMNS = [
+    ("share_with_output", "% runs with output"),
+    ("n_before", "# before pruning"),
+    ("n_after", "# after pruning"),
+    ("share_significant_kept", "% kept truly significant"),
+    ("spearman_rho", "Spearman ρ"),
+    ("spearman_p", "ρ p-value"),
+    ("median_true_j", "median true J"),
+    ("median_abs_error", "median |noisy J − true J|"),
+    ("fp_pruned", "FP pruned"),
+    ("fp_kept", "FP kept"),
+]
+
+
+def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -> MiningParams:
+    """The validated :class:`MiningParams` of one algorithm spec at ``epsilon``."""
+    if spec not in ALGORITHM_SPECS:
+        raise ParameterError(f"unknown algorithm {spec!r}; choose from "
+                             f"{', '.join(ALGORITHM_SPECS)}")
+    params = replace(MiningParams(), epsilon=float(epsilon), **ALGORITHM_SPECS[spec])
+    if mc_iter is not None:
+        params = replace(params, mc_iter=int(mc_iter))
+    return params.validate()
+
+
+def reference_params() -> MiningParams:
+    """AltExpM (InTr = 4, RMIter = 1) at ε = 10⁹: greedy trees, exact counts in practice."""
+    return MiningParams(algorithm="altexpm", epsilon=REFERENCE_EPSILON, in_tr=4, rm_iter=1,
+                        noise="continuous").validate()
+
+
+def nonprivate_reference(dataset: TwoViewDataset, seed: int) -> RunResult:
+    """Non-private reference run, ε = ∞ (owner/teaching only, NOT private).
+
+    AltExpM-like trees per initial target with greedy choices and exact counts: with
+    ε = 10⁹ the exponential mechanism is an argmax and the Laplace noise on the counts
+    has scale 10⁻⁹. Only the initial targets are random (``default_rng(seed)``).
+    Uses an in-memory accountant, never a ledger.
+    """
+    params = reference_params()
+    return mine(dataset, params, rng=np.random.default_rng(seed), seed=seed,
+                accountant=PrivacyAccountant(run_cost_nano(params)))
+
+
+# ----------------------------------------------------------------------------- runs
+
+_worker_datasets: dict[str, TwoViewDataset] = {}
+
+
+def _one_run(dataset: TwoViewDataset, spec: str, epsilon: float, seed: int,
+             mc_iter: int | None) -> tuple[RunResult, list[ScoredRedescription]]:
+    if spec == REFERENCE:
+        result = nonprivate_reference(dataset, seed)
+    else:
+        params = algorithm_params(spec, epsilon, mc_iter=mc_iter)
+        # Sandbox budget: a private accountant capped at this run's plan, no ledger.
+        result = mine(dataset, params, rng=np.random.default_rng(seed), seed=seed,
+                      accountant=PrivacyAccountant(run_cost_nano(params)))
+    return result, score_run(result, evaluate(result, dataset))
+
+
+def _worker(task: tuple) -> tuple[str, list[ScoredRedescription]]:
+    """Process-pool entry point: load the dataset by path once per worker."""
+    path, spec, epsilon, seed, mc_iter = task
+    if path not in _worker_datasets:
+        _worker_datasets[path] = load_dataset(path)
+    result, scored = _one_run(_worker_datasets[path], spec, epsilon, seed, mc_iter)
+    return result.to_json(), scored
+
+
+def _parse_prune(prune) -> float | None:
+    """None for "auto", else the threshold as a float ≥ 0."""
+    if isinstance(prune, str) and prune.strip().lower() == "auto":
+        return None
+    try:
+        value = float(prune)
+    except (TypeError, ValueError):
+        raise ParameterError(f"prune must be 'auto' or a number ≥ 0; got {prune!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ParameterError(f"prune must be 'auto' or a number ≥ 0; got {prune!r}")
+    return value
+
+
+def _check_inputs(algorithms, epsilons, runs) -> tuple[list[str], list[float], list[int]]:
+    algorithms = list(algorithms)
+    if not algorithms:
+        raise ParameterError("give at least one algorithm")
+    for spec in algorithms:
+        if spec not in ALGORITHM_SPECS:
+            raise ParameterError(f"unknown algorithm {spec!r}; choose from "
+                                 f"{', '.join(ALGORITHM_SPECS)}")
+    if len(set(algorithms)) != len(algorithms):
+        raise ParameterError("an algorithm is listed twice")
+    epsilons = [float(e) for e in epsilons]
+    if not epsilons:
+        raise ParameterError("give at least one ε")
+    for e in epsilons:
+        if not math.isfinite(e) or e <= 0:
+            raise ParameterError(f"every ε must be a finite number > 0; got {e!r}")
+    if len(set(epsilons)) != len(epsilons):
+        raise ParameterError("an ε is listed twice")
+    runs = list(runs)
+    if len(runs) == 1:
+        runs = runs * len(epsilons)
+    if len(runs) != len(epsilons):
+        raise ParameterError(f"--runs needs one value or one per ε: got {len(runs)} run "
+                             f"counts for {len(epsilons)} ε values")
+    for n in runs:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ParameterError(f"every run count must be an integer ≥ 1; got {n!r}")
+    return algorithms, epsilons, runs
+
+
+def _versions() -> dict:
+    import numba
+    import plotly
+    import scipy
+    return {"dpcore": __version__, "python": platform.python_version(),
+            "numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__,
+            "plotly": plotly.__version__}
+
+
+def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: list[int],
+                   prune: str | float, out_dir, *, seed: int = 0, processes: int = 1,
+                   progress: Progress | None = None, mc_iter: int | None = None,
+                   reference_runs: int | None = None, tolerance: float = 0.1,
+                   command: str | None = None) -> dict:
+    """Run the experiment grid and write the report; return the metrics dict.
+
+    Parameters
+    ----------
+    dataset : TwoViewDataset or path
+        The data (a path is needed when ``processes > 1``: each worker loads it).
+    algorithms : list of str
+        Keys of :data:`ALGORITHM_SPECS`.
+    epsilons : list of float
+        ε values (each > 0).
+    runs : list of int
+        Runs per ε, aligned with ``epsilons`` (one value broadcasts).
+    prune : "auto" or float
+        Noisy-support threshold; "auto" = ``suggest_threshold`` per algorithm × ε on
+        the pooled released runs of the cell.
+    out_dir : path
+        Receives ``metrics.json``, ``report.md``, ``noisy_vs_true.html``,
+        ``true_j_hist.html``, ``abs_error_box.html`` and ``runs/*.json``.
+    seed : int
+        Run ``i`` of each cell uses ``default_rng(seed + i)``.
+    processes : int
+        > 1: a 'spawn' process pool runs the trials.
+    progress : callable(done, total, message), optional
+    mc_iter : int, optional
+        Override MCIter (tests, quick looks).
+    reference_runs : int, optional
+        Runs of the ε = ∞ reference (default: the largest run count; 0 = none).
+
+    The harness never touches a ledger (sandbox budget: one in-memory accountant per
+    run). The output is NOT private: it uses true statistics.
+    """
+    algorithms, epsilons, runs = _check_inputs(algorithms, epsilons, runs)
+    threshold_fixed = _parse_prune(prune)
+    if not isinstance(processes, int) or processes < 1:
+        raise ParameterError(f"processes must be an integer ≥ 1; got {processes!r}")
+    if mc_iter is not None:
+        algorithm_params(algorithms[0], epsilons[0], mc_iter=mc_iter)  # validates mc_iter
+    n_ref = max(runs) if reference_runs is None else int(reference_runs)
+    path = None
+    if isinstance(dataset, (str, Path)):
+        path = str(Path(dataset).resolve())
+        dataset_obj = load_dataset(path) if processes == 1 else None
+    else:
+        dataset_obj = dataset
+        if processes > 1:
+            raise ParameterError("processes > 1 needs the dataset's path, not a loaded dataset")
+
+    tasks = [(spec, eps, i) for eps, n in zip(epsilons, runs) for spec in algorithms
+             for i in range(n)]
+    tasks += [(REFERENCE, math.inf, i) for i in range(n_ref)]
+    total = len(tasks)
+    out = Path(out_dir)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+
+    cells: dict[tuple, dict[int, tuple[RunResult, list]]] = {}
+
+    def record(task, result, scored, done):
+        spec, eps, i = task
+        cells.setdefault((spec, eps), {})[i] = (result, scored)
+        (out / "runs" / f"{_cell_key(spec, eps)}__run{i}.json").write_text(
+            result.to_json(), encoding="utf-8")
+        if progress:
+            progress(done, total, f"{_label(spec)} ε = {_eps_text(eps)} run {i + 1}")
+
+    if processes == 1:
+        for done, (spec, eps, i) in enumerate(tasks, 1):
+            result, scored = _one_run(dataset_obj, spec, eps, seed + i, mc_iter)
+            record((spec, eps, i), result, scored, done)
+    else:
+        with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_worker, (path, spec, eps, seed + i, mc_iter))
+                       for spec, eps, i in tasks]
+            for done, (task, fut) in enumerate(zip(tasks, futures), 1):
+                text, scored = fut.result()
+                record(task, RunResult.from_json(text), scored, done)
+
+    # ---- metrics per cell
+    cell_rows = []
+    for (spec, eps), by_run in cells.items():
+        ordered = [by_run[i] for i in sorted(by_run)]
+        results = [r for r, _ in ordered]
+        scored_runs = [s for _, s in ordered]
+        threshold = (suggest_threshold(results, tolerance) if threshold_fixed is None
+                     else threshold_fixed)
+        cell_rows.append({
+            "algorithm": spec, "label": _label(spec),
+            "epsilon": None if math.isinf(eps) else eps,
+            "runs": len(results), "threshold": threshold,
+            "run_files": [f"runs/{_cell_key(spec, eps)}__run{i}.json" for i in sorted(by_run)],
+            "summary": summarize(scored_runs, threshold),
+        })
+
+    comparisons = {}
+    for eps in epsilons:
+        kept_by = {}
+        for spec in algorithms:
+            row = _find(cell_rows, spec, eps)
+            pooled = [s for _, sc in sorted(cells[(spec, eps)].items()) for s in sc[1]]
+            kept_by[spec], _ = split_by_threshold(pooled, row["threshold"])
+        comparisons[_eps_text(eps)] = {
+            "true_j_kept": _jsonable(compare_methods(
+                {k: [s.true_jaccard for s in v] for k, v in kept_by.items()}, True)),
+            "abs_error_kept": _jsonable(compare_methods(
+                {k: [abs(s.noisy_jaccard - s.true_jaccard) for s in v]
+                 for k, v in kept_by.items()}, False)),
+        }
+
+    metrics = {
+        "note": "NOT private: metrics use true statistics (owner/teaching only). Sandbox "
+                "budget: every run had its own in-memory accountant; no ledger was used.",
+        "command": command,
+        "parameters": {
+            "dataset": path or dataset_obj.schema.name,
+            "algorithms": algorithms, "epsilons": epsilons, "runs": runs,
+            "prune": "auto" if threshold_fixed is None else threshold_fixed,
+            "tolerance": tolerance, "seed": seed, "processes": processes,
+            "mc_iter": mc_iter, "reference_runs": n_ref,
+            "mining_params": {spec: algorithm_params(spec, epsilons[0], mc_iter=mc_iter)
+                              .to_dict() | {"epsilon": None} for spec in algorithms},
+            "reference_params": reference_params().to_dict(),
+        },
+        "versions": _versions(),
+        "seconds": time.perf_counter() - started,
+        "cells": cell_rows,
+        "comparisons": comparisons,
+    }
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False),
+                                      encoding="utf-8")
+    (out / "report.md").write_text(_report(metrics, algorithms, epsilons), encoding="utf-8")
+    _plots(cells, cell_rows, out)
+    return metrics
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _label(spec: str) -> str:
+    return REFERENCE_LABEL if spec == REFERENCE else SPEC_LABELS.get(spec, spec)
+
+
+def _eps_text(eps: float) -> str:
+    return "∞" if math.isinf(eps) else f"{eps:g}"
+
+
+def _cell_key(spec: str, eps: float) -> str:
+    return f"{spec}__eps{'inf' if math.isinf(eps) else format(eps, 'g')}"
+
+
+def _find(rows, spec, eps):
+    want = None if math.isinf(eps) else eps
+    return next(r for r in rows if r["algorithm"] == spec and r["epsilon"] == want)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _fmt(key: str, value) -> str:
+    if value is None:
+        return "–"
+    if key.startswith("share"):
+        return f"{100 * value:.1f}"
+    if isinstance(value, int):
+        return str(value)
+    if key == "spearman_p":
+        return f"{value:.2g}"
+    return f"{value:.3f}"
+
+
+def _table(rows) -> list[str]:
+    lines = ["| algorithm | runs | threshold | " + " | ".join(h for _, h in METRIC_COLUMNS) + " |",
+             "|" + "---|" * (3 + len(METRIC_COLUMNS))]
+    for r in rows:
+        s = r["summary"]
+        lines.append(f"| {r['label']} | {r['runs']} | {r['threshold']:.4g} | "
+                     + " | ".join(_fmt(k, s[k]) for k, _ in METRIC_COLUMNS) + " |")
+    return lines
+
+
+def _report(metrics: dict, algorithms, epsilons) -> str:
+    p = metrics["parameters"]
+    rows = metrics["cells"]
+    lines = ["# Experiment report", "",
+             "**NOT private — owner/teaching only.** The metrics compare released (noisy) "
+             "statistics with true statistics read from the raw data. Sandbox budget: each "
+             "run had its own in-memory accountant; no ledger was read or charged.", "",
+             f"- dataset: `{p['dataset']}`",
+             f"- command: `{metrics['command']}`" if metrics["command"] else "- command: (API)",
+             f"- pruning: {'auto (suggested threshold per algorithm × ε, tolerance ' + format(p['tolerance'], 'g') + ', from released values only)' if p['prune'] == 'auto' else 'noisy support ≥ ' + format(p['prune'], 'g')}",
+             f"- seed: {p['seed']} (run i uses seed + i); runs per ε: "
+             + ", ".join(f"ε = {e:g}: {n}" for e, n in zip(p["epsilons"], p["runs"])),
+             "- versions: " + ", ".join(f"{k} {v}" for k, v in metrics["versions"].items()),
+             f"- wall time: {metrics['seconds']:.1f} s", "",
+             "Columns: shares in %; counts pooled over runs; ρ, median true J and median "
+             "|error| on the kept redescriptions; FP = released with true p > 0.01.", ""]
+    for eps in epsilons:
+        lines += [f"## ε = {eps:g}", ""]
+        lines += _table([_find(rows, spec, eps) for spec in algorithms])
+        lines.append("")
+    ref = [r for r in rows if r["algorithm"] == REFERENCE]
+    if ref:
+        lines += [f"## {REFERENCE_LABEL}", "",
+                  "AltExpM (InTr = 4, RMIter = 1) with greedy choices and exact counts "
+                  "(ε = 10⁹ in practice).", ""]
+        lines += _table(ref)
+        lines.append("")
+    lines += ["## Pruning thresholds (noisy support |E11|)", "",
+              "| algorithm | " + " | ".join(f"ε = {e:g}" for e in epsilons) + " |",
+              "|---|" + "---|" * len(epsilons)]
+    for spec in algorithms:
+        lines.append(f"| {_label(spec)} | "
+                     + " | ".join(f"{_find(rows, spec, e)['threshold']:.4g}" for e in epsilons)
+                     + " |")
+    lines += ["", "## One-sided Mann–Whitney tests (best method vs the others, kept "
+              "redescriptions pooled)", "",
+              "| ε | metric | best | other | U | p |", "|---|---|---|---|---|---|"]
+    for eps_text, comp in metrics["comparisons"].items():
+        for metric, name in (("true_j_kept", "true J (higher better)"),
+                             ("abs_error_kept", "|noisy J − true J| (lower better)")):
+            c = comp[metric]
+            if c["best"] is None:
+                lines.append(f"| {eps_text} | {name} | – | – | – | – |")
+                continue
+            if not c["tests"]:
+                lines.append(f"| {eps_text} | {name} | {_label(c['best'])} | – | – | – |")
+            for other, t in c["tests"].items():
+                pv = "–" if t["pvalue"] is None else f"{t['pvalue']:.3g}"
+                lines.append(f"| {eps_text} | {name} | {_label(c['best'])} | {_label(other)} "
+                             f"| {t['U']:.1f} | {pv} |")
+    lines += ["", "Plots: [noisy vs true J](noisy_vs_true.html), "
+              "[true J histograms](true_j_hist.html), [|error| boxplots](abs_error_box.html).",
+              ""]
+    return "\n".join(lines)
+
+
+def _plots(cells, cell_rows, out: Path) -> None:
+    import pandas as pd
+    import plotly.express as px
+
+    records = []
+    for row in cell_rows:
+        eps = math.inf if row["epsilon"] is None else row["epsilon"]
+        by_run = cells[(row["algorithm"], eps)]
+        for i in sorted(by_run):
+            for s in by_run[i][1]:
+                kept = s.noisy_support >= row["threshold"]
+                records.append({
+                    "algorithm": _label(row["algorithm"]) if row["algorithm"] != REFERENCE
+                    else "reference (ε = ∞)",
+                    "ε": _eps_text(eps), "run": i,
+                    "noisy J": s.noisy_jaccard, "true J": s.true_jaccard,
+                    "|error|": abs(s.noisy_jaccard - s.true_jaccard),
+                    "noisy support": s.noisy_support,
+                    "status": ("kept" if kept else "pruned") + ", "
+                              + ("truly significant" if s.true_pvalue <= 0.01
+                                 else "not significant"),
+                })
+    columns = ["algorithm", "ε", "run", "noisy J", "true J", "|error|", "noisy support",
+               "status"]
+    df = pd.DataFrame.from_records(records, columns=columns)
+    if df.empty:  # keep the plots valid with one invisible point
+        df = pd.DataFrame([{c: None for c in columns}])
+    note = " — NOT private (owner/teaching only)"
+    fig = px.scatter(df, x="true J", y="noisy J", color="status", facet_row="algorithm",
+                     facet_col="ε", hover_data=["noisy support", "run"],
+                     title="Noisy vs true Jaccard (kept/pruned × true significance)" + note)
+    fig.write_html(out / "noisy_vs_true.html", include_plotlyjs=True)
+    fig = px.histogram(df, x="true J", facet_row="algorithm", facet_col="ε", nbins=20,
+                       title="True Jaccard of released redescriptions" + note)
+    fig.write_html(out / "true_j_hist.html", include_plotlyjs=True)
+    fig = px.box(df, x="algorithm", y="|error|", color="ε",
+                 title="|noisy J − true J| of released redescriptions" + note)
+    fig.write_html(out / "abs_error_box.html", include_plotlyjs=True)
+

@@ -1,0 +1,121 @@
+"""The experiment harness (dpcore.experiment, ``python -m dpcore experiment``): fast checks."""
+
+import json
+
+import pytest
+
+from dpcore import cli
+from dpcore.experiment import algorithm_params, run_experiment
+from dpcore.generator import generate_clinic, write_dataset
+from dpcore.pruning import suggest_threshold
+from dpcore.results import RunResult
+
+HTML = ("noisy_vs_true.html", "true_j_hist.html", "abs_error_box.html")
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny_clinic")
+    schema, left, right, _ = generate_clinic(n_rows=400, seed=1)
+    write_dataset(d, schema, left, right)
+    return d
+
+
+@pytest.fixture
+def no_ledger(monkeypatch):
+    """Any attempt to open a ledger fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the experiment harness opened a ledger")
+    import dpcore.ledger
+    import dpcore.runs
+    monkeypatch.setattr(dpcore.ledger, "Ledger", refuse)
+    monkeypatch.setattr(dpcore.runs, "Ledger", refuse)
+    monkeypatch.setattr(cli, "Ledger", refuse)
+
+
+def _run(data, out, **kw):
+    return run_experiment(data, ["mcmctreepair", "altexpm"], [1.0, 0.1], [2], "auto", out,
+                          seed=3, mc_iter=200, reference_runs=1, **kw)
+
+
+def test_end_to_end_auto_prune(tiny_data, tmp_path, no_ledger):
+    calls = []
+    metrics = _run(tiny_data, tmp_path / "a", progress=lambda d, t, m: calls.append((d, t)))
+    out = tmp_path / "a"
+    assert calls[-1] == (9, 9) and [d for d, _ in calls] == list(range(1, 10))
+
+    stored = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert stored["cells"] == metrics["cells"]
+    for key in ("command", "parameters", "versions", "cells", "comparisons", "note"):
+        assert key in stored
+    assert set(stored["comparisons"]) == {"1", "0.1"}
+    assert {"true_j_kept", "abs_error_kept"} <= set(stored["comparisons"]["1"])
+    cells = {(c["algorithm"], c["epsilon"]): c for c in stored["cells"]}
+    assert set(cells) == {("mcmctreepair", 1.0), ("mcmctreepair", 0.1), ("altexpm", 1.0),
+                          ("altexpm", 0.1), ("nonprivate", None)}
+    for cell in cells.values():
+        assert {"share_with_output", "n_before", "n_after", "share_significant_kept",
+                "spearman_rho", "spearman_p", "median_true_j", "median_abs_error",
+                "fp_pruned", "fp_kept"} <= set(cell["summary"])
+        # auto threshold = suggest_threshold on the stored released runs only
+        results = [RunResult.from_json((out / f).read_text(encoding="utf-8"))
+                   for f in cell["run_files"]]
+        assert cell["threshold"] == suggest_threshold(results)
+        assert all(r.mode == "strict" for r in results)
+    assert cells[("altexpm", 1.0)]["runs"] == 2
+    # The sandbox accountant spent exactly the planned ε of each run.
+    r = RunResult.from_json((out / cells[("altexpm", 0.1)]["run_files"][0]).read_text())
+    assert r.epsilon == pytest.approx(0.1)
+    assert r.params["in_tr"] == 1 and r.params["rm_iter"] == 4
+
+    report = (out / "report.md").read_text(encoding="utf-8")
+    for text in ("## ε = 1", "## ε = 0.1", "non-private reference", "Spearman ρ",
+                 "## Pruning thresholds", "Mann–Whitney", "NOT private"):
+        assert text in report
+    for name in HTML:
+        html = (out / name).read_text(encoding="utf-8")
+        assert "<html>" in html and "plotly" in html
+
+    # Same seed → same released runs → same thresholds and metrics.
+    again = _run(tiny_data, tmp_path / "b")
+    assert [c["threshold"] for c in again["cells"]] == [c["threshold"] for c in metrics["cells"]]
+    assert [c["summary"] for c in again["cells"]] == [c["summary"] for c in metrics["cells"]]
+
+
+def test_fixed_threshold_and_variants(tiny_data, tmp_path, no_ledger):
+    metrics = run_experiment(tiny_data, ["altexpm-stable", "mcmctreepair-w0.5"], [0.5], [1],
+                             25, tmp_path, mc_iter=100, reference_runs=0)
+    assert [c["threshold"] for c in metrics["cells"]] == [25.0, 25.0]
+    assert algorithm_params("altexpm-stable", 1).in_tr == 4
+    assert algorithm_params("altmcmc", 1).rm_iter == 4
+    assert algorithm_params("mcmctreepair-w0.5", 1).omega == 0.5
+
+
+def test_cli_runs_without_ledger(tiny_data, tmp_path, no_ledger, capsys):
+    rc = cli.main(["experiment", "--data", str(tiny_data), "--algorithms", "altexpm",
+                   "--epsilons", "1", "--runs", "1", "--prune", "auto", "--out",
+                   str(tmp_path), "--mc-iter", "50", "--reference-runs", "0"])
+    assert rc == 0
+    stored = json.loads((tmp_path / "metrics.json").read_text(encoding="utf-8"))
+    assert stored["command"].startswith("python -m dpcore experiment --data")
+    assert "1/1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--epsilons", "1,0.1", "--runs", "1,2,3"], "one per ε"),
+    (["--epsilons", "0", "--runs", "1"], "ε must be"),
+    (["--epsilons", "1", "--runs", "0"], "≥ 1"),
+    (["--algorithms", "bogus"], "unknown algorithm"),
+    (["--prune", "lots"], "prune must be"),
+])
+def test_cli_rejects_bad_input(tiny_data, tmp_path, no_ledger, capsys, args, message):
+    rc = cli.main(["experiment", "--data", str(tiny_data), "--out", str(tmp_path)] + args)
+    assert rc == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_rejects_unparsable_list(tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["experiment", "--data", str(tmp_path), "--out", str(tmp_path),
+                  "--epsilons", "1,x"])
+    assert exc.value.code == 2
