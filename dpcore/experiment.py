@@ -40,8 +40,8 @@ from .accountant import PrivacyAccountant
 from .dataset import TwoViewDataset
 from .errors import ParameterError
 from .evaluate import evaluate
-from .experiment_metrics import ScoredRedescription, compare_methods, score_run, \
-    split_by_threshold, summarize
+from .experiment_metrics import (ScoredRedescription, compare_methods, false_positives,
+                                 score_run, split_by_threshold, summarize)
 from .loading import load_dataset
 from .mining import mine
 from .params import MiningParams, run_cost_nano
@@ -88,6 +88,10 @@ METRIC_COLUMNS = [
     ("fp_pruned", "FP pruned"),
     ("fp_kept", "FP kept"),
 ]
+
+
+#: The paper's fixed pruning thresholds (noisy support), by dataset (§4.6).
+PAPER_THRESHOLDS = {"NPAS": 200, "MAMMAL": 500, "CMS": 1000, "MIMIC-III": 2000}
 
 
 def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -> MiningParams:
@@ -296,6 +300,21 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
             "summary": summarize(scored_runs, threshold),
         })
 
+    threshold_comparison = []
+    for (spec, eps), by_run in cells.items():
+        results = [by_run[i][0] for i in sorted(by_run)]
+        pooled = [s for i in sorted(by_run) for s in by_run[i][1]]
+        candidates = {"suggested": suggest_threshold(results, tolerance),
+                      **{f"{name} {value}": float(value)
+                         for name, value in PAPER_THRESHOLDS.items()}}
+        row = {"algorithm": spec, "epsilon": None if math.isinf(eps) else eps}
+        for name, value in candidates.items():
+            kept, pruned = split_by_threshold(pooled, value)
+            fp_pruned, fp_kept = false_positives(kept, pruned)
+            row[name] = {"threshold": value, "kept": len(kept), "false_positives_kept": fp_kept,
+                         "significant_pruned": len(pruned) - fp_pruned}
+        threshold_comparison.append(row)
+
     comparisons = {}
     for eps in epsilons:
         kept_by = {}
@@ -329,6 +348,7 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         "seconds": time.perf_counter() - started,
         "cells": cell_rows,
         "comparisons": comparisons,
+        "threshold_comparison": threshold_comparison,
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False),
                                       encoding="utf-8")
@@ -420,6 +440,21 @@ def _report(metrics: dict, algorithms, epsilons) -> str:
         lines.append(f"| {_label(spec)} | "
                      + " | ".join(f"{_find(rows, spec, e)['threshold']:.4g}" for e in epsilons)
                      + " |")
+    lines += ["", "## Suggested vs the paper's fixed thresholds", "",
+              "Per cell: kept / false positives kept (true p > 0.01) / truly significant "
+              "pruned (false negatives), pooled over runs.", "",
+              "| algorithm | ε | " + " | ".join(
+                  ["suggested"] + [f"{k} {v}" for k, v in PAPER_THRESHOLDS.items()]) + " |",
+              "|---|---|" + "---|" * (1 + len(PAPER_THRESHOLDS))]
+    for row in metrics["threshold_comparison"]:
+        eps = "∞" if row["epsilon"] is None else f"{row['epsilon']:g}"
+        cells_txt = []
+        for name in ["suggested"] + [f"{k} {v}" for k, v in PAPER_THRESHOLDS.items()]:
+            c = row[name]
+            head = f"({c['threshold']:.4g}) " if name == "suggested" else ""
+            cells_txt.append(f"{head}{c['kept']} / {c['false_positives_kept']} / "
+                             f"{c['significant_pruned']}")
+        lines.append(f"| {_label(row['algorithm'])} | {eps} | " + " | ".join(cells_txt) + " |")
     lines += ["", "## One-sided Mann–Whitney tests (best method vs the others, kept "
               "redescriptions pooled)", "",
               "| ε | metric | best | other | U | p |", "|---|---|---|---|---|---|"]

@@ -119,3 +119,19 @@ def test_cli_rejects_unparsable_list(tmp_path):
         cli.main(["experiment", "--data", str(tmp_path), "--out", str(tmp_path),
                   "--epsilons", "1,x"])
     assert exc.value.code == 2
+
+
+def test_report_compares_the_suggested_threshold_with_the_papers(tmp_path, tiny_data, no_ledger):
+    from dpcore.experiment import PAPER_THRESHOLDS
+
+    metrics = run_experiment(tiny_data, ["altexpm"], [1.0], [2], "auto", tmp_path / "out",
+                             mc_iter=50, reference_runs=0)
+    rows = metrics["threshold_comparison"]
+    assert len(rows) == 1
+    for name, value in PAPER_THRESHOLDS.items():
+        cell = rows[0][f"{name} {value}"]
+        assert cell["threshold"] == value and cell["kept"] >= 0
+    higher = [rows[0][f"{n} {v}"]["kept"] for n, v in PAPER_THRESHOLDS.items()]
+    assert higher == sorted(higher, reverse=True), "a higher threshold never keeps more"
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Suggested vs the paper's fixed thresholds" in report
