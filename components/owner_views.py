@@ -182,9 +182,21 @@ def render_teaching(ledger: Ledger, record: DatasetRecord) -> None:
         st.info("No finished run yet: launch one on the Mine page, or try the ε trade-off demo "
                 "below (it spends a sandbox budget, not this dataset's).")
     _tradeoff_section(ledger, record, data, threshold)
+    _experiment_report_section()
     if is_owner():
         st.subheader("Audit log: who spent what, when")
         st.dataframe(audit_frame(ledger, record), hide_index=True, key="teach_audit")
+
+
+def _experiment_report_section() -> None:
+    """Show a report written by ``python -m dpcore experiment`` (its report.md)."""
+    st.subheader("Experiment report (paper Section 5)")
+    st.caption("Run `python -m dpcore experiment --data … --out report_dir` (see the README), "
+               "then open its `report.md` here. Reports compare noisy with true statistics: "
+               "NOT private.")
+    upload = st.file_uploader("report.md of an experiment", type=["md"], key="teach_report")
+    if upload is not None:
+        st.markdown(upload.getvalue().decode("utf-8", errors="replace"))
 
 
 def _run_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDataset, runs: list,

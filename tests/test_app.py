@@ -509,3 +509,12 @@ def test_export_has_queries_noisy_statistics_and_run_parameters(clinic_dataset):
     first = doc["redescriptions"][0]
     assert first["left_query"] and first["right_query"] and "jaccard" in first["noisy"]
     assert "diagnostics" not in json.dumps(doc)
+
+
+def test_teaching_page_shows_an_experiment_report(app):
+    """On a public demo dataset the teaching page renders an uploaded report.md."""
+    run_page(app, "pages/teaching.py")
+    report = b"# Experiment report\n\n| algorithm | runs |\n|---|---|\n| AltExpM | 3 |\n"
+    app.file_uploader(key="teach_report").upload("report.md", report, "text/markdown").run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("Experiment report" in m.value and "AltExpM" in m.value for m in app.markdown)
