@@ -22,8 +22,8 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from .kernels import (ATTR, KIND, LEAF, MISSING, MULTIWAY, NCHILD, SPLIT, THR, THRESHOLD,
-                      _accept, gini_contribution, grow_structure, init_tree, internal_nodes,
-                      random_split_move, replace_split, subtree_leaves)
+                      _accept, gini_contribution, grow_structure, init_tree, propose_move,
+                      propose_pair_move, replace_split, subtree_leaves)
 
 
 def popcount(x):
@@ -202,13 +202,8 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
     saved_nodes = nodes.copy()
     saved_contrib = contrib.copy()
     for it in range(mc_iter):
-        internal = internal_nodes(nodes)
-        if len(internal) == 0:
-            trace[it] = score
-            continue
-        h = internal[rng.integers(0, len(internal))]
-        s_new = random_split_move(h, nodes, cands, fanout, rng)
-        if s_new < 0:
+        h, s_new = propose_move(nodes, cands, fanout, rng)
+        if h < 0:
             trace[it] = score
             continue
         if stats is not None:
@@ -329,21 +324,9 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
     no_perm = np.empty(1, dtype=np.int64)
     no_codes = np.zeros((1, 1), dtype=np.uint16)
     for it in range(mc_iter):
-        internal_l = internal_nodes(nodes_l)
-        internal_r = internal_nodes(nodes_r)
-        n_int = len(internal_l) + len(internal_r)
-        if n_int == 0:
-            trace[it] = score
-            continue
-        k = rng.integers(0, n_int)
-        on_left = k < len(internal_l)
-        if on_left:
-            h = internal_l[k]
-            s_new = random_split_move(h, nodes_l, cands_l, fanout_l, rng)
-        else:
-            h = internal_r[k - len(internal_l)]
-            s_new = random_split_move(h, nodes_r, cands_r, fanout_r, rng)
-        if s_new < 0:
+        on_left, h, s_new = propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r,
+                                              fanout_r, rng)
+        if h < 0:
             trace[it] = score
             continue
         if stats is not None:

@@ -246,6 +246,42 @@ def random_split_move(h, nodes, cands, fanout, rng):
 
 
 @njit(cache=True, nogil=True)
+def propose_move(nodes, cands, fanout, rng):
+    """One MCMC proposal on one tree: an internal node uniformly, then a valid split for it.
+
+    Returns ``(h, s)``, or ``(-1, -1)`` when the tree has no internal node or the
+    chosen node no valid split (the iteration then keeps the tree).
+    """
+    internal = internal_nodes(nodes)
+    if len(internal) == 0:
+        return -1, -1
+    h = internal[rng.integers(0, len(internal))]
+    s = random_split_move(h, nodes, cands, fanout, rng)
+    return (h, s) if s >= 0 else (-1, -1)
+
+
+@njit(cache=True, nogil=True)
+def propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r, fanout_r, rng):
+    """One MCMC proposal on a tree pair: an internal node uniformly from both trees.
+
+    Returns ``(on_left, h, s)``; ``h = -1`` when there is nothing to propose.
+    """
+    internal_l = internal_nodes(nodes_l)
+    internal_r = internal_nodes(nodes_r)
+    n_int = len(internal_l) + len(internal_r)
+    if n_int == 0:
+        return True, -1, -1
+    k = rng.integers(0, n_int)
+    if k < len(internal_l):
+        h = internal_l[k]
+        s = random_split_move(h, nodes_l, cands_l, fanout_l, rng)
+        return True, (h if s >= 0 else -1), s
+    h = internal_r[k - len(internal_l)]
+    s = random_split_move(h, nodes_r, cands_r, fanout_r, rng)
+    return False, (h if s >= 0 else -1), s
+
+
+@njit(cache=True, nogil=True)
 def stop_node(h, r, nodes, codes, cands, fanout):
     """Walk row ``r`` down from ``h``: the leaf it reaches, or the internal node where
     its value is missing (it then reaches no leaf)."""
@@ -557,13 +593,8 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
     done = 0
     for it in range(mc_iter):
         done = it + 1
-        internal = internal_nodes(nodes)
-        if len(internal) == 0:
-            trace[it] = score
-            continue
-        h = internal[rng.integers(0, len(internal))]
-        s_new = random_split_move(h, nodes, cands, fanout, rng)
-        if s_new < 0:
+        h, s_new = propose_move(nodes, cands, fanout, rng)
+        if h < 0:
             trace[it] = score
             continue
         if stats is not None:
@@ -673,19 +704,12 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
     done = 0
     for it in range(mc_iter):
         done = it + 1
-        internal_l = internal_nodes(nodes_l)
-        internal_r = internal_nodes(nodes_r)
-        n_int = len(internal_l) + len(internal_r)
-        if n_int == 0:
+        on_left, h, s_new = propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r,
+                                              fanout_r, rng)
+        if h < 0:
             trace[it] = score
             continue
-        k = rng.integers(0, n_int)
-        if k < len(internal_l):
-            h = internal_l[k]
-            s_new = random_split_move(h, nodes_l, cands_l, fanout_l, rng)
-            if s_new < 0:
-                trace[it] = score
-                continue
+        if on_left:
             if stats is not None:
                 stats[0] += nodes_l[END, h] - nodes_l[START, h]
             saved_l[:, :] = nodes_l
@@ -716,11 +740,6 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
                 relayout(h, nodes_l, perm_l, codes_l, cands_l, fanout_l, leaf_l, stop_buf,
                          pos_buf, offset, y, hist, False, leaf_r, table, sumsq, 2, cap_l)
         else:
-            h = internal_r[k - len(internal_l)]
-            s_new = random_split_move(h, nodes_r, cands_r, fanout_r, rng)
-            if s_new < 0:
-                trace[it] = score
-                continue
             if stats is not None:
                 stats[0] += nodes_r[END, h] - nodes_r[START, h]
             saved_r[:, :] = nodes_r

@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-LEFT_RIGHT = ("left", "right")
-
-
 @dataclass(frozen=True)
 class Condition:
     """One test on a tree path: ``attribute op value``.
