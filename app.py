@@ -9,7 +9,7 @@ ledger), warm the numba kernels once per server process, then run the page.
 
 import streamlit as st
 
-from components.bootstrap import register_sample_datasets
+from components.bootstrap import close_stale_runs, register_sample_datasets
 from components.budget_meter import render_budget_meter
 from components.params_form import persist_state
 from components.session import get_ledger, is_owner, render_sidebar
@@ -29,6 +29,7 @@ ledger = get_ledger()
 if st.session_state.get("_samples_checked_in") != str(ledger.path):
     # Once per session and ledger file (the call itself is idempotent and race-safe).
     _report = register_sample_datasets(ledger)
+    close_stale_runs(ledger)
     st.session_state["_samples_checked_in"] = str(ledger.path)
     st.session_state["_sample_problems"] = _report.problems
 persist_state()

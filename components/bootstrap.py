@@ -19,12 +19,16 @@ from dpcore.ledger import Ledger
 from dpcore.loading import SCHEMA_FILE_NAMES, list_sample_datasets
 from dpcore.schema import load_schema
 
-__all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "BootstrapReport", "register_sample_datasets"]
+__all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "STALE_RUN_SECONDS", "BootstrapReport",
+           "register_sample_datasets", "close_stale_runs"]
 
 #: Total ε each sample dataset may spend when the app registers it (owners can change it).
 DEFAULT_SAMPLE_CAP = 20.0
 #: Actor recorded in the ledger for the automatic registration.
 BOOTSTRAP_ACTOR = "app-bootstrap"
+#: A run still "charged" after this long was left by a killed or crashed process: far
+#: longer than any real run (the paper-size benchmark takes under a minute).
+STALE_RUN_SECONDS = 24 * 3600
 
 
 @dataclass
@@ -93,3 +97,11 @@ def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE
             continue
         report.registered.append(schema.name)
     return report
+
+
+def close_stale_runs(ledger: Ledger, older_than_seconds: float = STALE_RUN_SECONDS) -> list[str]:
+    """Mark runs a killed process left ``charged`` as failed (their charge stays spent).
+
+    Without this they would show as running forever on the Runs page.
+    """
+    return ledger.fail_stale_runs(older_than_seconds)

@@ -104,3 +104,15 @@ def test_bad_parameters_charge_nothing(ledger, clinic_dataset):
             charge_and_mine(ledger, "clinic", clinic_dataset, MiningParams(**bad))
     assert ledger.budget("clinic").spent_nano == 0
     assert ledger.list_runs("clinic") == []
+
+
+def test_the_app_closes_runs_a_killed_process_left_charged(ledger):
+    """components.bootstrap.close_stale_runs (called once per session by app.py)."""
+    from components.bootstrap import close_stale_runs
+
+    ledger.charge("orphan", "clinic", "altexpm", [epsilon_to_nano(0.5)], {}, actor="analyst")
+    assert close_stale_runs(ledger) == [], "a fresh run is left alone"
+    assert close_stale_runs(ledger, older_than_seconds=0) == ["orphan"]
+    run = ledger.get_run("orphan")
+    assert run.status == "failed" and "stale" in run.error
+    assert ledger.budget("clinic").spent_nano == epsilon_to_nano(0.5), "never refunded"
