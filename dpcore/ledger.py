@@ -68,11 +68,14 @@ from .units import epsilon_to_nano, nano_to_epsilon
 __all__ = [
     "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
     "Ledger", "DatasetRecord", "BudgetStatus", "ChargeRecord", "RunRecord", "AuditEntry",
+    "AuthEvent", "AUDIENCES",
 ]
 
 ENV_VAR = "DPRM_LEDGER"
 DEFAULT_PATH = "~/.local/share/dprm/ledger.sqlite"
 RUN_STATUSES = ("charged", "done", "failed")
+#: Who may read a run's stored result: everyone with access to the dataset, or its owner.
+AUDIENCES = ("everyone", "owner")
 MAX_NAME_LENGTH = 128
 # Largest total a single charge may have (keeps every SUM far inside SQLite's int64).
 _MAX_NANO = 2**62
@@ -104,6 +107,11 @@ class DatasetRecord:
         Name of the real dataset this sandbox copies, or None for a real dataset.
     created_at : str
         ISO 8601 UTC time of registration.
+    content_digest : str or None
+        SHA-256 of the registered data's content (see
+        :func:`dpcore.policy.content_digest`); None for datasets registered before
+        digests existed, until their first run records it. **Owner-only** (a digest
+        of private data lets anyone holding a guess of the data confirm it).
     """
 
     name: str
@@ -113,6 +121,7 @@ class DatasetRecord:
     confirmed: bool
     sandbox_of: str | None
     created_at: str
+    content_digest: str | None = None
 
     @property
     def is_sandbox(self) -> bool:
@@ -209,10 +218,27 @@ class RunRecord:
     error: str | None
     created_at: str
     finished_at: str | None
+    audience: str = "everyone"
 
     @property
     def epsilon(self) -> float:
         return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class AuthEvent:
+    """One owner-login attempt: when, by whom (a free label), from which entry point.
+
+    ``outcome`` is ``success``, ``failure`` (wrong password) or ``throttled``
+    (refused unchecked during a back-off).
+    """
+
+    id: int
+    created_at: str
+    actor: str
+    entry: str
+    outcome: str
+    detail: str | None
 
 
 @dataclass(frozen=True)
@@ -327,8 +353,59 @@ def _migrate_v1(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v2(con: sqlite3.Connection) -> None:
+    """Version 2: content digests, result audiences and the owner-login log.
+
+    * ``datasets.content_digest``: SHA-256 of the registered data's content
+      (:func:`dpcore.policy.content_digest`); a run whose data does not match it is
+      refused before charging. NULL for datasets registered before version 2: the
+      first run records the digest of the registered files (trust on first use).
+    * ``runs.audience``: ``everyone`` or ``owner``. Decided by the policy before the
+      charge (faithful runs on private data are for the owner only) and never
+      changed afterwards. Faithful runs on private datasets stored before version 2
+      become ``owner``.
+    * ``auth_events``: append-only log of owner logins (successes and failures),
+      read by the login back-off and shown in the audit log.
+    """
+    statements = [
+        "ALTER TABLE datasets ADD COLUMN content_digest TEXT",
+        "ALTER TABLE runs ADD COLUMN audience TEXT NOT NULL DEFAULT 'everyone' "
+        "CHECK (audience IN ('everyone', 'owner'))",
+        # The status-flow trigger refuses updates of finished runs; lift it for the one
+        # back-fill below, inside this migration's transaction, then put it back.
+        "DROP TRIGGER runs_status_flow",
+        """UPDATE runs SET audience = 'owner'
+           WHERE json_extract(params_json, '$.mode') = 'faithful'
+             AND dataset IN (SELECT name FROM datasets WHERE public_demo = 0)""",
+        """CREATE TRIGGER runs_status_flow BEFORE UPDATE ON runs
+           WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('done', 'failed')
+             OR NEW.run_id IS NOT OLD.run_id OR NEW.dataset IS NOT OLD.dataset
+             OR NEW.algorithm IS NOT OLD.algorithm OR NEW.params_json IS NOT OLD.params_json
+             OR NEW.created_at IS NOT OLD.created_at OR NEW.audience IS NOT OLD.audience
+           BEGIN
+            SELECT RAISE(ABORT, 'a run only changes status once, from charged to done or failed');
+           END""",
+        """CREATE TABLE auth_events (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            actor      TEXT NOT NULL,
+            entry      TEXT NOT NULL,
+            outcome    TEXT NOT NULL CHECK (outcome IN ('success', 'failure', 'throttled')),
+            detail     TEXT)""",
+        "CREATE INDEX auth_events_by_time ON auth_events(created_at)",
+        """CREATE TRIGGER auth_events_no_update BEFORE UPDATE ON auth_events BEGIN
+            SELECT RAISE(ABORT, 'the login log is append-only');
+           END""",
+        """CREATE TRIGGER auth_events_no_delete BEFORE DELETE ON auth_events BEGIN
+            SELECT RAISE(ABORT, 'the login log is append-only');
+           END""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``_MIGRATIONS[k]`` brings a database from version k to k + 1.
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1]
+_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2]
 SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -360,6 +437,16 @@ def _check_name(name, what: str = "dataset name") -> str:
     if not name.isprintable():
         raise ParameterError(f"{what} {name!r} contains control characters")
     return name
+
+
+def _check_digest(digest) -> str | None:
+    if digest is None:
+        return None
+    if (not isinstance(digest, str) or len(digest) != 64
+            or any(c not in "0123456789abcdef" for c in digest)):
+        raise ParameterError(f"content digest must be 64 lowercase hex characters (SHA-256); "
+                             f"got {digest!r}")
+    return digest
 
 
 def _cap_nano(cap_epsilon) -> int:
@@ -562,10 +649,12 @@ class Ledger:
                              public_demo=bool(row["public_demo"]),
                              confirmed=bool(row["confirmed"]),
                              sandbox_of=row["sandbox_of"],
-                             created_at=row["created_at"])
+                             created_at=row["created_at"],
+                             content_digest=row["content_digest"])
 
     def register_dataset(self, name: str, schema: Schema, source_path: str | None,
-                         cap_epsilon, *, actor: str, confirmed: bool = False) -> DatasetRecord:
+                         cap_epsilon, *, actor: str, confirmed: bool = False,
+                         content_digest: str | None = None) -> DatasetRecord:
         """Register a dataset with its public schema and total budget, all or nothing.
 
         Parameters
@@ -583,6 +672,9 @@ class Ledger:
         confirmed : bool
             Register the schema as already confirmed by the owner (e.g. vetted sample
             data). Default False: call :meth:`confirm_schema` before any run.
+        content_digest : str, optional
+            :func:`dpcore.policy.content_digest` of the data; runs on other data are
+            refused. None: the first run records it.
 
         Raises
         ------
@@ -597,16 +689,17 @@ class Ledger:
             raise ParameterError(f"source_path must be a path or None; got {source_path!r}")
         source = None if source_path is None else os.fspath(source_path)
         cap = _cap_nano(cap_epsilon)
+        digest = _check_digest(content_digest)
         schema_json = _schema_to_json(schema)
         now = _stamp(_now())
         with self._write() as con:
             if con.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
                 raise ParameterError(f"a dataset named {name!r} already exists")
             con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
-                        "confirmed, sandbox_of, created_by, created_at) "
-                        "VALUES (?, ?, ?, ?, ?, NULL, ?, ?)",
+                        "confirmed, sandbox_of, created_by, created_at, content_digest) "
+                        "VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)",
                         (name, schema_json, source, int(bool(schema.public_demo)),
-                         int(bool(confirmed)), actor, now))
+                         int(bool(confirmed)), actor, now, digest))
             con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
                         "VALUES (?, ?, ?, ?)", (name, cap, actor, now))
             row = self._dataset_row(con, name)
@@ -642,6 +735,28 @@ class Ledger:
             row = self._dataset_row(con, name)
         return self._record(row)
 
+    def record_content_digest(self, name: str, digest: str) -> DatasetRecord:
+        """Record the content digest of a dataset registered without one (first run).
+
+        A digest once recorded never changes: recording a different one raises.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, malformed digest, or a different digest already recorded.
+        """
+        _check_name(name)
+        digest = _check_digest(digest)
+        with self._write() as con:
+            row = self._dataset_row(con, name)
+            if row["content_digest"] is None:
+                con.execute("UPDATE datasets SET content_digest = ? WHERE name = ? "
+                            "AND content_digest IS NULL", (digest, name))
+            elif row["content_digest"] != digest:
+                raise ParameterError(f"dataset {name!r} already has another content digest")
+            row = self._dataset_row(con, name)
+        return self._record(row)
+
     def list_datasets(self, *, include_sandboxes: bool = True) -> list[DatasetRecord]:
         """All datasets by name (sandboxes too unless ``include_sandboxes=False``)."""
         sql = "SELECT * FROM datasets"
@@ -674,10 +789,11 @@ class Ledger:
             if con.execute("SELECT 1 FROM datasets WHERE name = ?", (sandbox_name,)).fetchone():
                 raise ParameterError(f"a dataset named {sandbox_name!r} already exists")
             con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
-                        "confirmed, sandbox_of, created_by, created_at) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        "confirmed, sandbox_of, created_by, created_at, content_digest) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (sandbox_name, parent["schema_json"], parent["source_path"],
-                         parent["public_demo"], parent["confirmed"], name, actor, now))
+                         parent["public_demo"], parent["confirmed"], name, actor, now,
+                         parent["content_digest"]))
             con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
                         "VALUES (?, ?, ?, ?)", (sandbox_name, cap, actor, now))
             row = self._dataset_row(con, sandbox_name)
@@ -745,7 +861,8 @@ class Ledger:
                             created_at=row["created_at"], replayed=replayed)
 
     def charge(self, run_id: str, dataset: str, algorithm: str, epsilon_parts,
-               params: dict, *, actor: str = "analyst") -> ChargeRecord:
+               params: dict, *, actor: str = "analyst",
+               audience: str = "everyone") -> ChargeRecord:
         """Charge a run's ε against its dataset's cap, before any noise is drawn.
 
         One ``BEGIN IMMEDIATE`` transaction: check the dataset; return the
@@ -765,6 +882,9 @@ class Ledger:
             JSON-serialisable run parameters (recorded with the charge).
         actor : str
             Who spends (audit).
+        audience : {"everyone", "owner"}
+            Who may read the stored result (decided by :mod:`dpcore.policy`; fixed
+            for the run's lifetime).
 
         Returns
         -------
@@ -783,6 +903,9 @@ class Ledger:
         _check_name(dataset)
         _check_text(algorithm, "algorithm")
         _check_text(actor, "actor")
+        if audience not in AUDIENCES:
+            raise ParameterError(f"audience must be one of {', '.join(AUDIENCES)}; "
+                                 f"got {audience!r}")
         if not isinstance(params, dict):
             raise ParameterError(f"params must be a dict; got {type(params).__name__}")
         parts = _check_parts(epsilon_parts)
@@ -815,9 +938,9 @@ class Ledger:
                               (run_id, dataset, algorithm, total, parts_json, params_json,
                                actor, now))
             con.execute("INSERT INTO runs (run_id, dataset, algorithm, status, params_json, "
-                        "error, created_at, finished_at) "
-                        "VALUES (?, ?, ?, 'charged', ?, NULL, ?, NULL)",
-                        (run_id, dataset, algorithm, params_json, now))
+                        "error, created_at, finished_at, audience) "
+                        "VALUES (?, ?, ?, 'charged', ?, NULL, ?, NULL, ?)",
+                        (run_id, dataset, algorithm, params_json, now, audience))
             row = con.execute("SELECT * FROM charges WHERE id = ?", (cur.lastrowid,)).fetchone()
         return self._charge_record(row, replayed=False)
 
@@ -827,7 +950,7 @@ class Ledger:
                          algorithm=row["algorithm"], status=row["status"],
                          epsilon_nano=row["epsilon_nano"], params=json.loads(row["params_json"]),
                          error=row["error"], created_at=row["created_at"],
-                         finished_at=row["finished_at"])
+                         finished_at=row["finished_at"], audience=row["audience"])
 
     _RUN_SELECT = ("SELECT r.*, c.epsilon_nano FROM runs r JOIN charges c "
                    "ON c.run_id = r.run_id")
@@ -1012,3 +1135,38 @@ class Ledger:
                            parts_nano=tuple(json.loads(r["parts_json"])),
                            params=json.loads(r["params_json"]), status=r["status"],
                            finished_at=r["finished_at"], error=r["error"]) for r in rows]
+
+    # -- owner logins --------------------------------------------------------------
+
+    def record_auth_event(self, *, actor: str, entry: str, outcome: str,
+                          detail: str | None = None) -> None:
+        """Append one owner-login attempt to the login log (never the password).
+
+        Parameters
+        ----------
+        actor : str
+            Free label of who tried (e.g. a session or user name).
+        entry : str
+            Entry point: ``app``, ``cli``, ...
+        outcome : {"success", "failure", "throttled"}
+        detail : str, optional
+        """
+        _check_text(actor, "actor")
+        _check_text(entry, "entry")
+        if outcome not in ("success", "failure", "throttled"):
+            raise ParameterError(f"outcome must be success, failure or throttled; got {outcome!r}")
+        with self._write() as con:
+            con.execute("INSERT INTO auth_events (created_at, actor, entry, outcome, detail) "
+                        "VALUES (?, ?, ?, ?, ?)", (_stamp(_now()), actor, entry, outcome, detail))
+
+    def auth_events(self, *, since_seconds: float | None = None) -> list[AuthEvent]:
+        """Owner-login attempts, oldest first (optionally only the last ``since_seconds``)."""
+        sql, args = "SELECT * FROM auth_events", ()
+        if since_seconds is not None:
+            sql += " WHERE created_at >= ?"
+            args = (_stamp(_now() - timedelta(seconds=float(since_seconds))),)
+        with self._read() as con:
+            rows = con.execute(sql + " ORDER BY id", args).fetchall()
+        return [AuthEvent(id=r["id"], created_at=r["created_at"], actor=r["actor"],
+                          entry=r["entry"], outcome=r["outcome"], detail=r["detail"])
+                for r in rows]

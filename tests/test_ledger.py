@@ -69,9 +69,46 @@ def test_path_from_env_and_default(tmp_path, monkeypatch):
         Ledger(":memory:")
 
 
+def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
+    """A version-1 ledger opens as version 2: charges kept, faithful runs on private data
+    become owner-only, everything else stays readable by everyone, triggers still hold."""
+    from dpcore.ledger import _migrate_v1, _schema_to_json
+
+    con = sqlite3.connect(db, isolation_level=None)
+    _migrate_v1(con)
+    con.execute("PRAGMA user_version = 1")
+    demo = replace(SCHEMA, name="demo", public_demo=True)
+    for name, schema, flag in (("clinic", SCHEMA, 0), ("demo", demo, 1)):
+        con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
+                    "confirmed, sandbox_of, created_by, created_at) VALUES (?, ?, NULL, ?, 1, "
+                    "NULL, 'owner', '2026-01-01')", (name, _schema_to_json(schema), flag))
+        con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
+                    "VALUES (?, ?, 'owner', '2026-01-01')", (name, NANO))
+    for run_id, dataset, mode in (("f-priv", "clinic", "faithful"), ("s-priv", "clinic", "strict"),
+                                  ("f-demo", "demo", "faithful")):
+        params = json.dumps({"mode": mode})
+        con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, parts_json, "
+                    "params_json, actor, created_at) VALUES (?, ?, 'altexpm', 10, '[10]', ?, "
+                    "'a', '2026-01-01')", (run_id, dataset, params))
+        con.execute("INSERT INTO runs (run_id, dataset, algorithm, status, params_json, error, "
+                    "created_at, finished_at) VALUES (?, ?, 'altexpm', 'done', ?, NULL, "
+                    "'2026-01-01', '2026-01-01')", (run_id, dataset, params))
+    con.close()
+    led = Ledger(db)
+    audiences = {r.run_id: r.audience for r in led.list_runs("clinic") + led.list_runs("demo")}
+    assert audiences == {"f-priv": "owner", "s-priv": "everyone", "f-demo": "everyone"}
+    assert led.budget("clinic").spent_nano == 20
+    assert led.get_dataset("clinic").content_digest is None
+    raw = sqlite3.connect(db)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+    with pytest.raises(sqlite3.DatabaseError, match="only changes status once"):
+        raw.execute("UPDATE runs SET audience = 'everyone' WHERE run_id = 'f-priv'")
+    raw.close()
+
+
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
     con = sqlite3.connect(db)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
     before = dump(db)
