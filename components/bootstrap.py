@@ -1,9 +1,10 @@
 """First-start bootstrapping: register the built-in sample datasets in the ledger.
 
 Each folder of ``sample_data/`` holding a ``schema.json``/``schema.toml`` is
-registered under its schema name with :data:`DEFAULT_SAMPLE_CAP` total ε and its
+registered under its schema name with :data:`DEFAULT_SAMPLE_CAP` total ε, its
 schema marked confirmed (the sample schemas are hand-written, vetted public
-declarations: domains chosen from general knowledge, not from the data).
+declarations: domains chosen from general knowledge, not from the data) and the
+content digest of its data (runs on other data are refused).
 
 Idempotent and race-safe: any number of sessions and processes may call it at
 once. A dataset already registered is left alone (its cap, spends and schema are
@@ -16,7 +17,8 @@ from dataclasses import dataclass, field
 
 from dpcore.errors import DataError, ParameterError
 from dpcore.ledger import Ledger
-from dpcore.loading import SCHEMA_FILE_NAMES, list_sample_datasets
+from dpcore.loading import SCHEMA_FILE_NAMES, list_sample_datasets, load_dataset
+from dpcore.policy import content_digest
 from dpcore.schema import load_schema
 
 __all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "STALE_RUN_SECONDS", "BootstrapReport",
@@ -80,8 +82,10 @@ def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE
             report.present.append(schema.name)
             continue
         try:
+            digest = content_digest(load_dataset(folder, schema=schema))
             ledger.register_dataset(schema.name, schema, str(folder), cap_epsilon,
-                                    actor=BOOTSTRAP_ACTOR, confirmed=True)
+                                    actor=BOOTSTRAP_ACTOR, confirmed=True,
+                                    content_digest=digest)
         except ParameterError as exc:
             # Another session or process may have registered it between our read and
             # our write ("already exists"): fine if the dataset is there now.

@@ -29,12 +29,13 @@ from dpcore.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.pruning import (prune, selection_signature, suggest_threshold,
                             threshold_from_selection)
 from dpcore.results import RunResult
-from dpcore.runs import load_result
+from dpcore.runs import load_result, readable_runs
 
 from .export import export_csv, export_json
 from .redescription_view import (NOT_RELEASED, is_released, is_serenade_result,
                                  released_text, render_query_formulas, statistics_row)
 from .scatter import redescription_rows, run_label, scatter_figure
+from .session import current_role
 from .tree_diagram import tree_pair_figure
 
 __all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "TOLERANCE_KEY",
@@ -106,13 +107,17 @@ def _runs_picked(dataset: str) -> None:
 # --------------------------------------------------------------------------- data
 
 def done_runs(ledger: Ledger, dataset: str) -> list[RunRecord]:
-    """Finished runs of ``dataset``, newest first."""
-    return [r for r in reversed(ledger.list_runs(dataset)) if r.status == "done"]
+    """Finished runs of ``dataset`` this session may read, newest first.
+
+    Faithful runs on private data are the owner's only (:mod:`dpcore.policy`).
+    """
+    return [r for r in reversed(readable_runs(ledger, dataset, current_role()))
+            if r.status == "done"]
 
 
 def load_results(ledger: Ledger, run_ids: list[str]) -> dict[str, RunResult]:
     """DP releases of the given runs, read from the ledger (no owner diagnostics)."""
-    return {rid: load_result(ledger, rid) for rid in run_ids}
+    return {rid: load_result(ledger, rid, role=current_role()) for rid in run_ids}
 
 
 def kept_frame(rows: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -26,12 +26,13 @@ from dpcore.dataset import TwoViewDataset
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.ledger import DatasetRecord, Ledger
 from dpcore.params import ALGORITHM_LABELS, MiningParams, plan_budget
+from dpcore.policy import Requester, authorize_run
 from dpcore.runs import RunInProgressError, charge_and_mine, new_run_id, run_cost
 from dpcore.units import nano_to_epsilon
 
 from .budget_meter import fmt_eps
 from .params_form import demo_seed_from_state, params_from_state
-from .session import can_see_truth, current_role, load_data, set_flash
+from .session import can_see_truth, current_requester, load_data, set_flash
 
 __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "remember_new_run",
            "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text"]
@@ -78,13 +79,13 @@ _LOCK = threading.Lock()
 
 
 def _work(job: Job, ledger: Ledger, data: TwoViewDataset, params: MiningParams,
-          actor: str, seed: int | None) -> None:
+          requester: Requester, seed: int | None) -> None:
     def progress(fraction: float, message: str) -> None:
         job.fraction, job.message = float(fraction), str(message)
 
     try:
-        result = charge_and_mine(ledger, job.dataset, data, params, run_id=job.run_id,
-                                 actor=actor, seed=seed, progress=progress)
+        result = charge_and_mine(ledger, job.dataset, params, requester=requester, seed=seed,
+                                 run_id=job.run_id, data=data, progress=progress)
         job.n_redescriptions = len(result.redescriptions)
         job.ok = True
     except BudgetExceededError as exc:
@@ -103,15 +104,19 @@ def _work(job: Job, ledger: Ledger, data: TwoViewDataset, params: MiningParams,
 
 
 def start_job(ledger: Ledger, dataset: str, data: TwoViewDataset, params: MiningParams,
-              run_id: str, *, actor: str, seed: int | None) -> Job:
-    """Start mining ``run_id`` in a worker thread, or return the worker already on it."""
+              run_id: str, *, requester: Requester, seed: int | None) -> Job:
+    """Start mining ``run_id`` in a worker thread, or return the worker already on it.
+
+    ``data`` is the dataset's registered data (:func:`components.session.load_data`);
+    the policy in :func:`dpcore.runs.charge_and_mine` checks it, the role and the seed.
+    """
     with _LOCK:
         job = _JOBS.get(run_id)
         if job is not None:
             return job
         job = Job(run_id=run_id, dataset=dataset, trial_bars=trial_bar_count(params))
         _JOBS[run_id] = job
-    threading.Thread(target=_work, args=(job, ledger, data, params, actor, seed),
+    threading.Thread(target=_work, args=(job, ledger, data, params, requester, seed),
                      name=f"dprm-run-{run_id[:8]}", daemon=True).start()
     return job
 
@@ -192,6 +197,11 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         st.error(f"These parameters cannot run: {exc}")
         return
     seed = demo_seed_from_state(record)
+    try:
+        authorize_run(record, params, current_requester(), seed=seed)
+    except DpcoreError as exc:
+        st.error(f"This run is not allowed: {exc}")
+        return
     remaining = ledger.budget(record.name)
     st.markdown(cost_text(params, cost) +
                 f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
@@ -237,7 +247,7 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         state = {**state, "stage": "running"}
         st.session_state[LAUNCH_KEY] = state
         start_job(ledger, record.name, data, MiningParams.from_dict(state["params"]),
-                  state["run_id"], actor=current_role(), seed=state["seed"])
+                  state["run_id"], requester=current_requester(), seed=state["seed"])
         _follow(ledger, record, state)
 
 

@@ -40,7 +40,7 @@ from .explore_view import done_runs, get_threshold
 from .launcher import get_job, start_job
 from .params_form import demo_seed_from_state, params_from_state
 from .scatter import KEPT_COLOR, PRUNED_COLOR, THRESHOLD_COLOR, run_label
-from .session import can_see_truth, current_role, is_owner, load_data
+from .session import can_see_truth, current_requester, current_role, is_owner, load_data
 
 __all__ = ["TRADEOFF_EPSILONS", "SIGNIFICANCE", "render_teaching", "truth_frame",
            "true_vs_noisy_figure", "true_j_histograms", "score_trace_figure",
@@ -261,7 +261,7 @@ def _run_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDataset, ru
     if st.session_state.get("teach_run") not in options:
         st.session_state["teach_run"] = options[0]
     run_id = st.selectbox("Run", options, key="teach_run", format_func=labels.get)
-    result = load_result(ledger, run_id, include_diagnostics=True)
+    result = load_result(ledger, run_id, role=current_role(), include_diagnostics=True)
     truth = evaluate(result, data)
     frame = truth_frame(result, truth, threshold)
     if frame.empty:
@@ -329,8 +329,8 @@ def _tradeoff_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDatase
         entries = []
         for eps, params in zip(TRADEOFF_EPSILONS, plans):
             run_id = new_run_id()
-            job = start_job(ledger, sandbox, data, params, run_id, actor=current_role(),
-                            seed=seed)
+            job = start_job(ledger, sandbox, data, params, run_id,
+                            requester=current_requester(), seed=seed)
             _wait(job, f"ε = {eps:g}")
             entries.append((eps, run_id, job.ok, job.error))
         store[record.name] = {"sandbox": sandbox, "algorithm": algorithm, "runs": entries}
@@ -349,7 +349,7 @@ def _tradeoff_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDatase
                 st.info(f"ε = {eps:g}: still running")
                 continue
             try:
-                result = load_result(ledger, run_id)
+                result = load_result(ledger, run_id, role=current_role())
             except DpcoreError:
                 st.error(f"ε = {eps:g}: {error or 'no stored result'}")
                 continue

@@ -22,6 +22,9 @@ import streamlit as st
 from dpcore.ledger import DatasetRecord
 from dpcore.params import (ALGORITHM_LABELS, ALGORITHMS, HELP, SERENADE_ALGORITHMS,
                            MiningParams)
+from dpcore.policy import allowed_modes
+
+from .session import current_role
 
 __all__ = ["EPSILON_GRID", "DEFAULT_STATE", "ALGORITHM_GUIDE", "PARAMETER_SYMBOLS",
            "FAITHFUL_TREE_WARNING", "FAITHFUL_SERENADE_WARNING", "persist_state",
@@ -267,8 +270,14 @@ def render_params_form(record: DatasetRecord) -> None:
     else:
         _tree_widgets(algorithm)
 
-    st.radio("Privacy mode", ("strict", "faithful"), key="mine_mode",
-             format_func=_MODE_LABELS.get, help=HELP["mode"])
+    modes = allowed_modes(record, current_role())
+    if st.session_state.get("mine_mode") not in modes:
+        st.session_state["mine_mode"] = modes[0]
+    st.radio("Privacy mode", modes, key="mine_mode", format_func=_MODE_LABELS.get,
+             help=HELP["mode"])
+    if len(modes) == 1:
+        st.caption("Faithful mode (not ε-DP: it releases values read from the raw data) is "
+                   "for the data owner only on private datasets.")
     faithful = st.session_state["mine_mode"] == "faithful"
     if serenade:
         if faithful:
@@ -282,7 +291,7 @@ def render_params_form(record: DatasetRecord) -> None:
             st.warning(FAITHFUL_TREE_WARNING)
         _sigma_widgets(strict=not faithful)
 
-    with st.expander("Constraints Γ and noise"):
+    with st.expander("Constraints Γ"):
         c1, c2 = st.columns(2)
         c1.number_input("Γ.minJ", min_value=0.0, max_value=1.0, step=0.05, format="%.2f",
                         key="mine_min_jaccard", help=HELP["min_jaccard"])
@@ -297,8 +306,6 @@ def render_params_form(record: DatasetRecord) -> None:
         if not serenade:
             c1.number_input("maxClauses", min_value=1, max_value=10, step=1,
                             key="mine_max_clauses", help=HELP["max_clauses"])
-        c2.radio("Noise on counts", ("discrete", "continuous"), key="mine_noise",
-                 horizontal=True, help=HELP["noise"])
 
     if record.public_demo:
         c1, c2 = st.columns([3, 1])

@@ -17,12 +17,14 @@ from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.params import ALGORITHM_LABELS, SERENADE_ALGORITHMS
 from dpcore.results import RunResult
+from dpcore.policy import can_read
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
 from .explore_view import get_threshold
 from .params_form import PARAMETER_SYMBOLS, parameters_used, quality_share
 from .scatter import run_label
+from .session import current_role
 
 __all__ = ["history_frame", "parameter_summary", "comparison_params_frame", "render_runs"]
 
@@ -100,7 +102,7 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
                      "mode": run.params.get("mode", "strict"),
                      "ε requested": run.params.get("epsilon"), "ε charged": run.epsilon,
                      "parameters": parameter_summary(run.algorithm, run.params),
-                     "status": run.status,
+                     "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
                      "redescriptions": before, "kept at threshold": after,
                      "error": run.error or ""})
     return pd.DataFrame(rows)
@@ -115,9 +117,9 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     threshold = get_threshold(record.name)
     results: dict[str, RunResult] = {}
     for run in runs:
-        if run.status == "done":
+        if run.status == "done" and can_read(run.audience, current_role()):
             try:
-                results[run.run_id] = load_result(ledger, run.run_id)
+                results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
             except DpcoreError as exc:
                 st.warning(f"Run {run.run_id[:8]}: {exc}")
     total = sum(r.epsilon for r in runs)

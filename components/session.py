@@ -21,14 +21,15 @@ from pathlib import Path
 import streamlit as st
 
 from dpcore.dataset import TwoViewDataset
-from dpcore.errors import DataError
 from dpcore.ledger import DatasetRecord, Ledger
-from dpcore.loading import load_dataset
+from dpcore.policy import Requester
 from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, check_owner
+from dpcore.runs import load_registered
 
 __all__ = [
     "ROLE_KEY", "DATASET_KEY", "get_ledger", "current_role", "is_owner", "secrets_mapping",
     "dataset_records", "current_dataset", "can_see_truth", "load_data", "render_sidebar",
+    "current_requester",
     "set_flash", "show_flash",
 ]
 
@@ -49,6 +50,12 @@ def current_role() -> str:
     """``"analyst"`` (default) or ``"owner"``."""
     role = st.session_state.get(ROLE_KEY, ANALYST)
     return role if role in (ANALYST, OWNER) else ANALYST
+
+
+def current_requester() -> Requester:
+    """This session as the privacy policy sees it: its role, labelled for the audit log."""
+    role = current_role()
+    return Requester(role=role, actor=f"app-{role}")
 
 
 def is_owner() -> bool:
@@ -108,10 +115,12 @@ def can_see_truth(record: DatasetRecord | None) -> bool:
     return can_see_true_statistics(current_role(), record.public_demo)
 
 
-@st.cache_resource(show_spinner="Loading the public demo data…", max_entries=8)
-def _load_public(source_path: str, stamp: float) -> TwoViewDataset:
+@st.cache_resource(show_spinner="Loading the public demo data…", max_entries=8,
+                   hash_funcs={DatasetRecord: lambda r: (r.name, r.source_path,
+                                                         r.content_digest)})
+def _load_public(record: DatasetRecord, stamp: float) -> TwoViewDataset:
     """Cached load of a PUBLIC demo dataset (``stamp`` = file time, to notice edits)."""
-    return load_dataset(source_path)
+    return load_registered(record)
 
 
 def _stamp(path: str) -> float:
@@ -124,7 +133,7 @@ def _stamp(path: str) -> float:
 
 
 def load_data(record: DatasetRecord) -> TwoViewDataset:
-    """The raw dataset behind ``record`` (server side only; never shown as such).
+    """The registered data behind ``record``, read with its confirmed schema (server only).
 
     Public-demo data is cached per process; private data is read fresh on every call
     and never cached.
@@ -134,12 +143,9 @@ def load_data(record: DatasetRecord) -> TwoViewDataset:
     DataError
         No stored location, or the files do not validate (message names file/column/row).
     """
-    if not record.source_path:
-        raise DataError(f"dataset {record.name!r} has no stored data location; the owner "
-                        "must register it again with its files")
-    if record.public_demo:
-        return _load_public(record.source_path, _stamp(record.source_path))
-    return load_dataset(record.source_path)
+    if record.public_demo and record.source_path:
+        return _load_public(record, _stamp(record.source_path))
+    return load_registered(record)
 
 
 # --------------------------------------------------------------------------- messages

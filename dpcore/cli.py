@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {register,budget,mine,experiment} ...``.
+"""Command line: ``python -m dpcore {register,budget,mine,result,runs,experiment} ...``.
 
 ``mine --algorithm`` takes any of :data:`dpcore.params.ALGORITHMS`: the tree
 miners (mcmctreepair, altmcmc, altexpm) and Serenade (serenade_es, serenade_cs,
@@ -7,11 +7,15 @@ with ``--init-pairs``, ``--es-rounds``, ``--cs-rounds``, ``--steepness``,
 ``--max-attributes``). Flags that do not apply to the chosen algorithm are
 validated but have no effect.
 
-Every ``mine`` is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
-before any noise is drawn; the dataset must be registered by its owner first.
-Progress goes to stderr, the result JSON to ``--out`` (DP releases only).
-``experiment`` (owner/teaching only, NOT private) runs the paper's evaluation
-grid with a sandbox budget: it never opens the ledger.
+Every ``mine`` goes through the same privacy policy as the app
+(:mod:`dpcore.policy`): it mines the dataset's registered data, refuses a seed
+on private data and faithful mode on private data unless ``--owner`` (owner
+password), and is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
+before any noise is drawn. The run id is printed before mining; the result is
+stored in the ledger before it is written to ``--out`` and can be fetched again
+with ``result RUN_ID``. ``runs DATASET`` lists a dataset's runs and their state.
+``register`` and ``experiment`` (NOT private: it reports true statistics) need
+the owner password.
 """
 
 from __future__ import annotations
@@ -20,14 +24,17 @@ import argparse
 import getpass
 import os
 import sys
+import tempfile
 from pathlib import Path
 
-from .errors import DpcoreError
+from .errors import DpcoreError, ParameterError
 from .ledger import Ledger
 from .loading import load_dataset
 from .params import ALGORITHMS, HELP, MiningParams
-from .roles import check_owner
-from .runs import charge_and_mine, run_cost
+from .policy import Requester, authorize_run, content_digest
+from .roles import ANALYST, OWNER, check_owner
+from .runs import (RunInProgressError, charge_and_mine, check_registered_data, load_registered,
+                   load_result, new_run_id, run_cost)
 from .units import nano_to_epsilon
 
 DEFAULTS = MiningParams()
@@ -59,7 +66,7 @@ def _params(args) -> MiningParams:
                         mc_iter=args.mc_iter, sigma=args.sigma, sigma_window=args.sigma_window,
                         min_jaccard=args.min_jaccard, max_pvalue=args.max_pvalue,
                         min_support=args.min_support, max_support=args.max_support,
-                        max_clauses=args.max_clauses, noise=args.noise,
+                        max_clauses=args.max_clauses,
                         **{name: getattr(args, name) for name, _ in SERENADE_FLAGS}).validate()
 
 
@@ -72,9 +79,10 @@ def cmd_register(args) -> int:
     dataset = load_dataset(args.data)
     name = args.name or dataset.schema.name
     # The schema file is the owner's written declaration of what is public; registering
-    # it from the command line confirms it.
+    # it from the command line confirms it. The content digest pins the data mined later.
     Ledger(args.ledger).register_dataset(name, dataset.schema, str(Path(args.data).resolve()),
-                                         args.cap, actor="owner", confirmed=True)
+                                         args.cap, actor="owner", confirmed=True,
+                                         content_digest=content_digest(dataset))
     print(f"registered {name!r} with a budget of ε = {args.cap}; its schema file is now "
           "its confirmed public declaration", file=sys.stderr)
     return 0
@@ -87,27 +95,108 @@ def cmd_budget(args) -> int:
     return 0
 
 
+def _requester(args) -> Requester:
+    """Analyst by default; ``--owner`` asks for the owner password first."""
+    if getattr(args, "owner", False):
+        _owner_or_exit(args)
+        return Requester(role=OWNER, actor=args.actor)
+    return Requester(role=ANALYST, actor=args.actor)
+
+
+def _check_out(out: str) -> Path | None:
+    """Refuse an output path that cannot be written, before anything is charged."""
+    if out == "-":
+        return None
+    path = Path(out)
+    if path.is_dir():
+        raise ParameterError(f"--out {out!r} is a folder; give a file name")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise ParameterError(f"--out {out!r}: the folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ParameterError(f"--out {out!r} is not writable")
+    return path
+
+
+def _write_out(path: Path | None, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (stdout for None)."""
+    if path is None:
+        print(text)
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def cmd_mine(args) -> int:
     params = _params(args)
+    out = _check_out(args.out)
+    requester = _requester(args)
     ledger = Ledger(args.ledger)
-    record = ledger.get_dataset(args.dataset) if args.dataset else None
-    data = args.data or (record.source_path if record else None)
-    if data is None:
-        raise SystemExit("error: give --data (a dataset folder or schema file) or --dataset")
-    dataset = load_dataset(data)
-    name = args.dataset or dataset.schema.name
+    data = load_dataset(args.data) if args.data else None
+    name = args.dataset or (data.schema.name if data is not None else None)
+    if name is None:
+        raise ParameterError("give --dataset (a registered dataset name)")
+    record = ledger.get_dataset(name)
+    authorize_run(record, params, requester, seed=args.seed)
+    if data is not None:
+        # --data only names which files the caller believes were registered: a mismatch is
+        # refused, and the registered copy is what gets mined either way.
+        check_registered_data(ledger, record, data)
+        data = load_registered(record)
     cost = run_cost(params)
-    print(f"charging ε = {nano_to_epsilon(cost):g} to {name!r} "
-          f"(remaining before: ε = {ledger.budget(name).remaining:g})", file=sys.stderr)
-    result = charge_and_mine(ledger, name, dataset, params, actor=args.actor, seed=args.seed,
-                             progress=_progress)
-    text = result.to_json()
-    if args.out == "-":
-        print(text)
-    else:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"{len(result.redescriptions)} redescriptions written to {args.out}",
-              file=sys.stderr)
+    run_id = new_run_id()
+    print(f"run {run_id}: charging ε = {nano_to_epsilon(cost):g} to {name!r} "
+          f"(remaining before: ε = {ledger.budget(name).remaining:g}); fetch it again with "
+          f"`python -m dpcore result {run_id}`", file=sys.stderr, flush=True)
+    result = charge_and_mine(ledger, name, params, requester=requester, seed=args.seed,
+                             run_id=run_id, data=data, progress=_progress)
+    try:
+        _write_out(out, result.to_json())
+    except OSError as exc:
+        print(f"error: the result of run {run_id} is stored in the ledger but could not be "
+              f"written to {args.out!r} ({exc}); fetch it with "
+              f"`python -m dpcore result {run_id} --out FILE`", file=sys.stderr)
+        return 1
+    if out is not None:
+        print(f"run {run_id}: {len(result.redescriptions)} redescriptions written to "
+              f"{args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_result(args) -> int:
+    out = _check_out(args.out)
+    role = _requester(args).role
+    try:
+        result = load_result(Ledger(args.ledger), args.run_id, role=role)
+    except RunInProgressError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    _write_out(out, result.to_json())
+    return 0
+
+
+def cmd_runs(args) -> int:
+    ledger = Ledger(args.ledger)
+    runs = ledger.list_runs(args.dataset)
+    if not runs:
+        print(f"{args.dataset}: no runs yet")
+        return 0
+    print(f"{'run id':32}  {'started (UTC)':19}  {'algorithm':12}  {'mode':8}  "
+          f"{'ε charged':>10}  status")
+    for run in runs:
+        status = {"charged": "charged, no result yet (running, or its process was killed)",
+                  "done": "done", "failed": f"failed: {run.error}"}[run.status]
+        if run.audience == "owner":
+            status += " [owner only]"
+        print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
+              f"{run.algorithm:12}  {run.params.get('mode', 'strict'):8}  "
+              f"{run.epsilon:>10.6g}  {status}")
     return 0
 
 
@@ -132,6 +221,7 @@ def _progress_bar(done: int, total: int, message: str) -> None:
 def cmd_experiment(args) -> int:
     from .experiment import run_experiment
 
+    _owner_or_exit(args)
     command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \
         "python -m dpcore " + " ".join(args.argv)
     metrics = run_experiment(args.data, args.algorithms, args.epsilons, args.runs, args.prune,
@@ -165,9 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     mine = sub.add_parser("mine", help="run one DP miner, charged to the ledger",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    mine.add_argument("--data", help="dataset folder or schema file (default: the "
-                                     "registered location of --dataset)")
-    mine.add_argument("--dataset", help="registered dataset name (default: the schema's name)")
+    mine.add_argument("--dataset", help="registered dataset name (default: the schema name "
+                                        "of --data)")
+    mine.add_argument("--data", help="optional check: a dataset folder or schema file that "
+                                     "must hold the registered data (refused otherwise); the "
+                                     "registered copy is always what is mined")
     mine.add_argument("--algorithm", choices=ALGORITHMS, default=DEFAULTS.algorithm,
                       help=HELP["algorithm"])
     mine.add_argument("--epsilon", type=float, default=DEFAULTS.epsilon, help=HELP["epsilon"])
@@ -193,17 +285,34 @@ def build_parser() -> argparse.ArgumentParser:
                       help=HELP["max_support"])
     mine.add_argument("--max-clauses", type=int, default=DEFAULTS.max_clauses,
                       help=HELP["max_clauses"])
-    mine.add_argument("--noise", choices=("discrete", "continuous"), default=DEFAULTS.noise,
-                      help=HELP["noise"])
     for name, kind in SERENADE_FLAGS:
         mine.add_argument("--" + name.replace("_", "-"), type=kind,
                           default=getattr(DEFAULTS, name),
                           help=HELP[name].replace("%", "%%"))  # argparse formats help with %
-    mine.add_argument("--seed", type=int, help="fixed seed: tests and labelled demos only "
-                                               "(real releases use fresh OS entropy)")
+    mine.add_argument("--seed", type=int, help="fixed seed: public demo datasets only "
+                                               "(refused on private data, which always "
+                                               "draws fresh OS entropy)")
+    mine.add_argument("--owner", action="store_true",
+                      help="run as the data owner (asks for the owner password); needed for "
+                           "faithful mode on private data, whose result only the owner reads")
     mine.add_argument("--actor", default="cli", help="who spends (audit log)")
-    mine.add_argument("--out", default="-", help="result JSON file ('-' = stdout)")
+    mine.add_argument("--out", default="-", help="result JSON file ('-' = stdout); checked "
+                                                 "before anything is charged")
     mine.set_defaults(func=cmd_mine)
+
+    res = sub.add_parser("result", help="fetch a stored result as JSON (0 ε: it was paid "
+                                        "for when it was mined)")
+    res.add_argument("run_id")
+    res.add_argument("--out", default="-", help="JSON file ('-' = stdout)")
+    res.add_argument("--owner", action="store_true",
+                     help="read as the owner (owner-only results; asks for the password)")
+    res.add_argument("--actor", default="cli", help=argparse.SUPPRESS)
+    res.set_defaults(func=cmd_result)
+
+    runs = sub.add_parser("runs", help="a dataset's runs: id, algorithm, ε charged, status "
+                                       "(charged-without-result shown as such)")
+    runs.add_argument("dataset")
+    runs.set_defaults(func=cmd_runs)
 
     exp = sub.add_parser("experiment", help="owner/teaching: the paper's evaluation grid "
                                             "(NOT private; sandbox budget, never the ledger)",

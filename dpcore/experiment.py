@@ -135,8 +135,8 @@ def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -
 
 def reference_params() -> MiningParams:
     """AltExpM (InTr = 4, RMIter = 1) at ε = 10⁹: greedy trees, exact counts in practice."""
-    return MiningParams(algorithm="altexpm", epsilon=REFERENCE_EPSILON, in_tr=4, rm_iter=1,
-                        noise="continuous").validate()
+    return MiningParams(algorithm="altexpm", epsilon=REFERENCE_EPSILON, in_tr=4,
+                        rm_iter=1).validate()
 
 
 def nonprivate_reference(dataset: TwoViewDataset, seed: int) -> RunResult:
@@ -144,7 +144,7 @@ def nonprivate_reference(dataset: TwoViewDataset, seed: int) -> RunResult:
 
     AltExpM-like trees per initial target with greedy choices and exact counts: with
     ε = 10⁹ the exponential mechanism is an argmax and the Laplace noise on the counts
-    has scale 10⁻⁹. Only the initial targets are random (``default_rng(seed)``).
+    is 0 (discrete Laplace at scale 10⁻⁹). Only the initial targets are random (``default_rng(seed)``).
     Uses an in-memory accountant, never a ledger.
     """
     params = reference_params()

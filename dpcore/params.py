@@ -64,8 +64,8 @@ HELP = {
     "memo_age": "SerenadeES, faithful mode only: a memoised best extension expires after "
                 "this many rounds (strict mode memoises exact weights, which never go stale).",
     "max_attributes": "Serenade: most attributes in one query (per side).",
-    "noise": "discrete: floating-point-safe discrete Laplace on counts (default); "
-             "continuous: textbook float Laplace (idealised numerics, as in the paper).",
+    "noise": "Noise on counts. Strict mode: discrete Laplace only (integer noise, safe from "
+             "floating-point attacks). Faithful mode always uses the paper's float Laplace.",
 }
 
 
@@ -115,6 +115,11 @@ class MiningParams:
             raise ParameterError(f"mode must be 'strict' or 'faithful'; got {self.mode!r}")
         if self.noise not in ("discrete", "continuous"):
             raise ParameterError(f"noise must be 'discrete' or 'continuous'; got {self.noise!r}")
+        if self.mode == "strict" and self.noise != "discrete":
+            raise ParameterError(
+                "strict mode draws integer (discrete Laplace) noise only: textbook float "
+                "Laplace noise at full precision is open to Mironov's floating-point attack "
+                "and is not ε-DP. Faithful mode (owner only on private data) uses it, labelled.")
         _finite_positive("epsilon (ε)", self.epsilon)
         omega = _number("omega (ω)", self.omega)
         if not 0.0 <= omega <= 1.0:

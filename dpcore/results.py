@@ -243,12 +243,21 @@ class OwnerDiagnostics:
     mcmc_rows_touched: int = 0
 
 
+#: The neighbouring relation every ε of this package refers to. Under replace-one-row
+#: neighbours (change one row's values) every ε doubles.
+NEIGHBOURING_RELATION = ("add/remove one row (datasets differ by one entity's row); "
+                         "under replace-one-row neighbours every ε doubles")
+
+
 @dataclass
 class RunResult:
     """Everything one mining run released, with its provenance.
 
-    ``seed`` is only set for tests and labelled demos (real releases draw
-    fresh OS entropy). ``mechanism_calls`` lists every (ε, Δ) spent, in nano-ε.
+    ``seed`` is only set on public demo data (runs on private data draw fresh
+    OS entropy and record no seed). ``mechanism_calls`` lists every (ε, Δ)
+    spent, in nano-ε. ``neighbouring`` states the neighbouring relation the ε
+    refers to; ``audience`` who may read the result (``owner`` for faithful
+    runs on private data, see :mod:`dpcore.policy`).
     """
 
     run_id: str
@@ -265,6 +274,8 @@ class RunResult:
     mechanism_calls: list[dict]
     seed: int | None = None
     diagnostics: OwnerDiagnostics = field(default_factory=OwnerDiagnostics)
+    neighbouring: str = NEIGHBOURING_RELATION
+    audience: str = "everyone"
 
     @property
     def epsilon(self) -> float:

@@ -1,12 +1,18 @@
-"""Charged runs: the only way the app and the command line mine a ledgered dataset.
+"""Charged runs: the only way the app, the command line and the Python API mine a
+ledgered dataset, and the only way they read a stored result.
 
 Order of operations, each step before the next:
 
-1. validate parameters and the budget plan (bad input: nothing charged);
-2. charge the plan's total in the ledger (one ``BEGIN IMMEDIATE`` transaction;
-   a run id charges once, so a double click or a second tab replays it);
-3. mine with an accountant capped at exactly that charge (noise drawn here);
-4. store the result in the ledger; only then return it.
+1. the policy (:func:`dpcore.policy.authorize_run`) checks the requester's role,
+   the dataset's flags, the seed, the mode, the parameters, the budget plan and
+   the public schema (refused: nothing charged);
+2. the dataset's *registered* data is loaded and its content digest compared
+   with the one recorded at registration (other data: refused, nothing charged);
+3. the plan's total is charged in the ledger (one transaction that checks the
+   cap; a run id charges once, so a double click or a second tab replays it);
+4. the miner runs with an accountant capped at exactly that charge (noise is
+   drawn here, from fresh entropy unless the data is a public demo);
+5. the result is stored in the ledger; only then is it returned.
 
 A run that fails after its charge is marked ``failed``; the charge stays
 (spent budget is never refunded: the noise may already have been drawn).
@@ -18,15 +24,16 @@ import json
 import uuid
 from dataclasses import asdict
 
-import numpy as np
-
 from .accountant import PrivacyAccountant
 from .dataset import TwoViewDataset
-from .errors import DpcoreError
-from .ledger import Ledger
-from .mining import Progress, mine
+from .errors import DataError, DpcoreError, ParameterError
+from .ledger import DatasetRecord, Ledger, RunRecord
+from .loading import load_dataset
+from .mining import Progress, mine, strict_coding
 from .params import MiningParams, plan_budget
-from .results import OwnerDiagnostics, RunResult
+from .policy import (PolicyError, Requester, RunPermit, authorize_run, can_read,
+                     content_digest, may_see_diagnostics)
+from .results import NEIGHBOURING_RELATION, OwnerDiagnostics, RunResult
 
 
 class RunInProgressError(DpcoreError):
@@ -34,6 +41,7 @@ class RunInProgressError(DpcoreError):
 
 
 def new_run_id() -> str:
+    """A fresh random run id (32 hex characters)."""
     return uuid.uuid4().hex
 
 
@@ -42,55 +50,162 @@ def run_cost(params: MiningParams) -> int:
     return sum(s.epsilon_nano for s in plan_budget(params))
 
 
-def charge_and_mine(ledger: Ledger, dataset_name: str, dataset: TwoViewDataset,
-                    params: MiningParams, *, run_id: str | None = None, actor: str = "analyst",
-                    seed: int | None = None, progress: Progress | None = None) -> RunResult:
-    """Charge, mine, store, return — see the module docstring.
-
-    Parameters
-    ----------
-    seed : int, optional
-        Tests and labelled demos only; real releases use fresh OS entropy.
+def load_registered(record: DatasetRecord) -> TwoViewDataset:
+    """The raw data behind a registered dataset, read with its *confirmed* public schema.
 
     Raises
     ------
+    DataError
+        No stored location, or the files do not validate against the schema.
+    """
+    if not record.source_path:
+        raise DataError(f"dataset {record.name!r} has no stored data location; the owner "
+                        "must register it again with its files")
+    return load_dataset(record.source_path, schema=record.schema)
+
+
+def check_registered_data(ledger: Ledger, record: DatasetRecord,
+                          data: TwoViewDataset) -> DatasetRecord:
+    """Refuse data whose content digest is not the one registered (records it if none).
+
+    Raises
+    ------
+    PolicyError
+        The data differ from what was registered as ``record.name``.
+    """
+    digest = content_digest(data)
+    if record.content_digest is None:
+        return ledger.record_content_digest(record.name, digest)
+    if digest != record.content_digest:
+        raise PolicyError(f"the data given are not the registered data of dataset "
+                          f"{record.name!r} (content digest differs); runs always mine a "
+                          "dataset's registered data, and nothing was charged")
+    return record
+
+
+def charge_and_mine(ledger: Ledger, dataset_name: str, params: MiningParams, *,
+                    requester: Requester | None = None, seed: int | None = None,
+                    run_id: str | None = None, data: TwoViewDataset | None = None,
+                    progress: Progress | None = None) -> RunResult:
+    """Authorise, charge, mine, store, return — see the module docstring.
+
+    Parameters
+    ----------
+    ledger : Ledger
+    dataset_name : str
+        A registered dataset; its registered data is what is mined.
+    params : MiningParams
+    requester : Requester, optional
+        Role and audit label; default an analyst.
+    seed : int, optional
+        Public-demo datasets only (refused on private data).
+    run_id : str, optional
+        Reusing a run id replays the stored result (charged once).
+    data : TwoViewDataset, optional
+        The dataset's data if the caller has it loaded already (the app caches
+        public demo data); it must have the registered content digest.
+    progress : callable(fraction, message), optional
+
+    Raises
+    ------
+    PolicyError
+        The policy refuses the run; nothing charged.
     BudgetExceededError
         The run does not fit the remaining budget; nothing charged.
-    ParameterError
-        Bad parameters; nothing charged.
+    ParameterError, DataError
+        Bad parameters, unknown dataset, data that do not load; nothing charged.
     RunInProgressError
         ``run_id`` was charged before and has no stored result yet.
     """
+    requester = requester or Requester()
     run_id = run_id or new_run_id()
-    params.validate()
+    record = ledger.get_dataset(dataset_name)
+    permit = authorize_run(record, params, requester, seed=seed)
+    if data is None:
+        data = load_registered(record)
+    check_registered_data(ledger, record, data)
+    if params.mode == "strict":
+        strict_coding(data)            # the public-grid coding: any data error shows here
+    return _charge_mine_store(ledger, permit, data, run_id, progress)
+
+
+def _charge_mine_store(ledger: Ledger, permit: RunPermit, data: TwoViewDataset, run_id: str,
+                       progress: Progress | None) -> RunResult:
+    params = permit.params
     parts = [s.epsilon_nano for s in plan_budget(params)]
-    charge = ledger.charge(run_id, dataset_name, params.algorithm, parts,
-                           {**params.to_dict(), "seed": seed}, actor=actor)
+    recorded = {**params.to_dict(), "seed": permit.seed,
+                "neighbouring": NEIGHBOURING_RELATION}
+    charge = ledger.charge(run_id, permit.dataset.name, params.algorithm, parts, recorded,
+                           actor=permit.requester.actor, audience=permit.audience)
     if charge.replayed:
-        stored = ledger.get_result(run_id)
-        if stored is None:
-            raise RunInProgressError(f"run {run_id} is already charged and still running "
-                                     "(or failed); its budget is spent")
-        return RunResult.from_json(stored[0])
-    rng = np.random.default_rng(seed)
+        return load_result(ledger, run_id, role=permit.requester.role, in_progress_ok=False)
     try:
-        result = mine(dataset, params, rng=rng, accountant=PrivacyAccountant(sum(parts)),
-                      run_id=run_id, seed=seed, progress=progress)
-        result.dataset = dataset_name
-        ledger.store_result(run_id, result.to_json(),
-                            json.dumps(asdict(result.diagnostics)))
+        result = mine(data, params, rng=permit.rng(),
+                      accountant=PrivacyAccountant(sum(parts)), run_id=run_id,
+                      seed=permit.seed, progress=progress)
+        result.dataset = permit.dataset.name
+        result.audience = permit.audience
+        ledger.store_result(run_id, result.to_json(), json.dumps(asdict(result.diagnostics)))
     except BaseException as exc:
         ledger.mark_failed(run_id, f"{type(exc).__name__}: {exc}")
         raise
     return result
 
 
-def load_result(ledger: Ledger, run_id: str, *, include_diagnostics: bool = False) -> RunResult:
-    """A stored result; owner diagnostics only when asked for (owners only)."""
+def load_result(ledger: Ledger, run_id: str, *, role: str,
+                include_diagnostics: bool = False, in_progress_ok: bool = False
+                ) -> RunResult | None:
+    """A stored result, as ``role`` may see it.
+
+    Parameters
+    ----------
+    role : {"analyst", "owner"}
+        Results with audience ``owner`` (faithful runs on private data) are
+        refused to analysts.
+    include_diagnostics : bool
+        Add the owner diagnostics (computed from true data): owners, or anyone on
+        a public demo dataset; refused otherwise.
+    in_progress_ok : bool
+        Return None (instead of raising) for a run charged but not finished.
+
+    Raises
+    ------
+    PolicyError
+        ``role`` may not read this result or its diagnostics.
+    RunInProgressError
+        The run is charged and has no stored result yet.
+    DpcoreError
+        The run failed (its message says why; its charge stays spent).
+    ParameterError
+        Unknown run id.
+    """
+    run = ledger.get_run(run_id)
+    if not can_read(run.audience, role):
+        raise PolicyError(f"run {run_id} is a faithful run on private data; its result is "
+                          "for the data owner only")
     stored = ledger.get_result(run_id)
     if stored is None:
-        raise DpcoreError(f"run {run_id} has no stored result")
+        if run.status == "failed":
+            raise DpcoreError(f"run {run_id} failed and has no result ({run.error}); its "
+                              "budget stays spent")
+        if in_progress_ok:
+            return None
+        raise RunInProgressError(f"run {run_id} is charged and has no stored result yet "
+                                 "(still running, or its process was killed); its budget "
+                                 "is spent")
     result = RunResult.from_json(stored[0])
-    if include_diagnostics and stored[1]:
-        result.diagnostics = OwnerDiagnostics(**json.loads(stored[1]))
+    result.audience = run.audience
+    if include_diagnostics:
+        if not may_see_diagnostics(role, ledger.get_dataset(run.dataset)):
+            raise PolicyError("owner diagnostics are computed from true data: for the owner "
+                              "or on public demo data only")
+        if stored[1]:
+            result.diagnostics = OwnerDiagnostics(**json.loads(stored[1]))
     return result
+
+
+def readable_runs(ledger: Ledger, dataset: str, role: str) -> list[RunRecord]:
+    """The dataset's runs (oldest first) whose results ``role`` may read."""
+    if role not in ("analyst", "owner"):
+        raise ParameterError(f"unknown role {role!r}")
+    return [r for r in ledger.list_runs(dataset) if can_read(r.audience, role)]

@@ -124,9 +124,21 @@ class Schema:
         return lo + (hi - lo) * np.arange(1, b + 1, dtype=np.float64) / (b + 1)
 
     def target_edges(self, attribute: Attribute) -> np.ndarray:
-        """Interior edges of the public equal-width initial-target bins (strict mode)."""
-        lo, hi = attribute.domain
+        """Interior edges of the public initial-target bins (strict mode).
+
+        Equal-width bins over the declared domain; an attribute declared with
+        thresholds but no domain is cut at ``target_bins − 1`` of its declared
+        thresholds, evenly spaced in their sorted order (all of them if fewer).
+        Depends only on the schema, never on data.
+        """
         b = int(self.target_bins)
+        if attribute.domain is None:
+            cuts = np.asarray(sorted(set(attribute.thresholds or ())), dtype=np.float64)
+            if cuts.size <= b - 1:
+                return cuts
+            picks = np.round(np.linspace(0, cuts.size - 1, b + 1)[1:-1]).astype(np.int64)
+            return cuts[np.unique(picks)]
+        lo, hi = attribute.domain
         return lo + (hi - lo) * np.arange(1, b, dtype=np.float64) / b
 
 

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
 from dpcore.ledger import Ledger
+from dpcore.policy import Requester
 from dpcore.pruning import suggest_threshold
 from dpcore.roles import hash_password
 from dpcore.runs import load_result
@@ -202,7 +203,7 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
 
     run_page(app, "pages/explore.py")
     assert any("costs 0 ε" in i.value for i in app.info)
-    result = load_result(ledger, runs[0].run_id)
+    result = load_result(ledger, runs[0].run_id, role="analyst")
     supports = sorted(r.support_both for r in result.redescriptions)
     assert len(set(supports)) >= 2, "the seeded run should release several redescriptions"
     # the initial threshold is the suggested one (computed from released values only, 0 ε)
@@ -243,7 +244,7 @@ def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
     launch_and_confirm(app)
     ledger = Ledger(ledger_path)
     runs = ledger.list_runs("clinic")
-    result = load_result(ledger, runs[0].run_id)
+    result = load_result(ledger, runs[0].run_id, role="analyst")
     supports = [r.support_both for r in result.redescriptions]
 
     run_page(app, "pages/explore.py")
@@ -402,6 +403,31 @@ def test_owner_upload_with_bad_data_registers_nothing(app, ledger_path, monkeypa
     assert not (tmp_path / "datasets" / "broken").exists()
 
 
+def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_path,
+                                                                     monkeypatch):
+    """Analysts cannot pick faithful mode on diabetes; the owner's faithful run is hidden
+    from analysts on Explore and marked owner-only on Runs."""
+    app.selectbox(key="dataset").set_value("diabetes").run()
+    small_run_settings(app, seed=None)
+    assert app.radio(key="mine_mode").options == ["strict (default): every step is ε-DP"]
+    _owner(app, monkeypatch)
+    run_page(app, "pages/mine.py")
+    assert len(app.radio(key="mine_mode").options) == 2
+    app.radio(key="mine_mode").set_value("faithful").run()
+    launch_and_confirm(app)
+    runs = Ledger(ledger_path).list_runs("diabetes")
+    assert [(r.status, r.audience) for r in runs] == [("done", "owner")]
+    app.button(key="owner_logout").click().run()
+    assert app.session_state["role"] == "analyst"
+    run_page(app, "pages/mine.py")
+    assert app.session_state["mine_mode"] == "strict", "the analyst's form falls back to strict"
+    run_page(app, "pages/explore.py")
+    text, charts = page_text(app)
+    assert runs[0].run_id[:8] not in text + charts
+    run_page(app, "pages/runs.py")
+    assert "done (owner only)" in table_with(app, "status")["status"].tolist()
+
+
 def test_faithful_mode_is_labelled_and_charged_more(app):
     run_page(app, "pages/mine.py")
     app.number_input(key="mine_in_tr").set_value(2).run()
@@ -437,8 +463,8 @@ def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
     register_sample_datasets(ledger)
     ledger.set_cap("clinic", 1.5, actor="test")
     params = MiningParams(epsilon=1.0, in_tr=2, mc_iter=200)
-    jobs = [start_job(ledger, "clinic", clinic_dataset, params, new_run_id(), actor="analyst",
-                      seed=None) for _ in range(2)]
+    jobs = [start_job(ledger, "clinic", clinic_dataset, params, new_run_id(),
+                      requester=Requester(), seed=None) for _ in range(2)]
     _wait_jobs(jobs)
     assert sorted(j.ok for j in jobs) == [False, True]
     refused = next(j for j in jobs if not j.ok)
@@ -459,7 +485,8 @@ def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clin
     run_id = new_run_id()
     ledger.charge(run_id, "clinic", params.algorithm,
                   [s.epsilon_nano for s in plan_budget(params)], {**params.to_dict(), "seed": None})
-    job = start_job(ledger, "clinic", clinic_dataset, params, run_id, actor="analyst", seed=None)
+    job = start_job(ledger, "clinic", clinic_dataset, params, run_id, requester=Requester(),
+                    seed=None)
     _wait_jobs([job])
     assert not job.ok and job.error_kind == "in_progress"
     assert ledger.budget("clinic").spent == 1.0            # charged once, not twice
@@ -558,7 +585,8 @@ def test_serenade_run_from_mine_to_explore_runs_and_teaching(app, ledger_path, a
     assert {"mine_init_pairs", SERENADE_ROUNDS_KEY[algorithm], "mine_steepness",
             "mine_budget_init", "mine_budget_ext", "mine_max_attributes",
             "mine_min_jaccard", "mine_max_pvalue", "mine_min_support", "mine_max_support",
-            "mine_mode", "mine_noise"} <= keys
+            "mine_mode"} <= keys
+    assert "mine_noise" not in keys, "strict mode offers no float-noise choice"
     assert not keys & TREE_ONLY_KEYS, keys & TREE_ONLY_KEYS
     assert ("mine_min_acc" in keys) == (algorithm == "serenade_cs")
     assert {m.label: m.value for m in app.main.metric}["ε_qual share (noisy counts)"] == "0.10"
@@ -572,7 +600,7 @@ def test_serenade_run_from_mine_to_explore_runs_and_teaching(app, ledger_path, a
     runs = ledger.list_runs("clinic")
     assert [(r.status, r.algorithm) for r in runs] == [("done", algorithm)]
     assert ledger.budget("clinic").spent == 10.0
-    result = load_result(ledger, runs[0].run_id)
+    result = load_result(ledger, runs[0].run_id, role="analyst")
     assert result.redescriptions and result.trees == [] and result.extractions == []
 
     run_page(app, "pages/explore.py")

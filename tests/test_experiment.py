@@ -22,15 +22,23 @@ def tiny_data(tmp_path_factory):
 
 
 @pytest.fixture
-def no_ledger(monkeypatch):
-    """Any attempt to open a ledger fails the test."""
+def no_ledger(monkeypatch, tmp_path):
+    """Any attempt to charge, or to read a budget, run or result, fails the test.
+
+    The command line's owner gate reads and appends the ledger's login log (the back-off
+    is shared by every process); nothing else of the ledger may be touched.
+    """
+    from dpcore.roles import hash_password
+
     def refuse(*args, **kwargs):
-        raise AssertionError("the experiment harness opened a ledger")
+        raise AssertionError("the experiment harness used the ledger beyond the owner login")
     import dpcore.ledger
-    import dpcore.runs
-    monkeypatch.setattr(dpcore.ledger, "Ledger", refuse)
-    monkeypatch.setattr(dpcore.runs, "Ledger", refuse)
-    monkeypatch.setattr(cli, "Ledger", refuse)
+    for name in ("charge", "budget", "get_dataset", "list_datasets", "list_runs",
+                 "get_run", "get_result", "store_result", "register_dataset"):
+        monkeypatch.setattr(dpcore.ledger.Ledger, name, refuse)
+    monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "login-only.sqlite"))
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**4))
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
 
 
 def _run(data, out, **kw):

@@ -249,8 +249,7 @@ def test_true_statistics_match_noisy_ones_when_the_noise_vanishes():
     values they differ by design: the noisy table counts only rows that reach a leaf
     of both trees, while true supports count every row satisfying the query.)"""
     ds = toy_dataset(600, missing=False)
-    params = MiningParams(algorithm="altexpm", epsilon=1e6, in_tr=3, noise="continuous",
-                          min_support=1)
+    params = MiningParams(algorithm="altexpm", epsilon=1e6, in_tr=3, min_support=1)
     result = mine(ds, params, rng=np.random.default_rng(SEED))
     truth = {t.id: t for t in evaluate(result, ds)}
     assert result.redescriptions

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from dpcore import mining
-from dpcore.errors import BudgetExceededError
+from dpcore.errors import BudgetExceededError, DpcoreError
 from dpcore.ledger import Ledger
 from dpcore.params import MiningParams
 from dpcore.runs import RunInProgressError, charge_and_mine, load_result, run_cost
@@ -26,19 +26,19 @@ def ledger(tmp_path, clinic_dataset):
 
 def test_result_is_stored_before_it_is_returned(ledger, clinic_dataset):
     params = MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL)
-    result = charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id="r1", seed=1)
-    stored = load_result(ledger, "r1")
+    result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r1", seed=1)
+    stored = load_result(ledger, "r1", role="analyst")
     assert stored.to_dict() == result.to_dict()
     assert ledger.get_run("r1").status == "done"
     assert ledger.budget("clinic").spent_nano == run_cost(params) == epsilon_to_nano(0.5)
-    with_diagnostics = load_result(ledger, "r1", include_diagnostics=True)
+    with_diagnostics = load_result(ledger, "r1", role="analyst", include_diagnostics=True)
     assert with_diagnostics.diagnostics.score_traces, "owner diagnostics are stored apart"
 
 
 def test_a_replayed_run_id_charges_once_and_returns_the_stored_result(ledger, clinic_dataset):
     params = MiningParams(algorithm="altexpm", epsilon=0.25, **SMALL)
-    first = charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id="same")
-    again = charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id="same")
+    first = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="same")
+    again = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="same")
     assert again.to_dict() == first.to_dict()
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(0.25)
 
@@ -51,20 +51,20 @@ def test_a_failing_run_stays_charged_and_is_marked_failed(ledger, clinic_dataset
     monkeypatch.setattr("dpcore.runs.mine", broken)
     params = MiningParams(epsilon=0.5, **SMALL)
     with pytest.raises(RuntimeError):
-        charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id="bad")
+        charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="bad")
     run = ledger.get_run("bad")
     assert run.status == "failed" and "kernel exploded" in run.error
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(0.5), "never refunded"
     assert ledger.get_result("bad") is None
-    with pytest.raises(RunInProgressError):
-        charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id="bad")
+    with pytest.raises(DpcoreError, match="failed"):
+        charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="bad")
 
 
 def test_an_overspending_run_draws_no_noise(ledger, clinic_dataset, monkeypatch):
     called = []
     monkeypatch.setattr("dpcore.runs.mine", lambda *a, **k: called.append(1))
     with pytest.raises(BudgetExceededError, match="remains"):
-        charge_and_mine(ledger, "clinic", clinic_dataset, MiningParams(epsilon=3.5))
+        charge_and_mine(ledger, "clinic", MiningParams(epsilon=3.5), data=clinic_dataset)
     assert called == [] and ledger.budget("clinic").spent_nano == 0
 
 
@@ -78,7 +78,7 @@ def test_two_tabs_launching_at_once(ledger, clinic_dataset):
         params = MiningParams(algorithm=algorithm, epsilon=1.0, **SMALL)
         barrier.wait()
         try:
-            result = charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id=run_id,
+            result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id=run_id,
                                      seed=seed)
             outcomes[name] = ("ok", len(result.redescriptions))
         except (BudgetExceededError, RunInProgressError) as exc:
@@ -95,13 +95,13 @@ def test_two_tabs_launching_at_once(ledger, clinic_dataset):
         "BudgetExceededError", "ok", "ok", "ok"], outcomes
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(3.0)
     done = [r for r in ledger.list_runs("clinic") if r.status == "done"]
-    assert len(done) == 3 and all(load_result(ledger, r.run_id) for r in done)
+    assert len(done) == 3 and all(load_result(ledger, r.run_id, role="analyst") for r in done)
 
 
 def test_bad_parameters_charge_nothing(ledger, clinic_dataset):
     for bad in (dict(epsilon=0.0), dict(epsilon=float("nan")), dict(omega=1.5)):
         with pytest.raises(ValueError):
-            charge_and_mine(ledger, "clinic", clinic_dataset, MiningParams(**bad))
+            charge_and_mine(ledger, "clinic", MiningParams(**bad), data=clinic_dataset)
     assert ledger.budget("clinic").spent_nano == 0
     assert ledger.list_runs("clinic") == []
 

@@ -1,0 +1,268 @@
+"""The privacy policy: one set of rules every charged run and every result read passes.
+
+The app, the command line, the Python API (:func:`dpcore.runs.charge_and_mine`,
+:func:`dpcore.runs.load_result`) and the experiment harness all ask this module
+before anything is charged or shown. The rules depend only on the requester's
+role and the dataset's registered flags (``public_demo``, sandbox), never on the
+entry point, so no entry point can do what another refuses.
+
+Rules (each is refused with :class:`PolicyError` before any charge)
+-------------------------------------------------------------------
+* **Seeds only on public data.** A fixed seed makes the noise reproducible:
+  anyone who knows it can replay the run on a made-up dataset of the same schema
+  and subtract the noise from the release. So a seed is accepted only on datasets
+  flagged ``public_demo``; private datasets always draw from fresh entropy (see
+  :meth:`RunPermit.rng`), and no seed is stored or exported for them.
+* **Faithful mode on private data is for the owner, and so are its results.**
+  Faithful mode reproduces a paper's code, which reads raw data unpaid (for
+  example split thresholds that are exact data values). On a private dataset
+  only the owner may launch it, and its stored result has audience ``owner``:
+  :func:`can_read` refuses it to analysts everywhere.
+* **No float noise in strict mode.** Textbook floating-point Laplace noise at full
+  precision is open to Mironov's (2012) attack; strict mode draws integer noise
+  only (:meth:`dpcore.params.MiningParams.validate` refuses ``noise="continuous"``
+  with ``mode="strict"``).
+* **The data mined is the registered data.** Registration records a SHA-256
+  digest of the dataset's content (:func:`content_digest`); a run whose data
+  has another digest is refused. Datasets registered before digests existed
+  record theirs at the first run (trust on first use).
+* **Everything that can fail is checked first**: parameters and the budget plan,
+  the confirmed schema, the public grids the miners will use
+  (:func:`check_schema_runnable`), loading the data. Only then is the ledger
+  charged.
+* **Owner sandboxes** (demo copies with their own budget) run on the real data,
+  so only the owner may run them unless the data is a public demo.
+
+The neighbouring relation behind every ε is :data:`NEIGHBOURING_RELATION`
+(add or remove one row); under replace-one-row neighbours every ε doubles.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dataset import TwoViewDataset
+from .errors import DataError, ParameterError
+from .ledger import DatasetRecord
+from .params import MiningParams, plan_budget
+from .results import NEIGHBOURING_RELATION
+from .roles import ANALYST, OWNER, ROLES, can_see_true_statistics
+from .schema import NUMERIC, Schema
+
+__all__ = ["PolicyError", "Requester", "RunPermit", "NEIGHBOURING_RELATION", "allowed_modes",
+           "seed_allowed", "authorize_run", "can_read", "check_schema_runnable",
+           "content_digest", "EVERYONE", "OWNER_ONLY", "MAX_SEED"]
+
+#: Audiences of a stored result (the ledger's ``runs.audience``).
+EVERYONE, OWNER_ONLY = "everyone", "owner"
+#: Seeds are non-negative integers below this (NumPy's SeedSequence takes any size;
+#: the bound keeps them exact in JSON and SQLite).
+MAX_SEED = 2**63
+
+
+class PolicyError(ParameterError):
+    """The privacy policy refuses a request; nothing was charged or shown."""
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who asks: a role (``analyst`` or ``owner``) and a label for the audit log.
+
+    The role must have been established by the caller (the app's and the CLI's
+    owner login, :func:`dpcore.roles.unlock_owner`); this module trusts it.
+    """
+
+    role: str = ANALYST
+    actor: str = ANALYST
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise PolicyError(f"role must be one of {', '.join(ROLES)}; got {self.role!r}")
+        if not isinstance(self.actor, str) or not self.actor.strip():
+            raise PolicyError(f"actor must be a non-empty label; got {self.actor!r}")
+
+
+@dataclass(frozen=True)
+class RunPermit:
+    """What the policy allowed: the run to charge, its seed and its result's audience.
+
+    Attributes
+    ----------
+    dataset : DatasetRecord
+    params : MiningParams
+        Validated; ``plan_budget(params)`` is what will be charged.
+    seed : int or None
+        Only ever set on public-demo datasets.
+    audience : {"everyone", "owner"}
+        Who may read the stored result.
+    requester : Requester
+    """
+
+    dataset: DatasetRecord
+    params: MiningParams
+    seed: int | None
+    audience: str
+    requester: Requester
+
+    def rng(self) -> np.random.Generator:
+        """The run's random source.
+
+        A seeded generator only on public-demo data; otherwise NumPy's PCG64
+        seeded with 128 bits from the operating system's CSPRNG (``secrets``),
+        fresh for every run and never recorded.
+        """
+        if self.seed is not None:
+            return np.random.default_rng(self.seed)
+        return np.random.default_rng()
+
+
+def seed_allowed(record: DatasetRecord) -> bool:
+    """Whether runs on ``record`` may use a fixed seed (public-demo data only)."""
+    return record.public_demo is True
+
+
+def allowed_modes(record: DatasetRecord, role: str) -> tuple[str, ...]:
+    """Privacy modes ``role`` may launch on ``record``: faithful needs owner or public data."""
+    if role == OWNER or record.public_demo is True:
+        return ("strict", "faithful")
+    return ("strict",)
+
+
+def can_read(audience: str, role: str) -> bool:
+    """Whether ``role`` may read a stored result with this ``audience``."""
+    if role not in ROLES:
+        raise PolicyError(f"role must be one of {', '.join(ROLES)}; got {role!r}")
+    return audience == EVERYONE or role == OWNER
+
+
+def _check_seed(seed) -> int | None:
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
+            or not 0 <= int(seed) < MAX_SEED:
+        raise PolicyError(f"seed must be an integer in [0, 2^63); got {seed!r}")
+    return int(seed)
+
+
+def authorize_run(record: DatasetRecord, params: MiningParams, requester: Requester, *,
+                  seed: int | None = None) -> RunPermit:
+    """Decide, before anything is charged, whether ``requester`` may run ``params``.
+
+    Parameters
+    ----------
+    record : DatasetRecord
+        The registered dataset (flags and confirmed public schema from the ledger).
+    params : MiningParams
+    requester : Requester
+    seed : int, optional
+        Public-demo datasets only.
+
+    Returns
+    -------
+    RunPermit
+
+    Raises
+    ------
+    PolicyError
+        A rule of this module refuses the run (the message says which and why).
+    ParameterError
+        Bad parameters or a budget plan that cannot be split.
+    DataError
+        The confirmed schema cannot be mined with these parameters.
+    """
+    if not isinstance(requester, Requester):
+        raise PolicyError("requester must be a dpcore.policy.Requester")
+    if not isinstance(params, MiningParams):
+        raise ParameterError(f"params must be MiningParams; got {type(params).__name__}")
+    params.validate()
+    plan_budget(params)
+    if not record.confirmed:
+        raise PolicyError(f"the public schema of dataset {record.name!r} is not confirmed by "
+                          "its owner yet; no run may start")
+    public = record.public_demo is True
+    if record.is_sandbox and not public and requester.role != OWNER:
+        raise PolicyError(f"{record.name!r} is an owner sandbox on private data; only the "
+                          "owner may run it")
+    seed = _check_seed(seed)
+    if seed is not None and not public:
+        raise PolicyError(
+            f"a seed is accepted only on public demo datasets; {record.name!r} is private. "
+            "A known seed lets anyone replay the noise and subtract it from the release, so "
+            "runs on private data always draw fresh randomness and record no seed.")
+    if params.mode not in allowed_modes(record, requester.role):
+        raise PolicyError(
+            f"faithful mode on the private dataset {record.name!r} is for its owner only: it "
+            "reproduces the paper's code, which releases values read from the raw data "
+            "without paying for them (NOT ε-DP). Log in as owner, or use strict mode.")
+    check_schema_runnable(record.schema, params)
+    audience = OWNER_ONLY if not public and (params.mode == "faithful" or record.is_sandbox) \
+        else EVERYONE
+    return RunPermit(record, params, seed, audience, requester)
+
+
+def check_schema_runnable(schema: Schema, params: MiningParams) -> None:
+    """Compute every data-independent grid a miner may use, so none fails after the charge.
+
+    Strict mode splits numeric attributes on :meth:`Schema.split_grid` and turns
+    them into initial targets with :meth:`Schema.target_edges`; both must give
+    finite, increasing cut points for every numeric attribute.
+
+    Raises
+    ------
+    DataError
+        Naming the attribute whose public grid cannot be built.
+    """
+    if params.mode != "strict":
+        return
+    for attr in schema.attributes:
+        if attr.type != NUMERIC:
+            continue
+        try:
+            grids = (schema.split_grid(attr), schema.target_edges(attr))
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"no public grid can be built for this numeric attribute ({exc}); "
+                            "declare a domain [lo, hi] or thresholds", column=attr.name) from None
+        for grid in grids:
+            if not np.all(np.isfinite(grid)) or np.any(np.diff(grid) <= 0):
+                raise DataError("its public grid is not finite and increasing; check the "
+                                "declared domain and thresholds", column=attr.name)
+
+
+_digests: dict[int, str] = {}
+
+
+def content_digest(dataset: TwoViewDataset) -> str:
+    """SHA-256 (hex) of what a miner reads: both views' coded values and their shapes.
+
+    Computed once per dataset object. Two loads of the same files give the same
+    digest; any changed, added or removed value changes it. The digest is owner
+    metadata (it confirms a guess of the whole dataset), never shown to analysts.
+    """
+    key = id(dataset)
+    if key not in _digests:
+        h = hashlib.sha256(b"dpcore-content-v1")
+        for view in dataset.views:
+            values = np.ascontiguousarray(view.values, dtype=np.float64)
+            # One NaN pattern for every missing value, so the digest is about content.
+            values = np.where(np.isnan(values), np.nan, values)
+            h.update(np.asarray(values.shape, dtype=np.int64).tobytes())
+            h.update(values.tobytes())
+        _digests[key] = h.hexdigest()
+        weakref.finalize(dataset, _digests.pop, key, None)
+    return _digests[key]
+
+
+def require_owner(role: str, what: str) -> None:
+    """Raise PolicyError unless ``role`` is the owner (``what`` names the refused action)."""
+    if role != OWNER:
+        raise PolicyError(f"{what} is for the data owner only (it shows true statistics)")
+
+
+def may_see_diagnostics(role: str, record: DatasetRecord) -> bool:
+    """Owner diagnostics (score traces, timings: computed from true data) — owner or public."""
+    return can_see_true_statistics(role, record.public_demo)

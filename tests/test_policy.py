@@ -1,0 +1,366 @@
+"""One privacy policy for every entry point: the Python API and the command line refuse,
+before charging, what the app refuses (seeds on private data, other data than the
+registered, faithful releases to analysts, float noise in strict mode, unwritable
+outputs, schemas that cannot be mined), and every paid result can be fetched again."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from dpcore.cli import main
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
+from dpcore.ledger import Ledger
+from dpcore.loading import load_dataset
+from dpcore.params import MiningParams
+from dpcore.policy import (PolicyError, Requester, allowed_modes, authorize_run,
+                           content_digest)
+from dpcore.results import NEIGHBOURING_RELATION
+from dpcore.roles import hash_password
+from dpcore.runs import charge_and_mine, load_result, readable_runs, run_cost
+from dpcore.schema import Attribute, Schema, ViewSpec
+from dpcore.units import epsilon_to_nano
+
+REPO = Path(__file__).resolve().parent.parent
+CLINIC = REPO / "sample_data" / "clinic"
+DIABETES = REPO / "sample_data" / "diabetes"
+SMALL = dict(in_tr=2, mc_iter=200)
+OWNER = Requester(role="owner", actor="owner-test")
+ANALYST = Requester()
+
+
+@pytest.fixture()
+def ledger(tmp_path, clinic_dataset):
+    """clinic as a public demo, and the same files registered as a private dataset."""
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.register_dataset("clinic", clinic_dataset.schema, str(CLINIC), 5.0, actor="owner",
+                         confirmed=True, content_digest=content_digest(clinic_dataset))
+    private = replace(clinic_dataset.schema, name="private", public_demo=False)
+    led.register_dataset("private", private, str(CLINIC), 5.0, actor="owner", confirmed=True,
+                         content_digest=content_digest(clinic_dataset))
+    return led
+
+
+def nothing_charged(led: Ledger, *names: str) -> bool:
+    return all(led.budget(n).spent_nano == 0 and led.list_runs(n) == [] for n in names)
+
+
+# ------------------------------------------------------------------------- 1. seeds
+
+def test_a_seed_is_refused_on_private_data_and_nothing_is_charged(ledger):
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    with pytest.raises(PolicyError, match="public demo"):
+        charge_and_mine(ledger, "private", params, seed=4242)
+    assert nothing_charged(ledger, "private")
+
+
+def test_private_runs_record_no_seed_and_never_repeat_their_noise(ledger):
+    """The replay attack needs the noise of a release to be reproducible: on private data
+    two runs of the same parameters draw different noise, and neither records a seed."""
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, in_tr=1, rm_iter=1)
+    first = charge_and_mine(ledger, "private", params)
+    second = charge_and_mine(ledger, "private", params)
+    assert first.seed is None and second.seed is None
+    for run in ledger.list_runs("private"):
+        assert run.params["seed"] is None
+    assert "4242" not in first.to_json()
+    tables = [np.asarray(r.extractions[0].noisy_table) for r in (first, second)]
+    trees_equal = first.trees == second.trees
+    assert not (trees_equal and np.array_equal(*tables)), "fresh randomness every run"
+
+
+def test_a_seed_on_public_demo_data_reproduces_the_run(ledger):
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    a = charge_and_mine(ledger, "clinic", params, seed=7)
+    b = charge_and_mine(ledger, "clinic", params, seed=7)
+    assert a.seed == 7 and [r.jaccard for r in a.redescriptions] == \
+        [r.jaccard for r in b.redescriptions]
+
+
+# ------------------------------------------------------------------------- 2. the data mined
+
+def test_other_data_than_the_registered_are_refused(ledger, clinic_dataset):
+    other = TwoViewDataset.from_arrays(clinic_dataset.schema,
+                                       clinic_dataset.views[0].values[:, :-1],
+                                       clinic_dataset.views[1].values[:, :-1])
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    with pytest.raises(PolicyError, match="registered data"):
+        charge_and_mine(ledger, "clinic", params, data=other)
+    assert nothing_charged(ledger, "clinic", "private")
+
+
+def test_without_data_the_registered_files_are_mined_with_the_confirmed_schema(ledger):
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    result = charge_and_mine(ledger, "private", params)
+    assert result.dataset == "private" and ledger.get_run(result.run_id).status == "done"
+
+
+def test_a_dataset_registered_without_a_digest_records_one_at_its_first_run(tmp_path,
+                                                                             clinic_dataset):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("clinic", clinic_dataset.schema, str(CLINIC), 2.0, actor="owner",
+                         confirmed=True)
+    assert led.get_dataset("clinic").content_digest is None
+    charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL))
+    assert led.get_dataset("clinic").content_digest == content_digest(clinic_dataset)
+
+
+# ------------------------------------------------------------------------- 3. faithful mode
+
+def test_faithful_mode_on_private_data_is_the_owners_and_so_is_its_result(ledger):
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, mode="faithful", **SMALL)
+    with pytest.raises(PolicyError, match="owner only"):
+        charge_and_mine(ledger, "private", params)
+    assert nothing_charged(ledger, "private")
+    result = charge_and_mine(ledger, "private", params, requester=OWNER)
+    assert result.audience == "owner"
+    with pytest.raises(PolicyError, match="owner only"):
+        load_result(ledger, result.run_id, role="analyst")
+    assert load_result(ledger, result.run_id, role="owner").run_id == result.run_id
+    assert readable_runs(ledger, "private", "analyst") == []
+    assert [r.run_id for r in readable_runs(ledger, "private", "owner")] == [result.run_id]
+    assert allowed_modes(ledger.get_dataset("private"), "analyst") == ("strict",)
+    assert allowed_modes(ledger.get_dataset("clinic"), "analyst") == ("strict", "faithful")
+
+
+def test_owner_diagnostics_are_refused_to_analysts_on_private_data(ledger):
+    result = charge_and_mine(ledger, "private",
+                             MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL))
+    with pytest.raises(PolicyError, match="true data"):
+        load_result(ledger, result.run_id, role="analyst", include_diagnostics=True)
+    assert load_result(ledger, result.run_id, role="owner",
+                       include_diagnostics=True).diagnostics.score_traces
+
+
+# ------------------------------------------------------------------------- 4. float noise
+
+def test_strict_mode_never_takes_float_noise(ledger):
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, noise="continuous", **SMALL)
+    with pytest.raises(ParameterError, match="Mironov"):
+        charge_and_mine(ledger, "clinic", params, requester=OWNER)
+    assert nothing_charged(ledger, "clinic")
+
+
+# ------------------------------------------------------------------------- 6. schema checks
+
+def test_a_numeric_attribute_with_thresholds_but_no_domain_is_mined(tmp_path):
+    """Every attribute becomes an initial target (InTr ≥ attributes): the domain-less
+    attribute's target bins come from its declared thresholds, no TypeError after the charge."""
+    schema = Schema("t", (Attribute("a", 0, "numeric", thresholds=(1.0, 2.0, 3.0, 4.0, 5.0)),
+                          Attribute("b", 0, "boolean"),
+                          Attribute("c", 1, "numeric", domain=(0.0, 10.0)),
+                          Attribute("d", 1, "boolean")),
+                    (ViewSpec("L", "x.csv"), ViewSpec("R", "x.csv")))
+    rng = np.random.default_rng(0)
+    data = TwoViewDataset.from_arrays(schema, np.vstack([rng.uniform(0, 6, 300),
+                                                         rng.integers(0, 2, 300)]),
+                                      np.vstack([rng.uniform(0, 10, 300),
+                                                 rng.integers(0, 2, 300)]))
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("t", schema, None, 5.0, actor="owner", confirmed=True,
+                         content_digest=content_digest(data))
+    assert schema.target_edges(schema.attributes[0]).tolist() == [2.0, 3.0, 4.0]
+    result = charge_and_mine(led, "t", MiningParams(algorithm="mcmctreepair", epsilon=1.0,
+                                                    in_tr=4, mc_iter=100), data=data)
+    assert led.get_run(result.run_id).status == "done"
+
+
+def test_a_schema_whose_grid_cannot_be_built_is_refused_before_the_charge(ledger):
+    record = ledger.get_dataset("private")
+    broken = replace(record, schema=replace(record.schema, grid_bins=0, attributes=tuple(
+        replace(a, thresholds=None, domain=(1.0, 1.0)) if a.type == "numeric" else a
+        for a in record.schema.attributes)))
+    with pytest.raises(DataError, match="public grid"):
+        authorize_run(broken, MiningParams(), ANALYST)
+
+
+# ------------------------------------------------------------------------- the property
+
+def _mostly(valid, *invalid, odds=3):
+    """About ``odds`` valid values for one invalid one (Hypothesis favours the first branch
+    of ``one_of`` and the ends of ranges, so the choice is an inner value of a range)."""
+    return st.tuples(st.integers(0, odds + 1), valid, st.sampled_from(invalid)).map(
+        lambda t: t[2] if t[0] == 1 else t[1])
+
+
+NUMERIC = st.tuples(st.floats(-100, 100), st.floats(0.5, 50),
+                    _mostly(st.sampled_from(["domain", "thresholds", "both"]), "neither", odds=12)).map(
+    lambda t: ("numeric", (t[0], t[0] + t[1]) if t[2] in ("domain", "both") else None,
+               (t[0] + t[1] / 3, t[0] + t[1] / 2) if t[2] in ("thresholds", "both") else None,
+               ()))
+ATTRIBUTE = st.one_of(
+    st.builds(lambda: ("boolean", None, None, ())),
+    _mostly(st.integers(2, 5), 1, odds=12).map(
+        lambda k: ("categorical", None, None, tuple(f"c{i}" for i in range(k)))),
+    NUMERIC,
+)
+
+
+def _dataset(kinds, n_left, rows, seed):
+    attrs = tuple(Attribute(f"x{i}", int(i >= n_left), kind, categories=cats, domain=dom,
+                            thresholds=thr) for i, (kind, dom, thr, cats) in enumerate(kinds))
+    schema = Schema("prop", attrs, (ViewSpec("L", "d.csv"), ViewSpec("R", "d.csv")),
+                    public_demo=False)
+    rng = np.random.default_rng(seed)
+    cols = []
+    for kind, dom, thr, cats in kinds:
+        if kind == "boolean":
+            cols.append(rng.integers(0, 2, rows).astype(float))
+        elif kind == "categorical":
+            cols.append(rng.integers(0, len(cats), rows).astype(float))
+        else:
+            lo, hi = dom if dom else (-200.0, 200.0)
+            cols.append(rng.uniform(lo, hi, rows))
+    arr = np.vstack(cols)
+    return schema, TwoViewDataset.from_arrays(schema, arr[:n_left], arr[n_left:])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(ATTRIBUTE, min_size=2, max_size=6), split=st.integers(1, 5),
+       rows=st.integers(5, 80), seed=st.integers(0, 10),
+       algorithm=st.sampled_from(["mcmctreepair", "altmcmc", "altexpm", "serenade_es",
+                                  "serenade_cs"]),
+       mode=st.sampled_from(["strict", "faithful"]),
+       epsilon=_mostly(st.floats(0.05, 6), 0.0, -1.0, float("nan"), float("inf")),
+       omega=_mostly(st.floats(0.01, 0.99), -0.5, 1.5, 0.0, 1.0),
+       in_tr=_mostly(st.integers(1, 3), 0, -1), depth=_mostly(st.integers(1, 4), 0, 9),
+       noise=st.sampled_from(["discrete", "continuous"]),
+       role=st.sampled_from(["analyst", "owner"]), use_seed=st.booleans())
+def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
+        tmp_path_factory, kinds, split, rows, seed, algorithm, mode, epsilon, omega, in_tr,
+        depth, noise, role, use_seed):
+    n_left = min(split, len(kinds) - 1)
+    try:
+        schema, data = _dataset(kinds, n_left, rows, seed)
+        led = Ledger(tmp_path_factory.mktemp("prop") / "l.sqlite")
+        led.register_dataset("prop", schema, None, 5.0, actor="owner", confirmed=True,
+                             content_digest=content_digest(data))
+    except (DataError, ParameterError):
+        event("schema refused at registration")
+        return
+    params = MiningParams(algorithm=algorithm, mode=mode, epsilon=epsilon, omega=omega,
+                          in_tr=in_tr, depth=depth, noise=noise, mc_iter=50, init_pairs=3,
+                          es_rounds=3, cs_rounds=2)
+    try:
+        result = charge_and_mine(led, "prop", params, data=data,
+                                 requester=Requester(role=role, actor=role),
+                                 seed=seed if use_seed else None)
+    except (PolicyError, ParameterError, DataError, BudgetExceededError) as exc:
+        event(f"refused: {type(exc).__name__}")
+        assert led.budget("prop").spent_nano == 0 and led.list_runs("prop") == [], \
+            "a refusal charges nothing"
+        return
+    event("charged and stored")
+    runs = led.list_runs("prop")
+    assert [r.status for r in runs] == ["done"], "charged and stored"
+    assert led.budget("prop").spent_nano == run_cost(params) == runs[0].epsilon_nano
+    stored = load_result(led, result.run_id, role="owner")
+    assert stored.to_dict() == result.to_dict()
+    assert stored.seed is None, "private data: no seed stored"
+    assert stored.neighbouring == NEIGHBOURING_RELATION
+
+
+# ------------------------------------------------------------------------- the command line
+
+@pytest.fixture()
+def cli_ledger(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("DPRM_LEDGER", str(path))
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", str(DIABETES), "--cap", "5"]) == 0
+    assert main(["register", "--data", str(CLINIC), "--cap", "5"]) == 0
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD")
+    return Ledger(path)
+
+
+def test_cli_refuses_a_seed_on_private_data(cli_ledger, capsys):
+    assert main(["mine", "--dataset", "diabetes", "--algorithm", "altexpm", "--seed", "4242",
+                 "--epsilon", "0.5"]) == 2
+    assert "public demo" in capsys.readouterr().err
+    assert nothing_charged(cli_ledger, "diabetes")
+
+
+def test_cli_refuses_other_data_than_the_registered(cli_ledger, capsys):
+    """`--data X --dataset Y` used to mine X and charge Y."""
+    assert main(["mine", "--data", str(DIABETES), "--dataset", "clinic", "--epsilon",
+                 "0.5"]) == 2
+    assert "registered data" in capsys.readouterr().err
+    assert nothing_charged(cli_ledger, "diabetes", "clinic")
+
+
+def test_cli_faithful_on_private_data_needs_the_owner_and_hides_the_result(
+        cli_ledger, capsys, monkeypatch, tmp_path):
+    args = ["mine", "--dataset", "diabetes", "--algorithm", "altexpm", "--mode", "faithful",
+            "--epsilon", "0.5", "--in-tr", "1"]
+    assert main(args) == 2
+    assert "owner only" in capsys.readouterr().err
+    assert nothing_charged(cli_ledger, "diabetes")
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(args + ["--owner", "--out", str(tmp_path / "f.json")]) == 0
+    run_id = cli_ledger.list_runs("diabetes")[0].run_id
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD")
+    capsys.readouterr()
+    assert main(["result", run_id]) == 2
+    assert "owner only" in capsys.readouterr().err
+    main(["runs", "diabetes"])
+    assert "[owner only]" in capsys.readouterr().out
+
+
+def test_cli_has_no_float_noise_flag(cli_ledger):
+    with pytest.raises(SystemExit):
+        main(["mine", "--dataset", "clinic", "--noise", "continuous"])
+    assert nothing_charged(cli_ledger, "clinic")
+
+
+def test_cli_checks_out_before_charging_prints_the_run_id_and_fetches_results(
+        cli_ledger, capsys, tmp_path):
+    missing = tmp_path / "no" / "such" / "folder" / "r.json"
+    assert main(["mine", "--dataset", "clinic", "--epsilon", "0.5", "--out",
+                 str(missing)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert nothing_charged(cli_ledger, "clinic")
+
+    out = tmp_path / "r.json"
+    assert main(["mine", "--dataset", "clinic", "--algorithm", "altexpm", "--epsilon", "0.5",
+                 "--in-tr", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    run_id = cli_ledger.list_runs("clinic")[0].run_id
+    assert err.index(f"run {run_id}") < err.index("%]"), "run id printed before mining"
+    assert main(["result", run_id]) == 0
+    fetched = json.loads(capsys.readouterr().out)
+    assert fetched == json.loads(out.read_text())
+    assert fetched["neighbouring"] == NEIGHBOURING_RELATION
+
+    cli_ledger.charge("killed", "clinic", "altexpm", [epsilon_to_nano(0.1)], {},
+                      actor="cli")
+    assert main(["runs", "clinic"]) == 0
+    listing = capsys.readouterr().out
+    assert "killed" in listing and "no result yet" in listing and run_id in listing
+    assert main(["result", "killed"]) == 3
+    assert "no stored result" in capsys.readouterr().err
+
+
+def test_cli_experiment_needs_the_owner_password(cli_ledger, tmp_path, monkeypatch):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
+    with pytest.raises(SystemExit, match="owner password"):
+        main(["experiment", "--data", str(CLINIC), "--algorithms", "altexpm", "--epsilons",
+              "1", "--runs", "1", "--out", str(tmp_path / "rep")])
+    assert not (tmp_path / "rep").exists()
+
+
+def test_load_dataset_gives_the_digest_registration_recorded(cli_ledger):
+    assert cli_ledger.get_dataset("diabetes").content_digest == \
+        content_digest(load_dataset(DIABETES))
+
+
+def test_a_refused_request_is_a_dpcore_error(ledger):
+    assert issubclass(PolicyError, DpcoreError)
