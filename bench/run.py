@@ -35,6 +35,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from dpcore.registry import MCMCTREEPAIR, SERENADE_ALGORITHMS, STRICT
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "bench" / "results"
 
@@ -45,10 +47,6 @@ INTERACTIVE = {"n_rows": 2_500, "n_bool": 190, "n_numeric": 60}
 DATA_SEED = 20232
 RUN_SEED = 7
 MC_ITER, DEPTH = 10_000, 4
-# Serenade paper defaults (Karjalainen, Galbrun & Miettinen, KDID 2022)
-SERENADE_I, SERENADE_K, SERENADE_L = 20, 80, 4
-SERENADE_STEEPNESS = 0.02
-SERENADE_BUDGET_INIT, SERENADE_BUDGET_EXT = 0.45, 0.45   # rest (0.1 of ε) = ε_qual
 # phases of RunResult.diagnostics.phase_seconds besides "prepare"
 TREE_PHASES = ("trees", "extract")
 SERENADE_PHASES = ("initial pairs", "extensions", "quality")
@@ -73,91 +71,44 @@ def log(msg: str) -> None:
 # ---------------------------------------------------------------------------
 
 def is_serenade(algorithm: str) -> bool:
-    from dpcore.params import SERENADE_ALGORITHMS
-
     return algorithm in SERENADE_ALGORITHMS
 
 
-def serenade_setting(algorithm: str, *, init_pairs: int, rounds: int, name: str,
-                     label: str) -> dict:
-    """One Serenade setting: I initial pairs and K (ES) or L (CS) extension rounds.
-
-    The other Serenade parameters are the paper's (Karjalainen, Galbrun & Miettinen,
-    KDID 2022): s = 0.02 and the budget split 0.45 / 0.45 / 0.1 of ε (initial pairs /
-    extensions / noisy quality counts); ε = 1, strict mode, at most 4 attributes per query.
-    """
-    rounds_key = "es_rounds" if algorithm == "serenade_es" else "cs_rounds"
-    return {"algorithm": algorithm, "name": name, "label": label, "init_pairs": init_pairs,
-            rounds_key: rounds, "steepness": SERENADE_STEEPNESS,
-            "budget_init": SERENADE_BUDGET_INIT, "budget_ext": SERENADE_BUDGET_EXT}
+def _preset_setting(algorithm: str, preset, name: str) -> dict:
+    return {"algorithm": algorithm, "name": name, "label": preset.label, **preset.overrides}
 
 
 def settings_for(algorithm: str) -> list[dict]:
-    """The parameter settings benchmarked for one algorithm.
+    """The parameter settings benchmarked for one algorithm: its registry presets named
+    ``paper`` (MCMCTreePair: InTr 20, MCIter 10,000, d 4; Serenade: I 20, K 80 / L 4,
+    s 0.02, split 0.45/0.45/0.1) or ``paper-stable`` / ``paper-default`` (the alternating
+    miners: InTr 20, RMIter 1 and InTr 1, RMIter 20, MCIter 10,000, d 4)."""
+    from dpcore.registry import algorithm_spec
 
-    MCMCTreePair: the paper's parameters (InTr 20, MCIter 10,000, d 4). The alternating
-    miners (AltMCMC, AltExpM and any later tree miner): the paper's "stable" setting
-    (InTr 20, RMIter 1) and the default one (InTr 1, RMIter 20), both with MCIter 10,000, d 4.
-    SerenadeES / SerenadeCS: the Serenade paper's defaults, I = 20 initial pairs and
-    K = 80 (ES) or L = 4 (CS) extension rounds (see :func:`serenade_setting`).
-    """
-    from dpcore.params import ALGORITHM_LABELS
-
-    label = ALGORITHM_LABELS.get(algorithm, algorithm)
-    if algorithm == "serenade_es":
-        return [serenade_setting(algorithm, init_pairs=SERENADE_I, rounds=SERENADE_K,
-                                 name=algorithm,
-                                 label=f"{label} (I {SERENADE_I}, K {SERENADE_K})")]
-    if algorithm == "serenade_cs":
-        return [serenade_setting(algorithm, init_pairs=SERENADE_I, rounds=SERENADE_L,
-                                 name=algorithm,
-                                 label=f"{label} (I {SERENADE_I}, L {SERENADE_L})")]
-    base = {"algorithm": algorithm, "mc_iter": MC_ITER, "depth": DEPTH}
-    if algorithm == "mcmctreepair":
-        return [dict(base, name=algorithm, label=f"{label} (InTr 20)", in_tr=20, rm_iter=1)]
-    return [dict(base, name=f"{algorithm}-stable", label=f"{label} stable (InTr 20, RMIter 1)",
-                 in_tr=20, rm_iter=1),
-            dict(base, name=f"{algorithm}-default", label=f"{label} default (InTr 1, RMIter 20)",
-                 in_tr=1, rm_iter=20)]
+    spec = algorithm_spec(algorithm)
+    return [_preset_setting(algorithm, p, algorithm + p.name.removeprefix("paper"))
+            for p in spec.presets if p.name == "paper" or p.name.startswith("paper-")]
 
 
 def interactive_setting(algorithm: str) -> dict:
-    """The setting of the "interactive 2,500 × 250" case: what the app runs by default.
+    """The setting of the "interactive 2,500 × 250" case: the registry preset
+    ``interactive``, what the app runs by default (tree miners InTr 4, RMIter 1,
+    MCIter 10,000, d 4; Serenade the paper's I 20, K 80 / L 4)."""
+    from dpcore.registry import algorithm_spec, preset
 
-    Tree miners: InTr 4, RMIter 1 (``MiningParams`` defaults), MCIter 10,000, d 4.
-    Serenade: the ``MiningParams`` defaults, which are the Serenade paper's (I 20,
-    K 80 / L 4): the app offers no smaller Serenade preset.
-    """
-    from dpcore.params import ALGORITHM_LABELS, MiningParams
-
-    label = ALGORITHM_LABELS.get(algorithm, algorithm)
-    if is_serenade(algorithm):
-        d = MiningParams()
-        rounds = d.es_rounds if algorithm == "serenade_es" else d.cs_rounds
-        letter = "K" if algorithm == "serenade_es" else "L"
-        return serenade_setting(algorithm, init_pairs=d.init_pairs, rounds=rounds,
-                                name=f"{algorithm}-interactive",
-                                label=f"{label} (I {d.init_pairs}, {letter} {rounds})")
-    return {"algorithm": algorithm, "mc_iter": MC_ITER, "depth": DEPTH, "in_tr": 4,
-            "rm_iter": 1, "name": f"{algorithm}-interactive",
-            "label": f"{label} (InTr 4)"}
-
-
-#: The MiningParams fields a setting may set, per family; anything else in a setting
-#: (name, label) is bookkeeping.
-TREE_FIELDS = ("in_tr", "rm_iter", "mc_iter", "depth")
-SERENADE_FIELDS = ("init_pairs", "es_rounds", "cs_rounds", "steepness", "budget_init",
-                   "budget_ext", "min_acc", "memo_age", "max_attributes")
+    return _preset_setting(algorithm, preset(algorithm_spec(algorithm), "interactive"),
+                           f"{algorithm}-interactive")
 
 
 def params_of(setting: dict):
-    """The validated MiningParams of a setting (ε = 1, strict); only the fields that apply
-    to the setting's algorithm are passed, the rest keep their defaults."""
+    """The validated MiningParams of a setting (ε = 1, strict): every parameter the setting
+    names that its algorithm uses (from the registry); the rest keep their defaults."""
     from dpcore.params import MiningParams
+    from dpcore.registry import algorithm_spec
 
-    fields = SERENADE_FIELDS if is_serenade(setting["algorithm"]) else TREE_FIELDS
+    used = algorithm_spec(setting["algorithm"]).parameters_used(STRICT)
     return MiningParams(algorithm=setting["algorithm"],
-                        **{k: setting[k] for k in fields if k in setting}).validate()
+                        **{k: v for k, v in setting.items() if k in used}).validate()
 
 
 def tiny_params(algorithm: str, purpose: str) -> dict:
@@ -353,11 +304,11 @@ def case_numpy(spec: dict) -> dict:
     from dpcore.targets import make_target
     from dpcore.trees import sample_tree_pair
 
-    setting = settings_for("mcmctreepair")[0]
-    _warm_up("mcmctreepair")
+    setting = settings_for(MCMCTREEPAIR)[0]
+    _warm_up(MCMCTREEPAIR)
     dataset = _make_dataset({"name": "cms", "k": spec["k"]})
     coded_left, coded_right = strict_coding(dataset)
-    target = make_target(dataset, 0, 0, "strict")   # a left Boolean: trees on right, then left
+    target = make_target(dataset, 0, 0, STRICT)   # a left Boolean: trees on right, then left
     nano = plan_budget(params_of(setting))[0].epsilon_nano
     first, second = coded_right, coded_left
 
@@ -619,7 +570,7 @@ def numpy_speedups(numpy_cases: list[dict], cases: list[dict]) -> list[dict]:
             continue
         mined = [c for c in cases if c.get("kind") == "mine" and c["dataset"]["name"] == "cms"
                  and c["dataset"].get("k") == n["k"] and c["setting"]["algorithm"] ==
-                 "mcmctreepair"]
+                 MCMCTREEPAIR]
         np_it = n["numpy"]["seconds_per_iteration"]
         row = {"k": n["k"], "rows": n["rows"], "numpy_s_per_iteration": np_it,
                "numpy_iterations": n["numpy"]["iterations"],

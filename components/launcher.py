@@ -33,6 +33,7 @@ from dpcore.units import nano_to_epsilon
 from .budget_meter import fmt_eps
 from .params_form import demo_seed_from_state, params_from_state
 from .session import can_see_truth, current_requester, load_data, set_flash
+from dpcore.registry import FAITHFUL, SERENADE_CS
 
 __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "remember_new_run",
            "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text"]
@@ -169,12 +170,12 @@ def cost_text(params: MiningParams, cost_nano: int) -> str:
     text = (f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: {listed}, over "
             f"{n_calls} mechanism calls.")
     if params.is_serenade:
-        if params.algorithm == "serenade_cs":
+        if params.algorithm == SERENADE_CS:
             text += (" SerenadeCS charges every round up front; a redescription that stops "
                      "early leaves its share unspent (charged budget is never refunded).")
-        if params.mode == "faithful":
+        if params.mode == FAITHFUL:
             text += " Faithful Serenade costs exactly ε, but it is not strictly ε-DP."
-    elif params.mode == "faithful":
+    elif params.mode == FAITHFUL:
         text += (" Faithful mode charges 1.5× for each extraction (three histograms at "
                  "scale 2/ε), so the total exceeds the ε you chose.")
     return text

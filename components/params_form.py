@@ -23,13 +23,14 @@ from dpcore.ledger import DatasetRecord
 from dpcore.params import (ALGORITHM_LABELS, ALGORITHMS, HELP, SERENADE_ALGORITHMS,
                            MiningParams)
 from dpcore.policy import allowed_modes
+from dpcore.registry import FAITHFUL, MODE_LABELS, STRICT, algorithm_spec
 
 from .session import current_role
 
-__all__ = ["EPSILON_GRID", "DEFAULT_STATE", "ALGORITHM_GUIDE", "PARAMETER_SYMBOLS",
-           "FAITHFUL_TREE_WARNING", "FAITHFUL_SERENADE_WARNING", "persist_state",
-           "params_from_state", "demo_seed_from_state", "nearest_grid_epsilon",
-           "parameters_used", "quality_share", "render_params_form"]
+__all__ = ["EPSILON_GRID", "DEFAULT_STATE", "ALGORITHM_GUIDE", "FAITHFUL_TREE_WARNING",
+           "FAITHFUL_SERENADE_WARNING", "persist_state", "params_from_state",
+           "demo_seed_from_state", "nearest_grid_epsilon", "quality_share",
+           "render_params_form"]
 
 _D = MiningParams()
 
@@ -42,8 +43,6 @@ SETTINGS = ("stable", "default", "custom")
 _SETTING_LABELS = {"stable": "stable: InTr = k, RMIter = 1",
                    "default": "default: InTr = 1, RMIter = k",
                    "custom": "custom InTr and RMIter"}
-_MODE_LABELS = {"strict": "strict (default): every step is ε-DP",
-                "faithful": "faithful — not strictly ε-DP: reproduces the paper's code"}
 
 #: Widget keys and their starting values (the paper's defaults, from MiningParams).
 DEFAULT_STATE: dict[str, object] = {
@@ -114,60 +113,6 @@ FAITHFUL_SERENADE_WARNING = (
     "redescription: its supports |q_L|, |q_R| and p-values are **not released**. Use it "
     "only to compare with the original.")
 
-#: Short names of the parameters, as the form and the Runs page show them.
-PARAMETER_SYMBOLS = {
-    "epsilon": "ε", "mode": "mode", "omega": "ω", "in_tr": "InTr", "rm_iter": "RMIter",
-    "depth": "d", "mc_iter": "MCIter", "sigma": "σ", "sigma_window": "σ window",
-    "min_jaccard": "Γ.minJ", "max_pvalue": "Γ.pval", "min_support": "Γ.minSupp",
-    "max_support": "Γ.maxSupp", "max_clauses": "maxClauses", "noise": "noise",
-    "init_pairs": "I", "es_rounds": "K", "cs_rounds": "L", "steepness": "s",
-    "budget_init": "ε_init share", "budget_ext": "ε_ext share", "min_acc": "min_acc",
-    "memo_age": "memo_age", "max_attributes": "max attributes"}
-
-_CONSTRAINTS = ("min_jaccard", "max_pvalue", "min_support", "max_support")
-
-
-def parameters_used(algorithm: str, mode: str) -> tuple[str, ...]:
-    """The :class:`~dpcore.params.MiningParams` fields that change what a run does.
-
-    Parameters
-    ----------
-    algorithm : str
-        An algorithm id of :data:`dpcore.params.ALGORITHMS`.
-    mode : str
-        ``"strict"`` or ``"faithful"``.
-
-    Returns
-    -------
-    tuple of str
-        Field names in the order the form shows them. ``noise`` counts in strict mode
-        only (faithful counts always get continuous Laplace noise), σ and its window
-        only for faithful MCMC chains, ``memo_age`` only for faithful SerenadeES.
-    """
-    faithful = mode == "faithful"
-    used: list[str] = ["epsilon", "mode"]
-    if algorithm in SERENADE_ALGORITHMS:
-        used += ["init_pairs", "es_rounds" if algorithm == "serenade_es" else "cs_rounds",
-                 "steepness", "budget_init", "budget_ext"]
-        if algorithm == "serenade_cs":
-            used.append("min_acc")
-        used.append("max_attributes")
-        if algorithm == "serenade_es" and faithful:
-            used.append("memo_age")
-        used += _CONSTRAINTS
-    else:
-        used += ["omega", "in_tr"] if algorithm == "mcmctreepair" else ["in_tr", "rm_iter"]
-        used.append("depth")
-        if algorithm != "altexpm":
-            used.append("mc_iter")
-            if faithful:
-                used += ["sigma", "sigma_window"]
-        used += [*_CONSTRAINTS, "max_clauses"]
-    if not faithful:
-        used.append("noise")
-    return tuple(used)
-
-
 def quality_share(budget_init: float, budget_ext: float) -> float:
     """Serenade's ε_qual share, 1 − budget_init − budget_ext: what pays the noisy counts."""
     return 1.0 - float(budget_init) - float(budget_ext)
@@ -205,7 +150,7 @@ def params_from_state(state: MutableMapping | None = None) -> MiningParams:
         return state[key] if key in state else DEFAULT_STATE[key]
 
     algorithm = str(get("mine_algorithm"))
-    if algorithm == "mcmctreepair":
+    if "rm_iter" not in algorithm_spec(algorithm).parameters_used(STRICT):
         in_tr, rm_iter = int(get("mine_in_tr")), 1
     else:
         setting = get("mine_setting")
@@ -265,24 +210,25 @@ def render_params_form(record: DatasetRecord) -> None:
                        help="Type any ε in [0.01, 10]; the slider follows to the nearest "
                             "grid value. The run uses this exact number.")
 
+    spec = algorithm_spec(algorithm)
     if serenade:
-        _serenade_widgets(algorithm)
+        _serenade_widgets(spec.parameters_used(STRICT))
     else:
-        _tree_widgets(algorithm)
+        _tree_widgets(spec.parameters_used(STRICT))
 
     modes = allowed_modes(record, current_role())
     if st.session_state.get("mine_mode") not in modes:
         st.session_state["mine_mode"] = modes[0]
-    st.radio("Privacy mode", modes, key="mine_mode", format_func=_MODE_LABELS.get,
+    st.radio("Privacy mode", modes, key="mine_mode", format_func=MODE_LABELS.get,
              help=HELP["mode"])
     if len(modes) == 1:
         st.caption("Faithful mode (not ε-DP: it releases values read from the raw data) is "
                    "for the data owner only on private datasets.")
-    faithful = st.session_state["mine_mode"] == "faithful"
+    faithful = st.session_state["mine_mode"] == FAITHFUL
     if serenade:
         if faithful:
             st.warning(FAITHFUL_SERENADE_WARNING)
-            if algorithm == "serenade_es":
+            if "memo_age" in spec.parameters_used(FAITHFUL):
                 st.number_input("memo_age (rounds a memoised extension lives; faithful only)",
                                 min_value=1, max_value=100_000, step=5, key="mine_memo_age",
                                 help=HELP["memo_age"])
@@ -315,9 +261,10 @@ def render_params_form(record: DatasetRecord) -> None:
                         disabled=not st.session_state["mine_demo_seed_on"])
 
 
-def _tree_widgets(algorithm: str) -> None:
-    """Trials (and ω or alternations), depth and MCIter of the tree miners."""
-    if algorithm == "mcmctreepair":
+def _tree_widgets(used: tuple[str, ...]) -> None:
+    """Trials (and ω or alternations), depth and MCIter of the tree miners (``used``:
+    the algorithm's strict-mode parameters, from the registry)."""
+    if "omega" in used:
         c1, c2 = st.columns(2)
         c1.slider("ω (share of each trial's ε for the tree pair)", min_value=0.01,
                   max_value=0.99, step=0.01, key="mine_omega", help=HELP["omega"])
@@ -342,8 +289,8 @@ def _tree_widgets(algorithm: str) -> None:
     c1, c2 = st.columns(2)
     c1.slider("Depth d", min_value=1, max_value=8, step=1, key="mine_depth", help=HELP["depth"])
     c2.number_input("MCIter", min_value=1, max_value=10_000_000, step=1000, key="mine_mc_iter",
-                    help=HELP["mc_iter"] + (" Not used by AltExpM." if algorithm == "altexpm"
-                                            else ""))
+                    help=HELP["mc_iter"] + ("" if "mc_iter" in used
+                                            else " Not used by this algorithm (no chain)."))
 
 
 def _sigma_widgets(strict: bool) -> None:
@@ -359,12 +306,13 @@ def _sigma_widgets(strict: bool) -> None:
                    "rule (σ) would leak, so σ applies in faithful mode only.")
 
 
-def _serenade_widgets(algorithm: str) -> None:
-    """I, K (ES) or L (CS), s, the budget split, min_acc (CS) and the query size."""
+def _serenade_widgets(used: tuple[str, ...]) -> None:
+    """I, K (ES) or L (CS), s, the budget split, min_acc (CS) and the query size (``used``:
+    the algorithm's strict-mode parameters, from the registry)."""
     c1, c2, c3 = st.columns(3)
     c1.number_input("I (initial pairs)", min_value=1, max_value=1_000, step=1,
                     key="mine_init_pairs", help=HELP["init_pairs"])
-    if algorithm == "serenade_es":
+    if "es_rounds" in used:
         c2.number_input("K (extension rounds)", min_value=1, max_value=100_000, step=10,
                         key="mine_es_rounds", help=HELP["es_rounds"])
     else:
@@ -390,7 +338,7 @@ def _serenade_widgets(algorithm: str) -> None:
                  "ε_qual for the noisy counts. Lower budget_init or budget_ext.")
 
     c1, c2 = st.columns(2)
-    if algorithm == "serenade_cs":
+    if "min_acc" in used:
         c1.number_input("min_acc (smallest noisy J that keeps extending)", min_value=0.0,
                         max_value=1.0, step=0.05, format="%.2f", key="mine_min_acc",
                         help=HELP["min_acc"])

@@ -15,52 +15,21 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.params import ALGORITHM_LABELS, SERENADE_ALGORITHMS
+from dpcore.params import ALGORITHM_LABELS
 from dpcore.results import RunResult
 from dpcore.policy import can_read
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
 from .explore_view import get_threshold
-from .params_form import PARAMETER_SYMBOLS, parameters_used, quality_share
 from .scatter import run_label
 from .session import current_role
+from dpcore.registry import PARAMETER_SYMBOLS, STRICT, algorithm_spec
 
-__all__ = ["history_frame", "parameter_summary", "comparison_params_frame", "render_runs"]
+__all__ = ["history_frame", "comparison_params_frame", "render_runs"]
 
 #: Marks a parameter the run's algorithm (in its mode) does not use.
 NOT_USED = "—"
-
-
-def parameter_summary(algorithm: str, params: dict) -> str:
-    """The run's main parameters in one line, e.g. ``InTr 4, ω 0.1, d 4, MCIter 10000``.
-
-    Serenade: ``I 20, K 80, s 0.02, split init/ext/qual 0.45/0.45/0.10`` (plus min_acc
-    for SerenadeCS). A demo seed, if any, is named last.
-    """
-    p = params
-    if algorithm in SERENADE_ALGORITHMS:
-        rounds = ("K", "es_rounds") if algorithm == "serenade_es" else ("L", "cs_rounds")
-        parts = [f"I {p.get('init_pairs')}", f"{rounds[0]} {p.get(rounds[1])}",
-                 f"s {p.get('steepness')}"]
-        init, ext = p.get("budget_init"), p.get("budget_ext")
-        if isinstance(init, (int, float)) and isinstance(ext, (int, float)):
-            parts.append(f"split init/ext/qual {init:.2f}/{ext:.2f}/"
-                         f"{quality_share(init, ext):.2f}")
-        if algorithm == "serenade_cs":
-            parts.append(f"min_acc {p.get('min_acc')}")
-    else:
-        parts = [f"InTr {p.get('in_tr')}"]
-        if algorithm != "mcmctreepair":
-            parts.append(f"RMIter {p.get('rm_iter')}")
-        else:
-            parts.append(f"ω {p.get('omega')}")
-        parts.append(f"d {p.get('depth')}")
-        if algorithm != "altexpm":
-            parts.append(f"MCIter {p.get('mc_iter')}")
-    if p.get("seed") is not None:
-        parts.append(f"demo seed {p['seed']}")
-    return ", ".join(parts)
 
 
 def comparison_params_frame(results: list[RunResult], labels: list[str]) -> pd.DataFrame:
@@ -69,10 +38,11 @@ def comparison_params_frame(results: list[RunResult], labels: list[str]) -> pd.D
     Rows are the parameters used by at least one of the runs (algorithm first); a
     cell is :data:`NOT_USED` where that run's algorithm does not use the parameter.
     """
-    used_by = [set(parameters_used(r.algorithm, r.mode)) for r in results]
+    used_by = [set(algorithm_spec(r.algorithm).parameters_used(r.mode)) for r in results]
     names = ["algorithm"]
     for r in results:
-        names += [n for n in parameters_used(r.algorithm, r.mode) if n not in names]
+        names += [n for n in algorithm_spec(r.algorithm).parameters_used(r.mode)
+                  if n not in names]
     columns = {}
     for result, label, used in zip(results, labels, used_by):
         cells = {"algorithm": ALGORITHM_LABELS.get(result.algorithm, result.algorithm)}
@@ -99,9 +69,9 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
             after = sum(1 for r in result.redescriptions if r.support_both >= threshold)
         rows.append({"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
                      "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
-                     "mode": run.params.get("mode", "strict"),
+                     "mode": run.params.get("mode", STRICT),
                      "ε requested": run.params.get("epsilon"), "ε charged": run.epsilon,
-                     "parameters": parameter_summary(run.algorithm, run.params),
+                     "parameters": algorithm_spec(run.algorithm).summary(run.params),
                      "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
                      "redescriptions": before, "kept at threshold": after,
                      "error": run.error or ""})

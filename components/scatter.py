@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from dpcore.params import ALGORITHM_LABELS
 from dpcore.results import RunResult
+from dpcore.registry import STRICT
 
 __all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "row_id",
            "redescription_rows", "run_label", "scatter_figure"]
@@ -41,7 +42,7 @@ def run_label(result_or_record) -> str:
     """A short readable label of a run: algorithm, ε, mode and id."""
     algorithm = ALGORITHM_LABELS.get(result_or_record.algorithm, result_or_record.algorithm)
     params = getattr(result_or_record, "params", {}) or {}
-    mode = getattr(result_or_record, "mode", None) or params.get("mode", "strict")
+    mode = getattr(result_or_record, "mode", None) or params.get("mode", STRICT)
     eps = params.get("epsilon")
     eps_text = f"ε={eps:g}" if isinstance(eps, (int, float)) else ""
     return f"{algorithm} {eps_text} {mode} · {result_or_record.run_id[:8]}".replace("  ", " ")

@@ -36,6 +36,7 @@ from .roles import ANALYST, OWNER, check_owner
 from .runs import (RunInProgressError, charge_and_mine, check_registered_data, load_registered,
                    load_result, new_run_id, run_cost)
 from .units import nano_to_epsilon
+from .registry import FAITHFUL, STRICT, presets
 
 DEFAULTS = MiningParams()
 
@@ -195,7 +196,7 @@ def cmd_runs(args) -> int:
         if run.audience == "owner":
             status += " [owner only]"
         print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
-              f"{run.algorithm:12}  {run.params.get('mode', 'strict'):8}  "
+              f"{run.algorithm:12}  {run.params.get('mode', STRICT):8}  "
               f"{run.epsilon:>10.6g}  {status}")
     return 0
 
@@ -264,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help=HELP["algorithm"])
     mine.add_argument("--epsilon", type=float, default=DEFAULTS.epsilon, help=HELP["epsilon"])
     mine.add_argument("--omega", type=float, default=DEFAULTS.omega, help=HELP["omega"])
-    mine.add_argument("--mode", choices=("strict", "faithful"), default=DEFAULTS.mode,
+    mine.add_argument("--mode", choices=(STRICT, FAITHFUL), default=DEFAULTS.mode,
                       help=HELP["mode"])
     mine.add_argument("--in-tr", type=int, default=DEFAULTS.in_tr, help=HELP["in_tr"])
     mine.add_argument("--rm-iter", type=int, default=DEFAULTS.rm_iter, help=HELP["rm_iter"])
@@ -319,11 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     exp.add_argument("--data", required=True, help="dataset folder or schema file")
     exp.add_argument("--algorithms", type=_csv(str, "--algorithms"),
-                     default="mcmctreepair,altmcmc,altexpm,serenade_es,serenade_cs",
-                     help="comma-separated: mcmctreepair, mcmctreepair-w0.5, altmcmc, altexpm "
-                          "(InTr=1, RMIter=4), altmcmc-stable, altexpm-stable (InTr=4, "
-                          "RMIter=1), serenade_es (I=20, K=80), serenade_cs (I=20, L=4); all "
-                          "runs of one ε spend that same ε")
+                     default=",".join(ALGORITHMS),
+                     help="comma-separated, from: " + "; ".join(
+                         f"{name} = {setting.label}" for name, (_, setting)
+                         in presets().items()) + ". All runs of one ε spend that same ε")
     exp.add_argument("--epsilons", type=_csv(float, "--epsilons"), default="1,0.1,0.01",
                      help="comma-separated ε values")
     exp.add_argument("--runs", type=_csv(int, "--runs"), default="10,10,100",

@@ -56,39 +56,17 @@ from .loading import load_dataset
 from .mining import mine
 from .params import MiningParams, run_cost_nano
 from .pruning import suggest_threshold
+from .registry import ALTEXPM, presets
 from .results import RunResult
 
-__all__ = ["ALGORITHM_SPECS", "REFERENCE", "REFERENCE_LABEL", "algorithm_params",
+__all__ = ["ALGORITHM_PRESETS", "REFERENCE", "REFERENCE_LABEL", "algorithm_params",
            "nonprivate_reference", "run_experiment"]
 
 Progress = Callable[[int, int, str], None]
 
-#: Algorithm specs accepted by the harness and their parameter overrides.
-ALGORITHM_SPECS: dict[str, dict] = {
-    "mcmctreepair": {"algorithm": "mcmctreepair", "omega": 0.1},
-    "mcmctreepair-w0.5": {"algorithm": "mcmctreepair", "omega": 0.5},
-    # The paper's default setting of the alternating miners: InTr = 1, RMIter = 4.
-    "altmcmc": {"algorithm": "altmcmc", "in_tr": 1, "rm_iter": 4},
-    "altexpm": {"algorithm": "altexpm", "in_tr": 1, "rm_iter": 4},
-    # The paper's "stable" setting: InTr = 4, RMIter = 1.
-    "altmcmc-stable": {"algorithm": "altmcmc", "in_tr": 4, "rm_iter": 1},
-    "altexpm-stable": {"algorithm": "altexpm", "in_tr": 4, "rm_iter": 1},
-    # Serenade (Karjalainen, Galbrun & Miettinen, KDID 2022) with the paper's defaults,
-    # which are MiningParams' own: I = 20 initial pairs, K = 80 (ES) / L = 4 (CS)
-    # extension rounds, s = 0.02, ε split 0.45 / 0.45 / 0.1.
-    "serenade_es": {"algorithm": "serenade_es"},
-    "serenade_cs": {"algorithm": "serenade_cs"},
-}
-SPEC_LABELS = {
-    "mcmctreepair": "MCMCTreePair (ω = 0.1)",
-    "mcmctreepair-w0.5": "MCMCTreePair (ω = 0.5)",
-    "altmcmc": "AltMCMC (InTr = 1, RMIter = 4)",
-    "altexpm": "AltExpM (InTr = 1, RMIter = 4)",
-    "altmcmc-stable": "AltMCMC stable (InTr = 4, RMIter = 1)",
-    "altexpm-stable": "AltExpM stable (InTr = 4, RMIter = 1)",
-    "serenade_es": "SerenadeES (I = 20, K = 80)",
-    "serenade_cs": "SerenadeCS (I = 20, L = 4)",
-}
+#: Algorithm specs accepted by the harness (``--algorithms``): the registry's presets whose
+#: names start with their algorithm's key, e.g. ``altexpm-stable`` (InTr = 4, RMIter = 1).
+ALGORITHM_PRESETS = presets()
 REFERENCE = "nonprivate"
 REFERENCE_LABEL = "ε = ∞ (non-private reference; owner/teaching only)"
 REFERENCE_EPSILON = 1e9
@@ -117,17 +95,19 @@ def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -
     Parameters
     ----------
     spec : str
-        A key of :data:`ALGORITHM_SPECS`.
+        A key of :data:`ALGORITHM_PRESETS`.
     epsilon : float
         Total ε of one run (strict mode).
     mc_iter : int, optional
         MCIter override; applies to the tree miners only (Serenade runs no chain and
         keeps the default, so its recorded parameters stay what it ran).
     """
-    if spec not in ALGORITHM_SPECS:
+    if spec not in ALGORITHM_PRESETS:
         raise ParameterError(f"unknown algorithm {spec!r}; choose from "
-                             f"{', '.join(ALGORITHM_SPECS)}")
-    params = replace(MiningParams(), epsilon=float(epsilon), **ALGORITHM_SPECS[spec])
+                             f"{', '.join(ALGORITHM_PRESETS)}")
+    algorithm, setting = ALGORITHM_PRESETS[spec]
+    params = replace(MiningParams(algorithm=algorithm.key), epsilon=float(epsilon),
+                     **setting.overrides)
     if mc_iter is not None and not params.is_serenade:
         params = replace(params, mc_iter=int(mc_iter))
     return params.validate()
@@ -135,7 +115,7 @@ def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -
 
 def reference_params() -> MiningParams:
     """AltExpM (InTr = 4, RMIter = 1) at ε = 10⁹: greedy trees, exact counts in practice."""
-    return MiningParams(algorithm="altexpm", epsilon=REFERENCE_EPSILON, in_tr=4,
+    return MiningParams(algorithm=ALTEXPM, epsilon=REFERENCE_EPSILON, in_tr=4,
                         rm_iter=1).validate()
 
 
@@ -196,9 +176,9 @@ def _check_inputs(algorithms, epsilons, runs) -> tuple[list[str], list[float], l
     if not algorithms:
         raise ParameterError("give at least one algorithm")
     for spec in algorithms:
-        if spec not in ALGORITHM_SPECS:
+        if spec not in ALGORITHM_PRESETS:
             raise ParameterError(f"unknown algorithm {spec!r}; choose from "
-                                 f"{', '.join(ALGORITHM_SPECS)}")
+                                 f"{', '.join(ALGORITHM_PRESETS)}")
     if len(set(algorithms)) != len(algorithms):
         raise ParameterError("an algorithm is listed twice")
     epsilons = [float(e) for e in epsilons]
@@ -242,7 +222,7 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
     dataset : TwoViewDataset or path
         The data (a path is needed when ``processes > 1``: each worker loads it).
     algorithms : list of str
-        Keys of :data:`ALGORITHM_SPECS` (tree miners and Serenade; every run of one
+        Keys of :data:`ALGORITHM_PRESETS` (tree miners and Serenade; every run of one
         ε spends that same total ε, see the module docstring).
     epsilons : list of float
         ε values (each > 0).
@@ -389,7 +369,9 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
 # ----------------------------------------------------------------------------- helpers
 
 def _label(spec: str) -> str:
-    return REFERENCE_LABEL if spec == REFERENCE else SPEC_LABELS.get(spec, spec)
+    if spec == REFERENCE:
+        return REFERENCE_LABEL
+    return ALGORITHM_PRESETS[spec][1].label if spec in ALGORITHM_PRESETS else spec
 
 
 def _eps_text(eps: float) -> str:

@@ -54,6 +54,7 @@ import math
 import numbers
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -439,6 +440,26 @@ def _check_name(name, what: str = "dataset name") -> str:
     return name
 
 
+def _use_wal(con: sqlite3.Connection, timeout: float = 30.0) -> None:
+    """Put the database in WAL mode (persistent, so usually already done).
+
+    Switching needs an exclusive lock and SQLite reports "database is locked" at once,
+    without its busy handler, while another connection creates or migrates the file;
+    so retry until ``timeout``.
+    """
+    if con.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _check_digest(digest) -> str | None:
     if digest is None:
         return None
@@ -565,7 +586,7 @@ class Ledger:
         con = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
         try:
             con.execute("PRAGMA busy_timeout = 30000")
-            con.execute("PRAGMA journal_mode = WAL")
+            _use_wal(con)
             con.execute("PRAGMA synchronous = FULL")
             con.execute("PRAGMA foreign_keys = ON")
             con.row_factory = sqlite3.Row

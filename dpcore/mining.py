@@ -33,6 +33,7 @@ from .serenade import mine_serenade
 from .targets import make_target, pick_attribute
 from .trees import (Tree, build_expmech_tree, child_bitsets, leaf_classes, sample_mcmc_tree,
                     sample_tree_pair, true_leaf_table)
+from .registry import ALTEXPM, FAITHFUL, MCMCTREEPAIR, STRICT
 
 Progress = Callable[[float, str], None]
 TRACE_POINTS = 2000
@@ -60,13 +61,13 @@ class _Run:
         self.extractions: list[ExtractionRecord] = []
         self.redescriptions: list = []
         self.traces: dict[str, list[float]] = {}
-        self.faithful = params.mode == "faithful"
+        self.faithful = params.mode == FAITHFUL
         self.phase_seconds = {"prepare": 0.0, "trees": 0.0, "extract": 0.0}
         self.mcmc_stats = np.zeros(1, dtype=np.int64)
         self.mcmc_iterations = 0
         with self.phase("prepare"):
             self.strict_codes = None if self.faithful else strict_coding(dataset)
-            if self.strict_codes and params.algorithm != "altexpm":
+            if self.strict_codes and params.algorithm != ALTEXPM:
                 for coded in self.strict_codes:
                     child_bitsets(coded)
 
@@ -153,7 +154,7 @@ def _build_tree(run: _Run, view: int, classes, n_classes, trial, step) -> Tree:
     with run.phase("prepare"):
         coded = run.coded(view)
     with run.phase("trees"):
-        if p.algorithm == "altexpm":
+        if p.algorithm == ALTEXPM:
             return build_expmech_tree(view, coded, classes, n_classes, p.depth, budget,
                                       run.rng, run.accountant, label)
         tree, trace = sample_mcmc_tree(view, coded, classes, n_classes, p.depth, budget,
@@ -253,7 +254,7 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
     if params.is_serenade:
         return _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress)
     run = _Run(dataset, params, rng, accountant, progress)
-    if params.algorithm == "mcmctreepair":
+    if params.algorithm == MCMCTREEPAIR:
         _mine_tree_pairs(run)
     else:
         _mine_alternating(run)
@@ -274,7 +275,7 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
 
 def _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress) -> RunResult:
     started = time.perf_counter()
-    coded = (strict_coding(dataset) if params.mode == "strict"
+    coded = (strict_coding(dataset) if params.mode == STRICT
              else tuple(code_view_segments(v) for v in dataset.views))
     prepare = time.perf_counter() - started
     out = mine_serenade(coded, params, rng, accountant, progress)

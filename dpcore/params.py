@@ -11,16 +11,12 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 from .errors import ParameterError
+from .registry import (ALGORITHM_LABELS, ALGORITHMS, FAITHFUL, MCMCTREEPAIR, MODES,
+                       SERENADE_ALGORITHMS, SERENADE_ES, STRICT, TREE_ALGORITHMS)
 from .units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
 
-TREE_ALGORITHMS = ("mcmctreepair", "altmcmc", "altexpm")
-SERENADE_ALGORITHMS = ("serenade_es", "serenade_cs")
-ALGORITHMS = TREE_ALGORITHMS + SERENADE_ALGORITHMS
-ALGORITHM_LABELS = {"mcmctreepair": "MCMCTreePair", "altmcmc": "AltMCMC", "altexpm": "AltExpM",
-                    "serenade_es": "SerenadeES", "serenade_cs": "SerenadeCS"}
 #: Share of ε_qual that pays the noisy row count N̂ behind x0 = 0.1·N̂ (strict Serenade).
 SERENADE_ROWS_SHARE = 0.1
-MODES = ("strict", "faithful")
 
 HELP = {
     "algorithm": "MCMCTreePair samples a pair of trees jointly; AltMCMC / AltExpM alternate "
@@ -76,10 +72,10 @@ class MiningParams:
     Units: ε in ε; supports in rows; ``max_support`` a share of the noisy row count.
     """
 
-    algorithm: str = "mcmctreepair"
+    algorithm: str = MCMCTREEPAIR
     epsilon: float = 1.0
     omega: float = 0.1
-    mode: str = "strict"
+    mode: str = STRICT
     in_tr: int = 4
     rm_iter: int = 1
     depth: int = 4
@@ -112,10 +108,10 @@ class MiningParams:
             raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHMS)}; "
                                  f"got {self.algorithm!r}")
         if self.mode not in MODES:
-            raise ParameterError(f"mode must be 'strict' or 'faithful'; got {self.mode!r}")
+            raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
         if self.noise not in ("discrete", "continuous"):
             raise ParameterError(f"noise must be 'discrete' or 'continuous'; got {self.noise!r}")
-        if self.mode == "strict" and self.noise != "discrete":
+        if self.mode == STRICT and self.noise != "discrete":
             raise ParameterError(
                 "strict mode draws integer (discrete Laplace) noise only: textbook float "
                 "Laplace noise at full precision is open to Mironov's floating-point attack "
@@ -124,7 +120,7 @@ class MiningParams:
         omega = _number("omega (ω)", self.omega)
         if not 0.0 <= omega <= 1.0:
             raise ParameterError(f"omega (ω) must lie in [0, 1]; got {self.omega!r}")
-        if self.algorithm == "mcmctreepair" and omega in (0.0, 1.0):
+        if self.algorithm == MCMCTREEPAIR and omega in (0.0, 1.0):
             raise ParameterError("omega (ω) must lie strictly between 0 and 1 for "
                                  "MCMCTreePair: both the tree sampling and the counts need ε")
         _int_range("in_tr (InTr)", self.in_tr, 1, 10_000)
@@ -215,7 +211,7 @@ def plan_budget(params: MiningParams) -> list[BudgetSlot]:
     cost (3 · ⌈ε_x/2⌉ per extraction), so a faithful run costs more than ε.
     """
     slots = nominal_budget(params)
-    if params.mode == "faithful":
+    if params.mode == FAITHFUL:
         slots = [BudgetSlot(s.trial, s.step, s.role, faithful_extraction_cost(s.epsilon_nano))
                  if s.role == "extract" else s for s in slots]
     return slots
@@ -233,7 +229,7 @@ def nominal_budget(params: MiningParams) -> list[BudgetSlot]:
     if params.is_serenade:
         return serenade_budget(params, total)
     slots: list[BudgetSlot] = []
-    if params.algorithm == "mcmctreepair":
+    if params.algorithm == MCMCTREEPAIR:
         omega = fraction_to_nano(params.omega, name="omega (ω)")
         for t, trial_nano in enumerate(split_evenly(total, params.in_tr)):
             tree, extract = split_fraction(trial_nano, omega)
@@ -273,13 +269,13 @@ def serenade_budget(params: MiningParams, total: int) -> list[BudgetSlot]:
     ext_nano, _ = split_fraction(total, fraction_to_nano(params.budget_ext, name="budget_ext"))
     qual_nano = rest - ext_nano
     slots: list[BudgetSlot] = []
-    if params.mode == "strict":
+    if params.mode == STRICT:
         rows_nano, qual_nano = split_fraction(qual_nano, fraction_to_nano(
             SERENADE_ROWS_SHARE, name="rows share"))
         slots.append(BudgetSlot(0, 0, "rows", rows_nano))
     n = params.init_pairs
     slots += [BudgetSlot(i, 0, "init", e) for i, e in enumerate(split_evenly(init_nano, n))]
-    if params.algorithm == "serenade_es":
+    if params.algorithm == SERENADE_ES:
         slots += [BudgetSlot(-1, k + 1, "extend", e)
                   for k, e in enumerate(split_evenly(ext_nano, params.es_rounds))]
         slots += [BudgetSlot(i, 0, "quality", e)

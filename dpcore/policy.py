@@ -50,6 +50,7 @@ from .dataset import TwoViewDataset
 from .errors import DataError, ParameterError
 from .ledger import DatasetRecord
 from .params import MiningParams, plan_budget
+from .registry import FAITHFUL, MODES, STRICT
 from .results import NEIGHBOURING_RELATION
 from .roles import ANALYST, OWNER, ROLES, can_see_true_statistics
 from .schema import NUMERIC, Schema
@@ -129,8 +130,8 @@ def seed_allowed(record: DatasetRecord) -> bool:
 def allowed_modes(record: DatasetRecord, role: str) -> tuple[str, ...]:
     """Privacy modes ``role`` may launch on ``record``: faithful needs owner or public data."""
     if role == OWNER or record.public_demo is True:
-        return ("strict", "faithful")
-    return ("strict",)
+        return MODES
+    return (STRICT,)
 
 
 def can_read(audience: str, role: str) -> bool:
@@ -200,7 +201,7 @@ def authorize_run(record: DatasetRecord, params: MiningParams, requester: Reques
             "reproduces the paper's code, which releases values read from the raw data "
             "without paying for them (NOT ε-DP). Log in as owner, or use strict mode.")
     check_schema_runnable(record.schema, params)
-    audience = OWNER_ONLY if not public and (params.mode == "faithful" or record.is_sandbox) \
+    audience = OWNER_ONLY if not public and (params.mode == FAITHFUL or record.is_sandbox) \
         else EVERYONE
     return RunPermit(record, params, seed, audience, requester)
 
@@ -217,7 +218,7 @@ def check_schema_runnable(schema: Schema, params: MiningParams) -> None:
     DataError
         Naming the attribute whose public grid cannot be built.
     """
-    if params.mode != "strict":
+    if params.mode != STRICT:
         return
     for attr in schema.attributes:
         if attr.type != NUMERIC:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
+from .registry import FAITHFUL, SERENADE_ALGORITHMS
 
 __all__ = ["threshold_from_selection", "prune", "selection_signature", "suggest_threshold",
            "expected_jaccard_errors", "jaccard_error_sd", "cell_noise_variance"]
@@ -243,9 +244,9 @@ def expected_jaccard_errors(result) -> dict[int, float]:
     calls: dict[str, dict] = {}
     for call in result.mechanism_calls:
         calls[call["label"]] = call
-    faithful = result.mode == "faithful"
+    faithful = result.mode == FAITHFUL
     kind = "continuous" if faithful else result.params.get("noise", "discrete")
-    if result.algorithm.startswith("serenade"):
+    if result.algorithm in SERENADE_ALGORITHMS:
         return _serenade_jaccard_errors(result, calls, kind)
     out = {}
     for red in result.redescriptions:
@@ -272,7 +273,7 @@ def _serenade_jaccard_errors(result, calls: dict[str, dict], kind: str) -> dict[
     (J = I/(I + D)); every measurement of a run has (nearly) the same ε, the smallest
     is used. Var J ≈ v·[(U − E)² + 2E²]/U⁴ (strict) or v·[D² + I²]/U⁴ (faithful).
     """
-    suffix = " |E11|" if result.mode == "faithful" else " quality table"
+    suffix = " |E11|" if result.mode == FAITHFUL else " quality table"
     quality = [c for label, c in calls.items() if label.endswith(suffix)]
     if not quality:
         return {red.id: math.inf for red in result.redescriptions}
@@ -281,7 +282,7 @@ def _serenade_jaccard_errors(result, calls: dict[str, dict], kind: str) -> dict[
     out = {}
     for red in result.redescriptions:
         e = max(red.support_both, 0.0)
-        if result.mode == "faithful":
+        if result.mode == FAITHFUL:
             u = e / red.jaccard if red.jaccard > 0 else 0.0
             var = v * ((u - e) ** 2 + e * e)
         else:

@@ -34,6 +34,7 @@ from .params import MiningParams, plan_budget
 from .policy import (PolicyError, Requester, RunPermit, authorize_run, can_read,
                      content_digest, may_see_diagnostics)
 from .results import NEIGHBOURING_RELATION, OwnerDiagnostics, RunResult
+from .registry import STRICT
 
 
 class RunInProgressError(DpcoreError):
@@ -124,7 +125,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params: MiningParams, *,
     if data is None:
         data = load_registered(record)
     check_registered_data(ledger, record, data)
-    if params.mode == "strict":
+    if params.mode == STRICT:
         strict_coding(data)            # the public-grid coding: any data error shows here
     return _charge_mine_store(ledger, permit, data, run_id, progress)
 

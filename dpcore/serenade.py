@@ -53,6 +53,7 @@ from .results import Query, Redescription, formula_text
 from .serenade_kernels import (extension_scores, log_sum_exp, pair_group_log_weights,
                                pair_scores, span_row_index)
 from .serenade_quality import quality, quality_sensitivity
+from .registry import SERENADE_ES, STRICT
 
 
 def draw_from_union(log_weights: np.ndarray, scores: list, factor: float,
@@ -138,7 +139,7 @@ class _Miner:
         self.lits: tuple[LiteralSet, LiteralSet] = (literal_set(coded[0]), literal_set(coded[1]))
         self.params, self.rng, self.accountant = params, rng, accountant
         self.progress = progress or (lambda f, m: None)
-        self.strict = params.mode == "strict"
+        self.strict = params.mode == STRICT
         self.slots = {(s.trial, s.step, s.role): s for s in plan_budget(params)}
         self.phase_seconds: dict[str, float] = {}
         self.traces: dict[str, list[float]] = {}
@@ -383,7 +384,7 @@ def mine_serenade(coded: tuple[CodedView, CodedView], params: MiningParams,
     miner.fix_quality_scale()
     reds = miner.initial_pairs()
     miner._timed("initial pairs", started)
-    if params.algorithm == "serenade_es":
+    if params.algorithm == SERENADE_ES:
         started = time.perf_counter()
         reds = miner.extend_es(reds)
         miner._timed("extensions", started)

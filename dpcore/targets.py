@@ -18,6 +18,7 @@ import numpy as np
 
 from .dataset import TwoViewDataset
 from .schema import BOOLEAN, CATEGORICAL
+from .registry import STRICT
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def make_target(dataset: TwoViewDataset, view: int, attribute: int,
         classes, k = np.where(missing, 0, col).astype(np.int64), 2
     elif attr.type == CATEGORICAL:
         classes, k = np.where(missing, 0, col).astype(np.int64), len(attr.categories)
-    elif mode == "strict":
+    elif mode == STRICT:
         edges = dataset.schema.target_edges(attr)
         classes = np.searchsorted(edges, np.where(missing, 0.0, col), side="left")
         k = edges.size + 1

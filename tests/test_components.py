@@ -20,11 +20,20 @@ from components.export import export_csv, export_json, json_safe
 from components.launcher import MAX_TRIAL_BARS, cost_breakdown, cost_text, trial_bar_count
 from components.owner_views import (FINAL_QUALITY_TRACE, phase_times_text,
                                     serenade_trace_figures, truth_frame)
-from components.params_form import (PARAMETER_SYMBOLS, params_from_state, parameters_used,
+from components.params_form import (params_from_state,
                                     quality_share)
 from components.redescription_view import (NOT_RELEASED, is_released, literal_condition,
                                            query_tests_frame, released_text, statistics_row)
-from components.runs_view import NOT_USED, comparison_params_frame, parameter_summary
+from components.runs_view import NOT_USED, comparison_params_frame
+from dpcore.registry import PARAMETER_SYMBOLS, algorithm_spec
+
+
+def parameters_used(algorithm, mode):
+    return algorithm_spec(algorithm).parameters_used(mode)
+
+
+def parameter_summary(algorithm, params):
+    return algorithm_spec(algorithm).summary(params)
 from components.scatter import redescription_rows, scatter_figure
 from components.warmup import warmup_params
 from dpcore.evaluate import evaluate

@@ -301,8 +301,8 @@ def test_bad_serenade_parameters_name_the_problem_and_charge_nothing(tmp_path, c
     ledger.register_dataset("clinic", clinic_dataset.schema, None, 3.0, actor="owner",
                             confirmed=True)
     with pytest.raises(ParameterError, match=name):
-        charge_and_mine(ledger, "clinic", clinic_dataset,
-                        MiningParams(algorithm="serenade_es", **bad))
+        charge_and_mine(ledger, "clinic", MiningParams(algorithm="serenade_es", **bad),
+                        data=clinic_dataset)
     assert ledger.budget("clinic").spent_nano == 0
     assert ledger.list_runs("clinic") == []
 
@@ -312,7 +312,7 @@ def test_a_charged_serenade_run_is_stored_and_round_trips(tmp_path, clinic_datas
     ledger.register_dataset("clinic", clinic_dataset.schema, None, 3.0, actor="owner",
                             confirmed=True)
     params = MiningParams(algorithm="serenade_es", epsilon=2.0, **TINY, **LOOSE)
-    result = charge_and_mine(ledger, "clinic", clinic_dataset, params, run_id="s1", seed=1)
+    result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="s1", seed=1)
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(2.0)
     stored = RunResult.from_json(ledger.get_result("s1")[0])
     assert stored.to_dict() == result.to_dict() and stored.redescriptions
