@@ -103,7 +103,7 @@ def interactive_setting(algorithm: str) -> dict:
 def params_of(setting: dict):
     """The validated MiningParams of a setting (ε = 1, strict): every parameter the setting
     names that its algorithm uses (from the registry); the rest keep their defaults."""
-    from dpcore.params import MiningParams
+    from dpcore.redescriptions.params import MiningParams
     from dpcore.registry import algorithm_spec
 
     used = algorithm_spec(setting["algorithm"]).parameters_used(STRICT)
@@ -149,16 +149,16 @@ def dpcore_source_digest() -> str:
     """Hash of dpcore's sources (what the numba cache folder is named by): the code measured."""
     import dpcore
 
-    return dpcore._source_digest()
+    return dpcore.source_digest()
 
 
 def _warm_up(algorithm: str) -> float:
     """Compile (or load from the numba cache) every kernel the miner uses, on tiny data."""
     import numpy as np
 
-    from dpcore.generator import generate_cms_like_dataset
-    from dpcore.mining import mine
-    from dpcore.params import MiningParams
+    from dpcore.data.generator import generate_cms_like_dataset
+    from dpcore.redescriptions.mining import mine
+    from dpcore.redescriptions.params import MiningParams
 
     start = time.perf_counter()
     tiny = generate_cms_like_dataset(300, n_bool=20, n_numeric=8, seed=1)
@@ -167,7 +167,7 @@ def _warm_up(algorithm: str) -> float:
 
 
 def _make_dataset(spec: dict):
-    from dpcore.generator import generate_cms_like_dataset
+    from dpcore.data.generator import generate_cms_like_dataset
 
     if spec["name"] == "cms":
         return generate_cms_like_dataset(CMS_BASE_ROWS * spec["k"], n_bool=CMS_BOOL,
@@ -193,7 +193,7 @@ def _fresh(dataset):
 def _one_run(dataset, params, seed: int) -> dict:
     import numpy as np
 
-    from dpcore.mining import mine
+    from dpcore.redescriptions.mining import mine
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     cpu0 = time.process_time()
@@ -249,7 +249,8 @@ def case_mine(spec: dict) -> dict:
     params = params_of(setting)
     t0 = time.perf_counter()
     import numpy  # noqa: F401  (import cost shown apart from the warm-up)
-    import dpcore.mining  # noqa: F401
+
+    import dpcore.redescriptions.mining  # noqa: F401
     import_s = time.perf_counter() - t0
     warm_s = _warm_up(setting["algorithm"])
     rss_warm = _rss_now_mb()
@@ -257,7 +258,7 @@ def case_mine(spec: dict) -> dict:
     dataset = _make_dataset(spec["dataset"])
     data_s = time.perf_counter() - start
     rss_data = _rss_now_mb()
-    from dpcore.mining import strict_coding
+    from dpcore.redescriptions.mining import strict_coding
 
     coded = strict_coding(dataset)  # shape info only; a fresh object per run re-codes
     info = {"rows": dataset.n_rows,
@@ -265,7 +266,7 @@ def case_mine(spec: dict) -> dict:
             "candidates": [c.n_candidates for c in coded],
             "fanout": [c.fanout for c in coded]}
     if is_serenade(setting["algorithm"]):
-        from dpcore.literals import literal_set
+        from dpcore.redescriptions.serenade.literals import literal_set
 
         info["literals"] = [literal_set(c).size for c in coded]
     del coded
@@ -298,10 +299,10 @@ def case_numpy(spec: dict) -> dict:
     import numpy as np
 
     from bench import numpy_reference as ref
-    from dpcore.accountant import PrivacyAccountant
-    from dpcore.mining import strict_coding
-    from dpcore.params import plan_budget
-    from dpcore.targets import make_target
+    from dpcore.privacy.accountant import PrivacyAccountant
+    from dpcore.redescriptions.mining import strict_coding
+    from dpcore.redescriptions.params import plan_budget
+    from dpcore.redescriptions.targets import make_target
     from dpcore.trees import sample_tree_pair
 
     setting = settings_for(MCMCTREEPAIR)[0]
@@ -353,9 +354,9 @@ STARTUP_CODE = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
-from dpcore.generator import generate_cms_like_dataset
-from dpcore.mining import mine
-from dpcore.params import MiningParams
+from dpcore.data.generator import generate_cms_like_dataset
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
 t_import = time.perf_counter() - t0
 data = generate_cms_like_dataset(300, n_bool=20, n_numeric=8, seed=1)
 first = {}
@@ -391,7 +392,7 @@ def _startup_once(algorithms: list[str], cache_dir: str) -> dict:
 
 
 def run_startup(algorithms: list[str], repeats: int, idle_wait: float = 0.0) -> list[dict]:
-    """Per algorithm and for all together: a process that imports dpcore.mining and runs one
+    """Per algorithm and for all together: a process that imports dpcore.redescriptions.mining and runs one
     tiny mine() per algorithm (:func:`tiny_params`), first with an EMPTY numba cache (cold
     compile), then again with the cache it filled (cached). Wall = the whole subprocess,
     interpreter start included."""
@@ -804,7 +805,7 @@ def main(argv=None) -> int:
                         help="smoke check: k = 1, 2 only and 1 repeat")
     parser.add_argument("--sizes", help="comma-separated CMS-2-k sizes k (default 1,2,4,8,16)")
     parser.add_argument("--algorithms", help="comma-separated algorithms (default: all of "
-                        "dpcore.params.ALGORITHMS)")
+                        "dpcore.redescriptions.params.ALGORITHMS)")
     parser.add_argument("--repeats", type=int, help="mine() runs per case; the median is "
                         "reported (default 3, --quick 1)")
     parser.add_argument("--parts", default=",".join(PARTS),
@@ -823,7 +824,7 @@ def main(argv=None) -> int:
         print(json.dumps(result))
         return 0
 
-    from dpcore.params import ALGORITHMS
+    from dpcore.registry import ALGORITHMS
 
     sizes = ([int(x) for x in args.sizes.split(",")] if args.sizes
              else [1, 2] if args.quick else list(CMS_SIZES))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from dpcore.errors import DataError, ParameterError
 from dpcore.ledger import Ledger
 from dpcore.loading import SCHEMA_FILE_NAMES, list_sample_datasets, load_dataset
-from dpcore.policy import content_digest
+from dpcore.privacy.policy import content_digest
 from dpcore.schema import load_schema
 
 __all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "STALE_RUN_SECONDS", "BootstrapReport",

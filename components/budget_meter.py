@@ -14,8 +14,8 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.units import nano_to_epsilon
 from dpcore.runs import run_cost
-from dpcore.units import nano_to_epsilon
 
 from .params_form import params_from_state
 

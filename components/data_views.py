@@ -29,8 +29,15 @@ from dpcore.dataset import TwoViewDataset
 from dpcore.errors import DataError, DpcoreError, ParameterError
 from dpcore.ledger import DatasetRecord, Ledger
 from dpcore.loading import frames_to_dataset, load_dataset, read_table
-from dpcore.schema import (ATTRIBUTE_TYPES, VIEW_KEYS, Schema, prefill_schema, save_schema,
-                           schema_from_dict, schema_to_dict)
+from dpcore.schema import (
+    ATTRIBUTE_TYPES,
+    VIEW_KEYS,
+    Schema,
+    prefill_schema,
+    save_schema,
+    schema_from_dict,
+    schema_to_dict,
+)
 
 from .budget_meter import fmt_eps
 from .session import can_see_truth, is_owner, ledger_location_note, load_data, set_flash

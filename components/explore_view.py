@@ -10,7 +10,7 @@ change: pruning is post-processing and costs 0 ε).
 The threshold is kept per dataset in session state (``prune_thresholds``) so the
 Runs page counts kept redescriptions at the same threshold. Until the user chooses a
 threshold for the current selection of runs (click, box or typed number), it is the
-suggested one, :func:`dpcore.pruning.suggest_threshold` of the pooled runs at the
+suggested one, :func:`dpcore.redescriptions.pruning.suggest_threshold` of the pooled runs at the
 chosen tolerance — computed from released values only, so it also costs 0 ε.
 
 The detail of a tree miner's redescription shows the tree pair it came from; a
@@ -26,14 +26,24 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.pruning import (prune, selection_signature, suggest_threshold,
-                            threshold_from_selection)
-from dpcore.results import RunResult
+from dpcore.redescriptions.pruning import (
+    prune,
+    selection_signature,
+    suggest_threshold,
+    threshold_from_selection,
+)
+from dpcore.redescriptions.results import RunResult
 from dpcore.runs import load_result, readable_runs
 
 from .export import export_csv, export_json
-from .redescription_view import (NOT_RELEASED, is_released, is_serenade_result,
-                                 released_text, render_query_formulas, statistics_row)
+from .redescription_view import (
+    NOT_RELEASED,
+    is_released,
+    is_serenade_result,
+    released_text,
+    render_query_formulas,
+    statistics_row,
+)
 from .scatter import redescription_rows, run_label, scatter_figure
 from .session import current_role
 from .tree_diagram import tree_pair_figure
@@ -109,7 +119,7 @@ def _runs_picked(dataset: str) -> None:
 def done_runs(ledger: Ledger, dataset: str) -> list[RunRecord]:
     """Finished runs of ``dataset`` this session may read, newest first.
 
-    Faithful runs on private data are the owner's only (:mod:`dpcore.policy`).
+    Faithful runs on private data are the owner's only (:mod:`dpcore.privacy.policy`).
     """
     return [r for r in reversed(readable_runs(ledger, dataset, current_role()))
             if r.status == "done"]
@@ -121,7 +131,7 @@ def load_results(ledger: Ledger, run_ids: list[str]) -> dict[str, RunResult]:
 
 
 def kept_frame(rows: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(kept, pruned) rows at ``threshold`` via :func:`dpcore.pruning.prune`."""
+    """(kept, pruned) rows at ``threshold`` via :func:`dpcore.redescriptions.pruning.prune`."""
     kept, pruned = prune(list(rows.itertuples(index=False)), threshold,
                          support=lambda r: r.support)
     return (pd.DataFrame(kept, columns=rows.columns), pd.DataFrame(pruned, columns=rows.columns))
@@ -141,7 +151,7 @@ def kept_display_frame(table: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
 
 
 def suggested_threshold(results: dict[str, RunResult], tolerance: float) -> float | None:
-    """:func:`dpcore.pruning.suggest_threshold` of the pooled runs (0 ε), None if unavailable."""
+    """:func:`dpcore.redescriptions.pruning.suggest_threshold` of the pooled runs (0 ε), None if unavailable."""
     try:
         return float(suggest_threshold(list(results.values()), tolerance))
     except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from dpcore.results import Query, RunResult
+from dpcore.redescriptions.results import Query, RunResult
 
 __all__ = ["export_table", "export_csv", "export_json", "json_safe"]
 

@@ -25,15 +25,15 @@ import streamlit as st
 from dpcore.dataset import TwoViewDataset
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.ledger import DatasetRecord, Ledger
-from dpcore.params import ALGORITHM_LABELS, MiningParams, plan_budget
-from dpcore.policy import Requester, authorize_run
+from dpcore.privacy.policy import Requester, authorize_run
+from dpcore.privacy.units import nano_to_epsilon
+from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, SERENADE_CS
 from dpcore.runs import RunInProgressError, charge_and_mine, new_run_id, run_cost
-from dpcore.units import nano_to_epsilon
 
 from .budget_meter import fmt_eps
 from .params_form import demo_seed_from_state, params_from_state
 from .session import can_see_truth, current_requester, load_data, set_flash
-from dpcore.registry import FAITHFUL, SERENADE_CS
 
 __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "remember_new_run",
            "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text"]

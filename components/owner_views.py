@@ -28,12 +28,12 @@ import streamlit as st
 
 from dpcore.dataset import TwoViewDataset
 from dpcore.errors import DataError, DpcoreError
-from dpcore.evaluate import TrueStatistics, evaluate
 from dpcore.ledger import DatasetRecord, Ledger
-from dpcore.params import ALGORITHM_LABELS, ALGORITHMS, SERENADE_ALGORITHMS
-from dpcore.results import RunResult
+from dpcore.privacy.units import nano_to_epsilon
+from dpcore.redescriptions.evaluate import TrueStatistics, evaluate
+from dpcore.redescriptions.results import RunResult
+from dpcore.registry import ALGORITHM_LABELS, ALGORITHMS, SERENADE_ALGORITHMS
 from dpcore.runs import load_result, new_run_id, run_cost
-from dpcore.units import nano_to_epsilon
 
 from .budget_meter import fmt_eps
 from .explore_view import done_runs, get_threshold

@@ -20,10 +20,17 @@ from collections.abc import MutableMapping
 import streamlit as st
 
 from dpcore.ledger import DatasetRecord
-from dpcore.params import (ALGORITHM_LABELS, ALGORITHMS, HELP, SERENADE_ALGORITHMS,
-                           MiningParams)
-from dpcore.policy import allowed_modes
-from dpcore.registry import FAITHFUL, MODE_LABELS, STRICT, algorithm_spec
+from dpcore.privacy.policy import allowed_modes
+from dpcore.redescriptions.params import HELP, MiningParams
+from dpcore.registry import (
+    ALGORITHM_LABELS,
+    ALGORITHMS,
+    FAITHFUL,
+    MODE_LABELS,
+    SERENADE_ALGORITHMS,
+    STRICT,
+    algorithm_spec,
+)
 
 from .session import current_role
 

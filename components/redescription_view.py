@@ -5,7 +5,7 @@ redescription, so its supports |q_L|, |q_R| and its p-value are NaN in the
 result; they are shown as "not released" (:data:`NOT_RELEASED`), never as
 "nan". Serenade queries are literals joined left to right by ∧ / ∨ (no tree
 exists), shown as formulas and as a table of their attribute tests. Everything
-here reads released fields of a :class:`~dpcore.results.RunResult` only.
+here reads released fields of a :class:`~dpcore.redescriptions.results.RunResult` only.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dpcore.params import SERENADE_ALGORITHMS
-from dpcore.results import AttributeTest, Query, Redescription
+from dpcore.redescriptions.results import AttributeTest, Query, Redescription
+from dpcore.registry import SERENADE_ALGORITHMS
 
 __all__ = ["NOT_RELEASED", "is_released", "released_text", "is_serenade_result",
            "statistics_row", "literal_condition", "query_tests_frame", "render_query_formulas"]

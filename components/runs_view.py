@@ -15,16 +15,15 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.params import ALGORITHM_LABELS
-from dpcore.results import RunResult
-from dpcore.policy import can_read
+from dpcore.privacy.policy import can_read
+from dpcore.redescriptions.results import RunResult
+from dpcore.registry import ALGORITHM_LABELS, PARAMETER_SYMBOLS, STRICT, algorithm_spec
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
 from .explore_view import get_threshold
 from .scatter import run_label
 from .session import current_role
-from dpcore.registry import PARAMETER_SYMBOLS, STRICT, algorithm_spec
 
 __all__ = ["history_frame", "comparison_params_frame", "render_runs"]
 

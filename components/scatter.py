@@ -13,9 +13,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore.params import ALGORITHM_LABELS
-from dpcore.results import RunResult
-from dpcore.registry import STRICT
+from dpcore.redescriptions.results import RunResult
+from dpcore.registry import ALGORITHM_LABELS, STRICT
 
 __all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "row_id",
            "redescription_rows", "run_label", "scatter_figure"]

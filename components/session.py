@@ -22,7 +22,7 @@ import streamlit as st
 
 from dpcore.dataset import TwoViewDataset
 from dpcore.ledger import DatasetRecord, Ledger
-from dpcore.policy import Requester
+from dpcore.privacy.policy import Requester
 from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, check_owner
 from dpcore.runs import load_registered
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import plotly.graph_objects as go
 
-from dpcore.results import ExtractionRecord, TreeRecord
+from dpcore.redescriptions.results import ExtractionRecord, TreeRecord
 
 __all__ = ["tree_layout", "tree_pair_figure", "MAX_LINE_WIDTH"]
 

@@ -3,7 +3,7 @@
 The first call of each kernel compiles it (seconds with an empty numba cache).
 :func:`ensure_warm` runs every miner once, in both privacy modes, on a tiny
 synthetic dataset built here in code, with a throwaway
-:class:`~dpcore.accountant.PrivacyAccountant`. It never touches the ledger, so it
+:class:`~dpcore.privacy.accountant.PrivacyAccountant`. It never touches the ledger, so it
 spends no budget of any dataset; its output is discarded (it is not a release of
 any real data). The same dtypes as real data (float64 views) are used, so the
 compiled specialisations are the ones real runs need.
@@ -17,10 +17,11 @@ import time
 import numpy as np
 import streamlit as st
 
-from dpcore.accountant import PrivacyAccountant
 from dpcore.dataset import TwoViewDataset
-from dpcore.mining import mine
-from dpcore.params import ALGORITHMS, MODES, MiningParams
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
+from dpcore.registry import ALGORITHMS, MODES
 from dpcore.runs import run_cost
 from dpcore.schema import Attribute, Schema, ViewSpec
 

@@ -21,9 +21,25 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .kernels import (ATTR, KIND, LEAF, MISSING, MULTIWAY, NCHILD, SPLIT, THR, THRESHOLD,
-                      _accept, gini_contribution, grow_structure, init_tree, propose_move,
-                      propose_pair_move, replace_split, subtree_leaves)
+from dpcore.kernels import (
+    ATTR,
+    KIND,
+    LEAF,
+    MISSING,
+    MULTIWAY,
+    NCHILD,
+    SPLIT,
+    THR,
+    THRESHOLD,
+    _accept,
+    gini_contribution,
+    grow_structure,
+    init_tree,
+    propose_move,
+    propose_pair_move,
+    replace_split,
+    subtree_leaves,
+)
 
 
 def popcount(x):

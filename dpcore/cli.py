@@ -1,6 +1,6 @@
 """Command line: ``python -m dpcore {register,budget,mine,result,runs,experiment} ...``.
 
-``mine --algorithm`` takes any of :data:`dpcore.params.ALGORITHMS`: the tree
+``mine --algorithm`` takes any of :data:`dpcore.redescriptions.params.ALGORITHMS`: the tree
 miners (mcmctreepair, altmcmc, altexpm) and Serenade (serenade_es, serenade_cs,
 with ``--init-pairs``, ``--es-rounds``, ``--cs-rounds``, ``--steepness``,
 ``--budget-init``, ``--budget-ext``, ``--min-acc``, ``--memo-age``,
@@ -8,7 +8,7 @@ with ``--init-pairs``, ``--es-rounds``, ``--cs-rounds``, ``--steepness``,
 validated but have no effect.
 
 Every ``mine`` goes through the same privacy policy as the app
-(:mod:`dpcore.policy`): it mines the dataset's registered data, refuses a seed
+(:mod:`dpcore.privacy.policy`): it mines the dataset's registered data, refuses a seed
 on private data and faithful mode on private data unless ``--owner`` (owner
 password), and is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
 before any noise is drawn. The run id is printed before mining; the result is
@@ -27,16 +27,23 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .errors import DpcoreError, ParameterError
-from .ledger import Ledger
-from .loading import load_dataset
-from .params import ALGORITHMS, HELP, MiningParams
-from .policy import Requester, authorize_run, content_digest
-from .roles import ANALYST, OWNER, check_owner
-from .runs import (RunInProgressError, charge_and_mine, check_registered_data, load_registered,
-                   load_result, new_run_id, run_cost)
-from .units import nano_to_epsilon
-from .registry import FAITHFUL, STRICT, presets
+from dpcore.errors import DpcoreError, ParameterError
+from dpcore.ledger import Ledger
+from dpcore.loading import load_dataset
+from dpcore.privacy.policy import Requester, authorize_run, content_digest
+from dpcore.privacy.units import nano_to_epsilon
+from dpcore.redescriptions.params import HELP, MiningParams
+from dpcore.registry import ALGORITHMS, FAITHFUL, STRICT, presets
+from dpcore.roles import ANALYST, OWNER, check_owner
+from dpcore.runs import (
+    RunInProgressError,
+    charge_and_mine,
+    check_registered_data,
+    load_registered,
+    load_result,
+    new_run_id,
+    run_cost,
+)
 
 DEFAULTS = MiningParams()
 
@@ -220,7 +227,7 @@ def _progress_bar(done: int, total: int, message: str) -> None:
 
 
 def cmd_experiment(args) -> int:
-    from .experiment import run_experiment
+    from dpcore.experiments.harness import run_experiment
 
     _owner_or_exit(args)
     command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .mechanisms import gumbel_max_index, mcmc_accept_jit
+from dpcore.mechanisms import gumbel_max_index, mcmc_accept_jit
 
 SPLIT, START, END, KEPT = 0, 1, 2, 3
 ATTR, KIND, THR, NCHILD = 0, 1, 2, 3

@@ -10,9 +10,9 @@ Guarantees
   all charges, and either refuses with :class:`~dpcore.errors.BudgetExceededError`
   (nothing written) or inserts the charge and the run. Any number of threads and
   processes may race; the sum of the charges never exceeds the cap.
-* **Exact arithmetic.** ε is stored as integer nano-ε (see :mod:`dpcore.units`);
+* **Exact arithmetic.** ε is stored as integer nano-ε (see :mod:`dpcore.privacy.units`);
   caps are rounded down, spends are given as integers by the caller (normally
-  the parts of :func:`dpcore.params.plan_budget`), so ω-splits add up exactly.
+  the parts of :func:`dpcore.redescriptions.params.plan_budget`), so ω-splits add up exactly.
 * **Append-only, never refunded.** Triggers make ``charges`` (and the cap
   history in ``budgets``) reject ``UPDATE`` and ``DELETE``. A run's status goes
   once from ``charged`` to ``done`` or ``failed``; a failed run keeps its charge.
@@ -61,10 +61,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from . import schema as _schema_module
-from .errors import BudgetExceededError, DataError, ParameterError
-from .schema import Attribute, Schema, ViewSpec
-from .units import epsilon_to_nano, nano_to_epsilon
+from dpcore import schema as _schema_module
+from dpcore.errors import BudgetExceededError, DataError, ParameterError
+from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
+from dpcore.schema import Attribute, Schema, ViewSpec
 
 __all__ = [
     "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
@@ -110,7 +110,7 @@ class DatasetRecord:
         ISO 8601 UTC time of registration.
     content_digest : str or None
         SHA-256 of the registered data's content (see
-        :func:`dpcore.policy.content_digest`); None for datasets registered before
+        :func:`dpcore.privacy.policy.content_digest`); None for datasets registered before
         digests existed, until their first run records it. **Owner-only** (a digest
         of private data lets anyone holding a guess of the data confirm it).
     """
@@ -358,7 +358,7 @@ def _migrate_v2(con: sqlite3.Connection) -> None:
     """Version 2: content digests, result audiences and the owner-login log.
 
     * ``datasets.content_digest``: SHA-256 of the registered data's content
-      (:func:`dpcore.policy.content_digest`); a run whose data does not match it is
+      (:func:`dpcore.privacy.policy.content_digest`); a run whose data does not match it is
       refused before charging. NULL for datasets registered before version 2: the
       first run records the digest of the registered files (trust on first use).
     * ``runs.audience``: ``everyone`` or ``owner``. Decided by the policy before the
@@ -543,7 +543,7 @@ def _check_parts(epsilon_parts) -> tuple[int, ...]:
     for p in epsilon_parts:
         if isinstance(p, bool) or not isinstance(p, numbers.Integral):
             raise ParameterError("each ε part must be an integer number of nano-ε "
-                                 f"(see dpcore.units.epsilon_to_nano); got {p!r}")
+                                 f"(see dpcore.privacy.units.epsilon_to_nano); got {p!r}")
         if int(p) <= 0:
             raise ParameterError(f"each ε part must be > 0 nano-ε; got {int(p)}")
         parts.append(int(p))
@@ -694,7 +694,7 @@ class Ledger:
             Register the schema as already confirmed by the owner (e.g. vetted sample
             data). Default False: call :meth:`confirm_schema` before any run.
         content_digest : str, optional
-            :func:`dpcore.policy.content_digest` of the data; runs on other data are
+            :func:`dpcore.privacy.policy.content_digest` of the data; runs on other data are
             refused. None: the first run records it.
 
         Raises
@@ -904,7 +904,7 @@ class Ledger:
         actor : str
             Who spends (audit).
         audience : {"everyone", "owner"}
-            Who may read the stored result (decided by :mod:`dpcore.policy`; fixed
+            Who may read the stored result (decided by :mod:`dpcore.privacy.policy`; fixed
             for the run's lifetime).
 
         Returns

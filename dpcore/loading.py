@@ -26,10 +26,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .dataset import TwoViewDataset
-from .errors import DataError
-from .schema import (BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema, load_schema,
-                     validate_schema)
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import DataError
+from dpcore.schema import (
+    BOOLEAN,
+    CATEGORICAL,
+    NUMERIC,
+    Attribute,
+    Schema,
+    load_schema,
+    validate_schema,
+)
 
 __all__ = ["load_dataset", "frames_to_dataset", "read_table", "list_sample_datasets",
            "sample_data_dir", "SCHEMA_FILE_NAMES"]

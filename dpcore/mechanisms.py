@@ -11,7 +11,7 @@ Every *releasing* mechanism here follows the same protocol:
 Units
 -----
 * Budgets enter as ``epsilon_nano``: an ``int`` number of nano-ε (1 ε = 10⁹ units,
-  see :mod:`dpcore.units`). The float ε used for the noise scale is the one the
+  see :mod:`dpcore.privacy.units`). The float ε used for the noise scale is the one the
   accountant returns, so the noise is calibrated to exactly what was charged.
 * ``sensitivity`` Δ is the global sensitivity of the released quantity under the
   project's neighbouring relation (one row added or removed), in the units of
@@ -35,7 +35,7 @@ Floating point (ALGORITHMS.md §1)
 Continuous Laplace noise from a float sampler is *idealised numerics*: the
 textbook proof assumes real arithmetic, and the low-order bits of a float
 Laplace sample can leak (Mironov, CCS 2012). Use :func:`discrete_laplace`
-(the default ``noise="discrete"`` of :class:`dpcore.params.MiningParams`) for
+(the default ``noise="discrete"`` of :class:`dpcore.redescriptions.params.MiningParams`) for
 counts. The exponential mechanism (Gumbel-max) and the MCMC acceptance test
 also use floats; they release only an index / a decision, not a float.
 """
@@ -48,8 +48,8 @@ import numbers
 import numpy as np
 from numba import njit
 
-from .errors import ParameterError
-from .units import nano_to_epsilon
+from dpcore.errors import ParameterError
+from dpcore.privacy.units import nano_to_epsilon
 
 __all__ = [
     "laplace",
@@ -98,7 +98,7 @@ def _check_epsilon_nano(epsilon_nano) -> int:
     if isinstance(epsilon_nano, bool) or not isinstance(epsilon_nano, numbers.Integral):
         raise ParameterError(
             "epsilon_nano must be an int number of nano-ε (1 ε = 10**9); got "
-            f"{epsilon_nano!r} — convert with dpcore.units.epsilon_to_nano")
+            f"{epsilon_nano!r} — convert with dpcore.privacy.units.epsilon_to_nano")
     epsilon_nano = int(epsilon_nano)
     if epsilon_nano <= 0:
         raise ParameterError(f"ε must be > 0; got epsilon_nano = {epsilon_nano}")

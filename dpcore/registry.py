@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .errors import ParameterError
+from dpcore.errors import ParameterError
 
 __all__ = [
     "STRICT", "FAITHFUL", "MODES", "REDESCRIPTIONS", "MCMCTREEPAIR", "ALTMCMC", "ALTEXPM",
@@ -101,9 +101,13 @@ class AlgorithmSpec:
         them (ε and mode first).
     presets : tuple of Preset
         Named settings: the experiment harness's specs and the benchmark's cases.
-    params_type, plan, miner : str
-        Import paths (``module:name``) of the parameter dataclass, of the budget plan
-        ``plan(params) -> list[BudgetSlot]`` and of the miner.
+    params_type, result_type, plan, check, miner : str
+        Import paths (``module:name``) of the parameter dataclass, of the result type
+        (``from_json`` / ``to_json``), of the budget plan
+        ``plan(params) -> list[BudgetSlot]``, of the pre-charge check
+        ``check(data, params)`` (builds everything the run needs; raises on a problem)
+        and of the miner ``miner(data, params, *, rng, accountant, run_id, seed,
+        progress)``.
     summary_fields : tuple of str
         The parameters of the one-line summary (Runs page), in order; ``"split"``
         stands for a Serenade budget split init/ext/qual.
@@ -120,7 +124,9 @@ class AlgorithmSpec:
     parameters: Mapping[str, tuple[str, ...]]
     presets: tuple[Preset, ...]
     params_type: str
+    result_type: str
     plan: str
+    check: str
     miner: str
     summary_fields: tuple[str, ...] = ()
     uses_chain: bool = False
@@ -172,9 +178,9 @@ def _serenade_parameters(rounds: str, extra: tuple[str, ...], faithful_extra: tu
             FAITHFUL: ("epsilon", "mode") + body + faithful_extra + _CONSTRAINTS}
 
 
-_TREES = "dpcore.params"
-_SERENADE_NOTE = ("Serenade (Karjalainen, Galbrun & Miettinen, KDID 2022) with the paper's "
-                  "defaults: I = 20 initial pairs, s = 0.02, ε split 0.45 / 0.45 / 0.1")
+_TREES = "dpcore.redescriptions.params"
+_MINING = "dpcore.redescriptions.mining"
+_RESULT = "dpcore.redescriptions.results:RunResult"
 
 ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s in (
     AlgorithmSpec(
@@ -188,8 +194,10 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"in_tr": 20, "rm_iter": 1, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "MCMCTreePair (InTr 4)",
                         {"in_tr": 4, "rm_iter": 1, "mc_iter": 10_000, "depth": 4})),
-        params_type=f"{_TREES}:MiningParams", plan=f"{_TREES}:plan_budget",
-        miner="dpcore.mining:mine", summary_fields=("in_tr", "omega", "depth", "mc_iter"),
+        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
+        plan=f"{_TREES}:plan_budget",
+        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
+        summary_fields=("in_tr", "omega", "depth", "mc_iter"),
         uses_chain=True, per_trial_progress=True),
     AlgorithmSpec(
         key=ALTMCMC, family=REDESCRIPTIONS, label="AltMCMC",
@@ -204,8 +212,10 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"in_tr": 1, "rm_iter": 20, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "AltMCMC (InTr 4)",
                         {"in_tr": 4, "rm_iter": 1, "mc_iter": 10_000, "depth": 4})),
-        params_type=f"{_TREES}:MiningParams", plan=f"{_TREES}:plan_budget",
-        miner="dpcore.mining:mine", summary_fields=("in_tr", "rm_iter", "depth", "mc_iter"),
+        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
+        plan=f"{_TREES}:plan_budget",
+        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
+        summary_fields=("in_tr", "rm_iter", "depth", "mc_iter"),
         uses_chain=True, per_trial_progress=True),
     AlgorithmSpec(
         key=ALTEXPM, family=REDESCRIPTIONS, label="AltExpM",
@@ -221,8 +231,10 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"in_tr": 1, "rm_iter": 20, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "AltExpM (InTr 4)",
                         {"in_tr": 4, "rm_iter": 1, "mc_iter": 10_000, "depth": 4})),
-        params_type=f"{_TREES}:MiningParams", plan=f"{_TREES}:plan_budget",
-        miner="dpcore.mining:mine", summary_fields=("in_tr", "rm_iter", "depth"),
+        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
+        plan=f"{_TREES}:plan_budget",
+        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
+        summary_fields=("in_tr", "rm_iter", "depth"),
         per_trial_progress=True),
     AlgorithmSpec(
         key=SERENADE_ES, family=REDESCRIPTIONS, label="SerenadeES",
@@ -235,8 +247,10 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                          "budget_init": 0.45, "budget_ext": 0.45}),
                  Preset("interactive", "SerenadeES (I 20, K 80)",
                         {"init_pairs": 20, "es_rounds": 80})),
-        params_type=f"{_TREES}:MiningParams", plan=f"{_TREES}:plan_budget",
-        miner="dpcore.mining:mine", summary_fields=("init_pairs", "es_rounds", "steepness",
+        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
+        plan=f"{_TREES}:plan_budget",
+        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
+        summary_fields=("init_pairs", "es_rounds", "steepness",
                                                    "split")),
     AlgorithmSpec(
         key=SERENADE_CS, family=REDESCRIPTIONS, label="SerenadeCS",
@@ -249,8 +263,10 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                          "budget_init": 0.45, "budget_ext": 0.45}),
                  Preset("interactive", "SerenadeCS (I 20, L 4)",
                         {"init_pairs": 20, "cs_rounds": 4})),
-        params_type=f"{_TREES}:MiningParams", plan=f"{_TREES}:plan_budget",
-        miner="dpcore.mining:mine", summary_fields=("init_pairs", "cs_rounds", "steepness",
+        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
+        plan=f"{_TREES}:plan_budget",
+        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
+        summary_fields=("init_pairs", "cs_rounds", "steepness",
                                                    "split", "min_acc")),
 )})
 

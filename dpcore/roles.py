@@ -43,7 +43,7 @@ import sys
 import unicodedata
 from collections.abc import Mapping
 
-from .errors import ParameterError
+from dpcore.errors import ParameterError
 
 __all__ = [
     "ANALYST", "OWNER", "ROLES", "DEFAULT_ROLE", "ENV_VAR", "SECRETS_KEY",

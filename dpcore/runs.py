@@ -3,7 +3,7 @@ ledgered dataset, and the only way they read a stored result.
 
 Order of operations, each step before the next:
 
-1. the policy (:func:`dpcore.policy.authorize_run`) checks the requester's role,
+1. the policy (:func:`dpcore.privacy.policy.authorize_run`) checks the requester's role,
    the dataset's flags, the seed, the mode, the parameters, the budget plan and
    the public schema (refused: nothing charged);
 2. the dataset's *registered* data is loaded and its content digest compared
@@ -22,19 +22,29 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict
 
-from .accountant import PrivacyAccountant
-from .dataset import TwoViewDataset
-from .errors import DataError, DpcoreError, ParameterError
-from .ledger import DatasetRecord, Ledger, RunRecord
-from .loading import load_dataset
-from .mining import Progress, mine, strict_coding
-from .params import MiningParams, plan_budget
-from .policy import (PolicyError, Requester, RunPermit, authorize_run, can_read,
-                     content_digest, may_see_diagnostics)
-from .results import NEIGHBOURING_RELATION, OwnerDiagnostics, RunResult
-from .registry import STRICT
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import DataError, DpcoreError, ParameterError
+from dpcore.ledger import DatasetRecord, Ledger, RunRecord
+from dpcore.loading import load_dataset
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.policy import (
+    PolicyError,
+    Requester,
+    RunPermit,
+    authorize_run,
+    can_read,
+    content_digest,
+    may_see_diagnostics,
+)
+from dpcore.privacy.policy import NEIGHBOURING_RELATION
+from dpcore.redescriptions.results import RunResult
+from dpcore.registry import algorithm_spec
+
+#: progress(fraction in [0, 1], message), called by miners between kernel calls.
+Progress = Callable[[float, str], None]
 
 
 class RunInProgressError(DpcoreError):
@@ -46,9 +56,13 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def run_cost(params: MiningParams) -> int:
+def run_cost(params) -> int:
     """What launching ``params`` will charge, in nano-ε (validates the parameters)."""
-    return sum(s.epsilon_nano for s in plan_budget(params))
+    return sum(s.epsilon_nano for s in _plan(params))
+
+
+def _plan(params) -> list:
+    return algorithm_spec(params.algorithm).resolve("plan")(params)
 
 
 def load_registered(record: DatasetRecord) -> TwoViewDataset:
@@ -84,7 +98,7 @@ def check_registered_data(ledger: Ledger, record: DatasetRecord,
     return record
 
 
-def charge_and_mine(ledger: Ledger, dataset_name: str, params: MiningParams, *,
+def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
                     requester: Requester | None = None, seed: int | None = None,
                     run_id: str | None = None, data: TwoViewDataset | None = None,
                     progress: Progress | None = None) -> RunResult:
@@ -95,7 +109,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params: MiningParams, *,
     ledger : Ledger
     dataset_name : str
         A registered dataset; its registered data is what is mined.
-    params : MiningParams
+    params : parameters of a registered algorithm (e.g. MiningParams)
     requester : Requester, optional
         Role and audit label; default an analyst.
     seed : int, optional
@@ -125,15 +139,15 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params: MiningParams, *,
     if data is None:
         data = load_registered(record)
     check_registered_data(ledger, record, data)
-    if params.mode == STRICT:
-        strict_coding(data)            # the public-grid coding: any data error shows here
+    algorithm_spec(params.algorithm).resolve("check")(data, params)
     return _charge_mine_store(ledger, permit, data, run_id, progress)
 
 
 def _charge_mine_store(ledger: Ledger, permit: RunPermit, data: TwoViewDataset, run_id: str,
                        progress: Progress | None) -> RunResult:
     params = permit.params
-    parts = [s.epsilon_nano for s in plan_budget(params)]
+    spec = algorithm_spec(params.algorithm)
+    parts = [s.epsilon_nano for s in spec.resolve("plan")(params)]
     recorded = {**params.to_dict(), "seed": permit.seed,
                 "neighbouring": NEIGHBOURING_RELATION}
     charge = ledger.charge(run_id, permit.dataset.name, params.algorithm, parts, recorded,
@@ -141,9 +155,9 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, data: TwoViewDataset, 
     if charge.replayed:
         return load_result(ledger, run_id, role=permit.requester.role, in_progress_ok=False)
     try:
-        result = mine(data, params, rng=permit.rng(),
-                      accountant=PrivacyAccountant(sum(parts)), run_id=run_id,
-                      seed=permit.seed, progress=progress)
+        miner = spec.resolve("miner")
+        result = miner(data, params, rng=permit.rng(), accountant=PrivacyAccountant(sum(parts)),
+                       run_id=run_id, seed=permit.seed, progress=progress)
         result.dataset = permit.dataset.name
         result.audience = permit.audience
         ledger.store_result(run_id, result.to_json(), json.dumps(asdict(result.diagnostics)))
@@ -194,14 +208,14 @@ def load_result(ledger: Ledger, run_id: str, *, role: str,
         raise RunInProgressError(f"run {run_id} is charged and has no stored result yet "
                                  "(still running, or its process was killed); its budget "
                                  "is spent")
-    result = RunResult.from_json(stored[0])
+    result = algorithm_spec(run.algorithm).resolve("result_type").from_json(stored[0])
     result.audience = run.audience
     if include_diagnostics:
         if not may_see_diagnostics(role, ledger.get_dataset(run.dataset)):
             raise PolicyError("owner diagnostics are computed from true data: for the owner "
                               "or on public demo data only")
         if stored[1]:
-            result.diagnostics = OwnerDiagnostics(**json.loads(stored[1]))
+            result.diagnostics = type(result.diagnostics)(**json.loads(stored[1]))
     return result
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import DataError
+from dpcore.errors import DataError
 
 BOOLEAN, CATEGORICAL, NUMERIC = "boolean", "categorical", "numeric"
 ATTRIBUTE_TYPES = (BOOLEAN, CATEGORICAL, NUMERIC)

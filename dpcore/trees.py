@@ -8,18 +8,17 @@ row→leaf map (private, used only to count and never released as is).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
-from . import bitset_mcmc as B
-from . import kernels as K
-from .accountant import PrivacyAccountant
-from .coding import CodedView
-from .results import TreeNode, TreeRecord
-from .units import split_evenly
+from dpcore import bitset_mcmc as B
+from dpcore import kernels as K
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.units import split_evenly
+from dpcore.redescriptions.coding import CodedView
+from dpcore.redescriptions.results import TreeNode, TreeRecord
 
 FAITHFUL_MIN_ROWS = 10
 """Faithful mode's "too small" node size for random growth (rows)."""

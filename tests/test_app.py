@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
 from dpcore.ledger import Ledger
-from dpcore.policy import Requester
-from dpcore.pruning import suggest_threshold
+from dpcore.privacy.policy import Requester
+from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.roles import hash_password
 from dpcore.runs import load_result
 
@@ -456,7 +456,7 @@ def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
     """Two tabs launching at once: one run fits, the other is refused; nothing crashes."""
     from components.bootstrap import register_sample_datasets
     from components.launcher import start_job
-    from dpcore.params import MiningParams
+    from dpcore.redescriptions.params import MiningParams
     from dpcore.runs import new_run_id
 
     ledger = Ledger(ledger_path)
@@ -476,7 +476,7 @@ def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
 def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clinic_dataset):
     from components.bootstrap import register_sample_datasets
     from components.launcher import start_job
-    from dpcore.params import MiningParams, plan_budget
+    from dpcore.redescriptions.params import MiningParams, plan_budget
     from dpcore.runs import new_run_id
 
     ledger = Ledger(ledger_path)
@@ -517,8 +517,8 @@ def test_export_has_queries_noisy_statistics_and_run_parameters(clinic_dataset):
     from components.explore_view import kept_frame
     from components.export import export_csv, export_json
     from components.scatter import redescription_rows
-    from dpcore.mining import mine
-    from dpcore.params import MiningParams
+    from dpcore.redescriptions.mining import mine
+    from dpcore.redescriptions.params import MiningParams
 
     result = mine(clinic_dataset, MiningParams(in_tr=2, mc_iter=200),
                   rng=np.random.default_rng(11), seed=11, run_id="r" * 32)

@@ -15,8 +15,8 @@ import pytest
 
 from dpcore import bitset_mcmc as B
 from dpcore import kernels as K
-from dpcore.coding import code_view_strict
 from dpcore.dataset import TwoViewDataset
+from dpcore.redescriptions.coding import code_view_strict
 from dpcore.schema import Attribute, Schema, ViewSpec
 from dpcore.trees import cands_matrix, child_bitsets
 

@@ -11,8 +11,8 @@ import pytest
 
 from dpcore.cli import main
 from dpcore.ledger import Ledger
+from dpcore.privacy.units import epsilon_to_nano
 from dpcore.roles import hash_password
-from dpcore.units import epsilon_to_nano
 
 REPO = Path(__file__).resolve().parent.parent
 CLINIC = str(REPO / "sample_data" / "clinic")

@@ -18,12 +18,21 @@ import pytest
 from components.explore_view import kept_display_frame, kept_frame, suggested_threshold
 from components.export import export_csv, export_json, json_safe
 from components.launcher import MAX_TRIAL_BARS, cost_breakdown, cost_text, trial_bar_count
-from components.owner_views import (FINAL_QUALITY_TRACE, phase_times_text,
-                                    serenade_trace_figures, truth_frame)
-from components.params_form import (params_from_state,
-                                    quality_share)
-from components.redescription_view import (NOT_RELEASED, is_released, literal_condition,
-                                           query_tests_frame, released_text, statistics_row)
+from components.owner_views import (
+    FINAL_QUALITY_TRACE,
+    phase_times_text,
+    serenade_trace_figures,
+    truth_frame,
+)
+from components.params_form import params_from_state, quality_share
+from components.redescription_view import (
+    NOT_RELEASED,
+    is_released,
+    literal_condition,
+    query_tests_frame,
+    released_text,
+    statistics_row,
+)
 from components.runs_view import NOT_USED, comparison_params_frame
 from dpcore.registry import PARAMETER_SYMBOLS, algorithm_spec
 
@@ -36,12 +45,13 @@ def parameter_summary(algorithm, params):
     return algorithm_spec(algorithm).summary(params)
 from components.scatter import redescription_rows, scatter_figure
 from components.warmup import warmup_params
-from dpcore.evaluate import evaluate
-from dpcore.mining import mine
-from dpcore.params import ALGORITHMS, MODES, MiningParams
-from dpcore.results import AttributeTest, Query
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.evaluate import evaluate
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.results import AttributeTest, Query
+from dpcore.registry import ALGORITHMS, MODES
 from dpcore.runs import run_cost
-from dpcore.units import epsilon_to_nano
 
 TINY = dict(epsilon=10.0, init_pairs=3, es_rounds=5, cs_rounds=2)
 

@@ -1,14 +1,14 @@
-"""The experiment harness (dpcore.experiment, ``python -m dpcore experiment``): fast checks."""
+"""The experiment harness (dpcore.experiments.harness, ``python -m dpcore experiment``): fast checks."""
 
 import json
 
 import pytest
 
 from dpcore import cli
-from dpcore.experiment import algorithm_params, run_experiment
-from dpcore.generator import generate_clinic, write_dataset
-from dpcore.pruning import suggest_threshold
-from dpcore.results import RunResult
+from dpcore.data.generator import generate_clinic, write_dataset
+from dpcore.experiments.harness import algorithm_params, run_experiment
+from dpcore.redescriptions.pruning import suggest_threshold
+from dpcore.redescriptions.results import RunResult
 
 HTML = ("noisy_vs_true.html", "true_j_hist.html", "abs_error_box.html")
 
@@ -130,7 +130,7 @@ def test_cli_rejects_unparsable_list(tmp_path):
 
 
 def test_report_compares_the_suggested_threshold_with_the_papers(tmp_path, tiny_data, no_ledger):
-    from dpcore.experiment import PAPER_THRESHOLDS
+    from dpcore.experiments.harness import PAPER_THRESHOLDS
 
     metrics = run_experiment(tiny_data, ["altexpm"], [1.0], [2], "auto", tmp_path / "out",
                              mc_iter=50, reference_runs=0)
@@ -185,11 +185,11 @@ def test_faithful_serenade_nan_pvalues_do_not_break_the_metrics(tiny_data):
 
     import numpy as np
 
-    from dpcore.evaluate import evaluate
-    from dpcore.experiment_metrics import compare_methods, score_run, summarize
+    from dpcore.experiments.metrics import compare_methods, score_run, summarize
     from dpcore.loading import load_dataset
-    from dpcore.mining import mine
-    from dpcore.params import MiningParams
+    from dpcore.redescriptions.evaluate import evaluate
+    from dpcore.redescriptions.mining import mine
+    from dpcore.redescriptions.params import MiningParams
 
     dataset = load_dataset(tiny_data)
     runs = []

@@ -11,14 +11,23 @@ import numpy as np
 import pytest
 
 from dpcore.dataset import TwoViewDataset
-from dpcore.evaluate import TrueStatistics, evaluate
-from dpcore.experiment_metrics import (ScoredRedescription, compare_methods,
-                                       count_before_after, false_positives,
-                                       median_abs_error, median_true_jaccard, score_run,
-                                       share_of_runs_with_output, share_truly_significant,
-                                       spearman_noisy_true, split_by_threshold, summarize)
-from dpcore.mining import mine
-from dpcore.params import MiningParams
+from dpcore.experiments.metrics import (
+    ScoredRedescription,
+    compare_methods,
+    count_before_after,
+    false_positives,
+    median_abs_error,
+    median_true_jaccard,
+    score_run,
+    share_of_runs_with_output,
+    share_truly_significant,
+    spearman_noisy_true,
+    split_by_threshold,
+    summarize,
+)
+from dpcore.redescriptions.evaluate import TrueStatistics, evaluate
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
 from dpcore.schema import Attribute, Schema, ViewSpec
 
 SUMMARY_KEYS = {"share_with_output", "n_before", "n_after", "share_significant_kept",

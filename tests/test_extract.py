@@ -1,4 +1,4 @@
-"""Tests of dpcore.extract: post-processing of noisy counts into redescriptions."""
+"""Tests of dpcore.redescriptions.extract: post-processing of noisy counts into redescriptions."""
 
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from dpcore.extract import (extract_redescriptions, literal_text, noisy_query_statistics,
-                            query_mask, query_text)
-from dpcore.params import MiningParams
-from dpcore.results import Condition, Literal, TreeNode, TreeRecord
-
+from dpcore.redescriptions.extract import (
+    extract_redescriptions,
+    literal_text,
+    noisy_query_statistics,
+    query_mask,
+    query_text,
+)
+from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.results import Condition, Literal, TreeNode, TreeRecord
 
 # --------------------------------------------------------------------------- helpers
 

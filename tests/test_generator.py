@@ -1,4 +1,4 @@
-"""Synthetic generators (dpcore.generator) and the shipped synthetic sample data."""
+"""Synthetic generators (dpcore.data.generator) and the shipped synthetic sample data."""
 
 from __future__ import annotations
 
@@ -8,12 +8,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.generator import (PlantedRule, clinic_planted_rules, cms_like_planted_rules,
-                              generate_clinic, generate_cms_like, generate_cms_like_dataset,
-                              jaccard, main, rule_masks, rule_masks_dataset, true_jaccard,
-                              write_dataset)
+from dpcore.data.generator import (
+    PlantedRule,
+    clinic_planted_rules,
+    cms_like_planted_rules,
+    generate_clinic,
+    generate_cms_like,
+    generate_cms_like_dataset,
+    jaccard,
+    main,
+    rule_masks,
+    rule_masks_dataset,
+    true_jaccard,
+    write_dataset,
+)
 from dpcore.loading import load_dataset, sample_data_dir
-from dpcore.schema import BOOLEAN, CATEGORICAL, NUMERIC, LEFT, RIGHT
+from dpcore.schema import BOOLEAN, CATEGORICAL, LEFT, NUMERIC, RIGHT
 
 CLINIC_RULES = clinic_planted_rules()
 CMS_RULES = cms_like_planted_rules()

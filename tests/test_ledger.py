@@ -13,11 +13,20 @@ import pytest
 
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
 from dpcore.ledger import SCHEMA_VERSION, BudgetStatus, Ledger
-from dpcore.params import MiningParams, plan_budget
-from dpcore.results import (Condition, ExtractionRecord, Literal, OwnerDiagnostics, Query,
-                            Redescription, RunResult, TreeNode, TreeRecord)
+from dpcore.privacy.units import NANO, epsilon_to_nano, split_evenly
+from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.results import (
+    Condition,
+    ExtractionRecord,
+    Literal,
+    OwnerDiagnostics,
+    Query,
+    Redescription,
+    RunResult,
+    TreeNode,
+    TreeRecord,
+)
 from dpcore.schema import Attribute, Schema, ViewSpec
-from dpcore.units import NANO, epsilon_to_nano, split_evenly
 
 SCHEMA = Schema(
     name="clinic",

@@ -23,8 +23,8 @@ import pytest
 
 from dpcore.errors import BudgetExceededError
 from dpcore.ledger import Ledger
+from dpcore.privacy.units import NANO
 from dpcore.schema import Attribute, Schema, ViewSpec
-from dpcore.units import NANO
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 

@@ -11,10 +11,23 @@ import pandas as pd
 import pytest
 
 from dpcore.errors import DataError
-from dpcore.loading import (frames_to_dataset, list_sample_datasets, load_dataset, read_table,
-                            sample_data_dir)
-from dpcore.schema import (BOOLEAN, CATEGORICAL, NUMERIC, load_schema, prefill_schema,
-                           save_schema, schema_from_dict, schema_to_dict)
+from dpcore.loading import (
+    frames_to_dataset,
+    list_sample_datasets,
+    load_dataset,
+    read_table,
+    sample_data_dir,
+)
+from dpcore.schema import (
+    BOOLEAN,
+    CATEGORICAL,
+    NUMERIC,
+    load_schema,
+    prefill_schema,
+    save_schema,
+    schema_from_dict,
+    schema_to_dict,
+)
 
 # ---------------------------------------------------------------------------
 # A tiny two-file dataset, mutated per test

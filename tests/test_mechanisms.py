@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from dpcore import mechanisms as m
-from dpcore.accountant import PrivacyAccountant
 from dpcore.errors import BudgetExceededError, ParameterError
+from dpcore.privacy.accountant import PrivacyAccountant
 
 DEFAULT_SEED = 20230807
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", DEFAULT_SEED))

@@ -26,7 +26,7 @@ import pytest
 from scipy import special, stats
 
 from dpcore import mechanisms as m
-from dpcore.accountant import PrivacyAccountant
+from dpcore.privacy.accountant import PrivacyAccountant
 
 DEFAULT_SEED = 20230807
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", DEFAULT_SEED))

@@ -14,12 +14,12 @@ import pytest
 
 from dpcore.dataset import TwoViewDataset
 from dpcore.errors import ParameterError
-from dpcore.evaluate import evaluate
-from dpcore.mining import mine
-from dpcore.params import MiningParams, nominal_budget, plan_budget
-from dpcore.results import RunResult
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.evaluate import evaluate
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams, nominal_budget, plan_budget
+from dpcore.redescriptions.results import RunResult
 from dpcore.schema import Attribute, Schema, ViewSpec
-from dpcore.units import epsilon_to_nano
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,14 +20,19 @@ from dpcore.dataset import TwoViewDataset
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.ledger import Ledger
 from dpcore.loading import load_dataset
-from dpcore.params import MiningParams
-from dpcore.policy import (PolicyError, Requester, allowed_modes, authorize_run,
-                           content_digest)
-from dpcore.results import NEIGHBOURING_RELATION
+from dpcore.privacy.policy import (
+    NEIGHBOURING_RELATION,
+    PolicyError,
+    Requester,
+    allowed_modes,
+    content_digest,
+)
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.mining import check_runnable
+from dpcore.redescriptions.params import MiningParams
 from dpcore.roles import hash_password
 from dpcore.runs import charge_and_mine, load_result, readable_runs, run_cost
 from dpcore.schema import Attribute, Schema, ViewSpec
-from dpcore.units import epsilon_to_nano
 
 REPO = Path(__file__).resolve().parent.parent
 CLINIC = REPO / "sample_data" / "clinic"
@@ -173,12 +179,14 @@ def test_a_numeric_attribute_with_thresholds_but_no_domain_is_mined(tmp_path):
 
 
 def test_a_schema_whose_grid_cannot_be_built_is_refused_before_the_charge(ledger):
-    record = ledger.get_dataset("private")
-    broken = replace(record, schema=replace(record.schema, grid_bins=0, attributes=tuple(
+    """The pre-charge check builds every public grid (charge_and_mine calls it before the
+    ledger); a grid that is not finite and increasing names its attribute."""
+    schema = ledger.get_dataset("private").schema
+    broken = replace(schema, grid_bins=0, attributes=tuple(
         replace(a, thresholds=None, domain=(1.0, 1.0)) if a.type == "numeric" else a
-        for a in record.schema.attributes)))
+        for a in schema.attributes))
     with pytest.raises(DataError, match="public grid"):
-        authorize_run(broken, MiningParams(), ANALYST)
+        check_runnable(SimpleNamespace(schema=broken), MiningParams())
 
 
 # ------------------------------------------------------------------------- the property

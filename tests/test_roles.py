@@ -12,9 +12,18 @@ import pytest
 
 from dpcore import roles
 from dpcore.errors import ParameterError
-from dpcore.roles import (ANALYST, DEFAULT_ROLE, ENV_VAR, OWNER, SECRETS_KEY,
-                          can_see_true_statistics, check_owner, hash_password,
-                          owner_password_hash, verify_password)
+from dpcore.roles import (
+    ANALYST,
+    DEFAULT_ROLE,
+    ENV_VAR,
+    OWNER,
+    SECRETS_KEY,
+    can_see_true_statistics,
+    check_owner,
+    hash_password,
+    owner_password_hash,
+    verify_password,
+)
 
 # Cheap scrypt costs keep the suite fast; the default costs are checked once below.
 FAST = {"n": 2**10, "r": 8, "p": 1}

@@ -6,12 +6,12 @@ import threading
 
 import pytest
 
-from dpcore import mining
 from dpcore.errors import BudgetExceededError, DpcoreError
 from dpcore.ledger import Ledger
-from dpcore.params import MiningParams
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions import mining
+from dpcore.redescriptions.params import MiningParams
 from dpcore.runs import RunInProgressError, charge_and_mine, load_result, run_cost
-from dpcore.units import epsilon_to_nano
 
 SMALL = dict(in_tr=2, mc_iter=300)
 
@@ -48,7 +48,7 @@ def test_a_failing_run_stays_charged_and_is_marked_failed(ledger, clinic_dataset
     def broken(*args, **kwargs):
         raise RuntimeError("kernel exploded")
 
-    monkeypatch.setattr("dpcore.runs.mine", broken)
+    monkeypatch.setattr("dpcore.redescriptions.mining.mine", broken)
     params = MiningParams(epsilon=0.5, **SMALL)
     with pytest.raises(RuntimeError):
         charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="bad")
@@ -62,7 +62,7 @@ def test_a_failing_run_stays_charged_and_is_marked_failed(ledger, clinic_dataset
 
 def test_an_overspending_run_draws_no_noise(ledger, clinic_dataset, monkeypatch):
     called = []
-    monkeypatch.setattr("dpcore.runs.mine", lambda *a, **k: called.append(1))
+    monkeypatch.setattr("dpcore.redescriptions.mining.mine", lambda *a, **k: called.append(1))
     with pytest.raises(BudgetExceededError, match="remains"):
         charge_and_mine(ledger, "clinic", MiningParams(epsilon=3.5), data=clinic_dataset)
     assert called == [] and ledger.budget("clinic").spent_nano == 0

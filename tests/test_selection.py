@@ -1,4 +1,4 @@
-"""dpcore.pruning: Plotly selection → pruning threshold, and prune() (pure, 0 ε)."""
+"""dpcore.redescriptions.pruning: Plotly selection → pruning threshold, and prune() (pure, 0 ε)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from dpcore.pruning import prune, selection_signature, threshold_from_selection
+from dpcore.redescriptions.pruning import prune, selection_signature, threshold_from_selection
 
 SUPPORTS = {"a1b2c3d4:0": 120.0, "a1b2c3d4:1": 35.0, "a1b2c3d4:2": 800.0, "ffff0000:0": 10.0}
 
@@ -195,8 +195,8 @@ def test_prune_real_redescriptions(clinic_dataset):
     """On a real (tiny, seeded) release: pruning never changes what was released."""
     import numpy as np
 
-    from dpcore.mining import mine
-    from dpcore.params import MiningParams
+    from dpcore.redescriptions.mining import mine
+    from dpcore.redescriptions.params import MiningParams
 
     result = mine(clinic_dataset, MiningParams(algorithm="altexpm", in_tr=2, depth=3),
                   rng=np.random.default_rng(3), seed=3)

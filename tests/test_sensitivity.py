@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import reference as R
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-import reference as R
 from dpcore import kernels as K
 from dpcore import trees as T
-from dpcore.accountant import PrivacyAccountant
-from dpcore.coding import code_view_strict
 from dpcore.dataset import TwoViewDataset
-from dpcore.mining import mine
-from dpcore.params import MiningParams, plan_budget
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.coding import code_view_strict
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.schema import BOOLEAN, CATEGORICAL
 
 SCHEMA = R.make_schema(grid_bins=6)

@@ -13,25 +13,32 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-
-from dpcore.accountant import PrivacyAccountant
-from dpcore.coding import code_dataset_strict, code_view_segments
-from dpcore.errors import BudgetExceededError, ParameterError
-from dpcore.evaluate import evaluate
-from dpcore.generator import clinic_planted_rules
-from dpcore.ledger import Ledger
-from dpcore.literals import literal_mask, literal_set
-from dpcore.mining import mine
-from dpcore.params import MiningParams, plan_budget
-from dpcore.results import AttributeTest, RunResult, formula_text
-from dpcore.runs import charge_and_mine
-from dpcore.serenade import _Miner, _Red, draw_from_union
-from dpcore.serenade_kernels import (extension_scores, log_sum_exp, pair_scores,
-                                     span_row_index)
-from dpcore.serenade_quality import brute_force_sensitivity, quality, quality_sensitivity
-from dpcore.units import epsilon_to_nano
-
 from test_mining import SEED, _release, _with_new_maximum, toy_dataset
+
+from dpcore.data.generator import clinic_planted_rules
+from dpcore.errors import BudgetExceededError, ParameterError
+from dpcore.ledger import Ledger
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.coding import code_dataset_strict, code_view_segments
+from dpcore.redescriptions.evaluate import evaluate
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.results import AttributeTest, RunResult, formula_text
+from dpcore.redescriptions.serenade.kernels import (
+    extension_scores,
+    log_sum_exp,
+    pair_scores,
+    span_row_index,
+)
+from dpcore.redescriptions.serenade.literals import literal_mask, literal_set
+from dpcore.redescriptions.serenade.miner import _Miner, _Red, draw_from_union
+from dpcore.redescriptions.serenade.quality import (
+    brute_force_sensitivity,
+    quality,
+    quality_sensitivity,
+)
+from dpcore.runs import charge_and_mine
 
 TINY = dict(init_pairs=4, es_rounds=6, cs_rounds=2)
 LOOSE = dict(min_support=0.0, min_jaccard=0.0, max_pvalue=1.0, max_support=1.0)
@@ -105,7 +112,6 @@ def test_pair_scores_match_brute_force():
 def test_extension_scores_match_brute_force(left_ops, right_ops):
     ds, coded = _coded_toy()
     lits = [literal_set(c) for c in coded]
-    rng = np.random.default_rng(SEED)
     red_lits = ([0] + [int(lits[0].start[2])] * len(left_ops),
                 [int(lits[1].start[1]) + 5] + [int(lits[1].start[3]) + 7] * len(right_ops))
     masks = []
@@ -263,7 +269,7 @@ def test_serenade_cs_spends_its_plan_except_for_stopped_redescriptions(mode):
     params = MiningParams(algorithm="serenade_cs", epsilon=2.0, mode=mode, init_pairs=5,
                           cs_rounds=3, min_acc=0.2)
     ds = toy_dataset()
-    from dpcore.serenade import mine_serenade
+    from dpcore.redescriptions.serenade.miner import mine_serenade
 
     coded = (code_dataset_strict(ds) if mode == "strict"
              else tuple(code_view_segments(v) for v in ds.views))

@@ -8,11 +8,15 @@ import os
 import numpy as np
 import pytest
 
-from dpcore.mining import mine
-from dpcore.params import MiningParams
-from dpcore.pruning import (cell_noise_variance, expected_jaccard_errors, jaccard_error_sd,
-                            suggest_threshold)
-from dpcore.results import RunResult
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.pruning import (
+    cell_noise_variance,
+    expected_jaccard_errors,
+    jaccard_error_sd,
+    suggest_threshold,
+)
+from dpcore.redescriptions.results import RunResult
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "5"))
 
@@ -80,7 +84,7 @@ def test_uses_the_release_only(runs, monkeypatch):
     def no_raw_data(*args, **kwargs):
         raise AssertionError("the suggested threshold must not read raw data")
 
-    monkeypatch.setattr("dpcore.evaluate.evaluate", no_raw_data)
+    monkeypatch.setattr("dpcore.redescriptions.evaluate.evaluate", no_raw_data)
     monkeypatch.setattr("dpcore.loading.load_dataset", no_raw_data)
     result = runs[1.0]
     replayed = RunResult.from_json(result.to_json())  # what the app reads from the ledger

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import reference as R
+
 from dpcore import kernels as K
 from dpcore import trees as T
-from dpcore.accountant import PrivacyAccountant
-from dpcore.coding import code_view_faithful, code_view_strict
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
 from dpcore.schema import NUMERIC
 
 N_ROWS = 300

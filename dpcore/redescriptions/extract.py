@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-from .results import Condition, Literal, Query, Redescription, TreeRecord
+from dpcore.redescriptions.results import Condition, Literal, Query, Redescription, TreeRecord
 
 __all__ = [
     "marg_pvalues",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dataset import TwoViewDataset
-from .schema import BOOLEAN, CATEGORICAL
-from .registry import STRICT
+from dpcore.dataset import TwoViewDataset
+from dpcore.registry import STRICT
+from dpcore.schema import BOOLEAN, CATEGORICAL
 
 
 @dataclass(frozen=True)

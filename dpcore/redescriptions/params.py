@@ -10,10 +10,17 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 
-from .errors import ParameterError
-from .registry import (ALGORITHM_LABELS, ALGORITHMS, FAITHFUL, MCMCTREEPAIR, MODES,
-                       SERENADE_ALGORITHMS, SERENADE_ES, STRICT, TREE_ALGORITHMS)
-from .units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+from dpcore.errors import ParameterError
+from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+from dpcore.registry import (
+    ALGORITHMS,
+    FAITHFUL,
+    MCMCTREEPAIR,
+    MODES,
+    SERENADE_ALGORITHMS,
+    SERENADE_ES,
+    STRICT,
+)
 
 #: Share of ε_qual that pays the noisy row count N̂ behind x0 = 0.1·N̂ (strict Serenade).
 SERENADE_ROWS_SHARE = 0.1

@@ -18,7 +18,7 @@ each i the first move is largest at the smallest union, and the second is a
 one-variable rational function of u whose extremes are the two ends of the
 range and one interior critical point (found in closed form). Nothing here
 reads data: Δf depends only on (N, s) — public parameters, or N̂ released by a
-charged noisy count (see :mod:`dpcore.serenade`).
+charged noisy count (see :mod:`dpcore.redescriptions.serenade.miner`).
 """
 
 from __future__ import annotations

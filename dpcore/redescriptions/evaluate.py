@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from .dataset import TwoViewDataset
-from .extract import marg_pvalues
-from .results import AttributeTest, Condition, Query, RunResult, TreeRecord
+
+from dpcore.dataset import TwoViewDataset
+from dpcore.redescriptions.extract import marg_pvalues
+from dpcore.redescriptions.results import AttributeTest, Condition, Query, RunResult, TreeRecord
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ Privacy
 -------
 The *noisy* fields of :class:`ScoredRedescription` (``noisy_support``,
 ``noisy_jaccard``, ``noisy_pvalue``) are DP releases (post-processing of a
-:class:`~dpcore.results.RunResult`). The *true* fields (``true_jaccard``,
-``true_pvalue``) come from :func:`dpcore.evaluate.evaluate`, which reads the raw
+:class:`~dpcore.redescriptions.results.RunResult`). The *true* fields (``true_jaccard``,
+``true_pvalue``) come from :func:`dpcore.redescriptions.evaluate.evaluate`, which reads the raw
 data and is NOT differentially private. Every metric that uses a true field
 is therefore NOT private and must be shown only to data owners or on
 ``public_demo`` datasets. Functions that read only noisy fields
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .evaluate import TrueStatistics
-from .pruning import prune
-from .results import RunResult
+from dpcore.redescriptions.evaluate import TrueStatistics
+from dpcore.redescriptions.pruning import prune
+from dpcore.redescriptions.results import RunResult
 
 __all__ = [
     "ScoredRedescription",
@@ -81,7 +81,7 @@ class ScoredRedescription:
     true_pvalue : float
         True "marg" p-value on the raw data (NOT private).
     run : str
-        The ``run_id`` of the :class:`~dpcore.results.RunResult` it came from.
+        The ``run_id`` of the :class:`~dpcore.redescriptions.results.RunResult` it came from.
     """
 
     noisy_support: float
@@ -156,7 +156,7 @@ def share_of_runs_with_output(runs: Sequence[Sequence[ScoredRedescription]]) -> 
 
 def split_by_threshold(scored: Iterable[ScoredRedescription], threshold: float
                        ) -> tuple[list[ScoredRedescription], list[ScoredRedescription]]:
-    """Split into (kept, pruned) by noisy support, as :func:`dpcore.pruning.prune` does.
+    """Split into (kept, pruned) by noisy support, as :func:`dpcore.redescriptions.pruning.prune` does.
 
     The split reads only the noisy support (DP post-processing, 0 ε), though the
     items themselves carry true statistics.

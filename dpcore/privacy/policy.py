@@ -20,16 +20,15 @@ Rules (each is refused with :class:`PolicyError` before any charge)
   :func:`can_read` refuses it to analysts everywhere.
 * **No float noise in strict mode.** Textbook floating-point Laplace noise at full
   precision is open to Mironov's (2012) attack; strict mode draws integer noise
-  only (:meth:`dpcore.params.MiningParams.validate` refuses ``noise="continuous"``
+  only (:meth:`dpcore.redescriptions.params.MiningParams.validate` refuses ``noise="continuous"``
   with ``mode="strict"``).
 * **The data mined is the registered data.** Registration records a SHA-256
   digest of the dataset's content (:func:`content_digest`); a run whose data
   has another digest is refused. Datasets registered before digests existed
   record theirs at the first run (trust on first use).
-* **Everything that can fail is checked first**: parameters and the budget plan,
-  the confirmed schema, the public grids the miners will use
-  (:func:`check_schema_runnable`), loading the data. Only then is the ledger
-  charged.
+* **Everything that can fail is checked first**: parameters and the budget plan
+  here, then (in :func:`dpcore.runs.charge_and_mine`) the public grids the miner
+  will build and loading the data. Only then is the ledger charged.
 * **Owner sandboxes** (demo copies with their own budget) run on the real data,
   so only the owner may run them unless the data is a public demo.
 
@@ -46,18 +45,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dataset import TwoViewDataset
-from .errors import DataError, ParameterError
-from .ledger import DatasetRecord
-from .params import MiningParams, plan_budget
-from .registry import FAITHFUL, MODES, STRICT
-from .results import NEIGHBOURING_RELATION
-from .roles import ANALYST, OWNER, ROLES, can_see_true_statistics
-from .schema import NUMERIC, Schema
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import ParameterError
+from dpcore.ledger import DatasetRecord
+from dpcore.registry import FAITHFUL, MODES, STRICT, algorithm_spec
+from dpcore.roles import ANALYST, OWNER, ROLES, can_see_true_statistics
 
 __all__ = ["PolicyError", "Requester", "RunPermit", "NEIGHBOURING_RELATION", "allowed_modes",
-           "seed_allowed", "authorize_run", "can_read", "check_schema_runnable",
-           "content_digest", "EVERYONE", "OWNER_ONLY", "MAX_SEED"]
+           "seed_allowed", "authorize_run", "can_read", "content_digest", "EVERYONE",
+           "OWNER_ONLY", "MAX_SEED"]
+
+#: The neighbouring relation every ε of this project refers to. Under replace-one-row
+#: neighbours (change one row's values) every ε doubles. Recorded in every run.
+NEIGHBOURING_RELATION = ("add/remove one row (datasets differ by one entity's row); "
+                         "under replace-one-row neighbours every ε doubles")
 
 #: Audiences of a stored result (the ledger's ``runs.audience``).
 EVERYONE, OWNER_ONLY = "everyone", "owner"
@@ -95,8 +96,8 @@ class RunPermit:
     Attributes
     ----------
     dataset : DatasetRecord
-    params : MiningParams
-        Validated; ``plan_budget(params)`` is what will be charged.
+    params : parameters of a registered algorithm
+        Validated; the algorithm's budget plan is what will be charged.
     seed : int or None
         Only ever set on public-demo datasets.
     audience : {"everyone", "owner"}
@@ -105,7 +106,7 @@ class RunPermit:
     """
 
     dataset: DatasetRecord
-    params: MiningParams
+    params: object
     seed: int | None
     audience: str
     requester: Requester
@@ -150,7 +151,7 @@ def _check_seed(seed) -> int | None:
     return int(seed)
 
 
-def authorize_run(record: DatasetRecord, params: MiningParams, requester: Requester, *,
+def authorize_run(record: DatasetRecord, params, requester: Requester, *,
                   seed: int | None = None) -> RunPermit:
     """Decide, before anything is charged, whether ``requester`` may run ``params``.
 
@@ -158,7 +159,9 @@ def authorize_run(record: DatasetRecord, params: MiningParams, requester: Reques
     ----------
     record : DatasetRecord
         The registered dataset (flags and confirmed public schema from the ledger).
-    params : MiningParams
+    params : parameters of a registered algorithm
+        Any family's parameter type (``algorithm``, ``mode``, ``validate()``); its
+        budget plan comes from the registry.
     requester : Requester
     seed : int, optional
         Public-demo datasets only.
@@ -173,15 +176,16 @@ def authorize_run(record: DatasetRecord, params: MiningParams, requester: Reques
         A rule of this module refuses the run (the message says which and why).
     ParameterError
         Bad parameters or a budget plan that cannot be split.
-    DataError
-        The confirmed schema cannot be mined with these parameters.
     """
     if not isinstance(requester, Requester):
-        raise PolicyError("requester must be a dpcore.policy.Requester")
-    if not isinstance(params, MiningParams):
-        raise ParameterError(f"params must be MiningParams; got {type(params).__name__}")
+        raise PolicyError("requester must be a dpcore.privacy.policy.Requester")
+    spec = algorithm_spec(getattr(params, "algorithm", None))
+    params_type = spec.resolve("params_type")
+    if not isinstance(params, params_type):
+        raise ParameterError(f"parameters of {spec.label} must be {params_type.__name__}; "
+                             f"got {type(params).__name__}")
     params.validate()
-    plan_budget(params)
+    spec.resolve("plan")(params)
     if not record.confirmed:
         raise PolicyError(f"the public schema of dataset {record.name!r} is not confirmed by "
                           "its owner yet; no run may start")
@@ -200,38 +204,9 @@ def authorize_run(record: DatasetRecord, params: MiningParams, requester: Reques
             f"faithful mode on the private dataset {record.name!r} is for its owner only: it "
             "reproduces the paper's code, which releases values read from the raw data "
             "without paying for them (NOT ε-DP). Log in as owner, or use strict mode.")
-    check_schema_runnable(record.schema, params)
     audience = OWNER_ONLY if not public and (params.mode == FAITHFUL or record.is_sandbox) \
         else EVERYONE
     return RunPermit(record, params, seed, audience, requester)
-
-
-def check_schema_runnable(schema: Schema, params: MiningParams) -> None:
-    """Compute every data-independent grid a miner may use, so none fails after the charge.
-
-    Strict mode splits numeric attributes on :meth:`Schema.split_grid` and turns
-    them into initial targets with :meth:`Schema.target_edges`; both must give
-    finite, increasing cut points for every numeric attribute.
-
-    Raises
-    ------
-    DataError
-        Naming the attribute whose public grid cannot be built.
-    """
-    if params.mode != STRICT:
-        return
-    for attr in schema.attributes:
-        if attr.type != NUMERIC:
-            continue
-        try:
-            grids = (schema.split_grid(attr), schema.target_edges(attr))
-        except (TypeError, ValueError) as exc:
-            raise DataError(f"no public grid can be built for this numeric attribute ({exc}); "
-                            "declare a domain [lo, hi] or thresholds", column=attr.name) from None
-        for grid in grids:
-            if not np.all(np.isfinite(grid)) or np.any(np.diff(grid) <= 0):
-                raise DataError("its public grid is not finite and increasing; check the "
-                                "declared domain and thresholds", column=attr.name)
 
 
 _digests: dict[int, str] = {}

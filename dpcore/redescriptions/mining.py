@@ -14,26 +14,40 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import contextmanager
 import weakref
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Callable
 
 import numpy as np
 
-from . import __version__
-from .accountant import PrivacyAccountant
-from .coding import CodedView, code_dataset_strict, code_view_faithful, code_view_segments
-from .dataset import TwoViewDataset
-from .extract import extract_redescriptions
-from .mechanisms import noisy_counts
-from .params import ALGORITHM_LABELS, BudgetSlot, MiningParams, plan_budget
-from .results import ExtractionRecord, OwnerDiagnostics, RunResult
-from .serenade import mine_serenade
-from .targets import make_target, pick_attribute
-from .trees import (Tree, build_expmech_tree, child_bitsets, leaf_classes, sample_mcmc_tree,
-                    sample_tree_pair, true_leaf_table)
-from .registry import ALTEXPM, FAITHFUL, MCMCTREEPAIR, STRICT
+from dpcore import __version__
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import DataError
+from dpcore.mechanisms import noisy_counts
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.coding import (
+    CodedView,
+    code_dataset_strict,
+    code_view_faithful,
+    code_view_segments,
+)
+from dpcore.redescriptions.extract import extract_redescriptions
+from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget
+from dpcore.redescriptions.results import ExtractionRecord, OwnerDiagnostics, RunResult
+from dpcore.redescriptions.serenade.miner import mine_serenade
+from dpcore.redescriptions.targets import make_target, pick_attribute
+from dpcore.registry import ALGORITHM_LABELS, ALTEXPM, FAITHFUL, MCMCTREEPAIR, STRICT
+from dpcore.schema import NUMERIC
+from dpcore.trees import (
+    Tree,
+    build_expmech_tree,
+    child_bitsets,
+    leaf_classes,
+    sample_mcmc_tree,
+    sample_tree_pair,
+    true_leaf_table,
+)
 
 Progress = Callable[[float, str], None]
 TRACE_POINTS = 2000
@@ -290,3 +304,35 @@ def _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress) -> 
         extractions=[], mechanism_calls=accountant.to_records(), seed=seed,
         diagnostics=OwnerDiagnostics(score_traces=out.traces,
                                      phase_seconds={"prepare": prepare, **out.phase_seconds}))
+
+
+def check_runnable(dataset: TwoViewDataset, params: MiningParams) -> None:
+    """Build everything a run needs before its charge, so nothing fails after it.
+
+    Strict mode splits numeric attributes on :meth:`Schema.split_grid` and turns them
+    into initial targets with :meth:`Schema.target_edges`: both must give finite,
+    increasing cut points for every numeric attribute (data-independent); then the
+    views are coded on that grid (cached for the run). Faithful mode reads its grids
+    from the data during the run.
+
+    Raises
+    ------
+    DataError
+        Naming the attribute whose public grid cannot be built, or a data problem.
+    """
+    if params.mode != STRICT:
+        return
+    schema = dataset.schema
+    for attr in schema.attributes:
+        if attr.type != NUMERIC:
+            continue
+        try:
+            grids = (schema.split_grid(attr), schema.target_edges(attr))
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"no public grid can be built for this numeric attribute ({exc}); "
+                            "declare a domain [lo, hi] or thresholds", column=attr.name) from None
+        for grid in grids:
+            if not np.all(np.isfinite(grid)) or np.any(np.diff(grid) <= 0):
+                raise DataError("its public grid is not finite and increasing; check the "
+                                "declared domain and thresholds", column=attr.name)
+    strict_coding(dataset)

@@ -1,12 +1,12 @@
 """SerenadeES and SerenadeCS: greedy DP redescription mining (spec §5).
 
 Karjalainen, Galbrun & Miettinen, "Serenade" (KDID 2022). Queries are literals
-(:mod:`dpcore.literals`) joined left to right by ∧/∨, at most
+(:mod:`dpcore.redescriptions.serenade.literals`) joined left to right by ∧/∨, at most
 ``max_attributes`` attributes per side, ∨ on one side only. Quality
-f = J·σ(|E11|) (:mod:`dpcore.serenade_quality`); every choice is one
+f = J·σ(|E11|) (:mod:`dpcore.redescriptions.serenade.quality`); every choice is one
 exponential-mechanism draw P(c) ∝ exp(ε'·f(c)/(2Δf)), charged before it is drawn.
 
-Steps and what each spends (the plan is :func:`dpcore.params.serenade_budget`):
+Steps and what each spends (the plan is :func:`dpcore.redescriptions.params.serenade_budget`):
 
 1. **Row count** (strict): N̂ = N + discrete Laplace noise fixes x0 = 0.1·N̂ and
    Δf; faithful mode reads the true N (not DP, as the original).
@@ -31,7 +31,7 @@ Steps and what each spends (the plan is :func:`dpcore.params.serenade_budget`):
    |E10|+|E01| with ε/2 each (continuous Laplace); J~ = Ĩ/(Ĩ + D̃).
 
 Literal candidates: strict uses the schema's public grid; faithful uses the
-data's equal-frequency segments (:func:`dpcore.coding.code_view_segments`).
+data's equal-frequency segments (:func:`dpcore.redescriptions.coding.code_view_segments`).
 No candidate is ever filtered by its support on the data.
 """
 
@@ -43,17 +43,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .accountant import PrivacyAccountant
-from .coding import CodedView
-from .extract import _clip_stats, marg_pvalues
-from .literals import LiteralSet, literal_mask, literal_set
-from .mechanisms import gumbel_max_index, noisy_counts
-from .params import BudgetSlot, MiningParams, plan_budget
-from .results import Query, Redescription, formula_text
-from .serenade_kernels import (extension_scores, log_sum_exp, pair_group_log_weights,
-                               pair_scores, span_row_index)
-from .serenade_quality import quality, quality_sensitivity
-from .registry import SERENADE_ES, STRICT
+from dpcore.mechanisms import gumbel_max_index, noisy_counts
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.coding import CodedView
+from dpcore.redescriptions.extract import _clip_stats, marg_pvalues
+from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget
+from dpcore.redescriptions.results import Query, Redescription, formula_text
+from dpcore.redescriptions.serenade.kernels import (
+    extension_scores,
+    log_sum_exp,
+    pair_group_log_weights,
+    pair_scores,
+    span_row_index,
+)
+from dpcore.redescriptions.serenade.literals import LiteralSet, literal_mask, literal_set
+from dpcore.redescriptions.serenade.quality import quality, quality_sensitivity
+from dpcore.registry import SERENADE_ES, STRICT
 
 
 def draw_from_union(log_weights: np.ndarray, scores: list, factor: float,
@@ -121,7 +126,7 @@ class _Measure:
 
 @dataclass
 class SerenadeOutput:
-    """What :func:`mine_serenade` returns to :func:`dpcore.mining.mine`.
+    """What :func:`mine_serenade` returns to :func:`dpcore.redescriptions.mining.mine`.
 
     ``redescriptions`` are DP releases; ``traces`` and ``phase_seconds`` are
     owner-only diagnostics (true qualities, timings).

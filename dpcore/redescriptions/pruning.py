@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
-from .registry import FAITHFUL, SERENADE_ALGORITHMS
+
+from dpcore.registry import FAITHFUL, SERENADE_ALGORITHMS
 
 __all__ = ["threshold_from_selection", "prune", "selection_signature", "suggest_threshold",
            "expected_jaccard_errors", "jaccard_error_sd", "cell_noise_variance"]
@@ -156,7 +157,7 @@ def prune(redescriptions: Iterable[T], threshold: float, *,
     Parameters
     ----------
     redescriptions : iterable
-        :class:`~dpcore.results.Redescription` objects (or anything ``support`` can read).
+        :class:`~dpcore.redescriptions.results.Redescription` objects (or anything ``support`` can read).
     threshold : float
         Kept: noisy support |E11| ≥ threshold. Pruned: support < threshold.
     support : callable, optional

@@ -2,20 +2,20 @@
 
 :func:`run_experiment` runs each algorithm × ε cell many times on one dataset,
 scores every released redescription against its true statistics
-(:func:`dpcore.evaluate.evaluate`, which reads the raw data), and writes
+(:func:`dpcore.redescriptions.evaluate.evaluate`, which reads the raw data), and writes
 ``report.md``, ``metrics.json``, three self-contained HTML plots and the
 released run results (``runs/*.json``) into an output folder.
 
 Sandbox budget
 --------------
-Every run calls :func:`dpcore.mining.mine` directly with its own in-memory
-:class:`~dpcore.accountant.PrivacyAccountant` capped at the run's planned cost.
+Every run calls :func:`dpcore.redescriptions.mining.mine` directly with its own in-memory
+:class:`~dpcore.privacy.accountant.PrivacyAccountant` capped at the run's planned cost.
 The harness never opens, reads or charges a ledger: its spending is a sandbox
 for measuring the methods, not a release. Because the metrics use true
 statistics, the report must only be shown to data owners or on public demo data.
 
 Pruning thresholds are either a fixed number or ``"auto"``:
-:func:`dpcore.pruning.suggest_threshold` per algorithm × ε on the pooled
+:func:`dpcore.redescriptions.pruning.suggest_threshold` per algorithm × ε on the pooled
 released runs of that cell (released values only, 0 ε).
 
 Seeds: run ``i`` of every cell uses ``numpy.random.default_rng(seed + i)``.
@@ -27,7 +27,7 @@ mode), however its plan divides it: the tree miners among trees and noisy
 leaf tables, SerenadeES / SerenadeCS among the initial pairs, the extensions and
 the noisy quality counts (0.45 / 0.45 / 0.1 of ε by default). The report and the
 Mann–Whitney comparisons therefore compare tree miners and Serenade at equal ε.
-Serenade runs release no trees; :func:`dpcore.evaluate.evaluate` scores their
+Serenade runs release no trees; :func:`dpcore.redescriptions.evaluate.evaluate` scores their
 literal queries directly.
 """
 
@@ -45,19 +45,25 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__
-from .accountant import PrivacyAccountant
-from .dataset import TwoViewDataset
-from .errors import ParameterError
-from .evaluate import evaluate
-from .experiment_metrics import (ScoredRedescription, compare_methods, false_positives,
-                                 score_run, split_by_threshold, summarize)
-from .loading import load_dataset
-from .mining import mine
-from .params import MiningParams, run_cost_nano
-from .pruning import suggest_threshold
-from .registry import ALTEXPM, presets
-from .results import RunResult
+from dpcore import __version__
+from dpcore.dataset import TwoViewDataset
+from dpcore.errors import ParameterError
+from dpcore.experiments.metrics import (
+    ScoredRedescription,
+    compare_methods,
+    false_positives,
+    score_run,
+    split_by_threshold,
+    summarize,
+)
+from dpcore.loading import load_dataset
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.evaluate import evaluate
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams, run_cost_nano
+from dpcore.redescriptions.pruning import suggest_threshold
+from dpcore.redescriptions.results import RunResult
+from dpcore.registry import ALTEXPM, presets
 
 __all__ = ["ALGORITHM_PRESETS", "REFERENCE", "REFERENCE_LABEL", "algorithm_params",
            "nonprivate_reference", "run_experiment"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .errors import BudgetExceededError, ParameterError
-from .units import nano_to_epsilon
+from dpcore.errors import BudgetExceededError, ParameterError
+from dpcore.privacy.units import nano_to_epsilon
 
 
 @dataclass(frozen=True)

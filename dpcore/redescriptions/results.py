@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from dpcore.privacy.policy import NEIGHBOURING_RELATION
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -243,12 +245,6 @@ class OwnerDiagnostics:
     mcmc_rows_touched: int = 0
 
 
-#: The neighbouring relation every ε of this package refers to. Under replace-one-row
-#: neighbours (change one row's values) every ε doubles.
-NEIGHBOURING_RELATION = ("add/remove one row (datasets differ by one entity's row); "
-                         "under replace-one-row neighbours every ε doubles")
-
-
 @dataclass
 class RunResult:
     """Everything one mining run released, with its provenance.
@@ -257,7 +253,7 @@ class RunResult:
     OS entropy and record no seed). ``mechanism_calls`` lists every (ε, Δ)
     spent, in nano-ε. ``neighbouring`` states the neighbouring relation the ε
     refers to; ``audience`` who may read the result (``owner`` for faithful
-    runs on private data, see :mod:`dpcore.policy`).
+    runs on private data, see :mod:`dpcore.privacy.policy`).
     """
 
     run_id: str

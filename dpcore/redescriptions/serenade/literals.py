@@ -1,6 +1,6 @@
 """Serenade's literal candidates: per attribute, ranges of codes on a coded view.
 
-A literal is ``lo ≤ code ≤ hi`` on one attribute (:mod:`dpcore.coding`):
+A literal is ``lo ≤ code ≤ hi`` on one attribute (:mod:`dpcore.redescriptions.coding`):
 
 * numeric with thresholds t_0 < … < t_{B−1}: every interval of the B + 1 bins
   except the whole range, i.e. ``t_{lo−1} < A ≤ t_hi`` (one-sided at either end);
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .coding import CodedView
-from .results import AttributeTest
-from .schema import BOOLEAN, CATEGORICAL
+from dpcore.redescriptions.coding import CodedView
+from dpcore.redescriptions.results import AttributeTest
+from dpcore.schema import BOOLEAN, CATEGORICAL
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 
-from .errors import ParameterError
+from dpcore.errors import ParameterError
 
 NANO = 10**9
 

@@ -1,0 +1,1 @@
+"""The experiment harness (owner/teaching only, NOT private): the papers' evaluation grids."""

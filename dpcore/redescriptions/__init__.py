@@ -1,0 +1,1 @@
+"""The redescription family: tree miners (MCMCTreePair, AltMCMC, AltExpM) and Serenade."""

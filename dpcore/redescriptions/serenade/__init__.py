@@ -1,0 +1,1 @@
+"""Serenade (SerenadeES, SerenadeCS): greedy literal redescriptions under DP."""
