@@ -45,7 +45,7 @@ from .session import can_see_truth, current_requester, current_role, is_owner, l
 __all__ = ["TRADEOFF_EPSILONS", "SIGNIFICANCE", "render_teaching", "truth_frame",
            "true_vs_noisy_figure", "true_j_histograms", "score_trace_figure",
            "serenade_trace_figures", "phase_times_text", "audit_frame", "tradeoff_scatter",
-           "FINAL_QUALITY_TRACE"]
+           "FINAL_QUALITY_TRACE", "login_frame", "LOGIN_ROWS"]
 
 TRADEOFF_EPSILONS = (0.01, 0.1, 1.0)
 #: True p-value at or below which a redescription counts as truly significant.
@@ -191,6 +191,19 @@ def audit_frame(ledger: Ledger, record: DatasetRecord) -> pd.DataFrame:
                          for e in entries])
 
 
+#: How many of the latest owner-login attempts the audit section lists.
+LOGIN_ROWS = 50
+
+
+def login_frame(ledger: Ledger, limit: int = LOGIN_ROWS) -> pd.DataFrame:
+    """The latest owner-login attempts from every entry point, newest first (owner only)."""
+    events = ledger.auth_events()[-limit:][::-1]
+    return pd.DataFrame([{"when": e.created_at[:19].replace("T", " "), "entry": e.entry,
+                          "outcome": e.outcome, "actor": e.actor, "detail": e.detail or ""}
+                         for e in events],
+                        columns=["when", "entry", "outcome", "actor", "detail"])
+
+
 def tradeoff_scatter(result: RunResult, truth: list[TrueStatistics], threshold: float,
                      title: str) -> go.Figure:
     """Noisy support × noisy J of one trade-off run; colour = true significance."""
@@ -241,6 +254,9 @@ def render_teaching(ledger: Ledger, record: DatasetRecord) -> None:
     if is_owner():
         st.subheader("Audit log: who spent what, when")
         st.dataframe(audit_frame(ledger, record), hide_index=True, key="teach_audit")
+        st.caption("Owner logins: the latest attempts from the app and the command line "
+                   "(failed and throttled ones included; UTC).")
+        st.dataframe(login_frame(ledger), hide_index=True, key="teach_logins")
 
 
 def _experiment_report_section() -> None:

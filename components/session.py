@@ -7,7 +7,9 @@ What is kept where
 * The **budget** is always read from the ledger (see :mod:`components.budget_meter`),
   never from session state.
 * The **role** (``analyst`` by default, ``owner`` after a password check by
-  :func:`dpcore.roles.check_owner`) and the **chosen dataset** live in session state.
+  :func:`dpcore.roles.unlock_owner`, which records every attempt in the ledger's login
+  log and enforces the shared login back-off) and the **chosen dataset** live in
+  session state.
 * Raw **data** is loaded here: public-demo datasets through ``st.cache_resource``
   (loading public files is fine to cache), private ones freshly on each use and
   never cached. DP releases are never cached at all.
@@ -15,15 +17,18 @@ What is kept where
 
 from __future__ import annotations
 
+import logging
 import os
+import sqlite3
 from pathlib import Path
 
 import streamlit as st
 
 from dpcore.dataset import TwoViewDataset
+from dpcore.errors import DpcoreError, OwnerLoginThrottled
 from dpcore.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester
-from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, check_owner
+from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
 from dpcore.runs import load_registered
 
 __all__ = [
@@ -37,6 +42,8 @@ ROLE_KEY = "role"
 DATASET_KEY = "dataset"
 _PASSWORD_KEY = "owner_password"
 _LOGIN_ERROR_KEY = "_owner_login_error"
+#: Who the login log names for attempts made in the app, and from which entry point.
+LOGIN_ACTOR, LOGIN_ENTRY = "app-session", "app"
 
 
 def get_ledger() -> Ledger:
@@ -76,7 +83,23 @@ def secrets_mapping() -> dict | None:
 def _login() -> None:
     password = st.session_state.get(_PASSWORD_KEY, "") or ""
     st.session_state[_PASSWORD_KEY] = ""          # never keep the password around
-    if check_owner(password, secrets=secrets_mapping()):
+    try:
+        ok = unlock_owner(get_ledger(), password, actor=LOGIN_ACTOR, entry=LOGIN_ENTRY,
+                          secrets=secrets_mapping())
+    except OwnerLoginThrottled as exc:
+        st.session_state[_LOGIN_ERROR_KEY] = (
+            f"Too many failed owner logins in a row: wait {exc.wait} before trying again. "
+            "This attempt was not checked.")
+        return
+    except (DpcoreError, sqlite3.Error, OSError):
+        # Without the login log there is no back-off: stay locked (fail closed). The
+        # details (paths) are server configuration: they go to the server log only.
+        logging.getLogger(__name__).exception("owner login could not use the ledger")
+        st.session_state[_LOGIN_ERROR_KEY] = (
+            "The login could not be recorded in the ledger (see the server log), so the "
+            "owner role stays locked.")
+        return
+    if ok:
         st.session_state[ROLE_KEY] = OWNER
         st.session_state.pop(_LOGIN_ERROR_KEY, None)
     else:

@@ -7,6 +7,8 @@ requested and remaining ε for budget refusals.
 
 from __future__ import annotations
 
+import math
+
 
 class DpcoreError(Exception):
     """Base class of all errors raised on purpose by dpcore."""
@@ -58,3 +60,29 @@ class BudgetExceededError(DpcoreError):
         super().__init__(
             f"privacy budget exceeded: the {what} needs ε = {requested:.6g} "
             f"but only ε = {remaining:.6g} remains; nothing was charged")
+
+
+class OwnerLoginThrottled(DpcoreError):
+    """An owner-login attempt refused, unchecked, during the back-off after failed logins.
+
+    The password was not checked and the refusal was recorded in the ledger's login
+    log (see :func:`dpcore.roles.unlock_owner`).
+
+    Attributes
+    ----------
+    retry_after : float
+        Seconds to wait before the next attempt will be checked (> 0).
+    wait : str
+        The same wait in words, rounded up to the second (``"8 s"``, ``"2 min 5 s"``).
+    failures : int
+        Consecutive failed logins that caused the back-off.
+    """
+
+    def __init__(self, retry_after: float, failures: int):
+        self.retry_after, self.failures = float(retry_after), int(failures)
+        minutes, seconds = divmod(max(1, math.ceil(self.retry_after)), 60)
+        self.wait = (f"{minutes} min" + (f" {seconds} s" if seconds else "")) if minutes \
+            else f"{seconds} s"
+        super().__init__(
+            f"too many failed owner logins ({self.failures} in a row): wait {self.wait} "
+            "before trying again (this attempt was refused without checking the password)")

@@ -27,6 +27,15 @@ stored anywhere; the password itself never is.
 
 Hash format: ``scrypt$<n>$<r>$<p>$<salt_b64>$<hash_b64>`` (``hashlib.scrypt``,
 standard base64, passwords NFC-normalised and UTF-8 encoded).
+
+Logging in
+----------
+The app and the command line unlock the owner role with :func:`unlock_owner`, not
+:func:`check_owner`: every attempt is recorded in the ledger's append-only login
+log (never the password), and after :data:`LOGIN_FREE_FAILURES` failures in a row
+further attempts are refused unchecked for an exponentially growing time (see
+:func:`login_backoff`). The back-off is read from the ledger, so it is shared by
+every process and server that uses the same ledger file.
 """
 
 from __future__ import annotations
@@ -40,15 +49,26 @@ import hmac
 import logging
 import os
 import sys
+import threading
 import unicodedata
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-from dpcore.errors import ParameterError
+from dpcore.errors import OwnerLoginThrottled, ParameterError
+
+if TYPE_CHECKING:   # the ledger is only passed in; importing it here is not needed
+    from dpcore.ledger import AuthEvent, Ledger
 
 __all__ = [
     "ANALYST", "OWNER", "ROLES", "DEFAULT_ROLE", "ENV_VAR", "SECRETS_KEY",
     "hash_password", "verify_password", "owner_password_hash", "check_owner",
     "can_see_true_statistics", "main",
+    "LOGIN_FREE_FAILURES", "LOGIN_BACKOFF_BASE_SECONDS", "LOGIN_BACKOFF_MAX_SECONDS",
+    "LOGIN_FAILURE_WINDOW_SECONDS", "LoginBackoff", "backoff_delay", "login_backoff",
+    "unlock_owner",
+    "OwnerLoginThrottled",
 ]
 
 ANALYST, OWNER = "analyst", "owner"
@@ -63,6 +83,32 @@ SALT_BYTES, HASH_BYTES = 16, 32
 _MAX_MEMORY = 256 * 2**20   # refuse stored parameters that would need more than this
 
 _log = logging.getLogger(__name__)
+
+# Owner-login back-off. Why: the owner password is the only thing between an analyst
+# and the true statistics of private data, and scrypt only slows an attacker who holds
+# the hash. Someone guessing online through the app or the CLI could otherwise try
+# passwords as fast as the server checks them (~20 a second). After LOGIN_FREE_FAILURES
+# failures in a row (typos are free), each further attempt must wait
+# LOGIN_BACKOFF_BASE_SECONDS * 2**(failures - LOGIN_FREE_FAILURES) after the last
+# failure, at most LOGIN_BACKOFF_MAX_SECONDS; attempts during the wait are refused
+# without checking the password. A success ends the streak; so does quiet: failures
+# older than LOGIN_FAILURE_WINDOW_SECONDS are forgotten. The window must be long enough
+# for the cap to bind (15 failures 15 minutes apart span 3.5 h): with a 15-minute
+# window old failures would age out as fast as new ones accrue and a patient guesser
+# would get ~850 tries a day; with 4 h it gets at most ~100 (one per 15 minutes).
+#: Failed logins in a row that are not slowed down (typos).
+LOGIN_FREE_FAILURES = 5
+#: Wait after the first failure beyond the free ones; it doubles with each further failure.
+LOGIN_BACKOFF_BASE_SECONDS = 1.0
+#: Longest wait between two checked attempts (15 minutes).
+LOGIN_BACKOFF_MAX_SECONDS = 15 * 60.0
+#: Failures older than this are forgotten (4 hours; see above why not shorter).
+LOGIN_FAILURE_WINDOW_SECONDS = 4 * 3600.0
+
+# One login at a time per process: the back-off is read, the password checked and the
+# outcome recorded without another thread of this process (another Streamlit session)
+# slipping an attempt in between. (Other processes can still race; see unlock_owner.)
+_LOGIN_LOCK = threading.Lock()
 
 
 def _encode(password: str) -> bytes:
@@ -195,6 +241,185 @@ def check_owner(password: str, secrets: Mapping | None = None) -> bool:
     if stored is None:
         return False
     return verify_password(password, stored)
+
+
+# --------------------------------------------------------------------------- logging in
+
+def _utcnow() -> datetime:
+    """The current time (UTC); tests replace it to move the clock."""
+    return datetime.now(UTC)
+
+
+def _moment(now: datetime | None) -> datetime:
+    if now is None:
+        return _utcnow()
+    if not isinstance(now, datetime):
+        raise ParameterError(f"now must be a datetime; got {now!r}")
+    # A naive datetime is taken as UTC (the ledger stores UTC).
+    return now.replace(tzinfo=UTC) if now.tzinfo is None else now
+
+
+def _parse_stamp(stamp: str) -> datetime:
+    moment = datetime.fromisoformat(stamp)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+@dataclass(frozen=True)
+class LoginBackoff:
+    """The owner-login back-off at one moment, as read from the ledger's login log.
+
+    Attributes
+    ----------
+    failures : int
+        Failed logins in a row: since the last success and within
+        :data:`LOGIN_FAILURE_WINDOW_SECONDS` (throttled attempts do not count).
+    last_failure : datetime or None
+        When the latest of them was recorded (UTC).
+    wait_seconds : float
+        Seconds until an attempt will be checked; 0 when one would be checked now.
+    """
+
+    failures: int
+    last_failure: datetime | None
+    wait_seconds: float
+
+    @property
+    def throttled(self) -> bool:
+        """Whether an attempt now would be refused unchecked."""
+        return self.wait_seconds > 0
+
+
+def backoff_delay(failures: int) -> float:
+    """Seconds an attempt must wait after the last of ``failures`` failed logins in a row.
+
+    Parameters
+    ----------
+    failures : int
+        Failed logins in a row.
+
+    Returns
+    -------
+    float
+        0 for up to :data:`LOGIN_FREE_FAILURES` failures, then
+        ``LOGIN_BACKOFF_BASE_SECONDS * 2**(failures - LOGIN_FREE_FAILURES)``, at most
+        :data:`LOGIN_BACKOFF_MAX_SECONDS`.
+    """
+    if failures < LOGIN_FREE_FAILURES:
+        return 0.0
+    exponent = failures - LOGIN_FREE_FAILURES
+    if exponent >= 64:      # 2**64 s is far beyond any cap; avoid huge floats
+        return LOGIN_BACKOFF_MAX_SECONDS
+    return min(LOGIN_BACKOFF_BASE_SECONDS * 2.0**exponent, LOGIN_BACKOFF_MAX_SECONDS)
+
+
+def _backoff_from(events: list[AuthEvent], now: datetime) -> LoginBackoff:
+    start = now - timedelta(seconds=LOGIN_FAILURE_WINDOW_SECONDS)
+    failures, last_failure = 0, None
+    for event in events:                       # oldest first
+        moment = _parse_stamp(event.created_at)
+        if moment < start:
+            continue
+        if event.outcome == "success":
+            failures, last_failure = 0, None
+        elif event.outcome == "failure":
+            failures, last_failure = failures + 1, moment
+    wait = 0.0
+    if last_failure is not None and failures >= LOGIN_FREE_FAILURES:
+        ready = last_failure + timedelta(seconds=backoff_delay(failures))
+        wait = max(0.0, (ready - now).total_seconds())
+    return LoginBackoff(failures=failures, last_failure=last_failure, wait_seconds=wait)
+
+
+def login_backoff(ledger: Ledger, *, now: datetime | None = None) -> LoginBackoff:
+    """The owner-login back-off now, from the ledger's login log (shared by all processes).
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The ledger whose login log is read.
+    now : datetime, optional
+        The moment to judge (default: the current time). A naive datetime is UTC.
+        Events are always stamped by the ledger with the real time.
+
+    Returns
+    -------
+    LoginBackoff
+    """
+    moment = _moment(now)
+    # Read a little more than the window (measured from the real clock, as the ledger
+    # does) so that a ``now`` in the past still sees its whole window.
+    real = _utcnow()
+    since = LOGIN_FAILURE_WINDOW_SECONDS + max(0.0, (real - moment).total_seconds()) + 60.0
+    return _backoff_from(ledger.auth_events(since_seconds=since), moment)
+
+
+def unlock_owner(ledger: Ledger, password: str, *, actor: str, entry: str,
+                 secrets: Mapping | None = None, now: datetime | None = None) -> bool:
+    """Check an owner password under the login back-off and record the attempt.
+
+    The one way the app and the command line unlock the owner role. During a back-off
+    (see :func:`login_backoff`) the attempt is refused WITHOUT checking the password
+    and recorded as ``throttled``; otherwise the password is checked with
+    :func:`check_owner` and recorded as ``success`` or ``failure`` (also when no hash
+    is configured). The password itself is never recorded or logged.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        The ledger holding the login log (the back-off is shared through it).
+    password : str
+        The typed password (an empty or missing one is a failed attempt).
+    actor : str
+        Label of who tries, for the log (e.g. ``"app-session"``, ``"cli"``).
+    entry : str
+        Entry point, for the log and the back-off's detail (``"app"``, ``"cli"``).
+    secrets : Mapping, optional
+        Where to look for the hash first (see :func:`owner_password_hash`).
+    now : datetime, optional
+        The moment to judge the back-off at (tests); default the current time.
+
+    Returns
+    -------
+    bool
+        True if the password unlocks the owner role, False if it does not.
+
+    Raises
+    ------
+    OwnerLoginThrottled
+        The attempt falls in a back-off; ``retry_after`` says how many seconds to wait.
+    ParameterError
+        Empty ``actor`` or ``entry``.
+    sqlite3.Error, OSError
+        The login log cannot be read or written: the role stays locked (fails closed).
+
+    Notes
+    -----
+    Within one process, logins are serialised. Separate processes sharing a ledger
+    read the back-off and record their outcome in two steps, so attempts started at
+    the same instant in different processes may each be checked once.
+    """
+    for name, value in (("actor", actor), ("entry", entry)):
+        if not isinstance(value, str) or not value.strip():
+            raise ParameterError(f"{name} must be a non-empty label; got {value!r}")
+    with _LOGIN_LOCK:
+        state = login_backoff(ledger, now=now)
+        if state.throttled:
+            ledger.record_auth_event(
+                actor=actor, entry=entry, outcome="throttled",
+                detail=f"refused unchecked: {state.failures} failures in a row, "
+                       f"{state.wait_seconds:.0f} s of back-off left")
+            raise OwnerLoginThrottled(state.wait_seconds, state.failures)
+        configured = owner_password_hash(secrets) is not None
+        ok = check_owner(password if isinstance(password, str) else "", secrets=secrets)
+        if ok:
+            ledger.record_auth_event(actor=actor, entry=entry, outcome="success",
+                                     detail=f"owner role unlocked from {entry}")
+        else:
+            ledger.record_auth_event(
+                actor=actor, entry=entry, outcome="failure",
+                detail="wrong password" if configured
+                else "no owner password hash is configured")
+        return ok
 
 
 def can_see_true_statistics(role: str, public_demo: bool) -> bool:

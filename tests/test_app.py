@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
+from dpcore import roles
 from dpcore.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.pruning import suggest_threshold
@@ -313,6 +315,44 @@ def test_invalid_owner_password_keeps_the_analyst_role(app, monkeypatch):
     app.button(key="owner_login").click().run()
     assert app.session_state["role"] == "analyst"
     assert any("Wrong password" in e.value for e in app.sidebar.error)
+
+
+def test_repeated_wrong_owner_passwords_throttle_the_login(app, ledger_path, monkeypatch):
+    """Failures from the CLI and the app share one back-off; during it even the right
+    password is refused; afterwards it works, and the owner sees every attempt."""
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    clock = [datetime.now(UTC)]          # frozen: the back-off cannot run out
+    monkeypatch.setattr(roles, "_utcnow", lambda: clock[0])
+    for _ in range(2):                            # another process: the command line
+        assert not roles.unlock_owner(Ledger(ledger_path), "guess", actor="cli", entry="cli")
+
+    def login(password: str) -> str:
+        app.text_input(key="owner_password").input(password)
+        app.button(key="owner_login").click().run()
+        assert not app.exception, [e.value for e in app.exception]
+        return " ".join(e.value for e in app.sidebar.error)
+
+    for _ in range(roles.LOGIN_FREE_FAILURES - 2):
+        assert "Wrong password" in login("hunter2")
+    assert re.search(r"Too many failed owner logins.*wait \d+ s", login("hunter2"))
+    message = login(OWNER_PASSWORD)
+    assert "wait" in message and "Wrong password" not in message
+    assert app.session_state["role"] == "analyst"
+
+    clock[0] = datetime.now(UTC) + timedelta(seconds=2)   # the back-off passed
+    assert login(OWNER_PASSWORD) == ""
+    assert app.session_state["role"] == "owner"
+    outcomes = [(e.entry, e.outcome) for e in Ledger(ledger_path).auth_events()]
+    assert outcomes == [("cli", "failure")] * 2 + [("app", "failure")] * 3 + \
+        [("app", "throttled")] * 2 + [("app", "success")]
+
+    run_page(app, "pages/teaching.py")
+    logins = table_with(app, "when", "entry", "outcome")
+    assert logins["outcome"].tolist() == ["success", "throttled", "throttled", "failure",
+                                          "failure", "failure", "failure", "failure"]
+    assert logins["entry"].tolist()[-2:] == ["cli", "cli"]
+    shown = logins.to_string()
+    assert OWNER_PASSWORD not in shown and "hunter2" not in shown and "guess" not in shown
 
 
 FORBIDDEN = ("true jaccard", "true j", "true p", "true support", "score trace",

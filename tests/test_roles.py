@@ -6,22 +6,30 @@ import base64
 import hashlib
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from dpcore import roles
-from dpcore.errors import ParameterError
+from dpcore.errors import DpcoreError, OwnerLoginThrottled, ParameterError
+from dpcore.ledger import Ledger
 from dpcore.roles import (
     ANALYST,
     DEFAULT_ROLE,
     ENV_VAR,
+    LOGIN_BACKOFF_MAX_SECONDS,
+    LOGIN_FAILURE_WINDOW_SECONDS,
+    LOGIN_FREE_FAILURES,
     OWNER,
     SECRETS_KEY,
+    backoff_delay,
     can_see_true_statistics,
     check_owner,
     hash_password,
+    login_backoff,
     owner_password_hash,
+    unlock_owner,
     verify_password,
 )
 
@@ -172,3 +180,148 @@ def test_module_does_not_import_streamlit():
             "sys.exit(1 if 'streamlit' in sys.modules else 0)")
     repo = Path(roles.__file__).resolve().parents[1]
     assert subprocess.run([sys.executable, "-c", code], cwd=repo).returncode == 0
+
+
+# --------------------------------------------------------------------------- login back-off
+
+RIGHT, WRONG = "correct horse", "tr0ub4dor&3-guess"
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    return Ledger(tmp_path / "ledger.sqlite")
+
+
+@pytest.fixture
+def secrets(stored) -> dict:
+    return {SECRETS_KEY: stored}
+
+
+def _attempt(ledger, password, secrets, *, now=None, entry="cli"):
+    return unlock_owner(ledger, password, actor="tester", entry=entry, secrets=secrets,
+                        now=now)
+
+
+def _last(ledger) -> datetime:
+    """When the latest login event was recorded (the ledger stamps real UTC time)."""
+    return datetime.fromisoformat(ledger.auth_events()[-1].created_at)
+
+
+def _fail(ledger, secrets, times: int) -> None:
+    """``times`` wrong passwords, each just after the back-off left by the previous ones."""
+    for _ in range(times):
+        now = None
+        state = login_backoff(ledger)
+        if state.failures >= LOGIN_FREE_FAILURES:
+            now = state.last_failure + timedelta(seconds=backoff_delay(state.failures) + 0.01)
+        assert _attempt(ledger, WRONG, secrets, now=now) is False
+
+
+def _ledger_bytes(ledger) -> bytes:
+    files = [ledger.path] + [ledger.path.with_name(ledger.path.name + suffix)
+                             for suffix in ("-wal", "-shm", "-journal")]
+    return b"".join(f.read_bytes() for f in files if f.exists())
+
+
+def test_backoff_rules():
+    assert [backoff_delay(k) for k in range(LOGIN_FREE_FAILURES)] == [0.0] * LOGIN_FREE_FAILURES
+    assert [backoff_delay(LOGIN_FREE_FAILURES + k) for k in range(4)] == [1.0, 2.0, 4.0, 8.0]
+    assert backoff_delay(LOGIN_FREE_FAILURES + 20) == LOGIN_BACKOFF_MAX_SECONDS == 900.0
+    assert backoff_delay(10**6) == LOGIN_BACKOFF_MAX_SECONDS
+    # The window is long enough for the cap to bind (see the module's comment).
+    assert LOGIN_FAILURE_WINDOW_SECONDS >= 14 * LOGIN_BACKOFF_MAX_SECONDS
+
+
+def test_failures_are_recorded_and_never_the_password(ledger, secrets):
+    _fail(ledger, secrets, 3)
+    assert _attempt(ledger, RIGHT, secrets, entry="app") is True
+    events = ledger.auth_events()
+    assert [(e.outcome, e.entry, e.actor) for e in events] == \
+        [("failure", "cli", "tester")] * 3 + [("success", "app", "tester")]
+    assert all(e.detail == "wrong password" for e in events[:3])
+    raw = _ledger_bytes(ledger)
+    assert raw
+    for password in (WRONG, RIGHT):
+        assert password.encode() not in raw
+        assert password.encode("utf-16-le") not in raw
+
+
+def test_failures_without_a_configured_hash_are_recorded(ledger):
+    assert _attempt(ledger, RIGHT, None) is False
+    assert _attempt(ledger, "", {SECRETS_KEY: ""}) is False
+    events = ledger.auth_events()
+    assert [e.outcome for e in events] == ["failure", "failure"]
+    assert all("no owner password hash" in e.detail for e in events)
+
+
+def test_after_five_failures_even_the_right_password_is_refused_unchecked(
+        ledger, secrets, monkeypatch):
+    _fail(ledger, secrets, LOGIN_FREE_FAILURES)
+    last = _last(ledger)
+    checked = []
+    monkeypatch.setattr(roles, "check_owner", lambda *a, **k: checked.append(1) or True)
+    with pytest.raises(OwnerLoginThrottled) as info:
+        _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=0.4))
+    assert checked == []                               # the hash was never consulted
+    assert isinstance(info.value, DpcoreError)
+    assert info.value.retry_after == pytest.approx(0.6, abs=1e-3)
+    assert info.value.failures == LOGIN_FREE_FAILURES
+    assert "wait 1 s" in str(info.value)
+    event = ledger.auth_events()[-1]
+    assert event.outcome == "throttled" and event.entry == "cli"
+    assert RIGHT.encode() not in _ledger_bytes(ledger)
+
+
+def test_backoff_grows_and_expires(ledger, secrets):
+    _fail(ledger, secrets, LOGIN_FREE_FAILURES + 3)     # 8 failures: wait 2**3 s
+    last = _last(ledger)
+    state = login_backoff(ledger, now=last + timedelta(seconds=1))
+    assert state.failures == 8 and state.wait_seconds == pytest.approx(7.0)
+    with pytest.raises(OwnerLoginThrottled, match="wait 3 s"):
+        _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=5))
+    # A throttled attempt neither counts as a failure nor extends the wait.
+    assert login_backoff(ledger, now=last + timedelta(seconds=5)).failures == 8
+    assert _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=8.01)) is True
+    assert [e.outcome for e in ledger.auth_events()][-2:] == ["throttled", "success"]
+
+
+def test_old_failures_are_forgotten(ledger, secrets):
+    _fail(ledger, secrets, LOGIN_FREE_FAILURES + 10)    # capped wait
+    last = _last(ledger)
+    assert login_backoff(ledger, now=last + timedelta(seconds=60)).wait_seconds > 800
+    later = last + timedelta(seconds=LOGIN_FAILURE_WINDOW_SECONDS + 1)
+    assert login_backoff(ledger, now=later).failures == 0
+    assert _attempt(ledger, RIGHT, secrets, now=later) is True
+
+
+def test_a_success_resets_the_count(ledger, secrets):
+    _fail(ledger, secrets, LOGIN_FREE_FAILURES + 1)
+    last = _last(ledger)
+    assert _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=2.01)) is True
+    assert login_backoff(ledger).failures == 0
+    _fail(ledger, secrets, LOGIN_FREE_FAILURES - 1)
+    state = login_backoff(ledger)
+    assert state.failures == LOGIN_FREE_FAILURES - 1 and not state.throttled
+    assert _attempt(ledger, RIGHT, secrets) is True     # no wait: the streak restarted
+
+
+def test_two_ledger_objects_on_one_file_share_the_backoff(tmp_path, secrets):
+    """Two processes (here two Ledger objects: a Ledger holds only a path) see one back-off."""
+    app_side, cli_side = Ledger(tmp_path / "shared.sqlite"), Ledger(tmp_path / "shared.sqlite")
+    for _ in range(LOGIN_FREE_FAILURES):
+        assert unlock_owner(app_side, WRONG, actor="app-session", entry="app",
+                            secrets=secrets) is False
+    last = datetime.fromisoformat(cli_side.auth_events()[-1].created_at)
+    with pytest.raises(OwnerLoginThrottled):
+        unlock_owner(cli_side, RIGHT, actor="cli", entry="cli", secrets=secrets,
+                     now=last + timedelta(seconds=0.5))
+    assert [(e.entry, e.outcome) for e in app_side.auth_events()][-1] == ("cli", "throttled")
+
+
+def test_unlock_owner_rejects_empty_labels(ledger, secrets):
+    for bad in ("", "  ", None):
+        with pytest.raises(ParameterError):
+            unlock_owner(ledger, RIGHT, actor=bad, entry="cli", secrets=secrets)
+        with pytest.raises(ParameterError):
+            unlock_owner(ledger, RIGHT, actor="x", entry=bad, secrets=secrets)
+    assert ledger.auth_events() == []
