@@ -93,6 +93,8 @@ def _work(job: Job, ledger: Ledger, data: TwoViewDataset, params: MiningParams,
         job.error_kind, job.error = "budget", str(exc)
     except RunInProgressError as exc:
         job.error_kind, job.error = "in_progress", str(exc)
+    except DataError as exc:
+        job.error_kind, job.error = "data", str(exc)
     except ParameterError as exc:
         job.error_kind, job.error = "parameter", str(exc)
     except DpcoreError as exc:
@@ -239,7 +241,9 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         st.rerun()
     if confirm:
         try:
-            data = load_data(record)
+            # Public demo data come from this server's cache; private data are loaded by
+            # the run itself, from the registered files only (dpcore.runs).
+            data = load_data(record) if record.public_demo else None
         except DataError as exc:
             st.session_state.pop(LAUNCH_KEY, None)
             detail = str(exc) if can_see_truth(record) else "ask the data owner to check it"
@@ -294,6 +298,10 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
                 "Open **Explore** to prune and export them (0 ε).")
     elif job.error_kind == "budget":
         _finish(record, state, False, f"Refused by the ledger: {job.error}")
+    elif job.error_kind == "data":
+        detail = job.error if can_see_truth(record) else "ask the data owner to check it"
+        _finish(record, state, False, f"The data could not be loaded; nothing was charged "
+                                      f"({detail}).")
     elif job.error_kind == "in_progress":
         _finish(record, state, False, f"{job.error}. Its result will appear on the Runs and "
                                       "Explore pages when it is stored.")

@@ -18,6 +18,7 @@ from dpcore.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import can_read
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import ALGORITHM_LABELS, PARAMETER_SYMBOLS, STRICT, algorithm_spec
+from dpcore.roles import ANALYST
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
@@ -57,8 +58,12 @@ def comparison_params_frame(results: list[RunResult], labels: list[str]) -> pd.D
 
 
 def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
-                  threshold: float) -> pd.DataFrame:
-    """One row per run: when, what, ε charged, status, counts before/after pruning."""
+                  threshold: float, role: str = ANALYST) -> pd.DataFrame:
+    """One row per run: when, what, ε charged, status, counts before/after pruning.
+
+    Owner-only runs (faithful runs on private data) are listed with their charge (the
+    budget is public), but their error messages only for the owner (``role``).
+    """
     rows = []
     for run in runs:
         result = results.get(run.run_id)
@@ -73,7 +78,7 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
                      "parameters": algorithm_spec(run.algorithm).summary(run.params),
                      "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
                      "redescriptions": before, "kept at threshold": after,
-                     "error": run.error or ""})
+                     "error": (run.error or "") if can_read(run.audience, role) else ""})
     return pd.DataFrame(rows)
 
 
@@ -94,7 +99,7 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     total = sum(r.epsilon for r in runs)
     st.markdown(f"{len(runs)} runs, ε = {fmt_eps(total)} charged in all. Counts after pruning "
                 f"use the current threshold **{threshold:g}** (set on Explore; 0 ε).")
-    st.dataframe(history_frame(runs, results, threshold), hide_index=True,
+    st.dataframe(history_frame(runs, results, threshold, current_role()), hide_index=True,
                  column_config={"ε charged": st.column_config.NumberColumn(format="%.6g")})
 
     done = [r for r in runs if r.run_id in results]

@@ -27,19 +27,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dpcore.errors import DpcoreError, ParameterError
+from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
 from dpcore.ledger import Ledger
 from dpcore.loading import load_dataset
-from dpcore.privacy.policy import Requester, authorize_run, content_digest
+from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read, content_digest
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import ALGORITHMS, FAITHFUL, STRICT, presets
-from dpcore.roles import ANALYST, OWNER, check_owner
+from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
 from dpcore.runs import (
     RunInProgressError,
     charge_and_mine,
     check_registered_data,
-    load_registered,
     load_result,
     new_run_id,
     run_cost,
@@ -49,10 +48,16 @@ DEFAULTS = MiningParams()
 
 
 def _owner_or_exit(args) -> None:
+    """Unlock the owner role or exit; every attempt is logged and repeated failures back
+    off (:func:`dpcore.roles.unlock_owner`, shared with the app through the ledger)."""
     password = os.environ.get("DPRM_OWNER_PASSWORD")
     if password is None and sys.stdin.isatty():
         password = getpass.getpass("owner password: ")
-    if not password or not check_owner(password):
+    try:
+        ok = unlock_owner(Ledger(args.ledger), password or "", actor="cli", entry="cli")
+    except OwnerLoginThrottled as exc:
+        raise SystemExit(f"error: {exc}") from None
+    if not ok:
         raise SystemExit("error: this command needs the owner password (set "
                          "DPRM_OWNER_PASSWORD_HASH for the ledger's owner, then give the "
                          "password at the prompt or in DPRM_OWNER_PASSWORD)")
@@ -153,17 +158,24 @@ def cmd_mine(args) -> int:
     record = ledger.get_dataset(name)
     authorize_run(record, params, requester, seed=args.seed)
     if data is not None:
-        # --data only names which files the caller believes were registered: a mismatch is
-        # refused, and the registered copy is what gets mined either way.
-        check_registered_data(ledger, record, data)
-        data = load_registered(record)
+        # --data only names which files the caller believes were registered (owner or public
+        # demo data): a mismatch is refused, and the registered copy is what gets mined.
+        check_registered_data(ledger, record, data, requester)
+        data = None
     cost = run_cost(params)
     run_id = new_run_id()
     print(f"run {run_id}: charging ε = {nano_to_epsilon(cost):g} to {name!r} "
           f"(remaining before: ε = {ledger.budget(name).remaining:g}); fetch it again with "
           f"`python -m dpcore result {run_id}`", file=sys.stderr, flush=True)
-    result = charge_and_mine(ledger, name, params, requester=requester, seed=args.seed,
-                             run_id=run_id, data=data, progress=_progress)
+    try:
+        result = charge_and_mine(ledger, name, params, requester=requester, seed=args.seed,
+                                 run_id=run_id, progress=_progress)
+    except DataError:
+        if can_see_true_statistics(requester.role, record.public_demo):
+            raise
+        # A loader message can quote a raw value and its row: not for analysts.
+        raise DpcoreError(f"the registered data of {name!r} could not be loaded or checked; "
+                          "ask the data owner. Nothing was charged.") from None
     try:
         _write_out(out, result.to_json())
     except OSError as exc:
@@ -190,6 +202,7 @@ def cmd_result(args) -> int:
 
 
 def cmd_runs(args) -> int:
+    role = _requester(args).role
     ledger = Ledger(args.ledger)
     runs = ledger.list_runs(args.dataset)
     if not runs:
@@ -198,9 +211,11 @@ def cmd_runs(args) -> int:
     print(f"{'run id':32}  {'started (UTC)':19}  {'algorithm':12}  {'mode':8}  "
           f"{'ε charged':>10}  status")
     for run in runs:
+        hidden = not can_read(run.audience, role)
         status = {"charged": "charged, no result yet (running, or its process was killed)",
-                  "done": "done", "failed": f"failed: {run.error}"}[run.status]
-        if run.audience == "owner":
+                  "done": "done", "failed": "failed" + ("" if hidden else f": {run.error}")
+                  }[run.status]
+        if run.audience == OWNER_ONLY:
             status += " [owner only]"
         print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
               f"{run.algorithm:12}  {run.params.get('mode', STRICT):8}  "
@@ -320,6 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="a dataset's runs: id, algorithm, ε charged, status "
                                        "(charged-without-result shown as such)")
     runs.add_argument("dataset")
+    runs.add_argument("--owner", action="store_true",
+                      help="read as the owner (failure messages of owner-only runs)")
+    runs.add_argument("--actor", default="cli", help=argparse.SUPPRESS)
     runs.set_defaults(func=cmd_runs)
 
     exp = sub.add_parser("experiment", help="owner/teaching: the paper's evaluation grid "

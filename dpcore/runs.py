@@ -31,6 +31,7 @@ from dpcore.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.loading import load_dataset
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.policy import (
+    NEIGHBOURING_RELATION,
     PolicyError,
     Requester,
     RunPermit,
@@ -39,9 +40,9 @@ from dpcore.privacy.policy import (
     content_digest,
     may_see_diagnostics,
 )
-from dpcore.privacy.policy import NEIGHBOURING_RELATION
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import algorithm_spec
+from dpcore.roles import OWNER
 
 #: progress(fraction in [0, 1], message), called by miners between kernel calls.
 Progress = Callable[[float, str], None]
@@ -79,23 +80,47 @@ def load_registered(record: DatasetRecord) -> TwoViewDataset:
     return load_dataset(record.source_path, schema=record.schema)
 
 
-def check_registered_data(ledger: Ledger, record: DatasetRecord,
-                          data: TwoViewDataset) -> DatasetRecord:
-    """Refuse data whose content digest is not the one registered (records it if none).
+def check_registered_data(ledger: Ledger, record: DatasetRecord, data: TwoViewDataset,
+                          requester: Requester) -> DatasetRecord:
+    """Refuse data whose content digest is not the one registered.
+
+    Only the owner may hand data to a run on a private dataset: for anyone else the
+    comparison itself would be an unpaid equality test against the private data (a guess
+    of every row but one could be checked value by value), so it is refused before it is
+    made. A dataset registered before digests existed records the digest of its
+    *registered* files here (trust on first use), not that of the data given; only a
+    dataset registered without files takes the first data handed in.
 
     Raises
     ------
     PolicyError
-        The data differ from what was registered as ``record.name``.
+        A non-owner hands data for a private dataset, or the data differ from the
+        registered data.
     """
-    digest = content_digest(data)
+    if requester.role != OWNER and record.public_demo is not True:
+        raise PolicyError(f"only the owner may hand data to a run on the private dataset "
+                          f"{record.name!r}; runs always mine its registered data")
     if record.content_digest is None:
-        return ledger.record_content_digest(record.name, digest)
-    if digest != record.content_digest:
+        # Files registered: they define the digest. None (registered through the API
+        # with data in memory): the first data handed in by the owner, or on public data.
+        reference = load_registered(record) if record.source_path else data
+        record = ledger.record_content_digest(record.name, content_digest(reference))
+    if content_digest(data) != record.content_digest:
         raise PolicyError(f"the data given are not the registered data of dataset "
                           f"{record.name!r} (content digest differs); runs always mine a "
                           "dataset's registered data, and nothing was charged")
     return record
+
+
+def _check_registered_files(ledger: Ledger, record: DatasetRecord,
+                            data: TwoViewDataset) -> None:
+    """The registered files must still hold what was registered (records a missing digest)."""
+    digest = content_digest(data)
+    if record.content_digest is None:
+        ledger.record_content_digest(record.name, digest)
+    elif digest != record.content_digest:
+        raise PolicyError(f"the files of dataset {record.name!r} changed since it was "
+                          "registered; the owner must register it again. Nothing was charged")
 
 
 def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
@@ -118,7 +143,8 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
         Reusing a run id replays the stored result (charged once).
     data : TwoViewDataset, optional
         The dataset's data if the caller has it loaded already (the app caches
-        public demo data); it must have the registered content digest.
+        public demo data): public demo datasets, or the owner; it must have the
+        registered content digest (:func:`check_registered_data`).
     progress : callable(fraction, message), optional
 
     Raises
@@ -138,7 +164,9 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     permit = authorize_run(record, params, requester, seed=seed)
     if data is None:
         data = load_registered(record)
-    check_registered_data(ledger, record, data)
+        _check_registered_files(ledger, record, data)
+    else:
+        check_registered_data(ledger, record, data, requester)
     algorithm_spec(params.algorithm).resolve("check")(data, params)
     return _charge_mine_store(ledger, permit, data, run_id, progress)
 

@@ -124,3 +124,18 @@ def test_bad_serenade_parameter_is_named_and_charges_nothing(ledger_path, monkey
     err = capsys.readouterr().err
     assert err.startswith("error: ") and name in err
     assert Ledger(ledger_path).budget("clinic").spent_nano == 0
+
+
+def test_owner_commands_back_off_after_repeated_wrong_passwords(ledger_path, monkeypatch):
+    """The CLI shares the app's login log: after five failures even the right password
+    waits, and every attempt is in the ledger (never the password)."""
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
+    for _ in range(5):
+        with pytest.raises(SystemExit, match="owner password"):
+            main(["register", "--data", CLINIC, "--cap", "2"])
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    with pytest.raises(SystemExit, match="wait"):
+        main(["experiment", "--data", CLINIC, "--out", str(ledger_path.parent / "rep")])
+    outcomes = [e.outcome for e in Ledger(ledger_path).auth_events()]
+    assert outcomes == ["failure"] * 5 + ["throttled"]
+    assert b"s3cret" not in ledger_path.read_bytes() and Ledger(ledger_path).list_datasets() == []

@@ -102,6 +102,39 @@ def test_other_data_than_the_registered_are_refused(ledger, clinic_dataset):
     assert nothing_charged(ledger, "clinic", "private")
 
 
+def test_an_analyst_cannot_compare_a_guess_with_private_data(ledger, clinic_dataset):
+    """Handing data for a private dataset would be an unpaid equality test: refused before
+    any comparison, whether the guess is right or wrong (same message either way)."""
+    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    other = TwoViewDataset.from_arrays(clinic_dataset.schema,
+                                       clinic_dataset.views[0].values[:, :-1],
+                                       clinic_dataset.views[1].values[:, :-1])
+    messages = set()
+    for guess in (clinic_dataset, other):
+        with pytest.raises(PolicyError) as refused:
+            charge_and_mine(ledger, "private", params, data=guess)
+        messages.add(str(refused.value))
+    assert len(messages) == 1 and "only the owner" in messages.pop()
+    assert nothing_charged(ledger, "private")
+    result = charge_and_mine(ledger, "private", params, data=clinic_dataset, requester=OWNER)
+    assert ledger.get_run(result.run_id).status == "done"
+
+
+def test_first_use_records_the_registered_files_digest_not_the_data_given(tmp_path,
+                                                                         clinic_dataset):
+    led = Ledger(tmp_path / "l.sqlite")
+    led.register_dataset("clinic", clinic_dataset.schema, str(CLINIC), 2.0, actor="owner",
+                         confirmed=True)
+    other = TwoViewDataset.from_arrays(clinic_dataset.schema,
+                                       clinic_dataset.views[0].values[:, :-1],
+                                       clinic_dataset.views[1].values[:, :-1])
+    with pytest.raises(PolicyError, match="registered data"):
+        charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL),
+                        data=other, requester=OWNER)
+    assert led.get_dataset("clinic").content_digest == content_digest(clinic_dataset)
+    assert nothing_charged(led, "clinic")
+
+
 def test_without_data_the_registered_files_are_mined_with_the_confirmed_schema(ledger):
     params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
     result = charge_and_mine(ledger, "private", params)
@@ -174,7 +207,8 @@ def test_a_numeric_attribute_with_thresholds_but_no_domain_is_mined(tmp_path):
                          content_digest=content_digest(data))
     assert schema.target_edges(schema.attributes[0]).tolist() == [2.0, 3.0, 4.0]
     result = charge_and_mine(led, "t", MiningParams(algorithm="mcmctreepair", epsilon=1.0,
-                                                    in_tr=4, mc_iter=100), data=data)
+                                                    in_tr=4, mc_iter=100), data=data,
+                             requester=OWNER)
     assert led.get_run(result.run_id).status == "done"
 
 
@@ -211,11 +245,11 @@ ATTRIBUTE = st.one_of(
 )
 
 
-def _dataset(kinds, n_left, rows, seed):
+def _dataset(kinds, n_left, rows, seed, public_demo=False):
     attrs = tuple(Attribute(f"x{i}", int(i >= n_left), kind, categories=cats, domain=dom,
                             thresholds=thr) for i, (kind, dom, thr, cats) in enumerate(kinds))
     schema = Schema("prop", attrs, (ViewSpec("L", "d.csv"), ViewSpec("R", "d.csv")),
-                    public_demo=False)
+                    public_demo=public_demo)
     rng = np.random.default_rng(seed)
     cols = []
     for kind, dom, thr, cats in kinds:
@@ -230,24 +264,26 @@ def _dataset(kinds, n_left, rows, seed):
     return schema, TwoViewDataset.from_arrays(schema, arr[:n_left], arr[n_left:])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(kinds=st.lists(ATTRIBUTE, min_size=2, max_size=6), split=st.integers(1, 5),
        rows=st.integers(5, 80), seed=st.integers(0, 10),
        algorithm=st.sampled_from(["mcmctreepair", "altmcmc", "altexpm", "serenade_es",
                                   "serenade_cs"]),
        mode=st.sampled_from(["strict", "faithful"]),
-       epsilon=_mostly(st.floats(0.05, 6), 0.0, -1.0, float("nan"), float("inf")),
-       omega=_mostly(st.floats(0.01, 0.99), -0.5, 1.5, 0.0, 1.0),
-       in_tr=_mostly(st.integers(1, 3), 0, -1), depth=_mostly(st.integers(1, 4), 0, 9),
-       noise=st.sampled_from(["discrete", "continuous"]),
-       role=st.sampled_from(["analyst", "owner"]), use_seed=st.booleans())
+       epsilon=_mostly(st.floats(0.05, 6), 0.0, -1.0, float("nan"), float("inf"), odds=8),
+       omega=_mostly(st.floats(0.01, 0.99), -0.5, 1.5, 0.0, 1.0, odds=8),
+       in_tr=_mostly(st.integers(1, 3), 0, -1, odds=8),
+       depth=_mostly(st.integers(1, 4), 0, 9, odds=8),
+       noise=_mostly(st.just("discrete"), "continuous", odds=4),
+       role=st.sampled_from(["analyst", "owner"]), use_seed=st.booleans(),
+       public_demo=st.booleans())
 def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
         tmp_path_factory, kinds, split, rows, seed, algorithm, mode, epsilon, omega, in_tr,
-        depth, noise, role, use_seed):
+        depth, noise, role, use_seed, public_demo):
     n_left = min(split, len(kinds) - 1)
     try:
-        schema, data = _dataset(kinds, n_left, rows, seed)
+        schema, data = _dataset(kinds, n_left, rows, seed, public_demo)
         led = Ledger(tmp_path_factory.mktemp("prop") / "l.sqlite")
         led.register_dataset("prop", schema, None, 5.0, actor="owner", confirmed=True,
                              content_digest=content_digest(data))
@@ -271,8 +307,8 @@ def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
     assert [r.status for r in runs] == ["done"], "charged and stored"
     assert led.budget("prop").spent_nano == run_cost(params) == runs[0].epsilon_nano
     stored = load_result(led, result.run_id, role="owner")
-    assert stored.to_dict() == result.to_dict()
-    assert stored.seed is None, "private data: no seed stored"
+    assert stored.to_json() == result.to_json(), "the stored result is what was returned"
+    assert public_demo or stored.seed is None, "private data: no seed stored"
     assert stored.neighbouring == NEIGHBOURING_RELATION
 
 
@@ -321,6 +357,34 @@ def test_cli_faithful_on_private_data_needs_the_owner_and_hides_the_result(
     assert "owner only" in capsys.readouterr().err
     main(["runs", "diabetes"])
     assert "[owner only]" in capsys.readouterr().out
+
+
+def test_cli_analysts_cannot_hand_data_for_a_private_dataset(cli_ledger, capsys):
+    assert main(["mine", "--data", str(DIABETES), "--dataset", "diabetes", "--epsilon",
+                 "0.5"]) == 2
+    assert "only the owner" in capsys.readouterr().err
+    assert nothing_charged(cli_ledger, "diabetes")
+
+
+def test_cli_hides_loader_details_of_private_data_from_analysts(cli_ledger, capsys,
+                                                                 monkeypatch):
+    def broken(record):
+        raise DataError("value 123.456 outside the declared domain", column="bmi", row=7)
+
+    monkeypatch.setattr("dpcore.runs.load_registered", broken)
+    assert main(["mine", "--dataset", "diabetes", "--epsilon", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert "could not be loaded" in err and "123.456" not in err and "row 7" not in err
+    assert nothing_charged(cli_ledger, "diabetes")
+
+
+def test_cli_hides_errors_of_owner_only_runs_from_analysts(cli_ledger, capsys):
+    cli_ledger.charge("secret", "diabetes", "altexpm", [epsilon_to_nano(0.1)],
+                      {"mode": "faithful"}, actor="owner", audience="owner")
+    cli_ledger.mark_failed("secret", "ValueError: threshold 97.25 of bmi")
+    main(["runs", "diabetes"])
+    listing = capsys.readouterr().out
+    assert "secret" in listing and "[owner only]" in listing and "97.25" not in listing
 
 
 def test_cli_has_no_float_noise_flag(cli_ledger):
