@@ -1,7 +1,8 @@
 """A plain-NumPy MCMCTreePair chain: the speed reference for the numba kernels.
 
 Same chain as ``dpcore.bitset_mcmc.mcmc_tree_pair_bits`` (strict mode): the same coded
-views and split candidates (``dpcore.redescriptions.mining.strict_coding``), the same proposal (an internal
+views and split candidates (``dpcore.redescriptions.mining.strict_coding``), the same
+proposal (an internal
 node drawn uniformly from both trees, a split drawn uniformly among the candidates used
 neither on the path to it nor in the subtrees kept below it, new children grown at random to
 depth ``d``), the same score g(T1)·(1 + g(T2))/2 with sensitivity 1 and the same Metropolis
@@ -23,7 +24,8 @@ import time
 
 import numpy as np
 
-# Tree layout and candidate kinds as documented in dpcore/kernels.py and dpcore/redescriptions/coding.py
+# Tree layout and candidate kinds as documented in dpcore/kernels.py and
+# dpcore/redescriptions/coding.py
 # (restated, not imported: importing dpcore.kernels would pull numba into this module).
 LEAF, ABSENT, GROW = -1, -2, -3
 THRESHOLD, MULTIWAY, EQUALS = 0, 1, 2
@@ -31,7 +33,7 @@ MISSING = 65535
 
 
 class CodedArrays:
-    """The parts of a :class:`dpcore.redescriptions.coding.CodedView` the chain needs, as NumPy arrays."""
+    """The parts of a :class:`dpcore.redescriptions.coding.CodedView` the chain needs (NumPy)."""
 
     def __init__(self, coded, depth: int):
         self.codes = coded.codes

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from dpcore import cli
-from dpcore.data.generator import generate_clinic, write_dataset
+from dpcore.data.samples import generate_clinic, write_dataset
 from dpcore.experiments.harness import algorithm_params, run_experiment
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.redescriptions.results import RunResult

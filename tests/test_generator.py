@@ -1,4 +1,4 @@
-"""Synthetic generators (dpcore.data.generator) and the shipped synthetic sample data."""
+"""Synthetic generators (dpcore.data.samples) and the shipped synthetic sample data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.data.generator import (
+from dpcore.data.samples import (
     PlantedRule,
     clinic_planted_rules,
     cms_like_planted_rules,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from test_mining import SEED, _release, _with_new_maximum, toy_dataset
 
-from dpcore.data.generator import clinic_planted_rules
+from dpcore.data.samples import clinic_planted_rules
 from dpcore.errors import BudgetExceededError, ParameterError
 from dpcore.ledger import Ledger
 from dpcore.privacy.accountant import PrivacyAccountant
