@@ -30,7 +30,7 @@ What is DP here
   that level: parallel composition over disjoint rows). Calling them on private
   data without such a charge is a privacy leak.
 
-Floating point (ALGORITHMS.md §1)
+Floating point (docs/PRIVACY.md §9)
 ---------------------------------
 Continuous Laplace noise from a float sampler is *idealised numerics*: the
 textbook proof assumes real arithmetic, and the low-order bits of a float
@@ -396,7 +396,7 @@ def gumbel_max_choice(utilities, scale_epsilon, sensitivity, rng) -> int:
        The caller must already have charged the accountant for this draw, e.g.
        an algorithm that charged one tree level's ε once and draws at every
        node of that level (parallel composition over disjoint rows, as in
-       createDTExpMech, ALGORITHMS.md §3.3). Any other use on private data is
+       createDTExpMech, docs/ALGORITHMS.md §2.4). Any other use on private data is
        a privacy leak.
 
     Parameters
@@ -607,7 +607,7 @@ def mcmc_accept(delta_score, epsilon, sensitivity, u) -> bool:
     -----
     The chain targets π(T) ∝ exp(ε·S(T)/(2Δ)), the exponential mechanism's
     distribution; it is ε-DP only upon convergence (Bai et al. 2017,
-    ALGORITHMS.md §1).
+    docs/PRIVACY.md §9).
     """
     if isinstance(u, bool) or not isinstance(u, numbers.Real) or not (0.0 <= float(u) < 1.0):
         raise ParameterError(f"u must be a uniform draw in [0, 1); got {u!r}")

@@ -1,12 +1,12 @@
 """Naive pure-NumPy/Python reference implementations for the tree kernels, written from
-the spec (ALGORITHMS.md §3), not from dpcore.kernels, plus small random-dataset builders.
+docs/ALGORITHMS.md §2, not from dpcore.kernels, plus small random-dataset builders.
 
 Everything here works on RAW values (the float arrays of ``ViewData.values``: NaN =
 missing, Boolean 0/1, categorical codes) and on the public description of a split
 candidate (attribute, kind, threshold index, child count). It never calls a numba kernel,
 so a kernel bug cannot hide behind the same bug here.
 
-Routing rules (spec §3.1 and coding.py's documented candidate kinds):
+Routing rules (docs/ALGORITHMS.md §1–2.1 and coding.py's documented candidate kinds):
 
 * numeric ``A ≤ t`` → child 0, ``A > t`` → child 1 (t = the candidate's real threshold);
 * Boolean: false → child 0, true → child 1;
@@ -219,7 +219,7 @@ def heap_depth(u: int, fanout: int) -> int:
 
 
 # ---------------------------------------------------------------------------
-# Scores (spec §3.3–3.5)
+# Scores (docs/ALGORITHMS.md §2.4–2.6)
 # ---------------------------------------------------------------------------
 
 def weighted_gini(labels) -> float:
@@ -330,7 +330,7 @@ def conjunction_rows(conditions, view) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
-# Structural checks of a flat tree (spec §3.1)
+# Structural checks of a flat tree (docs/ALGORITHMS.md §2.1)
 # ---------------------------------------------------------------------------
 
 def structure_problems(split: np.ndarray, coded, fanout: int) -> list[str]:

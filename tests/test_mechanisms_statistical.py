@@ -1,6 +1,6 @@
 """Statistical tests of dpcore.mechanisms: calibration, power and neighbour (ε lower-bound) tests.
 
-Patterns from OpenDP / diffprivlib / DP-Sniper (shared guides/ENGINEERING.md, "Testing DP for real"):
+Patterns from OpenDP / diffprivlib / DP-Sniper:
 
 * calibration: KS (continuous) or χ² (discrete, categorical) goodness of fit of the
   mechanism's output against its exact distribution, α = 1e-6, plus a power check that

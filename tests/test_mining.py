@@ -217,7 +217,7 @@ def test_clinic_at_epsilon_one(clinic_at_epsilon_one):
 
     Observed: all three return redescriptions in 10/10 runs. A planted rule (true J ≥ 0.6
     among kept, noisy support ≥ 200) is recovered by AltMCMC in 2/10 runs, AltExpM in
-    1/10, MCMCTreePair in 0/10: with the spec's normalised pair score (Δ = 1) the tree
+    1/10, MCMCTreePair in 0/10: with the paper's normalised pair score (Δ = 1) the tree
     pair gets ε·ω/InTr = 0.025, so its acceptance ratio is ≥ 0.99 and the chain is close
     to a uniform random walk over trees. What MCMCTreePair does well is report honest
     numbers: 90 % of its budget buys the counts, and the median |noisy J − true J| of its

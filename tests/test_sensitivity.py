@@ -1,5 +1,5 @@
 """Sensitivity properties of every score that feeds an exponential mechanism / MCMC test,
-and of the leaf×leaf table that gets noise (ENGINEERING.md "Testing DP for real").
+and of the leaf×leaf table that gets noise.
 
 For random neighbouring datasets D, D′ (D′ = D with one row added or removed) and a FIXED
 tree structure (built on D by the kernels, then D′'s rows routed through the same

@@ -1,6 +1,6 @@
 """Redescriptions from a pair of released trees and their noisy counts (extractReds, steps 2-7).
 
-This module is the part of extractReds (Algorithm 6, spec §3.6) that runs AFTER
+This module is the part of extractReds (Algorithm 6, docs/ALGORITHMS.md §2.7) that runs AFTER
 the noisy counts have been drawn by the caller:
 
 * strict mode: one noisy leaf×leaf contingency table ``ñ_ij ≈ |A_i ∩ B_j|``;
@@ -364,7 +364,7 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
                            params, left_tree: TreeRecord, right_tree: TreeRecord,
                            left_tree_index: int, right_tree_index: int, trial: int, step: int,
                            extraction: int, first_id: int = 0) -> list[Redescription]:
-    """Redescriptions from two released trees and their noisy counts (spec §3.6, steps 2-7).
+    """Redescriptions from two released trees and their noisy counts (docs/ALGORITHMS.md §2.7, steps 2-7).
 
     Everything here is post-processing of DP noisy counts and costs no privacy
     budget; the caller draws (and pays for) the noise.

@@ -206,7 +206,7 @@ class BudgetSlot:
 
 
 def plan_budget(params: MiningParams) -> list[BudgetSlot]:
-    """Divide the run's ε exactly among its mechanism calls (paper §2 of the spec).
+    """Divide the run's ε exactly among its mechanism calls (docs/ALGORITHMS.md §5).
 
     AltExpM / AltMCMC: InTr·(2·RMIter + 1) equal parts, per trial one initial tree
     then RMIter × (tree, extraction). MCMCTreePair: per trial ε/InTr, of which
@@ -259,7 +259,7 @@ def nominal_budget(params: MiningParams) -> list[BudgetSlot]:
 
 
 def serenade_budget(params: MiningParams, total: int) -> list[BudgetSlot]:
-    """Serenade's split of ε (spec §5): ε_init / ε_ext / ε_qual, then per mechanism.
+    """Serenade's split of ε (docs/ALGORITHMS.md §5): ε_init / ε_ext / ε_qual, then per mechanism.
 
     * ``rows`` (strict only): ``SERENADE_ROWS_SHARE`` of ε_qual for the noisy row
       count N̂ that fixes x0 = 0.1·N̂ in the quality f (faithful mode reads N).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+
 from dpcore.privacy.policy import NEIGHBOURING_RELATION
 
 

@@ -1,4 +1,4 @@
-"""Initial targets (makeTarget, spec §3.2): the classes the first tree predicts.
+"""Initial targets (makeTarget, docs/ALGORITHMS.md §2.2): the classes the first tree predicts.
 
 Choosing *which* attribute is data-independent (uniform over attributes, so a
 view is picked with probability proportional to its attribute count). Turning a

@@ -4,7 +4,7 @@ A literal is ``lo ≤ code ≤ hi`` on one attribute (:mod:`dpcore.redescription
 
 * numeric with thresholds t_0 < … < t_{B−1}: every interval of the B + 1 bins
   except the whole range, i.e. ``t_{lo−1} < A ≤ t_hi`` (one-sided at either end);
-* Boolean: ``[A]`` (code 1) only, as the spec (a negated ``¬[A]`` would make
+* Boolean: ``[A]`` (code 1) only, as in the Serenade paper (a negated ``¬[A]`` would make
   near-universal queries such as "not a rare diagnosis" the best-scoring ones);
 * categorical: ``[A = c]`` for each declared category.
 

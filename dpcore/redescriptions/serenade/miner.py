@@ -1,4 +1,4 @@
-"""SerenadeES and SerenadeCS: greedy DP redescription mining (spec §5).
+"""SerenadeES and SerenadeCS: greedy DP redescription mining (docs/ALGORITHMS.md §3).
 
 Karjalainen, Galbrun & Miettinen, "Serenade" (KDID 2022). Queries are literals
 (:mod:`dpcore.redescriptions.serenade.literals`) joined left to right by ∧/∨, at most

@@ -1,4 +1,4 @@
-"""Serenade's quality f = J·σ(|E11|) and its sensitivity Δf (spec §5).
+"""Serenade's quality f = J·σ(|E11|) and its sensitivity Δf (docs/ALGORITHMS.md §3.2).
 
 σ(x) = 1 / (1 + exp(−s·(x − x0))) with x0 = 0.1·N and steepness s. The
 exponential mechanism needs Δf: the largest change of f when one row is added
@@ -10,7 +10,7 @@ the intersection (i → i + 1, u → u + 1); removal is the reverse move. So
 
 with f(0, 0) = 0 (empty union, J = 0). The published values come out of this
 definition: Mammals (N = 2575, s = 0.02) gives σ(1) = 0.00588, from the move
-(0, 0) → (1, 1) (the spec's "1 ≤ i" would give s/4 = 0.005 instead), and a large
+(0, 0) → (1, 1) (starting the sum at "1 ≤ i" would give s/4 = 0.005 instead), and a large
 N with s = 0.01 gives s/4 = 0.0025 (the sigmoid's steepest step at x0).
 
 :func:`quality_sensitivity` computes the maximum in O(M) time and memory: for
