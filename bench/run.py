@@ -29,7 +29,7 @@ import platform
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timezone, UTC
 from pathlib import Path
 
 from bench.cases import case_mine, case_numpy, dpcore_source_digest, run_startup
@@ -115,7 +115,7 @@ def machine_info() -> dict:
         pass
     from dpcore import __version__
 
-    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"),
             "cores": os.cpu_count(),
             "cores_available": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
             else os.cpu_count(),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime, timezone, UTC
 
 import pandas as pd
 
@@ -97,7 +97,7 @@ def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
                                "pvalue": row.pvalue},
                      "trial": int(row.trial), "step": int(row.step)})
     doc = {"dataset": dataset,
-           "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+           "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
            "privacy": "All statistics are noisy DP releases; pruning and export are "
                       "post-processing and cost 0 ε.",
            "not_released": "null: the run did not release this statistic (faithful "

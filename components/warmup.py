@@ -12,73 +12,15 @@ compiled specialisations are the ones real runs need.
 from __future__ import annotations
 
 import logging
-import time
 
-import numpy as np
 import streamlit as st
 
-from dpcore.dataset import TwoViewDataset
-from dpcore.privacy.accountant import PrivacyAccountant
-from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
-from dpcore.registry import ALGORITHMS, MODES
-from dpcore.runs import run_cost
-from dpcore.schema import Attribute, Schema, ViewSpec
+from dpcore.redescriptions.warmup import warm_kernels
 
-__all__ = ["ensure_warm", "warm_kernels", "warmup_params", "tiny_dataset"]
+__all__ = ["ensure_warm"]
 
 _log = logging.getLogger(__name__)
 _WARM_IN_THIS_PROCESS = False
-
-
-def tiny_dataset(n_rows: int = 120, seed: int = 0) -> TwoViewDataset:
-    """A small synthetic two-view dataset (Boolean, categorical, numeric on both sides)."""
-    rng = np.random.default_rng(seed)
-    schema = Schema(
-        name="warmup",
-        attributes=(Attribute("b1", 0, "boolean"),
-                    Attribute("c1", 0, "categorical", categories=("a", "b", "c")),
-                    Attribute("x1", 0, "numeric", domain=(0.0, 10.0)),
-                    Attribute("b2", 1, "boolean"),
-                    Attribute("x2", 1, "numeric", domain=(0.0, 10.0)),
-                    Attribute("x3", 1, "numeric", domain=(0.0, 10.0))),
-        views=(ViewSpec("left", "warmup.csv"), ViewSpec("right", "warmup.csv")),
-        public_demo=True, grid_bins=8)
-    b1 = rng.integers(0, 2, n_rows).astype(np.float64)
-    c1 = rng.integers(0, 3, n_rows).astype(np.float64)
-    x1 = rng.uniform(0, 10, n_rows)
-    b2 = np.where(rng.random(n_rows) < 0.8, b1, 1 - b1)
-    x2 = np.clip(x1 + rng.normal(0, 1, n_rows), 0, 10)
-    x3 = rng.uniform(0, 10, n_rows)
-    return TwoViewDataset.from_arrays(schema, np.vstack([b1, c1, x1]), np.vstack([b2, x2, x3]))
-
-
-def warmup_params(algorithm: str, mode: str) -> MiningParams:
-    """The smallest run of ``algorithm`` that still calls every kernel it uses.
-
-    Tree miners: one trial, one alternation, depth 2, 40 MCMC iterations.
-    Serenade: one initial pair and one extension round (ES and CS).
-    """
-    return MiningParams(algorithm=algorithm, epsilon=1.0, mode=mode, in_tr=1, rm_iter=1,
-                        depth=2, mc_iter=40, sigma_window=10, init_pairs=1, es_rounds=1,
-                        cs_rounds=1)
-
-
-def warm_kernels() -> dict:
-    """Run every algorithm × mode once on :func:`tiny_dataset`; return timings (s).
-
-    Spends no ledger budget: a throwaway accountant, no ledger, output discarded.
-    """
-    data = tiny_dataset()
-    timings = {}
-    for mode in MODES:
-        for algorithm in ALGORITHMS:
-            params = warmup_params(algorithm, mode)
-            start = time.perf_counter()
-            mine(data, params, rng=np.random.default_rng(0),
-                 accountant=PrivacyAccountant(run_cost(params)))
-            timings[f"{algorithm}/{mode}"] = time.perf_counter() - start
-    return timings
 
 
 @st.cache_resource(show_spinner=False)

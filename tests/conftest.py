@@ -23,3 +23,15 @@ def shared_data_dir():
         pytest.skip(f"reference data folder {path} is absent (a fresh checkout has no "
                     f"../shared/data; CI provides it)")
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels():
+    """Compile every miner's kernels once per test session, before the first test.
+
+    The suite starts from an empty numba cache (tests/run.sh), so this is also the cold
+    start-up check; afterwards no test pays for compilation, and timings stay comparable.
+    """
+    from dpcore.redescriptions.warmup import warm_kernels
+
+    return warm_kernels()

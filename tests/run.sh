@@ -3,6 +3,7 @@
 # - a virtual environment in .venv with the pinned requirements;
 # - Debian's chromium for the one real-browser test (installed with apt-get when missing;
 #   needs root or sudo; Playwright's own browser download is not used);
+# - ruff checks the whole tree (configuration in pyproject.toml);
 # - numba compiles into a fresh cache folder, so the suite also proves a cold start works.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +18,5 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 export NUMBA_CACHE_DIR="$PWD/.numba_cache/test-run"
 rm -rf "$NUMBA_CACHE_DIR"
+.venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"

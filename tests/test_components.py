@@ -44,12 +44,12 @@ def parameters_used(algorithm, mode):
 def parameter_summary(algorithm, params):
     return algorithm_spec(algorithm).summary(params)
 from components.scatter import redescription_rows, scatter_figure
-from components.warmup import warmup_params
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.results import AttributeTest, Query
+from dpcore.redescriptions.warmup import warmup_params
 from dpcore.registry import ALGORITHMS, MODES
 from dpcore.runs import run_cost
 

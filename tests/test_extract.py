@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -548,19 +547,3 @@ def test_property_matches_plain_loop_reference(table, params):
     for r, (_, s) in zip(reds, expected):
         assert r.jaccard == pytest.approx(s[3], abs=1e-12)
 
-
-# --------------------------------------------------------------------------- speed
-
-def test_speed_16x16():
-    rng = np.random.default_rng(0)
-    table = rng.poisson(rng.gamma(0.5, 60.0, size=(16, 16))) + rng.laplace(0, 2, (16, 16))
-    params = MiningParams(min_support=0)
-    run(table, params)  # warm-up
-    best = min(_timed(run, table, params) for _ in range(5))
-    assert best < 0.05
-
-
-def _timed(fn, *args):
-    start = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - start

@@ -17,7 +17,7 @@ import queue
 import signal
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timezone, UTC
 
 import pytest
 
@@ -71,7 +71,7 @@ def _die_inside_store_result(path, run_id, inserted):
     con.execute("PRAGMA journal_mode = WAL")
     con.execute("PRAGMA synchronous = FULL")
     con.execute("BEGIN IMMEDIATE")
-    now = datetime.now(timezone.utc).isoformat()
+    now = datetime.now(UTC).isoformat()
     con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
                 "VALUES (?, ?, NULL, ?)", (run_id, '{"partial": true}', now))
     con.execute("UPDATE runs SET status = 'done', finished_at = ? WHERE run_id = ?",

@@ -41,7 +41,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

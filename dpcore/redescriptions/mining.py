@@ -16,8 +16,8 @@ import time
 import uuid
 import weakref
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Callable
+from datetime import datetime, timezone, UTC
+from collections.abc import Callable
 
 import numpy as np
 
@@ -277,7 +277,7 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
     return RunResult(
         run_id=run_id or uuid.uuid4().hex, dataset=dataset.schema.name,
         algorithm=params.algorithm, mode=params.mode, params=params.to_dict(),
-        version=__version__, created_at=datetime.now(timezone.utc).isoformat(),
+        version=__version__, created_at=datetime.now(UTC).isoformat(),
         epsilon_nano=accountant.spent_nano, redescriptions=run.redescriptions,
         trees=run.trees, extractions=run.extractions,
         mechanism_calls=accountant.to_records(), seed=seed,
@@ -299,7 +299,7 @@ def _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress) -> 
     return RunResult(
         run_id=run_id or uuid.uuid4().hex, dataset=dataset.schema.name,
         algorithm=params.algorithm, mode=params.mode, params=params.to_dict(),
-        version=__version__, created_at=datetime.now(timezone.utc).isoformat(),
+        version=__version__, created_at=datetime.now(UTC).isoformat(),
         epsilon_nano=accountant.spent_nano, redescriptions=out.redescriptions, trees=[],
         extractions=[], mechanism_calls=accountant.to_records(), seed=seed,
         diagnostics=OwnerDiagnostics(score_traces=out.traces,

@@ -109,7 +109,7 @@ class MiningParams:
     def is_serenade(self) -> bool:
         return self.algorithm in SERENADE_ALGORITHMS
 
-    def validate(self) -> "MiningParams":
+    def validate(self) -> MiningParams:
         """Return self if every parameter is in range, else raise ParameterError naming it."""
         if self.algorithm not in ALGORITHMS:
             raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHMS)}; "
@@ -168,7 +168,7 @@ class MiningParams:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "MiningParams":
+    def from_dict(cls, data: dict) -> MiningParams:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

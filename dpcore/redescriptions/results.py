@@ -289,7 +289,7 @@ class RunResult:
         return json.dumps(self.to_dict(include_diagnostics), ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RunResult":
+    def from_dict(cls, data: dict) -> RunResult:
         d = dict(data)
         d["trees"] = [_tree_from_dict(t) for t in d["trees"]]
         d["extractions"] = [ExtractionRecord(**{**e, "noisy_table": tuple(tuple(r) for r in
@@ -302,7 +302,7 @@ class RunResult:
         return cls(**d)
 
     @classmethod
-    def from_json(cls, text: str) -> "RunResult":
+    def from_json(cls, text: str) -> RunResult:
         return cls.from_dict(json.loads(text))
 
 

@@ -94,7 +94,7 @@ class _Red:
             out[2 * side + 1] = room and not other_has_or
         return out
 
-    def extended(self, side: int, op: str, lit: int, mask: np.ndarray) -> "_Red":
+    def extended(self, side: int, op: str, lit: int, mask: np.ndarray) -> _Red:
         lits = [list(self.lits[0]), list(self.lits[1])]
         ops = [list(self.ops[0]), list(self.ops[1])]
         masks = list(self.masks)
