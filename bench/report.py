@@ -219,7 +219,7 @@ def summary_markdown(results: dict) -> str:
                   "sizes; last column: slope between the two largest sizes)", "",
                   "| setting | sizes | exponent (wall) | R² | exponent (trees phase) | "
                   "slope, two largest |", "|---|---|---|---|---|---|"]
-        for name, s in tree_scaling.items():
+        for _name, s in tree_scaling.items():
             w, t, top = s["wall"], s.get("trees"), s.get("wall_top2")
             lines.append(f"| {s['label']} | {len(s['rows'])} | {_f(w and w['exponent'])} | "
                          f"{_f(w and w['r2'], '{:.3f}')} | {_f(t and t['exponent'])} | "
@@ -230,7 +230,7 @@ def summary_markdown(results: dict) -> str:
                   "apart)", "",
                   "| setting | sizes | exponent (wall) | R² | initial pairs | extensions | "
                   "quality | slope, two largest |", "|---|---|---|---|---|---|---|---|"]
-        for name, s in serenade_scaling.items():
+        for _name, s in serenade_scaling.items():
             w, top = s["wall"], s.get("wall_top2")
             phase = [(s["phases"].get(p) or {}).get("fit") for p in SERENADE_PHASES]
             lines.append(f"| {s['label']} | {len(s['rows'])} | {_f(w and w['exponent'])} | "
@@ -268,7 +268,7 @@ def write_plot(results: dict, path: Path) -> None:
 
     fig = go.Figure()
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"]
-    for i, (name, s) in enumerate(results["scaling"].items()):
+    for i, (_name, s) in enumerate(results["scaling"].items()):
         color = palette[i % len(palette)]
         fit = s["wall"]
         label = s["label"] + (f" — exponent {fit['exponent']:.2f}" if fit else "")

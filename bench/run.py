@@ -29,7 +29,7 @@ import platform
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.cases import case_mine, case_numpy, dpcore_source_digest, run_startup

@@ -151,7 +151,8 @@ def kept_display_frame(table: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
 
 
 def suggested_threshold(results: dict[str, RunResult], tolerance: float) -> float | None:
-    """:func:`dpcore.redescriptions.pruning.suggest_threshold` of the pooled runs (0 ε), None if unavailable."""
+    """:func:`dpcore.redescriptions.pruning.suggest_threshold` of the pooled runs (0 ε), or
+    None if unavailable."""
     try:
         return float(suggest_threshold(list(results.values()), tolerance))
     except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict
-from datetime import datetime, timezone, UTC
+from datetime import UTC, datetime
 
 import pandas as pd
 

@@ -358,7 +358,7 @@ def _tradeoff_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDatase
                "colour: green = truly significant (true p ≤ 0.01), red = not; ● kept, ◆ pruned "
                f"at threshold {threshold:g}.")
     cols = st.columns(len(demo["runs"]))
-    for col, (eps, run_id, ok, error) in zip(cols, demo["runs"]):
+    for col, (eps, run_id, _ok, error) in zip(cols, demo["runs"]):
         with col:
             job = get_job(run_id)
             if job is not None and not job.done:

@@ -174,7 +174,8 @@ def load_data(record: DatasetRecord) -> TwoViewDataset:
 # --------------------------------------------------------------------------- messages
 
 def set_flash(kind: str, text: str) -> None:
-    """Remember a message (``"success"``, ``"error"``, ``"warning"``, ``"info"``) for the next run."""
+    """Remember a message (``"success"``, ``"error"``, ``"warning"``, ``"info"``) for the
+    next run."""
     st.session_state["_flash"] = (kind, text)
 
 

@@ -34,7 +34,15 @@ from components.redescription_view import (
     statistics_row,
 )
 from components.runs_view import NOT_USED, comparison_params_frame
-from dpcore.registry import PARAMETER_SYMBOLS, algorithm_spec
+from components.scatter import redescription_rows, scatter_figure
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.evaluate import evaluate
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.results import AttributeTest, Query
+from dpcore.redescriptions.warmup import warmup_params
+from dpcore.registry import ALGORITHMS, MODES, PARAMETER_SYMBOLS, algorithm_spec
+from dpcore.runs import run_cost
 
 
 def parameters_used(algorithm, mode):
@@ -43,15 +51,7 @@ def parameters_used(algorithm, mode):
 
 def parameter_summary(algorithm, params):
     return algorithm_spec(algorithm).summary(params)
-from components.scatter import redescription_rows, scatter_figure
-from dpcore.privacy.units import epsilon_to_nano
-from dpcore.redescriptions.evaluate import evaluate
-from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
-from dpcore.redescriptions.results import AttributeTest, Query
-from dpcore.redescriptions.warmup import warmup_params
-from dpcore.registry import ALGORITHMS, MODES
-from dpcore.runs import run_cost
+
 
 TINY = dict(epsilon=10.0, init_pairs=3, es_rounds=5, cs_rounds=2)
 
@@ -280,7 +280,7 @@ def test_comparison_frame_of_an_older_result_without_serenade_fields(tree_result
 # --------------------------------------------------------------------------- owner views
 
 def test_truth_frame_and_traces_of_serenade_runs(serenade_results, clinic_dataset):
-    for (algorithm, _mode), result in serenade_results.items():
+    for (_algorithm, _mode), result in serenade_results.items():
         frame = truth_frame(result, evaluate(result, clinic_dataset), 0.0)
         assert len(frame) == len(result.redescriptions)
         assert frame["true J"].between(0, 1).all()

@@ -1,4 +1,5 @@
-"""The experiment harness (dpcore.experiments.harness, ``python -m dpcore experiment``): fast checks."""
+"""The experiment harness (dpcore.experiments.harness, ``python -m dpcore experiment``):
+fast checks."""
 
 import json
 

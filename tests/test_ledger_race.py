@@ -17,7 +17,7 @@ import queue
 import signal
 import sqlite3
 import time
-from datetime import datetime, timezone, UTC
+from datetime import UTC, datetime
 
 import pytest
 

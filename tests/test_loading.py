@@ -36,7 +36,8 @@ from dpcore.schema import (
 SCHEMA = {
     "name": "tiny", "description": "test", "provenance": "handmade", "public_demo": True,
     "id_column": "id",
-    "views": {"left": {"name": "L", "file": "left.csv"}, "right": {"name": "R", "file": "right.csv"}},
+    "views": {"left": {"name": "L", "file": "left.csv"},
+              "right": {"name": "R", "file": "right.csv"}},
     "attributes": [
         {"name": "flag", "view": "left", "type": "boolean"},
         {"name": "cat", "view": "left", "type": "categorical", "categories": ["a", "b", "c"]},

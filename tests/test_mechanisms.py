@@ -217,7 +217,7 @@ def test_discrete_laplace_rejects_overflowing_scale():
     assert acc.calls == []
 
 
-# --------------------------------------------------------------------------- shapes / dtypes / values
+# ------------------------------------------------------------------ shapes / dtypes / values
 
 def test_laplace_shape_dtype_and_no_mutation():
     values = np.arange(12, dtype=np.int32).reshape(3, 4)

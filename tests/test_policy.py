@@ -76,7 +76,7 @@ def test_private_runs_record_no_seed_and_never_repeat_their_noise(ledger):
     assert first.seed is None and second.seed is None
     for run in ledger.list_runs("private"):
         assert run.params["seed"] is None
-    assert "4242" not in first.to_json()
+    assert json.loads(first.to_json())["seed"] is None
     tables = [np.asarray(r.extractions[0].noisy_table) for r in (first, second)]
     trees_equal = first.trees == second.trees
     assert not (trees_equal and np.array_equal(*tables)), "fresh randomness every run"
@@ -233,7 +233,8 @@ def _mostly(valid, *invalid, odds=3):
 
 
 NUMERIC = st.tuples(st.floats(-100, 100), st.floats(0.5, 50),
-                    _mostly(st.sampled_from(["domain", "thresholds", "both"]), "neither", odds=12)).map(
+                    _mostly(st.sampled_from(["domain", "thresholds", "both"]), "neither",
+                            odds=12)).map(
     lambda t: ("numeric", (t[0], t[0] + t[1]) if t[2] in ("domain", "both") else None,
                (t[0] + t[1] / 3, t[0] + t[1] / 2) if t[2] in ("thresholds", "both") else None,
                ()))
@@ -252,7 +253,7 @@ def _dataset(kinds, n_left, rows, seed, public_demo=False):
                     public_demo=public_demo)
     rng = np.random.default_rng(seed)
     cols = []
-    for kind, dom, thr, cats in kinds:
+    for kind, dom, _thr, cats in kinds:
         if kind == "boolean":
             cols.append(rng.integers(0, 2, rows).astype(float))
         elif kind == "categorical":

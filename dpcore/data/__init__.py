@@ -1,1 +1,2 @@
-"""Two-view table data: public schemas, loading and validation, the in-memory dataset, sample-data generators."""
+"""Two-view table data: public schemas, loading and validation, the in-memory dataset, and
+the sample-data generators."""

@@ -37,11 +37,11 @@ import json
 import math
 import platform
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from multiprocessing import get_context
 from pathlib import Path
-from collections.abc import Callable
 
 import numpy as np
 
@@ -130,7 +130,8 @@ def nonprivate_reference(dataset: TwoViewDataset, seed: int) -> RunResult:
 
     AltExpM-like trees per initial target with greedy choices and exact counts: with
     ε = 10⁹ the exponential mechanism is an argmax and the Laplace noise on the counts
-    is 0 (discrete Laplace at scale 10⁻⁹). Only the initial targets are random (``default_rng(seed)``).
+    is 0 (discrete Laplace at scale 10⁻⁹). Only the initial targets are random
+    (``default_rng(seed)``).
     Uses an in-memory accountant, never a ledger.
     """
     params = reference_params()
@@ -432,7 +433,9 @@ def _report(metrics: dict, algorithms, epsilons) -> str:
              "run had its own in-memory accountant; no ledger was read or charged.", "",
              f"- dataset: `{p['dataset']}`",
              f"- command: `{metrics['command']}`" if metrics["command"] else "- command: (API)",
-             f"- pruning: {'auto (suggested threshold per algorithm × ε, tolerance ' + format(p['tolerance'], 'g') + ', from released values only)' if p['prune'] == 'auto' else 'noisy support ≥ ' + format(p['prune'], 'g')}",
+             "- pruning: " + (f"auto (suggested threshold per algorithm × ε, tolerance "
+                              f"{p['tolerance']:g}, from released values only)"
+                              if p["prune"] == "auto" else f"noisy support ≥ {p['prune']:g}"),
              f"- seed: {p['seed']} (run i uses seed + i); runs per ε: "
              + ", ".join(f"ε = {e:g}: {n}" for e, n in zip(p["epsilons"], p["runs"])),
              "- versions: " + ", ".join(f"{k} {v}" for k, v in metrics["versions"].items()),

@@ -156,7 +156,8 @@ def share_of_runs_with_output(runs: Sequence[Sequence[ScoredRedescription]]) -> 
 
 def split_by_threshold(scored: Iterable[ScoredRedescription], threshold: float
                        ) -> tuple[list[ScoredRedescription], list[ScoredRedescription]]:
-    """Split into (kept, pruned) by noisy support, as :func:`dpcore.redescriptions.pruning.prune` does.
+    """Split into (kept, pruned) by noisy support, as
+    :func:`dpcore.redescriptions.pruning.prune` does.
 
     The split reads only the noisy support (DP post-processing, 0 ε), though the
     items themselves carry true statistics.

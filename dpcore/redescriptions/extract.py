@@ -337,9 +337,9 @@ def _seeds(c: _Counts, pval: float, max_e11: float):
 
     Returns ``(i, j, neg_left, neg_right, ql_raw, qr_raw, e11_raw, jaccard)``.
     """
-    t, l, r = c.table, c.left, c.right
+    t, lft, r = c.table, c.left, c.right
     row, col, tot = t.sum(axis=1), t.sum(axis=0), t.sum()
-    lpos, lneg = l[:, None], l.sum() - l[:, None]
+    lpos, lneg = lft[:, None], lft.sum() - lft[:, None]
     rpos, rneg = r[None, :], r.sum() - r[None, :]
     # combos in preference order on ties: (A,B), (¬A,B), (A,¬B), (¬A,¬B)
     shape = t.shape
@@ -364,7 +364,8 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
                            params, left_tree: TreeRecord, right_tree: TreeRecord,
                            left_tree_index: int, right_tree_index: int, trial: int, step: int,
                            extraction: int, first_id: int = 0) -> list[Redescription]:
-    """Redescriptions from two released trees and their noisy counts (docs/ALGORITHMS.md §2.7, steps 2-7).
+    """Redescriptions from two released trees and their noisy counts (docs/ALGORITHMS.md
+    §2.7, steps 2-7).
 
     Everything here is post-processing of DP noisy counts and costs no privacy
     budget; the caller draws (and pays for) the noise.

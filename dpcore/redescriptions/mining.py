@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 import uuid
 import weakref
-from contextlib import contextmanager
-from datetime import datetime, timezone, UTC
 from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import numpy as np
 

@@ -157,7 +157,8 @@ def prune(redescriptions: Iterable[T], threshold: float, *,
     Parameters
     ----------
     redescriptions : iterable
-        :class:`~dpcore.redescriptions.results.Redescription` objects (or anything ``support`` can read).
+        :class:`~dpcore.redescriptions.results.Redescription` objects (or anything
+        ``support`` can read).
     threshold : float
         Kept: noisy support |E11| ≥ threshold. Pruned: support < threshold.
     support : callable, optional

@@ -216,7 +216,7 @@ def generate_clinic(n_rows: int = 5000, seed: int = 20231):
 
     rule_by_lab = {r.right_attr: r for r in rules}
     labs: dict[str, np.ndarray] = {}
-    for name, unit, lo, step, dec, (c, s, log), _ in _LABS:
+    for name, _unit, lo, step, dec, (c, s, log), _ in _LABS:
         hi = lo + GRID_INTERVALS * step
         if name in rule_by_lab:
             r = rule_by_lab[name]

@@ -119,7 +119,8 @@ def _cms_arrays(n_rows: int, n_bool: int, n_numeric: int, seed: int):
             inside = np.where(ml, rng.random(n, dtype=np.float32) < r.hit_rate,
                               rng.random(n, dtype=np.float32) < r.false_rate)
             k = int(inside.sum())
-            row[inside] = truncated_draws(rng, k, _CMS_RULE_REGION[name], 0.6, r.threshold + 10.0, hi,
+            row[inside] = truncated_draws(rng, k, _CMS_RULE_REGION[name], 0.6,
+                                          r.threshold + 10.0, hi,
                                  True)
             out = ~inside
             zero = rng.random(n - k, dtype=np.float32) < 0.6

@@ -1,6 +1,7 @@
 """Numba kernels that score Serenade's candidates (quality f = J·σ(|E11|)).
 
-Every candidate is a literal (a code range on one attribute, :mod:`dpcore.redescriptions.serenade.literals`)
+Every candidate is a literal (a code range on one attribute,
+:mod:`dpcore.redescriptions.serenade.literals`)
 so all candidates of one attribute are scored from one pass over the rows: a
 histogram of codes, prefix sums, then O(1) counts per code range.
 
@@ -11,7 +12,8 @@ histogram of codes, prefix sums, then O(1) counts per code range.
   ``q ∧ ℓ`` or ``q ∨ ℓ`` on either side.
 
 The kernels return exact (private) scores and log-weights; they draw no noise
-and charge nothing. :mod:`dpcore.redescriptions.serenade.miner` charges the accountant and then draws
+and charge nothing. :mod:`dpcore.redescriptions.serenade.miner` charges the accountant and
+then draws
 with :func:`dpcore.mechanisms.gumbel_max_index`. Serial and ``nogil``: Streamlit
 runs mining in threads, and ``parallel=True`` is unsafe there (guides).
 """
