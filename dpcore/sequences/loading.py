@@ -1,0 +1,280 @@
+"""Load sequence datasets from files: record-per-line text files and event tables.
+
+Everything here reads private data and is for the process that owns it: nothing returned is
+a DP release. Every problem raises :class:`~dpcore.errors.DataError` naming the file, the
+line (text files, 1-based; ``error.row`` holds it) or the data row (tables: 1-based, the
+header is row 0, blank lines not counted) and the reason, before anything is built.
+
+Two layouts:
+
+* **lines**: one record per line, items separated by spaces or tabs, each item a name of
+  the declared alphabet; plus an alphabet file with one item name per line (code order).
+  A blank line would be an empty record and is refused.
+* **events**: a CSV or Parquet table with one event per row: a record id, an order key
+  (a number, or a timestamp) and an item name. Each record's events are sorted by the
+  order key (ties keep the file's order); records come out in order of first appearance.
+
+Items outside the declared alphabet are an error: strict PFS2 takes its first candidates
+from the declared alphabet and never from the data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpcore.errors import DataError
+from dpcore.sequences.dataset import SequenceDataset
+from dpcore.sequences.schema import (
+    EVENTS,
+    LINES,
+    SCHEMA_FILE_NAME,
+    SequenceSchema,
+    check_item_name,
+    load_sequence_schema,
+)
+
+__all__ = ["read_alphabet_file", "load_record_lines", "load_event_table",
+           "load_sequence_dataset", "write_record_lines", "write_alphabet_file"]
+
+_CSV_EXT = (".csv", ".csv.gz", ".tsv", ".txt")
+_PARQUET_EXT = (".parquet", ".pq")
+
+
+def _line_error(path, line: int, reason: str) -> DataError:
+    err = DataError(f"line {line}: {reason}", file=str(path))
+    err.row = line
+    return err
+
+
+def _read_lines(path) -> list[str]:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read the file ({exc.strerror or exc})",
+                        file=str(path)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _line_error(path, raw[:exc.start].count(b"\n") + 1,
+                          "not UTF-8 text") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+
+def read_alphabet_file(path) -> tuple[str, ...]:
+    """Item names, one per line, in code order.
+
+    Raises
+    ------
+    DataError
+        Naming the file and line of an empty or duplicated name or a name with spaces.
+    """
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    lines = _read_lines(path)
+    for n, line in enumerate(lines, start=1):
+        name = line.strip()
+        if not name:
+            raise _line_error(path, n, "empty item name (one name per line, no blank lines)")
+        if any(ch.isspace() for ch in name):
+            raise _line_error(path, n, f"item name {name!r} contains a space")
+        if name in seen:
+            raise _line_error(path, n, f"item {name!r} is declared twice (first on line "
+                                       f"{seen[name]})")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise DataError("the alphabet file is empty", file=str(path))
+    return tuple(names)
+
+
+def load_record_lines(path, schema: SequenceSchema) -> SequenceDataset:
+    """Records from a text file: one record per line, item names separated by whitespace.
+
+    Parameters
+    ----------
+    path : path-like
+        The record file (UTF-8).
+    schema : SequenceSchema
+        Its ``alphabet`` gives the item codes.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the line and the reason (an empty record, an item outside the
+        declared alphabet, text that is not UTF-8).
+    """
+    codes = schema.item_codes()
+    lines = _read_lines(path)
+    lengths = np.zeros(len(lines), dtype=np.int64)
+    out: list[int] = []
+    for n, line in enumerate(lines, start=1):
+        tokens = line.split()
+        if not tokens:
+            raise _line_error(path, n, "empty record (every line must hold at least one "
+                                       "item)")
+        try:
+            out.extend([codes[t] for t in tokens])
+        except KeyError as exc:
+            raise _line_error(path, n, f"item {exc.args[0]!r} is not in the declared "
+                                       f"alphabet of {len(codes)} items") from None
+        lengths[n - 1] = len(tokens)
+    if not lines:
+        raise DataError("the record file holds no records", file=str(path))
+    indptr = np.zeros(len(lines) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    return SequenceDataset(schema, indptr, np.asarray(out, dtype=np.int32))
+
+
+def _read_table(path) -> tuple[pd.DataFrame, str]:
+    path = Path(path)
+    name = path.name.lower()
+    try:
+        if name.endswith(_PARQUET_EXT):
+            return pd.read_parquet(path), "parquet"
+        if name.endswith(_CSV_EXT):
+            sep = "\t" if name.endswith(".tsv") else ","
+            return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
+                               skip_blank_lines=True), "csv"
+    except FileNotFoundError:
+        raise DataError("file not found", file=str(path)) from None
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise DataError(f"cannot read the table ({str(exc).splitlines()[0]})",
+                        file=str(path)) from None
+    raise DataError("unsupported file type; use CSV (.csv, .tsv) or Parquet (.parquet)",
+                    file=str(path))
+
+
+def _missing(values: pd.Series, kind: str) -> np.ndarray:
+    miss = values.isna().to_numpy()
+    if kind == "csv":
+        miss |= (values.astype(str).str.strip() == "").to_numpy()
+    return miss
+
+
+def _order_keys(values: pd.Series, kind: str, path, column: str) -> np.ndarray:
+    """Order keys as float64 (numbers) or int64 nanoseconds (timestamps)."""
+    if kind == "parquet" and pd.api.types.is_numeric_dtype(values) \
+            and not pd.api.types.is_bool_dtype(values):
+        return values.to_numpy(dtype=np.float64)
+    if kind == "parquet" and pd.api.types.is_datetime64_any_dtype(values):
+        return values.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    text = values.astype(str).str.strip()
+    numbers = pd.to_numeric(text, errors="coerce")
+    if not numbers.isna().any():
+        return numbers.to_numpy(dtype=np.float64)
+    try:
+        stamps = pd.to_datetime(text, errors="coerce", format="ISO8601")
+    except (ValueError, TypeError):
+        stamps = pd.Series(pd.NaT, index=text.index)
+    if not stamps.isna().any():
+        return stamps.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+    bad = np.flatnonzero((numbers.isna() & stamps.isna()).to_numpy())
+    if bad.size == 0:  # a mix of numbers and timestamps
+        bad = np.flatnonzero(numbers.isna().to_numpy())
+    raise DataError(f"order key {text.iloc[bad[0]]!r} is neither a number nor an ISO "
+                    "timestamp (all keys of one file must be of one kind)", file=str(path),
+                    column=column, row=int(bad[0]) + 1)
+
+
+def load_event_table(path, schema: SequenceSchema, *, record_column: str, order_column: str,
+                     item_column: str) -> SequenceDataset:
+    """Records from an event table (CSV or Parquet): one row per event.
+
+    Parameters
+    ----------
+    path : path-like
+        ``.csv`` / ``.tsv`` or ``.parquet``.
+    schema : SequenceSchema
+        Its ``alphabet`` gives the item codes.
+    record_column, order_column, item_column : str
+        The record id (any value), the order key within a record (numbers or ISO
+        timestamps; ties keep the file's order) and the item name.
+
+    Raises
+    ------
+    DataError
+        Naming the file, column, 1-based data row and reason (a missing column or value,
+        an item outside the declared alphabet, an order key that is neither a number nor a
+        timestamp).
+    """
+    frame, kind = _read_table(path)
+    for col in (record_column, order_column, item_column):
+        if col not in frame.columns:
+            have = ", ".join(map(str, frame.columns))
+            raise DataError(f"column not found (the table has {have})", file=str(path),
+                            column=col)
+    if len(frame) == 0:
+        raise DataError("the event table has no rows", file=str(path))
+    for col in (record_column, order_column, item_column):
+        miss = _missing(frame[col], kind)
+        if miss.any():
+            raise DataError("missing value", file=str(path), column=col,
+                            row=int(np.flatnonzero(miss)[0]) + 1)
+    item_text = frame[item_column].astype(str).str.strip()
+    codes = pd.Categorical(item_text, categories=list(schema.alphabet)).codes
+    bad = np.flatnonzero(codes < 0)
+    if bad.size:
+        raise DataError(f"item {item_text.iloc[bad[0]]!r} is not in the declared alphabet "
+                        f"of {schema.n_items} items", file=str(path), column=item_column,
+                        row=int(bad[0]) + 1)
+    order = _order_keys(frame[order_column], kind, path, order_column)
+    record_ids = frame[record_column]
+    if kind == "csv":
+        record_ids = record_ids.astype(str).str.strip()
+    rec_code, uniques = pd.factorize(record_ids, sort=False)
+    perm = np.lexsort((np.arange(len(frame)), order, rec_code))
+    counts = np.bincount(rec_code, minlength=len(uniques)).astype(np.int64)
+    indptr = np.zeros(len(uniques) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return SequenceDataset(schema, indptr, codes[perm].astype(np.int32))
+
+
+def load_sequence_dataset(path) -> SequenceDataset:
+    """A dataset folder holding ``sequence_schema.json`` (or the schema file itself).
+
+    The schema's ``files`` name the record file(s), relative to the schema's folder. With
+    the ``lines`` format and an ``alphabet`` file, the file must list exactly the schema's
+    alphabet, in the same order.
+    """
+    path = Path(path)
+    schema_path = path / SCHEMA_FILE_NAME if path.is_dir() else path
+    schema = load_sequence_schema(schema_path)
+    files, folder = schema.files, schema_path.parent
+    if not files:
+        raise DataError("the schema names no record file ('files')", file=str(schema_path))
+    if files["format"] == LINES:
+        if "alphabet" in files:
+            declared = read_alphabet_file(folder / files["alphabet"])
+            if declared != schema.alphabet:
+                raise DataError("the alphabet file differs from the schema's 'alphabet' "
+                                "(same names in the same order are required)",
+                                file=str(folder / files["alphabet"]))
+        return load_record_lines(folder / files["records"], schema)
+    if files["format"] == EVENTS:
+        return load_event_table(folder / files["events"], schema,
+                                record_column=files["record_column"],
+                                order_column=files["order_column"],
+                                item_column=files["item_column"])
+    raise DataError(f"unknown record format {files['format']!r}", file=str(schema_path))
+
+
+def write_record_lines(dataset: SequenceDataset, path) -> None:
+    """Write records one per line as space-separated item names (UTF-8, final newline)."""
+    names = np.asarray(dataset.schema.alphabet, dtype=object)
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for r in range(dataset.n_records):
+            fh.write(" ".join(names[dataset.record(r)]) + "\n")
+
+
+def write_alphabet_file(schema: SequenceSchema, path) -> None:
+    """Write the declared alphabet, one item name per line."""
+    for name in schema.alphabet:
+        check_item_name(name)
+    Path(path).write_text("\n".join(schema.alphabet) + "\n", encoding="utf-8")

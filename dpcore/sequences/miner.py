@@ -1,0 +1,428 @@
+"""PFS2: differentially private frequent sequence mining by sampling-based candidate pruning
+(Xu, Su, Cheng, Li & Xiong 2015), and the paper's straightforward baseline.
+
+Privacy unit: one record; neighbours differ by one record added or removed (under
+replace-one-record neighbours every ε doubles). Every noisy release below is charged to the
+run's :class:`~dpcore.privacy.accountant.PrivacyAccountant` before its noise is drawn.
+
+Strict mode (default) — ε-DP, step by step
+------------------------------------------
+1. **N̂** = |D| + discrete Laplace(1/ε1).
+2. **Length histogram** α_i = #records of length i, i = 1..l1, + discrete Laplace(1/ε2)
+   each (one record is in at most one cell: L1 sensitivity 1). l2 = the smallest i whose
+   cumulative noisy share Σ_{j≤i} α̂_j / N̂ reaches η (l1 if none); lmax = min(l1, l2).
+3. **L_f**, the longest frequent length, by binary search over y ∈ [1, lmax] with
+   Q = ⌈log2 lmax⌉ probes of ε3/Q each. A probe releases whether β_y + Z ≥ θ·N̂, where
+   β_y is the largest support of any y-sequence (sensitivity 1) and Z discrete Laplace
+   noise; it is decided exactly, by a depth-first search for a y-sequence with support at
+   least θ·N̂ − Z, without computing β_y itself. L_f ≥ 1. A search that ends after fewer
+   than Q probes leaves the rest of ε3 unspent.
+4. **Partition**: every record goes to one of L_f sample databases independently and
+   uniformly at random (a data-independent, per-record assignment, so adding or removing a
+   record changes exactly one part: parallel composition).
+5. **Levels** k = 1..L_f, ε′ = ε5 / L_f:
+
+   a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
+   b. **pruning** on db_k: shrink every record to at most lmax items (a local
+      transformation from the record, C_k and lmax; hard truncation guarantees |S̃| ≤
+      lmax), so one record holds at most Δ_k = C(lmax, k) candidates; noisy local
+      supports + discrete Laplace(Δ_k/ε4); keep the candidates reaching θ′ =
+      :func:`~dpcore.sequences.relaxation.relaxed_threshold` (θ, N̂/L_f, Δ_k/ε4, ζ). Each
+      db_k is disjoint, so all levels together cost ε4, charged once;
+   c. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
+      Laplace(|C′_k|/ε′); FS_k = those reaching θ·N̂.
+
+   Candidates come from earlier DP outputs and the public alphabet (post-processing). Total
+   ε1 + ε2 + ε3 + ε4 + L_f·ε′ = ε. The straightforward baseline skips 4–5b and spends ε4 + ε5
+   on the verification of every candidate.
+
+Faithful mode — the paper as written, NOT ε-DP
+----------------------------------------------
+For reproducing the paper on owner or public demo data only. It differs where the paper's
+text is not DP (each listed in the result's ``not_dp``): all lmax noisy maxima β̂_1..β̂_lmax
+are released at scale ⌈log2 lmax⌉/ε3 each (L1 sensitivity up to lmax); the records are
+shuffled and cut into L_f equal blocks (one insertion shifts a record across every block
+boundary, so every level's pruning sees a changed sample); the verification threshold is θ
+times the true |D|; rebuilt records are not truncated (Algorithm 2 can leave lmax + k − 1
+items, beyond the Δ_k bound); the level-1 candidates are the items found in the data; the
+pruning and verification noise is continuous (float) Laplace. The plan charges the nominal
+ε, which does not bound what a faithful run reveals.
+
+Performance: the kernels are serial numba; a run costs a few passes over the records per
+level plus, for L_f, depth-first searches over the frequent sequences.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from datetime import UTC, datetime
+
+import numpy as np
+
+from dpcore import __version__
+from dpcore.accountant import PrivacyAccountant
+from dpcore.errors import DataError
+from dpcore.mechanisms import discrete_laplace, laplace
+from dpcore.registry import STRICT
+from dpcore.sequences.candidates import (
+    build_candidate_trie,
+    generate_candidates,
+    one_item_candidates,
+)
+from dpcore.sequences.dataset import SequenceDataset
+from dpcore.sequences.kernels import build_occurrence_runs, length_histogram, prefix_search
+from dpcore.sequences.params import (
+    LENGTHS,
+    MAX_LENGTH,
+    PFS2,
+    PRUNE,
+    RECORDS,
+    VERIFY,
+    SequenceMiningParams,
+    mechanism_shares,
+    plan_budget,
+    probe_count,
+)
+from dpcore.sequences.relaxation import relaxed_threshold
+from dpcore.sequences.results import (
+    FrequentSequence,
+    LevelRecord,
+    SequenceDiagnostics,
+    SequenceRunResult,
+    pattern_key,
+)
+from dpcore.sequences.shrinking import candidate_supports, shrink_records
+from dpcore.units import nano_to_epsilon, split_evenly
+
+__all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
+           "frequent_length_exists", "partition_records", "NOT_DP_STEPS"]
+
+#: A level with more candidates than this is not mined (the run stops, its verification
+#: budget unspent): a guard on memory, decided from DP outputs only.
+MAX_CANDIDATES = 5_000_000
+
+#: Why faithful mode is not ε-DP, one sentence per step (the result's ``not_dp``).
+NOT_DP_STEPS = {
+    "max_length": "L_f: all lmax noisy maximal supports are drawn at scale ⌈log2 lmax⌉/ε3 "
+                  "each; their L1 sensitivity is up to lmax, so this step can cost "
+                  "lmax·ε3/⌈log2 lmax⌉ rather than ε3",
+    "partition": "sample databases: records are shuffled and cut into L_f equal blocks; one "
+                 "added record shifts a record across every block boundary, so each level's "
+                 "pruning sees a changed sample (up to 2·ε4 per level, summed over levels)",
+    "threshold": "verification: the threshold θ·|D| uses the true number of records",
+    "shrinking": "shrinking: rebuilt records are not truncated and can hold lmax + k − 1 "
+                 "items, more than the C(lmax, k) candidates the pruning noise covers",
+    "alphabet": "level 1: the candidates are the items found in the data, which reveals "
+                "rare items",
+    "noise": "pruning and verification add continuous (float) Laplace noise, open to "
+             "floating-point attacks",
+}
+
+
+def resolve_l1(data: SequenceDataset, params: SequenceMiningParams) -> int:
+    """The run's l1: the parameter if given, else the schema's declared l1 (public)."""
+    return int(params.l1 if params.l1 is not None else data.schema.l1)
+
+
+def check_runnable(data: SequenceDataset, params: SequenceMiningParams) -> None:
+    """Check everything a run needs before its charge, so nothing fails after it.
+
+    Raises
+    ------
+    ParameterError
+        Bad parameters, or a budget plan that cannot be split.
+    DataError
+        Not a sequence dataset, or one without records.
+    """
+    params.validate()
+    plan_budget(params)
+    if not isinstance(data, SequenceDataset):
+        raise DataError(f"PFS2 mines sequence datasets; got {type(data).__name__}")
+    if data.n_records == 0:
+        raise DataError("the dataset has no records")
+    data.schema.validate()
+    mechanism_shares(params, resolve_l1(data, params), resolve_l1(data, params))
+
+
+def estimate_lmax(noisy_histogram: np.ndarray, noisy_records: float, eta: float, l1: int
+                  ) -> tuple[int, int]:
+    """(l2, lmax) from the noisy length histogram α̂_1..α̂_l1 (post-processing).
+
+    l2 is the smallest i with Σ_{j≤i} α̂_j / N̂ ≥ η (l1 if no i ≤ l1 reaches it), with N̂
+    taken as at least 1; lmax = min(l1, l2).
+    """
+    cumulative = np.cumsum(np.asarray(noisy_histogram, dtype=np.float64)) / max(
+        float(noisy_records), 1.0)
+    reached = np.flatnonzero(cumulative >= eta)
+    l2 = int(reached[0]) + 1 if reached.size else int(l1)
+    return l2, min(int(l1), l2)
+
+
+def frequent_length_exists(data: SequenceDataset, runs, length: int, threshold: float) -> bool:
+    """Exactly whether some ``length``-sequence has support ≥ ``threshold`` (private).
+
+    Equivalent to β_length ≥ threshold, with β_y the largest support of a y-sequence, but
+    decided by a depth-first search that stops at the first such sequence.
+    """
+    if threshold <= 0:
+        return True
+    max_len = int(data.lengths.max()) if data.n_records else 0
+    if max_len < length:
+        return False
+    min_support = math.ceil(threshold)
+    if min_support <= 1:
+        return True
+    found, _, _, _ = prefix_search(data.indptr, *runs, data.schema.n_items, int(min_support),
+                                   int(length), int(length))
+    return bool(found)
+
+
+def partition_records(n_records: int, parts: int, rng: np.random.Generator, *,
+                      strict: bool = True) -> np.ndarray:
+    """The sample database (0..parts−1) of every record.
+
+    Strict: each record independently and uniformly at random (data-independent per
+    record, so one record added or removed changes exactly one part). Faithful: a random
+    permutation cut into ``parts`` equal blocks, as the paper — NOT parallel-composable.
+    """
+    if strict:
+        return rng.integers(0, parts, size=n_records).astype(np.int64)
+    order = rng.permutation(n_records)
+    part = np.empty(n_records, dtype=np.int64)
+    part[order] = (np.arange(n_records, dtype=np.int64) * parts) // max(n_records, 1)
+    return part
+
+
+class _Run:
+    """One run's state: the accountant, the shares and the records of what was released."""
+
+    def __init__(self, data, params, rng, accountant, progress):
+        self.data, self.params, self.rng = data, params, rng
+        self.accountant, self.progress_cb = accountant, progress
+        self.strict = params.mode == STRICT
+        self.timers: dict[str, float] = {}
+        self.part_calls: list[dict] = []
+
+    def timed(self, name: str, started: float) -> None:
+        self.timers[name] = self.timers.get(name, 0.0) + time.perf_counter() - started
+
+    def progress(self, fraction: float, message: str) -> None:
+        if self.progress_cb is not None:
+            self.progress_cb(min(max(float(fraction), 0.0), 1.0), message)
+
+    def counts_noise(self, counts, *, sensitivity: int, epsilon_nano: int, label: str,
+                     accountant=None, continuous: bool = False) -> np.ndarray:
+        acc = self.accountant if accountant is None else accountant
+        if continuous:
+            return laplace(counts, sensitivity=sensitivity, epsilon_nano=epsilon_nano,
+                           rng=self.rng, accountant=acc, label=label)
+        return discrete_laplace(counts, sensitivity=sensitivity, epsilon_nano=epsilon_nano,
+                                rng=self.rng, accountant=acc, label=label).astype(np.float64)
+
+
+def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams, *,
+                            rng: np.random.Generator | None = None,
+                            accountant: PrivacyAccountant | None = None,
+                            run_id: str | None = None, seed: int | None = None,
+                            progress=None) -> SequenceRunResult:
+    """Mine the frequent sequences of ``data`` with PFS2 (or its baseline) under ε-DP.
+
+    Parameters
+    ----------
+    data : SequenceDataset
+        Private records; only DP releases leave this function (plus owner-only
+        ``diagnostics``).
+    params : SequenceMiningParams
+        Validated here; :func:`~dpcore.sequences.params.plan_budget` is what gets spent.
+    rng : numpy.random.Generator, optional
+        Source of all randomness. Default: fresh OS entropy (real releases). Pass a seeded
+        generator only in tests and labelled demos, and give ``seed`` so the result
+        records it.
+    accountant : PrivacyAccountant, optional
+        Caps the run's spending (normally at what the ledger charged). Default: one capped
+        at the plan's total.
+    run_id : str, optional
+        Stored in the result (default: a fresh id).
+    seed : int, optional
+        Recorded in the result (public demo data only).
+    progress : callable(fraction, message), optional
+        Called between phases and levels.
+
+    Returns
+    -------
+    SequenceRunResult
+        The frequent sequences with noisy supports, every mechanism call, and (apart)
+        diagnostics.
+    """
+    check_runnable(data, params)
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    total = sum(plan.values())
+    if accountant is None:
+        accountant = PrivacyAccountant(total)
+    if rng is None:
+        rng = np.random.default_rng()
+    n_calls_before, spent_before = len(accountant.calls), accountant.spent_nano
+    run = _Run(data, params, rng, accountant, progress)
+    strict, pfs2 = run.strict, params.algorithm == PFS2
+    schema, n_items = data.schema, data.schema.n_items
+    l1 = resolve_l1(data, params)
+    theta = float(params.theta)
+
+    # ---- pre-mining: N̂ and the length histogram
+    started = time.perf_counter()
+    run.progress(0.0, "noisy number of records and length histogram")
+    n_hat = float(run.counts_noise(np.array([data.n_records]), sensitivity=1,
+                                   epsilon_nano=plan[RECORDS],
+                                   label="N̂: number of records")[0])
+    n_base = max(n_hat, 1.0)
+    hist = length_histogram(data.indptr, l1 + 1)[1:]
+    noisy_hist = run.counts_noise(hist, sensitivity=1, epsilon_nano=plan[LENGTHS],
+                                  label=f"α̂: records of each length 1..{l1}")
+    l2, lmax = estimate_lmax(noisy_hist, n_hat, params.eta, l1)
+    run.timed("pre_mining", started)
+
+    # ---- L_f
+    started = time.perf_counter()
+    run.progress(0.05, f"longest frequent length (lmax = {lmax})")
+    runs = build_occurrence_runs(data.indptr, data.items, n_items)
+    probes: list[dict] = []
+    q = probe_count(lmax)
+    if strict:
+        lo, hi = 1, lmax
+        for i, share in enumerate(split_evenly(plan[MAX_LENGTH], q)):
+            if lo >= hi:
+                break
+            mid = (lo + hi + 1) // 2
+            z = run.counts_noise(np.zeros(1, dtype=np.int64), sensitivity=1,
+                                 epsilon_nano=share,
+                                 label=f"L_f probe {i + 1}/{q}: is some {mid}-sequence "
+                                       "frequent (noisy β)")[0]
+            hit = frequent_length_exists(data, runs, mid, theta * n_base - z)
+            probes.append({"length": mid, "frequent": hit})
+            lo, hi = (mid, hi) if hit else (lo, mid - 1)
+        l_f = lo
+    else:
+        z = run.counts_noise(np.zeros(lmax, dtype=np.int64), sensitivity=q,
+                             epsilon_nano=plan[MAX_LENGTH],
+                             label=f"β̂_1..β̂_{lmax}: noisy maximal supports at scale "
+                                   f"{q}/ε3 each (paper; NOT ε3-DP)")
+        l_f = 1
+        for y in range(1, lmax + 1):
+            hit = frequent_length_exists(data, runs, y, theta * n_base - z[y - 1])
+            probes.append({"length": y, "frequent": hit})
+            if hit:
+                l_f = y
+    shares = mechanism_shares(params, lmax, l_f)
+    verify_shares = [s.epsilon_nano for s in shares if s.phase == VERIFY]
+    run.timed("max_length", started)
+
+    # ---- sample databases and the one pruning charge (parallel composition)
+    started = time.perf_counter()
+    parts: list[SequenceDataset] = []
+    if pfs2:
+        assignment = partition_records(data.n_records, l_f, rng, strict=strict)
+        order = np.argsort(assignment, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=l_f))])
+        parts = [data.subset(order[bounds[i]:bounds[i + 1]]) for i in range(l_f)]
+        prune_nano = plan[PRUNE]
+        accountant.spend("discrete_laplace" if strict else "laplace",
+                         f"noisy local supports on {l_f} disjoint sample databases, one per "
+                         "level (parallel composition; each part's call in part_calls)",
+                         prune_nano, float(max(math.comb(lmax, k) for k in range(1, l_f + 1))),
+                         parallel=l_f)
+    run.timed("partition", started)
+
+    # ---- levels
+    patterns: list[FrequentSequence] = []
+    levels: list[LevelRecord] = []
+    true_supports: dict[str, int] = {}
+    shrinking: list[dict] = []
+    n_db = n_base / l_f
+    previous = None
+    for k in range(1, l_f + 1):
+        run.progress(0.1 + 0.9 * (k - 1) / l_f, f"level {k}/{l_f}")
+        started = time.perf_counter()
+        if k == 1:
+            codes = range(n_items) if strict else np.unique(data.items)
+            cands = one_item_candidates(codes)
+        else:
+            cands = generate_candidates(previous, k)
+        run.timed("candidates", started)
+        if cands.shape[0] == 0 or cands.shape[0] > MAX_CANDIDATES:
+            break
+        trie = build_candidate_trie(cands, k)
+        delta_k, scale, theta_prime = 0, 0.0, None
+        if pfs2:
+            started = time.perf_counter()
+            db = parts[k - 1]
+            sh_indptr, sh_items, stats = shrink_records(db.indptr, db.items, n_items, trie,
+                                                        lmax, truncate=strict)
+            if strict and sh_indptr.size > 1 and np.diff(sh_indptr).max() > lmax:
+                raise AssertionError("shrinking left a record longer than lmax")
+            shrinking.append({"length": k, **stats.__dict__})
+            run.timed("shrink", started)
+            started = time.perf_counter()
+            local = candidate_supports(sh_indptr, sh_items, n_items, trie)
+            delta_k = math.comb(lmax, k)
+            part_acc = PrivacyAccountant(prune_nano)
+            noisy_local = run.counts_noise(
+                local, sensitivity=delta_k, epsilon_nano=prune_nano, accountant=part_acc,
+                continuous=not strict,
+                label=f"level {k}: noisy local supports of {trie.n_cand} candidates on "
+                      f"sample database {k}")
+            run.part_calls += [{"part": k, **c} for c in part_acc.to_records()]
+            scale = delta_k / nano_to_epsilon(prune_nano)
+            theta_prime = relaxed_threshold(theta, n_db, scale, float(params.zeta))
+            kept = trie.cands[noisy_local >= theta_prime]
+            run.timed("prune", started)
+        else:
+            kept = trie.cands
+        if kept.shape[0] == 0:
+            levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, 0, 0, 0,
+                                      theta * n_base if strict else None, 0))
+            break
+        started = time.perf_counter()
+        vtrie = build_candidate_trie(kept, k)
+        support = candidate_supports(data.indptr, data.items, n_items, vtrie)
+        share = verify_shares[k - 1]
+        noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
+                                 continuous=pfs2 and not strict,
+                                 label=f"level {k}: noisy supports of {vtrie.n_cand} "
+                                       "candidates on all records")
+        threshold = theta * n_base if strict else theta * data.n_records
+        frequent = np.flatnonzero(noisy >= threshold)
+        for i in frequent:
+            items = tuple(int(x) for x in vtrie.cands[i])
+            patterns.append(FrequentSequence(items, tuple(schema.alphabet[x] for x in items),
+                                             float(noisy[i]), k))
+            true_supports[pattern_key(items)] = int(support[i])
+        levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
+                                  vtrie.n_cand, share, threshold if strict else None,
+                                  int(frequent.size)))
+        previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
+        run.timed("verify", started)
+        if not previous:
+            break
+
+    run.progress(1.0, f"PFS2: {len(patterns)} frequent sequences")
+    calls = accountant.to_records()[n_calls_before:]
+    spent = accountant.spent_nano - spent_before
+    not_dp = []
+    if not strict:
+        keys = ["max_length", "threshold", "alphabet"] + (
+            ["partition", "shrinking", "noise"] if pfs2 else [])
+        not_dp = [NOT_DP_STEPS[key] for key in keys]
+    return SequenceRunResult(
+        run_id=run_id or uuid.uuid4().hex, dataset=schema.name, algorithm=params.algorithm,
+        mode=params.mode, params=params.to_dict(), version=__version__,
+        created_at=datetime.now(UTC).isoformat(), epsilon_nano=total,
+        spent_nano=spent, unspent_nano=total - spent, patterns=patterns, levels=levels,
+        noisy_records=n_hat, noisy_length_histogram=[float(x) for x in noisy_hist], l1=l1,
+        l2=l2, lmax=lmax, max_frequent_length=l_f, length_probes=probes,
+        mechanism_calls=calls, part_calls=run.part_calls, not_dp=not_dp, seed=seed,
+        diagnostics=SequenceDiagnostics(
+            true_records=data.n_records, true_supports=true_supports,
+            sample_sizes=[p.n_records for p in parts], shrinking=shrinking,
+            phase_seconds=dict(run.timers)))
