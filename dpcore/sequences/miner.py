@@ -62,9 +62,10 @@ from datetime import UTC, datetime
 import numpy as np
 
 from dpcore import __version__
-from dpcore.accountant import PrivacyAccountant
 from dpcore.errors import DataError
 from dpcore.mechanisms import discrete_laplace, laplace
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.units import nano_to_epsilon, split_evenly
 from dpcore.registry import STRICT
 from dpcore.sequences.candidates import (
     build_candidate_trie,
@@ -94,7 +95,6 @@ from dpcore.sequences.results import (
     pattern_key,
 )
 from dpcore.sequences.shrinking import candidate_supports, shrink_records
-from dpcore.units import nano_to_epsilon, split_evenly
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
            "frequent_length_exists", "partition_records", "NOT_DP_STEPS"]

@@ -14,8 +14,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 from dpcore.errors import ParameterError
+from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
 from dpcore.registry import FAITHFUL, MODES, STRICT
-from dpcore.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
 
 __all__ = ["PFS2", "PFS2_BASELINE", "SEQUENCE_ALGORITHMS", "SEQUENCES", "HELP",
            "SequenceMiningParams", "BudgetSlot", "plan_budget", "mechanism_shares",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from dpcore.policy import EVERYONE, NEIGHBOURING_RELATION
+from dpcore.privacy.policy import EVERYONE, NEIGHBOURING_RELATION
 
 __all__ = ["FrequentSequence", "LevelRecord", "SequenceDiagnostics", "SequenceRunResult",
            "pattern_key"]
