@@ -30,7 +30,8 @@ import numpy as np
 from numba import njit
 
 __all__ = [
-    "is_subsequence", "record_contains", "count_supports", "contained_candidates",
+    "is_subsequence", "record_contains", "count_supports", "count_supports_runs",
+    "contained_candidates",
     "compress_consecutive", "reconstruct_record", "shrink_records_kernel",
     "build_occurrence_runs", "prefix_search", "length_histogram",
 ]
@@ -661,6 +662,74 @@ def _run_next(run_ptr, run_item, run_bound, run_pos, r, x, q):
     if a == stop:
         return -1
     return run_pos[a]
+
+
+@njit(cache=True, nogil=True)
+def _lower_bound(arr, lo, hi, x):
+    """First index in [lo, hi) with arr[index] ≥ x (hi if none); arr ascending there."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def count_supports_runs(indptr, run_ptr, run_item, run_bound, run_pos, node_item, child_start,
+                        child_end, leaf_cand, k, n_cand):
+    """:func:`count_supports` on records indexed once by :func:`build_occurrence_runs`.
+
+    At each trie node the node's children and the record's distinct items (both sorted by
+    item) are merged, skipping ahead by binary search, so neither a large alphabet nor a
+    long record is scanned item by item. Same result as :func:`count_supports`.
+    """
+    counts = np.zeros(n_cand, dtype=np.int64)
+    stk_node = np.empty(k + 1, dtype=np.int64)
+    stk_pos = np.empty(k + 1, dtype=np.int64)
+    stk_c = np.empty(k + 1, dtype=np.int64)
+    stk_j = np.empty(k + 1, dtype=np.int64)
+    for r in range(indptr.shape[0] - 1):
+        if indptr[r + 1] - indptr[r] < k:
+            continue
+        rs, re = run_ptr[r], run_ptr[r + 1]
+        depth = 0
+        stk_node[0] = 0
+        stk_pos[0] = -1
+        stk_c[0] = child_start[0]
+        stk_j[0] = rs
+        while depth >= 0:
+            ce = child_end[stk_node[depth]]
+            c, j = stk_c[depth], stk_j[depth]
+            matched = False
+            while c < ce and j < re:
+                a, b = node_item[c], run_item[j]
+                if a < b:
+                    c = _lower_bound(node_item, c + 1, ce, b)
+                elif a > b:
+                    j = _lower_bound(run_item, j + 1, re, a)
+                else:
+                    matched = True
+                    break
+            if not matched:
+                depth -= 1
+                continue
+            stk_c[depth], stk_j[depth] = c + 1, j + 1
+            q = stk_pos[depth]
+            hi = run_bound[j + 1]
+            if run_pos[hi - 1] <= q:
+                continue
+            p = run_pos[_lower_bound(run_pos, run_bound[j], hi, q + 1)]
+            if depth + 1 == k:
+                counts[leaf_cand[c]] += 1
+            else:
+                depth += 1
+                stk_node[depth] = c
+                stk_pos[depth] = p
+                stk_c[depth] = child_start[c]
+                stk_j[depth] = rs
+    return counts
 
 
 @njit(cache=True, nogil=True)

@@ -385,7 +385,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             break
         started = time.perf_counter()
         vtrie = build_candidate_trie(kept, k)
-        support = candidate_supports(data.indptr, data.items, n_items, vtrie)
+        support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
         share = verify_shares[k - 1]
         noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
                                  continuous=pfs2 and not strict,

@@ -15,7 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.sequences.candidates import CandidateTrie
-from dpcore.sequences.kernels import count_supports, shrink_records_kernel
+from dpcore.sequences.kernels import (
+    build_occurrence_runs,
+    count_supports_runs,
+    shrink_records_kernel,
+)
 
 __all__ = ["ShrinkStats", "shrink_records", "relevant_items", "candidate_supports"]
 
@@ -88,9 +92,15 @@ def shrink_records(indptr: np.ndarray, items: np.ndarray, n_items: int, trie: Ca
 
 
 def candidate_supports(indptr: np.ndarray, items: np.ndarray, n_items: int,
-                       trie: CandidateTrie) -> np.ndarray:
-    """Exact support (records) of every candidate of ``trie``; int64, in candidate order."""
+                       trie: CandidateTrie, runs=None) -> np.ndarray:
+    """Exact support (records) of every candidate of ``trie``; int64, in candidate order.
+
+    ``runs``: :func:`~dpcore.sequences.kernels.build_occurrence_runs` of the same records,
+    if already built (it is built here otherwise).
+    """
     if trie.n_cand == 0:
         return np.zeros(0, dtype=np.int64)
-    return count_supports(indptr, items, n_items, trie.node_item, trie.child_start,
-                          trie.child_end, trie.leaf_cand, trie.k, trie.n_cand)
+    if runs is None:
+        runs = build_occurrence_runs(indptr, items, n_items)
+    return count_supports_runs(indptr, *runs, trie.node_item, trie.child_start,
+                               trie.child_end, trie.leaf_cand, trie.k, trie.n_cand)
