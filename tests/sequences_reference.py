@@ -1,0 +1,123 @@
+"""Plain-Python references for the sequence kernels (dpcore.sequences.kernels), written for
+clarity rather than speed: containment, supports, GSP candidates, consecutive-pattern
+compression, sequence reconstruction (Xu et al. 2015, Algorithm 2, with the same tie
+rules as the kernel), shrinking, and brute-force frequent sequences."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+
+
+def is_subsequence(seq, record) -> bool:
+    """seq ⊆ record, gaps allowed."""
+    it = iter(record)
+    return all(any(x == y for y in it) for x in seq)
+
+
+def supports(records, patterns) -> dict[tuple, int]:
+    """Number of records containing each pattern."""
+    return {tuple(p): sum(is_subsequence(p, r) for r in records) for p in patterns}
+
+
+def all_subsequences(record, max_length=None) -> set[tuple]:
+    """Every distinct non-empty subsequence of a (short) record."""
+    n = len(record)
+    top = n if max_length is None else min(n, max_length)
+    return {tuple(record[i] for i in idx) for m in range(1, top + 1)
+            for idx in combinations(range(n), m)}
+
+
+def frequent_sequences(records, min_support, max_length=None) -> dict[tuple, int]:
+    """Brute force: every sequence contained in ≥ min_support records."""
+    count: Counter = Counter()
+    for r in records:
+        count.update(all_subsequences(list(r), max_length))
+    return {p: c for p, c in count.items() if c >= min_support}
+
+
+def gsp_candidates(frequent, k) -> set[tuple]:
+    """All k-sequences over the frequent items whose (k−1)-subsequences are all frequent."""
+    frequent = {tuple(s) for s in frequent}
+    items = sorted({x for s in frequent for x in s})
+    if k == 2:
+        return {(a, b) for (a,) in frequent for (b,) in frequent}
+    out = set()
+    for s1 in frequent:
+        for x in items:
+            cand = s1 + (x,)
+            if all(cand[:t] + cand[t + 1:] in frequent for t in range(k)):
+                out.add(cand)
+    return out
+
+
+def compress(seq, period, k) -> list:
+    """Left-to-right: a run p^j of a ``period``-item pattern with j > k becomes p^k."""
+    seq, out, i, n = list(seq), [], 0, len(seq)
+    while i < n:
+        if i + 2 * period <= n:
+            p, j = seq[i:i + period], 1
+            while seq[i + j * period:i + (j + 1) * period] == p:
+                j += 1
+            if j > k:
+                out += p * k
+                i += j * period
+                continue
+        out.append(seq[i])
+        i += 1
+    return out
+
+
+def reconstruct(seq, cands, k, lmax) -> list:
+    """Algorithm 2, untruncated: ties by c-score, then more distinct items, then the
+    lexicographically smaller candidate; item ties by the smaller item."""
+    contained = sorted(c for c in {tuple(c) for c in cands} if is_subsequence(c, seq))
+    if not contained:
+        return []
+    remaining = set(contained)
+    gnodes = {c[:-1] for c in contained}
+
+    def children(g):
+        return sum(1 for c in remaining if c[:-1] == g)
+
+    def key(c):
+        subs = {c[:t] + c[t + 1:] for t in range(k)}
+        score = sum(children(u) for u in subs if u in gnodes)
+        return (-score, -len(set(c)), c)
+
+    best = min(remaining, key=key)
+    out = list(best)
+    remaining.remove(best)
+    while len(out) < lmax:
+        gn = {g for g in gnodes if is_subsequence(g, out)}
+        kids = [c for c in remaining if c[:-1] in gn]
+        if kids:
+            count = Counter(c[-1] for c in kids)
+            x = min(count, key=lambda i: (-count[i], i))
+            remaining -= {c for c in kids if c[-1] == x}
+            out.append(x)
+        else:
+            if not remaining:
+                break
+            best = min(remaining, key=key)
+            out += list(best)
+            remaining.remove(best)
+    return out
+
+
+def shrink(seq, cands, k, lmax, truncate=True) -> list:
+    """Shrinking of one record: deletion, compression (periods 1–3), reconstruction."""
+    seq = list(seq)
+    if len(seq) <= lmax:
+        return seq
+    relevant = {x for c in cands for x in c}
+    seq = [x for x in seq if x in relevant]
+    for period in (1, 2, 3):
+        if len(seq) <= lmax:
+            break
+        seq = compress(seq, period, k)
+    if len(seq) > lmax:
+        seq = reconstruct(seq, cands, k, lmax)
+        if truncate:
+            seq = seq[:lmax]
+    return seq
