@@ -152,7 +152,7 @@ def _read_table(path) -> tuple[pd.DataFrame, str]:
 
 
 def _missing(values: pd.Series, kind: str) -> np.ndarray:
-    miss = values.isna().to_numpy()
+    miss = values.isna().to_numpy().copy()
     if kind == "csv":
         miss |= (values.astype(str).str.strip() == "").to_numpy()
     return miss
@@ -218,7 +218,7 @@ def load_event_table(path, schema: SequenceSchema, *, record_column: str, order_
             raise DataError("missing value", file=str(path), column=col,
                             row=int(np.flatnonzero(miss)[0]) + 1)
     item_text = frame[item_column].astype(str).str.strip()
-    codes = pd.Categorical(item_text, categories=list(schema.alphabet)).codes
+    codes = pd.Index(list(schema.alphabet)).get_indexer(item_text)
     bad = np.flatnonzero(codes < 0)
     if bad.size:
         raise DataError(f"item {item_text.iloc[bad[0]]!r} is not in the declared alphabet "
