@@ -25,7 +25,11 @@ import getpass
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from tqdm import tqdm
 
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
 from dpcore.ledger import Ledger
@@ -83,8 +87,38 @@ def _params(args) -> MiningParams:
                         **{name: getattr(args, name) for name, _ in SERENADE_FLAGS}).validate()
 
 
-def _progress(fraction: float, message: str) -> None:
-    print(f"[{fraction:6.1%}] {message}", file=sys.stderr, flush=True)
+@contextmanager
+def _progress_bar(desc: str, total: float | None, unit: str, *, counts: bool = False
+                  ) -> Iterator[tqdm]:
+    """A progress bar on stderr (tqdm), closed however the block ends: its line always
+    ends with a newline, so what is printed next starts on a line of its own. It appears
+    only after 0.5 s, so a request refused at once prints no bar."""
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=True, delay=0.5,
+               dynamic_ncols=True, mininterval=0.2,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| "
+                          + ("{n_fmt}/{total_fmt} " if counts else "")
+                          + "[{elapsed}<{remaining}{postfix}]")
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _fraction_progress(bar: tqdm):
+    """A miner's ``progress(fraction, message)`` that moves ``bar`` (total 100)."""
+    def progress(fraction: float, message: str) -> None:
+        bar.update(min(100.0, max(0.0, 100.0 * float(fraction))) - bar.n)
+        bar.set_postfix_str(str(message)[:60])
+    return progress
+
+
+def _count_progress(bar: tqdm):
+    """The harness's ``progress(done, total, message)`` that moves ``bar``."""
+    def progress(done: int, total: int, message: str) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+        bar.set_postfix_str(str(message)[:60])
+    return progress
 
 
 def cmd_register(args) -> int:
@@ -168,8 +202,11 @@ def cmd_mine(args) -> int:
           f"(remaining before: ε = {ledger.budget(name).remaining:g}); fetch it again with "
           f"`python -m dpcore result {run_id}`", file=sys.stderr, flush=True)
     try:
-        result = charge_and_mine(ledger, name, params, requester=requester, seed=args.seed,
-                                 run_id=run_id, progress=_progress)
+        with _progress_bar(f"run {run_id[:8]}", 100, "%") as bar:
+            result = charge_and_mine(ledger, name, params, requester=requester,
+                                     seed=args.seed, run_id=run_id,
+                                     progress=_fraction_progress(bar))
+            bar.update(100 - bar.n)
     except DataError:
         if can_see_true_statistics(requester.role, record.public_demo):
             raise
@@ -233,25 +270,18 @@ def _csv(kind, what: str):
     return parse
 
 
-def _progress_bar(done: int, total: int, message: str) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    end = "\n" if done >= total else ""
-    print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {message[:60]:<60}",
-          end=end, file=sys.stderr, flush=True)
-
-
 def cmd_experiment(args) -> int:
     from dpcore.experiments.harness import run_experiment
 
     _owner_or_exit(args)
     command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \
         "python -m dpcore " + " ".join(args.argv)
-    metrics = run_experiment(args.data, args.algorithms, args.epsilons, args.runs, args.prune,
-                             args.out, seed=args.seed, processes=args.processes,
-                             progress=_progress_bar, mc_iter=args.mc_iter,
-                             reference_runs=args.reference_runs, tolerance=args.tolerance,
-                             command=command)
+    with _progress_bar("experiment", None, "run", counts=True) as bar:
+        metrics = run_experiment(args.data, args.algorithms, args.epsilons, args.runs,
+                                 args.prune, args.out, seed=args.seed,
+                                 processes=args.processes, progress=_count_progress(bar),
+                                 mc_iter=args.mc_iter, reference_runs=args.reference_runs,
+                                 tolerance=args.tolerance, command=command)
     print(f"report written to {Path(args.out) / 'report.md'} "
           f"({metrics['seconds']:.1f} s; NOT private: owner/teaching only)", file=sys.stderr)
     return 0
