@@ -1,0 +1,383 @@
+"""Synthesis parameters, their help texts, and the exact budget plan.
+
+:func:`plan_budget` divides a run's ε among its phases; the ledger charges its total before
+any noise is drawn. The group phase is split further at run time, once the feature groups
+are known (they come from a DP release, or from the owner): :func:`mechanism_shares` lists
+every mechanism call's share given the group sizes, and the synthesizers spend exactly
+those. All parts are integers in nano-ε that sum exactly to ε (rounded up to whole nano-ε).
+
+Phases (strict MC-GEN-DP, spec §2.5)
+------------------------------------
+* ``classes`` — ε_Y = ``budget_classes``·ε: the noisy class counts N̂_y (one histogram).
+* ``features`` — ε_F = ``budget_features``·ε, only when the feature groups are not given:
+  the noisy sufficient statistics (count, sums, second moments) behind the correlations.
+* ``groups`` — ε_G = the rest, split over the groups in proportion to their sizes p_m
+  (ε_m = ε_G·p_m/p, the paper's eq. 7), each ε_m into counts / sums / second moments of the
+  cells (``budget_cell_counts``, ``budget_cell_sums``, the rest; 0.2/0.4/0.4 by default).
+  A group with one cell per class needs no counts (they are the class counts N̂_y): its
+  ε_m goes to sums and moments in the same ratio, as does ε_F (one cell of all records).
+
+Faithful MC-GEN (NOT DP): ``groups`` = ε, ε_m = ε·d_m/d over encoded columns, 40 % to the
+cluster means and 60 % to the covariances (the authors' code). The class counts are exact
+and the clustering unpaid; the plan charges the nominal ε, which does not bound what a
+faithful run reveals.
+
+The floor: ``classes`` as above, ``marginals`` = the rest in equal parts, one noisy
+class × bin histogram per feature.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+from dpcore.errors import ParameterError
+from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+from dpcore.registry import FAITHFUL, MODES, STRICT
+from dpcore.synthesis.fixedpoint import DEFAULT_BITS, MAX_BITS, MIN_BITS
+
+__all__ = ["SYNTHESIS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALGORITHM_LABELS",
+           "GRID", "SINGLE", "CELL_KINDS", "CLASSES", "FEATURES", "GROUPS", "MARGINALS",
+           "COUNTS", "SUMS", "MOMENTS", "MEAN", "COVARIANCE", "HISTOGRAM",
+           "FAITHFUL_MEAN_SHARE", "HELP", "SynthesisParams", "BudgetSlot", "plan_budget",
+           "mechanism_shares", "group_epsilons", "run_cost_nano"]
+
+# Names to move into dpcore.registry when the synthesis family is registered
+# (tests/test_registry.py then forbids these literals here).
+#: The mining family.
+SYNTHESIS = "synthesis"
+#: MC-GEN (strict: MC-GEN-DP, spec §2.5; faithful: the paper's pipeline, NOT DP) and the
+#: floor baseline (class-conditional independent noisy marginals; strict only).
+MCGEN, FLOOR = "mcgen", "class_marginals"
+SYNTHESIS_ALGORITHMS = (MCGEN, FLOOR)
+ALGORITHM_LABELS = {MCGEN: "MC-GEN", FLOOR: "independent marginals per class (floor)"}
+
+#: Cell assignment in strict MC-GEN-DP: a public grid over the declared bounds, or one cell.
+GRID, SINGLE = "grid", "single"
+CELL_KINDS = (GRID, SINGLE)
+
+#: Budget phases, in the order a run spends them.
+CLASSES, FEATURES, GROUPS, MARGINALS = "classes", "features", "groups", "marginals"
+#: Parts of a phase (one mechanism call each).
+COUNTS, SUMS, MOMENTS = "counts", "sums", "moments"
+MEAN, COVARIANCE, HISTOGRAM = "mean", "covariance", "histogram"
+
+#: Faithful mode: share of each group's ε for the cluster means (the authors' code: 0.4).
+FAITHFUL_MEAN_SHARE = 0.4
+
+HELP = {
+    "algorithm": "MC-GEN models each class as independent feature groups, each a mixture of "
+                 "Gaussians over cells of records. The floor draws every feature "
+                 "independently from a noisy per-class histogram (no correlations): any "
+                 "method that models correlations must beat it.",
+    "epsilon": "Total privacy budget ε the run spends (smaller = more private, noisier).",
+    "mode": "strict (default): MC-GEN-DP, every step is ε-DP with integer noise. faithful: "
+            "the published pipeline (raw feature clustering, MDAV, exact class counts) — NOT "
+            "ε-DP; owner or public demo data only.",
+    "k": "k: records per cell. Strict: a class with N̂ noisy records gets at most N̂/k grid "
+         "cells per feature group. Faithful: the MDAV cluster size (the paper's k).",
+    "feature_groups": "Feature groups modelled jointly (lists of feature names covering every "
+                      "feature once). Given by the owner they cost nothing; blank = built "
+                      "from DP correlations (strict) or raw correlations (faithful).",
+    "cells": "Strict: 'grid' splits each group's records into cells of a public grid over the "
+             "declared bounds (at most max_cells, at most N̂/k); 'single' fits one Gaussian "
+             "per class and group.",
+    "grid_bins": "Strict grid: equal-width bins per numeric feature over its public bounds.",
+    "max_cells": "Strict grid: most cells per class and feature group.",
+    "budget_classes": "Share of ε for the noisy class counts N̂_y (ε_Y).",
+    "budget_features": "Strict, no groups given: share of ε for the noisy correlations that "
+                       "build the feature groups (ε_F).",
+    "budget_cell_counts": "Share of each group's ε for the noisy cell counts.",
+    "budget_cell_sums": "Share of each group's ε for the noisy cell sums; the rest pays the "
+                        "noisy second moments.",
+    "fixed_point_bits": "Strict: values are rounded to a grid of 2^bits steps over the public "
+                        "bounds so that sums take integer noise.",
+    "min_eigenvalue": "Strict: covariance eigenvalues are clipped below at this (encoded "
+                      "units², features in [−1, 1]) so every cell model is positive definite.",
+    "shrinkage": "Strict: pseudo-records pulling each cell's noisy moments towards its "
+                 "class's pooled moments (post-processing; 0 = none).",
+    "marginal_bins": "Floor: equal-width bins per numeric feature over its public bounds.",
+}
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParameterError(f"{name} must be a number; got {value!r}")
+    if not math.isfinite(value):
+        raise ParameterError(f"{name} must be finite; got {value!r}")
+    return float(value)
+
+
+def _int_range(name: str, value, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ParameterError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
+    return value
+
+
+def _groups_tuple(groups) -> tuple[tuple[str, ...], ...] | None:
+    if groups is None:
+        return None
+    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
+        raise ParameterError("feature_groups must be a list of lists of feature names")
+    out = []
+    for g in groups:
+        if isinstance(g, (str, bytes)) or not hasattr(g, "__iter__"):
+            raise ParameterError("feature_groups must be a list of lists of feature names; "
+                                 f"got the group {g!r}")
+        names = tuple(g)
+        if not names or not all(isinstance(x, str) and x for x in names):
+            raise ParameterError(f"every feature group needs ≥ 1 feature name; got {g!r}")
+        out.append(names)
+    if not out:
+        raise ParameterError("feature_groups must name at least one group (blank = DP groups)")
+    flat = [x for g in out for x in g]
+    if len(set(flat)) != len(flat):
+        dup = sorted({x for x in flat if flat.count(x) > 1})
+        raise ParameterError(f"feature_groups name a feature twice: {', '.join(dup)}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SynthesisParams:
+    """Parameters of one synthesis run; ``validate()`` checks every range.
+
+    Units: ε in ε; ``k`` in records; the budget shares are fractions (of ε, or of a
+    group's ε for the cell parts); ``min_eigenvalue`` in encoded units² (features scaled to
+    [−1, 1]); ``shrinkage`` in records.
+    """
+
+    algorithm: str = MCGEN
+    epsilon: float = 1.0
+    mode: str = STRICT
+    k: int = 100
+    feature_groups: tuple[tuple[str, ...], ...] | None = None
+    cells: str = GRID
+    grid_bins: int = 4
+    max_cells: int = 32
+    budget_classes: float = 0.1
+    budget_features: float = 0.15
+    budget_cell_counts: float = 0.2
+    budget_cell_sums: float = 0.4
+    fixed_point_bits: int = DEFAULT_BITS
+    min_eigenvalue: float = 1e-2
+    shrinkage: float = 10.0
+    marginal_bins: int = 16
+
+    def __post_init__(self):
+        if self.feature_groups is not None:
+            try:  # lists from JSON or a form → tuples (a bad value is reported by validate())
+                object.__setattr__(self, "feature_groups", _groups_tuple(self.feature_groups))
+            except (ParameterError, TypeError):
+                pass
+
+    @property
+    def groups_given(self) -> bool:
+        return self.feature_groups is not None
+
+    def validate(self) -> SynthesisParams:
+        """Return self if every parameter is in range, else raise ParameterError naming it."""
+        if self.algorithm not in SYNTHESIS_ALGORITHMS:
+            raise ParameterError(f"algorithm must be one of {', '.join(SYNTHESIS_ALGORITHMS)}; "
+                                 f"got {self.algorithm!r}")
+        if self.mode not in MODES:
+            raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        if self.algorithm == FLOOR and self.mode != STRICT:
+            raise ParameterError("the floor baseline has a strict mode only")
+        if not _number("epsilon (ε)", self.epsilon) > 0:
+            raise ParameterError(f"epsilon (ε) must be > 0; got {self.epsilon!r}")
+        _int_range("k", self.k, 1, 10_000_000)
+        _groups_tuple(self.feature_groups)
+        if self.cells not in CELL_KINDS:
+            raise ParameterError(f"cells must be one of {', '.join(CELL_KINDS)}; "
+                                 f"got {self.cells!r}")
+        _int_range("grid_bins", self.grid_bins, 2, 1024)
+        _int_range("max_cells", self.max_cells, 1, 4096)
+        _int_range("marginal_bins", self.marginal_bins, 1, 4096)
+        _int_range("fixed_point_bits", self.fixed_point_bits, MIN_BITS, MAX_BITS)
+        if not 0.0 < _number("min_eigenvalue", self.min_eigenvalue) <= 1.0:
+            raise ParameterError(f"min_eigenvalue must lie in (0, 1]; got {self.min_eigenvalue!r}")
+        if not 0.0 <= _number("shrinkage", self.shrinkage) <= 1e6:
+            raise ParameterError(f"shrinkage must lie in [0, 1e6] records; got {self.shrinkage!r}")
+        top = [("budget_classes", self.budget_classes)]
+        if self.algorithm == MCGEN and self.mode == STRICT and not self.groups_given:
+            top.append(("budget_features", self.budget_features))
+        if self.algorithm == MCGEN and self.mode == FAITHFUL:
+            top = []
+        shares = [_number(n, v) for n, v in top]
+        if any(s <= 0 for s in shares) or sum(shares) >= 1.0:
+            raise ParameterError("the budget shares " + " and ".join(n for n, _ in top)
+                                 + " must each be > 0 and together < 1 (the rest pays the "
+                                 "feature groups); got " + ", ".join(f"{s:g}" for s in shares))
+        cnt = _number("budget_cell_counts", self.budget_cell_counts)
+        sms = _number("budget_cell_sums", self.budget_cell_sums)
+        if not (cnt > 0 and sms > 0 and cnt + sms < 1.0):
+            raise ParameterError("budget_cell_counts and budget_cell_sums must be > 0 and "
+                                 "together < 1 (the rest pays the second moments); got "
+                                 f"{self.budget_cell_counts!r}, {self.budget_cell_sums!r}")
+        return self
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        if self.feature_groups is not None:
+            d["feature_groups"] = [list(g) for g in self.feature_groups]
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SynthesisParams:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ParameterError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
+        d = dict(data)
+        if d.get("feature_groups") is not None:
+            d["feature_groups"] = _groups_tuple(d["feature_groups"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class BudgetSlot:
+    """One planned budget.
+
+    Attributes
+    ----------
+    phase : str
+        ``classes``, ``features``, ``groups`` or ``marginals``.
+    index : int
+        The group (or, for the floor, the feature) it pays for; 0 otherwise.
+    part : str
+        The mechanism call within the phase (``counts``, ``sums``, ``moments``, ``mean``,
+        ``covariance``, ``histogram``); ``""`` for a whole phase.
+    epsilon_nano : int
+        Its ε in nano-ε.
+    """
+
+    phase: str
+    index: int
+    part: str
+    epsilon_nano: int
+
+
+def plan_budget(params: SynthesisParams) -> list[BudgetSlot]:
+    """Divide the run's ε exactly among its phases (what the ledger charges).
+
+    Raises
+    ------
+    ParameterError
+        Bad parameters, or ε too small for every phase to get ≥ 1 nano-ε.
+    """
+    params.validate()
+    total = epsilon_to_nano(params.epsilon, name="epsilon (ε)")
+    if params.algorithm == MCGEN and params.mode == FAITHFUL:
+        return [BudgetSlot(GROUPS, 0, "", total)]
+    classes, _ = split_fraction(total, fraction_to_nano(params.budget_classes,
+                                                        name="budget_classes"))
+    slots = [BudgetSlot(CLASSES, 0, "", classes)]
+    rest = total - classes
+    if params.algorithm == MCGEN and not params.groups_given:
+        feats, _ = split_fraction(total, fraction_to_nano(params.budget_features,
+                                                          name="budget_features"))
+        slots.append(BudgetSlot(FEATURES, 0, "", feats))
+        rest -= feats
+    slots.append(BudgetSlot(GROUPS if params.algorithm == MCGEN else MARGINALS, 0, "", rest))
+    if min(s.epsilon_nano for s in slots) <= 0:
+        raise ParameterError("ε is too small to split among the phases: one would get 0 budget")
+    return slots
+
+
+def group_epsilons(total_nano: int, sizes) -> list[int]:
+    """ε_m = total·p_m/p for groups of sizes p_m, in integers summing exactly to ``total``.
+
+    Cumulative flooring: ε_m = ⌊total·C_m/P⌋ − ⌊total·C_{m−1}/P⌋ with C_m the running sum of
+    the sizes and P their total.
+    """
+    sizes = [int(s) for s in sizes]
+    if not sizes or min(sizes) < 1:
+        raise ParameterError(f"group sizes must be ≥ 1; got {sizes}")
+    whole, out, acc, prev = sum(sizes), [], 0, 0
+    for s in sizes:
+        acc += s
+        cur = int(total_nano) * acc // whole
+        out.append(cur - prev)
+        prev = cur
+    return out
+
+
+def _three_parts(nano: int, params: SynthesisParams) -> tuple[int, int, int]:
+    counts, _ = split_fraction(nano, fraction_to_nano(params.budget_cell_counts,
+                                                      name="budget_cell_counts"))
+    sums, _ = split_fraction(nano, fraction_to_nano(params.budget_cell_sums,
+                                                    name="budget_cell_sums"))
+    return counts, sums, nano - counts - sums
+
+
+def _two_parts(nano: int, params: SynthesisParams) -> tuple[int, int]:
+    """Sums and second moments only (no counts), in the ratio budget_cell_sums : moments."""
+    sums_share = params.budget_cell_sums / (1.0 - params.budget_cell_counts)
+    return split_fraction(nano, fraction_to_nano(round(sums_share, 9), name="sums share"))
+
+
+def mechanism_shares(params: SynthesisParams, group_sizes, counted=None) -> list[BudgetSlot]:
+    """Every mechanism call's share, once the group sizes are known.
+
+    Parameters
+    ----------
+    params : SynthesisParams
+    group_sizes : sequence of int
+        Strict MC-GEN: features per group (p_m); faithful: encoded columns per group (d_m);
+        the floor: ignored (one histogram per feature, in equal parts of ``marginals``) —
+        pass the number of features as ``[1] * p``.
+    counted : sequence of bool, optional
+        Strict MC-GEN: per group, whether its cells need noisy counts. A group whose grid
+        has one cell for every class needs none (the cell count is the class count N̂_y,
+        already released); its ε goes to the sums and second moments in the ratio
+        ``budget_cell_sums`` : (1 − ``budget_cell_counts`` − ``budget_cell_sums``). Whether
+        a group is counted depends only on N̂_y and public parameters. Default: all counted.
+
+    The ``features`` release (strict, groups built from data) never needs a count: its one
+    cell holds every record, Σ_y N̂_y. It is split into sums and second moments likewise.
+
+    Returns
+    -------
+    list of BudgetSlot
+        In spending order; the shares sum exactly to :func:`plan_budget`'s total.
+
+    Raises
+    ------
+    ParameterError
+        A call would get 0 nano-ε.
+    """
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    sizes = [int(s) for s in group_sizes]
+    counted = [True] * len(sizes) if counted is None else [bool(c) for c in counted]
+    if len(counted) != len(sizes):
+        raise ParameterError("counted needs one flag per group")
+    out: list[BudgetSlot] = []
+    if CLASSES in plan:
+        out.append(BudgetSlot(CLASSES, 0, COUNTS, plan[CLASSES]))
+    if FEATURES in plan:
+        out += [BudgetSlot(FEATURES, 0, part, e) for part, e in
+                zip((SUMS, MOMENTS), _two_parts(plan[FEATURES], params))]
+    if params.algorithm == FLOOR:
+        out += [BudgetSlot(MARGINALS, j, HISTOGRAM, e)
+                for j, e in enumerate(split_evenly(plan[MARGINALS], len(sizes)))]
+    else:
+        for m, e_m in enumerate(group_epsilons(plan[GROUPS], sizes)):
+            if params.mode == FAITHFUL:
+                mean, cov = split_fraction(e_m, fraction_to_nano(FAITHFUL_MEAN_SHARE,
+                                                                 name="mean share"))
+                out += [BudgetSlot(GROUPS, m, MEAN, mean), BudgetSlot(GROUPS, m, COVARIANCE, cov)]
+            elif counted[m]:
+                out += [BudgetSlot(GROUPS, m, part, e) for part, e in
+                        zip((COUNTS, SUMS, MOMENTS), _three_parts(e_m, params))]
+            else:
+                out += [BudgetSlot(GROUPS, m, part, e) for part, e in
+                        zip((SUMS, MOMENTS), _two_parts(e_m, params))]
+    if min(s.epsilon_nano for s in out) <= 0:
+        raise ParameterError("ε is too small for this many mechanism calls: one would get "
+                             "0 budget")
+    return out
+
+
+def run_cost_nano(params: SynthesisParams) -> int:
+    """Total nano-ε a run with these parameters will be charged."""
+    return sum(s.epsilon_nano for s in plan_budget(params))
