@@ -784,7 +784,9 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
     stop_length : int
         If > 0: existence mode — stop at the first sequence of this length with support ≥
         min_support (children are tried in decreasing support, so a long frequent sequence
-        is found quickly) and emit nothing. If 0: enumerate every frequent sequence up to
+        is found quickly) and emit nothing. Records too short to complete a sequence of
+        this length from where they match are dropped from the projections (exact: they
+        cannot contain it). If 0: enumerate every frequent sequence up to
         max_length.
 
     Returns
@@ -799,10 +801,14 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
     cap = max(16, 2 * n_rec)
     proj_rec = np.empty(cap, dtype=np.int64)
     proj_pos = np.empty(cap, dtype=np.int64)
+    top = 0
     for r in range(n_rec):
-        proj_rec[r] = r
-        proj_pos[r] = -1
-    top = n_rec
+        # existence mode: a record shorter than stop_length cannot hold the sequence
+        if stop_length == 0 or indptr[r + 1] - indptr[r] >= stop_length:
+            proj_rec[top] = r
+            proj_pos[top] = -1
+            top += 1
+    n_root = top
     seg_a = np.zeros(depth_cap, dtype=np.int64)
     seg_b = np.zeros(depth_cap, dtype=np.int64)
     ch_a = np.zeros(depth_cap, dtype=np.int64)
@@ -821,9 +827,9 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
     found = False
 
     # children of the root
-    seg_a[0], seg_b[0] = 0, n_rec
+    seg_a[0], seg_b[0] = 0, n_root
     depth = 0
-    a, b = 0, n_rec
+    a, b = 0, n_root
     while True:
         # expand the node at `depth` whose projection is [a, b): collect frequent children
         nt = _extension_counts(run_ptr, run_item, run_bound, run_pos, proj_rec, proj_pos,
@@ -855,7 +861,7 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
         while depth >= 0:
             if ch_i[depth] == ch_b[depth]:
                 ch_top = ch_a[depth]
-                top = seg_a[depth] if depth > 0 else n_rec
+                top = seg_a[depth] if depth > 0 else n_root
                 depth -= 1
                 continue
             c = ch_i[depth]
@@ -887,10 +893,12 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
                 proj_rec = _grow_i64(proj_rec, need)
                 proj_pos = _grow_i64(proj_pos, need)
             na = top
+            needed = stop_length - length  # items still to match after x (existence)
             for e in range(seg_a[depth], seg_b[depth]):
                 r = proj_rec[e]
                 q = _run_next(run_ptr, run_item, run_bound, run_pos, r, x, proj_pos[e])
-                if q >= 0:
+                if q >= 0 and (stop_length == 0
+                               or indptr[r + 1] - indptr[r] - 1 - q >= needed):
                     proj_rec[top] = r
                     proj_pos[top] = q
                     top += 1
