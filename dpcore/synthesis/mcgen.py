@@ -124,7 +124,7 @@ def _slot(shares, phase: str, index: int, part: str) -> int:
 
 def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *, rng,
                       accountant, n_hat: np.ndarray, values: np.ndarray | None = None
-                      ) -> tuple[list[np.ndarray], np.ndarray]:
+                      ) -> tuple[list[np.ndarray], np.ndarray, NoisyCellStatistics]:
     """Feature groups from DP sufficient statistics of all records (strict, ε_F).
 
     One single-cell release of the sums and second moments of every record's encoded values
@@ -137,6 +137,8 @@ def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *,
         Schema feature indices per group.
     distance : float64[p, p]
         The noisy feature distance 1 − √RV the groups were built from.
+    noisy : NoisyCellStatistics
+        The release itself (one cell; the count is Σ_y max(N̂_y, 0)).
     """
     schema = table.schema
     layout = group_layout(schema, range(schema.n_features))
@@ -155,7 +157,7 @@ def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *,
     model = gaussian_cells(noisy, layout, bits, shrinkage=0.0, min_eigenvalue=1e-12)
     distance = association_distance(model.covariances[0], schema)
     groups, _ = upgma_groups(distance)
-    return groups, distance
+    return groups, distance, noisy
 
 
 @dataclass
@@ -232,7 +234,7 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
         groups = [np.array([schema.feature_index(n) for n in g]) for g in params.feature_groups]
     else:
         _progress(progress, 0.05, "feature groups from noisy correlations")
-        groups, distance = dp_feature_groups(table, params, head, rng=rng,
+        groups, distance, _ = dp_feature_groups(table, params, head, rng=rng,
                                              accountant=accountant, n_hat=n_hat, values=values)
     layouts = [group_layout(schema, g) for g in groups]
     # Grids from N̂_y and public parameters only; a group with one cell per class needs no
