@@ -29,6 +29,7 @@ from dpcore.dataset import TwoViewDataset
 from dpcore.errors import DataError, DpcoreError, ParameterError
 from dpcore.ledger import DatasetRecord, Ledger
 from dpcore.loading import frames_to_dataset, load_dataset, read_table
+from dpcore.names import check_dataset_name, path_inside
 from dpcore.schema import (
     ATTRIBUTE_TYPES,
     VIEW_KEYS,
@@ -306,7 +307,7 @@ def render_owner_tools(ledger: Ledger, record: DatasetRecord) -> None:
 def _read_upload(uploaded, workdir: Path) -> pd.DataFrame:
     """Write an uploaded file to ``workdir`` and read it like a view file (DataError on failure)."""
     name = Path(uploaded.name).name
-    path = workdir / name
+    path = path_inside(workdir, name, what="the uploaded file name")
     path.write_bytes(uploaded.getvalue())
     return read_table(path, label=name)
 
@@ -315,6 +316,7 @@ def _start_draft(layout: str, name: str, id_column: str, uploads: list) -> dict:
     """Read the uploaded files; returns the draft kept in session state (raises DataError)."""
     if not name.strip():
         raise DataError("give the dataset a name")
+    check_dataset_name(name.strip())     # it names a folder: checked before anything is written
     files = [u for u in uploads if u is not None]
     if len(files) != (2 if layout == "two" else 1):
         raise DataError("upload " + ("both view files" if layout == "two" else "the file"))
@@ -352,7 +354,13 @@ def _prefill(draft: dict, mapping: pd.DataFrame | None) -> Schema:
 
 
 def _register(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> None:
-    """Validate against the data, store files + schema, register. All or nothing."""
+    """Validate against the data, store files + schema, register. All or nothing.
+
+    The dataset name is checked (:func:`dpcore.names.check_dataset_name`) and every file is
+    written through :func:`dpcore.names.path_inside`, so nothing lands outside
+    ``data_root()``; a bad name raises ParameterError before anything is written.
+    """
+    check_dataset_name(schema.name)
     frames = draft["frames"]
     files = draft["files"]
     if draft["layout"] == "two":
@@ -365,14 +373,16 @@ def _register(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> None:
         pass
     else:
         raise ParameterError(f"a dataset named {schema.name!r} already exists")
-    dest = data_root(ledger) / schema.name
+    root = data_root(ledger)
+    dest = path_inside(root, schema.name, what="dataset name", error=ParameterError)
+    targets = [path_inside(dest, file, what="the view file name") for file in files]
     if dest.exists():
         raise ParameterError(f"the data folder {str(dest)!r} already exists; choose another "
                              "name")
     try:
         dest.mkdir(parents=True)
-        for file, content in zip(files, draft["bytes"]):
-            (dest / file).write_bytes(content)
+        for target, content in zip(targets, draft["bytes"]):
+            target.write_bytes(content)
         save_schema(schema, dest / "schema.json")
         load_dataset(dest)                      # reads back exactly what runs will read
         ledger.register_dataset(schema.name, schema, str(dest), cap, actor="owner",
@@ -408,8 +418,8 @@ def render_upload(ledger: Ledger) -> None:
             try:
                 st.session_state["upload_draft"] = _start_draft(layout, name, id_column,
                                                                 uploads)
-            except DataError as exc:
-                st.error(str(exc))
+            except (DataError, ParameterError) as exc:
+                st.error(f"Nothing was registered. {exc}")
             else:
                 st.rerun()
         return

@@ -428,16 +428,14 @@ def _check_text(value, what: str) -> str:
 
 
 def _check_name(name, what: str = "dataset name") -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise ParameterError(f"{what} must be a non-empty string; got {name!r}")
-    if name != name.strip():
-        raise ParameterError(f"{what} {name!r} must not start or end with whitespace")
-    if len(name) > MAX_NAME_LENGTH:
-        raise ParameterError(f"{what} must have at most {MAX_NAME_LENGTH} characters; "
-                             f"got {len(name)}")
-    if not name.isprintable():
-        raise ParameterError(f"{what} {name!r} contains control characters")
-    return name
+    """A dataset or sandbox name, checked by :func:`dpcore.names.check_dataset_name`.
+
+    Names also name folders (uploads live in ``<data dir>/<name>``), so one strict pattern:
+    a letter or digit, then letters, digits, ``_ - . ~``; at most ``MAX_NAME_LENGTH``.
+    """
+    from dpcore.names import check_dataset_name
+
+    return check_dataset_name(name, what)
 
 
 def _use_wal(con: sqlite3.Connection, timeout: float = 30.0) -> None:
@@ -511,10 +509,17 @@ def _schema_to_json(schema) -> str:
     except (TypeError, ValueError) as exc:
         raise DataError(f"schema {schema.name!r} cannot be stored as JSON "
                         f"(NaN/inf or a non-JSON value?): {exc}") from None
-    load = _schema_from_dict if _schema_to_dict is not None and _schema_from_dict is not None \
-        else _schema_plain_from_dict
+    from_text = getattr(_schema_module, "schema_from_json_text", None)
+
+    def load(t: str):
+        if _schema_to_dict is None or _schema_from_dict is None:
+            return _schema_plain_from_dict(json.loads(t))
+        if from_text is not None:
+            return from_text(t)    # through the schema module's cache: the first read hits it
+        return _schema_from_dict(json.loads(t))
+
     try:
-        load(json.loads(text))
+        load(text)
     except DataError:
         raise                      # already names what is wrong
     except Exception as exc:  # noqa: BLE001 - any failure to load back is bad schema data
@@ -523,10 +528,24 @@ def _schema_to_json(schema) -> str:
 
 
 def _schema_from_json(text: str, dataset: str) -> Schema:
-    """Load a stored schema (the schema module's dict form, else ``asdict`` form)."""
-    data = json.loads(text)
-    loaders = [f for f in (_schema_from_dict, _schema_plain_from_dict) if f is not None]
+    """Load a stored schema (the schema module's dict form, else ``asdict`` form).
+
+    The dict form goes through :func:`dpcore.schema.schema_from_json_text`, which caches
+    parsed schemas by their text: every ``list_datasets`` / ``get_dataset`` parses the stored
+    schemas, and a schema may have 10⁵ categorical levels.
+    """
     errors = []
+    from_text = getattr(_schema_module, "schema_from_json_text", None)
+    if from_text is not None:
+        try:
+            return from_text(text)
+        except json.JSONDecodeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - try the ``asdict`` form next
+            errors.append(str(exc))
+    data = json.loads(text)
+    loaders = [f for f in (None if from_text is not None else _schema_from_dict,
+                           _schema_plain_from_dict) if f is not None]
     for load in loaders:
         try:
             return load(data)

@@ -28,6 +28,7 @@ import pandas as pd
 
 from dpcore.dataset import TwoViewDataset
 from dpcore.errors import DataError
+from dpcore.names import path_inside
 from dpcore.schema import (
     BOOLEAN,
     CATEGORICAL,
@@ -234,7 +235,7 @@ def _parse_coded(series: pd.Series, attr: Attribute, missing: frozenset, file: s
 
         def what(t):
             return (f"unknown category {t!r}; the schema declares "
-                    f"{', '.join(map(repr, attr.categories))}")
+                    f"{_preview(attr.categories)}")     # not all of 10⁵ levels
     if bad.any():
         bad_rows = (codes >= 0) & bad[np.maximum(codes, 0)]
         if bad_rows.any():
@@ -487,12 +488,15 @@ def load_dataset(path_or_schema_path=None, *, schema: Schema | str | Path | None
         return _load_source(schema, schema_file)
     base = base if base is not None else Path.cwd()
     lf, rf = schema.views[0].file, schema.views[1].file
-    left_path = base / lf
-    left = read_table(left_path, label=str(left_path))
+    # view files must stay inside the dataset folder (no absolute paths, "..", links out);
+    # both are checked before anything is read
+    left_path, right_path = base / lf, base / rf          # as named in messages
+    left_real = path_inside(base, lf, what="the left view's file")
+    right_real = path_inside(base, rf, what="the right view's file")
+    left = read_table(left_real, label=str(left_path))
     if rf == lf:
         return frames_to_dataset(schema, left, None, left_file=str(left_path),
                                  schema_file=schema_file)
-    right_path = base / rf
-    right = read_table(right_path, label=str(right_path))
+    right = read_table(right_real, label=str(right_path))
     return frames_to_dataset(schema, left, right, left_file=str(left_path),
                              right_file=str(right_path), schema_file=schema_file)

@@ -30,11 +30,14 @@ Python package instead of files has ``"source": {"package": ..., "loader": ...}`
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpcore.errors import DataError
+from dpcore.names import check_display_name, refused_characters
 
 BOOLEAN, CATEGORICAL, NUMERIC = "boolean", "categorical", "numeric"
 ATTRIBUTE_TYPES = (BOOLEAN, CATEGORICAL, NUMERIC)
@@ -177,7 +180,7 @@ def _attribute_from_dict(d, index: int, file) -> Attribute:
     name = d.get("name")
     if not isinstance(name, str) or not name.strip():
         raise DataError(f"{label} needs a non-empty string \"name\"", file=file)
-    name = name.strip()
+    name = check_display_name(name.strip(), "attribute name", file=file)
     _check_keys(d, _ATTR_KEYS, "the attribute", file, name)
     view = d.get("view")
     if view not in VIEW_KEYS:
@@ -241,11 +244,17 @@ def _attribute_from_dict(d, index: int, file) -> Attribute:
         if len(categories) < 2:
             raise DataError("a categorical attribute needs at least 2 categories, got "
                             f"{list(categories)!r}", file=file, column=name)
-        dup = [c for i, c in enumerate(categories) if c in categories[:i]]
-        if dup:
-            raise DataError(f"duplicate category {dup[0]!r}", file=file, column=name)
+        if len(set(categories)) != len(categories):     # linear: 10⁵ levels are fine
+            seen: set[str] = set()
+            for c in categories:
+                if c in seen:
+                    raise DataError(f"duplicate category {c!r}", file=file, column=name)
+                seen.add(c)
         if "" in categories:
             raise DataError("an empty category label is not allowed", file=file, column=name)
+        if refused_characters(" ".join(categories)):      # one pass; then name the level
+            for c in categories:
+                check_display_name(c, "category", file=file, column=name)
     else:  # BOOLEAN
         reject("domain", "thresholds", "categories")
         tv, fv = d.get("true_value"), d.get("false_value")
@@ -290,7 +299,13 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
     DataError
         Naming the schema file and the attribute: unknown key or type, numeric attribute
         without domain and thresholds, lo ≥ hi, categorical without categories, duplicate
-        names, view not left/right, an empty view, grid_bins < 1, target_bins < 2, ...
+        names, view not left/right, an empty view, grid_bins < 1, target_bins < 2, control or
+        invisible format characters (e.g. U+202E) in an attribute name, view name, category
+        or the id column (see :func:`dpcore.names.check_display_name`), ...
+
+    Notes
+    -----
+    Linear in the size of the schema (a categorical attribute may have 10⁵ levels).
     """
     if not isinstance(d, dict):
         raise DataError(f"the schema must be an object/table at top level, got "
@@ -309,6 +324,8 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
     if id_column is not None and (not isinstance(id_column, str) or not id_column.strip()):
         raise DataError(f"\"id_column\" must be a non-empty string, got {id_column!r}", file=file)
     id_column = id_column.strip() if id_column is not None else None
+    if id_column is not None:
+        check_display_name(id_column, "\"id_column\"", file=file)
     mv = d.get("missing_values", list(DEFAULT_MISSING_VALUES))
     if not isinstance(mv, (list, tuple)) or not all(isinstance(x, str) for x in mv):
         raise DataError(f"\"missing_values\" must be a list of strings, got {mv!r}", file=file)
@@ -360,6 +377,7 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
         if source is not None and vfile is not None:
             raise DataError(f"views.{key} names a file but the schema loads from a package "
                             f"\"source\"; give one or the other", file=file)
+        check_display_name(vname.strip(), f"views.{key}.name", file=file)
         views.append(ViewSpec(vname.strip(), vfile.strip() if vfile else None))
     if (source is None and views[0].file != views[1].file and id_column is None):
         raise DataError("the two views are in different files, so the schema needs an "
@@ -441,6 +459,75 @@ def validate_schema(schema: Schema, *, file: str | None = None) -> Schema:
     Returns the normalised schema; raises :class:`DataError` like :func:`schema_from_dict`.
     """
     return schema_from_dict(schema_to_dict(schema), file=file)
+
+
+#: Parsed schemas by their JSON text (see :func:`schema_from_json_text`): at most this many
+#: entries, and at most this many characters of JSON text in all (a text above that is parsed
+#: but not kept).
+SCHEMA_CACHE_MAX_ENTRIES = 256
+SCHEMA_CACHE_MAX_CHARS = 64_000_000
+_schema_cache: OrderedDict[str, Schema] = OrderedDict()
+_schema_cache_chars = 0
+_schema_cache_lock = threading.Lock()
+
+
+def schema_from_json_text(text: str) -> Schema:
+    """Parse and validate a schema stored as JSON text (the :func:`schema_to_dict` form).
+
+    The ledger stores each dataset's schema this way and reads it back on every
+    ``list_datasets`` / ``get_dataset`` (the app's sidebar does so on every rerun), so parsed
+    schemas are cached by their text, least recently used first out (bounded by
+    :data:`SCHEMA_CACHE_MAX_ENTRIES` and :data:`SCHEMA_CACHE_MAX_CHARS`). A hit costs hashing
+    and comparing the text. :class:`Schema` is frozen, so the cached object is shared; its
+    ``source`` dict (the one mutable field) is copied for every caller.
+
+    Parameters
+    ----------
+    text : str
+        JSON text of a schema dict.
+
+    Returns
+    -------
+    Schema
+
+    Raises
+    ------
+    json.JSONDecodeError
+        If ``text`` is not JSON.
+    DataError
+        As :func:`schema_from_dict` (failures are not cached).
+    """
+    import copy
+    import dataclasses
+    import json
+
+    global _schema_cache_chars
+    with _schema_cache_lock:
+        schema = _schema_cache.get(text)
+        if schema is not None:
+            _schema_cache.move_to_end(text)
+    if schema is None:
+        schema = schema_from_dict(json.loads(text))
+        if len(text) <= SCHEMA_CACHE_MAX_CHARS:
+            with _schema_cache_lock:
+                if text not in _schema_cache:
+                    _schema_cache[text] = schema
+                    _schema_cache_chars += len(text)
+                while (len(_schema_cache) > SCHEMA_CACHE_MAX_ENTRIES
+                       or _schema_cache_chars > SCHEMA_CACHE_MAX_CHARS):
+                    old, _ = _schema_cache.popitem(last=False)
+                    _schema_cache_chars -= len(old)
+    if schema.source is not None:
+        schema = dataclasses.replace(schema, source=copy.deepcopy(schema.source))
+    return schema
+
+
+def clear_schema_cache() -> None:
+    """Empty the cache of :func:`schema_from_json_text` (tests and benchmarks)."""
+    global _schema_cache_chars
+    with _schema_cache_lock:
+        _schema_cache.clear()
+        _schema_cache_chars = 0
 
 
 def load_schema(path) -> Schema:

@@ -443,6 +443,60 @@ def test_owner_upload_with_bad_data_registers_nothing(app, ledger_path, monkeypa
     assert not (tmp_path / "datasets" / "broken").exists()
 
 
+@pytest.mark.parametrize("name", ["../../x", "/abs-x"])
+def test_owner_upload_with_a_path_as_name_writes_and_registers_nothing(app, ledger_path,
+                                                                       monkeypatch, tmp_path,
+                                                                       name):
+    """A dataset name is a folder under the data directory: ``../../x`` used to write the
+    files to ``<data dir>/../../x`` (outside it) and register the dataset."""
+    _owner(app, monkeypatch)
+    registered = {d.name for d in Ledger(ledger_path).list_datasets()}
+    outside = [tmp_path.parent / "x", tmp_path.parent.parent / "x", Path("/abs-x")]
+    siblings = sorted(p.name for p in tmp_path.parent.iterdir())
+    left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)])
+    right = _csv([["pid", "lab"]] + [[i, 10 + i] for i in range(30)])
+    app.text_input(key="up_name").input(name)
+    app.file_uploader(key="up_left").upload("left.csv", left, "text/csv")
+    app.file_uploader(key="up_right").upload("right.csv", right, "text/csv")
+    app.text_input(key="up_id").input("pid")
+    app.button(key="up_read").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    errors = " ".join(e.value for e in app.error)
+    assert f"dataset name {name!r} must not contain '/'" in errors
+    assert "Nothing was registered" in errors
+    assert [b for b in app.button if b.key in ("up_prefill", "up_register")] == []  # no draft
+    assert {d.name for d in Ledger(ledger_path).list_datasets()} == registered
+    datasets = tmp_path / "datasets"
+    assert not datasets.exists() or list(datasets.iterdir()) == []
+    assert not any(p.exists() for p in outside)
+    assert sorted(p.name for p in tmp_path.parent.iterdir()) == siblings
+
+
+@pytest.mark.parametrize("name, file", [("../x", "left.csv"), ("ok", "../left.csv")])
+def test_register_step_checks_the_name_and_file_names_before_writing(ledger_path, tmp_path,
+                                                                      name, file):
+    """The register step checks again (the draft lives in session state between reruns)."""
+    import pandas as pd
+
+    from components.data_views import _register
+    from dpcore.errors import DataError, ParameterError
+    from dpcore.schema import prefill_schema
+
+    frame = pd.DataFrame({"pid": [str(i) for i in range(20)],
+                          "flag": [str(i % 2) for i in range(20)],
+                          "lab": [str(10 + i) for i in range(20)]})
+    left, right = frame[["pid", "flag"]], frame[["pid", "lab"]]
+    schema = prefill_schema(left, right, name, "pid", files=(file, "right.csv"))
+    draft = {"layout": "two", "name": name, "id_column": "pid", "files": [file, "right.csv"],
+             "bytes": [b"pid,flag\n", b"pid,lab\n"], "frames": [left, right], "schema": None}
+    ledger = Ledger(ledger_path)
+    with pytest.raises((DataError, ParameterError)):
+        _register(ledger, draft, schema, 1.0)
+    assert ledger.list_datasets() == []
+    assert not (tmp_path / "datasets").exists()
+    assert not (tmp_path / "x").exists() and not (tmp_path / "datasets" / "left.csv").exists()
+
+
 def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_path,
                                                                      monkeypatch):
     """Analysts cannot pick faithful mode on diabetes; the owner's faithful run is hidden

@@ -221,16 +221,16 @@ def test_set_cap_raise_and_lower_but_never_below_spent(ledger, db):
 
 def test_sandbox_budget_is_independent(ledger):
     ledger.charge("real", "clinic", "altexpm", [250_000_000], {})
-    sb = ledger.create_sandbox("clinic", "clinic (sandbox)", 3.0, actor="owner")
+    sb = ledger.create_sandbox("clinic", "clinic~sandbox", 3.0, actor="owner")
     assert sb.sandbox_of == "clinic" and sb.is_sandbox
     assert sb.schema == SCHEMA and sb.source_path == "/data/clinic" and sb.confirmed
     for i, eps in enumerate((0.01, 0.1, 1.0)):
-        ledger.charge(f"sb{i}", "clinic (sandbox)", "altexpm", [epsilon_to_nano(eps)], {},
+        ledger.charge(f"sb{i}", "clinic~sandbox", "altexpm", [epsilon_to_nano(eps)], {},
                       actor="owner")
-    assert ledger.budget("clinic (sandbox)").spent_nano == 1_110_000_000
+    assert ledger.budget("clinic~sandbox").spent_nano == 1_110_000_000
     assert ledger.budget("clinic") == BudgetStatus(NANO, 250_000_000, 750_000_000)
     with pytest.raises(BudgetExceededError):
-        ledger.charge("sb-big", "clinic (sandbox)", "altexpm", [2 * NANO], {})
+        ledger.charge("sb-big", "clinic~sandbox", "altexpm", [2 * NANO], {})
     assert ledger.budget("clinic").spent_nano == 250_000_000
     assert [d.name for d in ledger.list_datasets(include_sandboxes=False)] == ["clinic"]
     assert len(ledger.list_datasets()) == 2
