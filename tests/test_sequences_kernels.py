@@ -79,14 +79,23 @@ def test_supports_on_a_large_alphabet_and_long_records():
     rng = np.random.default_rng(5)
     records = [rng.integers(0, 3000, size=rng.integers(1, 300)).tolist() for _ in range(60)]
     records += [[7] * 2000, [7, 8] * 500]
-    cands = {(7,), (8,), (7, 8), (8, 7), (7, 7, 7)} | _random_candidates(rng, 2, 200, 3000)
+    cands = {(7,), (8,), (7, 8), (8, 7), (7, 7, 7)} | _random_candidates(rng, 2, 200, 3000) \
+        | {(int(x),) for x in rng.integers(0, 3000, size=2500)}
     for k in (1, 2, 3):
         group = [c for c in cands if len(c) == k]
         trie = build_candidate_trie(group, k)
         indptr, items = csr_from_lists(records)
+        expected = ref.supports(records, trie.patterns())
         got = candidate_supports(indptr, items, 3000, trie)
-        assert dict(zip(trie.patterns(), got.tolist())) == ref.supports(records,
-                                                                        trie.patterns())
+        assert dict(zip(trie.patterns(), got.tolist())) == expected
+        # the scanning counter walks the record's items, not the trie's 3000-odd children
+        scan = K.count_supports(indptr, items, 3000, trie.node_item, trie.child_start,
+                                trie.child_end, trie.leaf_cand, k, trie.n_cand)
+        assert dict(zip(trie.patterns(), scan.tolist())) == expected
+        short = [r[:40] for r in records[:20]]
+        new_indptr, new_items, _ = shrink_records(*csr_from_lists(short), 3000, trie, 8)
+        assert [new_items[new_indptr[i]:new_indptr[i + 1]].tolist() for i in range(20)] == [
+            ref.shrink(r, trie.patterns(), k, 8) for r in short]
 
 
 def test_contained_candidates_lists_exactly_the_contained_ones():

@@ -127,25 +127,53 @@ def _next_after(cnt, first, pos, item, q):
 
 
 @njit(cache=True, nogil=True)
-def _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, out,
-               stk_node, stk_pos, stk_it):
+def _child_with_item(node_item, lo, hi, x):
+    """The child in [lo, hi) labelled x (children sorted by item), or −1."""
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if node_item[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == end or node_item[lo] != x:
+        return -1
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, distinct,
+               nd, out, stk_node, stk_pos, stk_it):
     """Candidates (ids written to ``out``) contained in the indexed record; returns how many.
 
     Depth-first walk of the trie: a node is entered with the greedy (earliest) end position
-    of its path in the record, so each node is visited at most once.
+    of its path in the record, so each node is visited at most once. At a node with more
+    children than the record has distinct items (``distinct[:nd]``), the walk tries those
+    items instead of every child (large alphabets).
     """
     n_out = 0
     depth = 0
     stk_node[0] = 0
     stk_pos[0] = -1
-    stk_it[0] = child_start[0]
+    stk_it[0] = 0 if child_end[0] - child_start[0] > nd else child_start[0]
     while depth >= 0:
         node = stk_node[depth]
-        ci = stk_it[depth]
-        if ci >= child_end[node]:
-            depth -= 1
-            continue
-        stk_it[depth] = ci + 1
+        it = stk_it[depth]
+        by_items = child_end[node] - child_start[node] > nd
+        if by_items:
+            if it >= nd:
+                depth -= 1
+                continue
+            stk_it[depth] = it + 1
+            ci = _child_with_item(node_item, child_start[node], child_end[node], distinct[it])
+            if ci < 0:
+                continue
+        else:
+            if it >= child_end[node]:
+                depth -= 1
+                continue
+            stk_it[depth] = it + 1
+            ci = it
         p = _next_after(cnt, first, pos, node_item[ci], stk_pos[depth])
         if p < 0:
             continue
@@ -156,7 +184,7 @@ def _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos,
             depth += 1
             stk_node[depth] = ci
             stk_pos[depth] = p
-            stk_it[depth] = child_start[ci]
+            stk_it[depth] = 0 if child_end[ci] - child_start[ci] > nd else child_start[ci]
     return n_out
 
 
@@ -206,8 +234,8 @@ def count_supports(indptr, items, n_items, node_item, child_start, child_end, le
         if e - s < k:
             continue
         nd = _index_record(items, s, e, cnt, first, pos, distinct)
-        m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, out,
-                       stk_node, stk_pos, stk_it)
+        m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos,
+                       distinct, nd, out, stk_node, stk_pos, stk_it)
         for j in range(m):
             counts[out[j]] += 1
         _clear_index(cnt, distinct, nd)
@@ -228,9 +256,9 @@ def contained_candidates(record, n_items, node_item, child_start, child_end, lea
     stk_it = np.empty(k + 1, dtype=np.int64)
     if n < k:
         return np.empty(0, dtype=np.int64)
-    _index_record(record, 0, n, cnt, first, pos, distinct)
-    m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, out,
-                   stk_node, stk_pos, stk_it)
+    nd = _index_record(record, 0, n, cnt, first, pos, distinct)
+    m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, distinct,
+                   nd, out, stk_node, stk_pos, stk_it)
     return np.sort(out[:m])
 
 
@@ -380,8 +408,8 @@ def _reconstruct(buf, n, k, lmax, cands, node_item, child_start, child_end, node
     can exceed lmax by up to k − 1 (the caller truncates in strict mode).
     """
     nd = _index_record(buf, 0, n, cnt, first, pos, distinct)
-    m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, ctilde,
-                   stk_node, stk_pos, stk_it)
+    m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, distinct,
+                   nd, ctilde, stk_node, stk_pos, stk_it)
     _clear_index(cnt, distinct, nd)
     if m == 0:
         return 0
