@@ -665,7 +665,7 @@ def build_occurrence_runs(indptr, items, n_items):
 
 
 @njit(cache=True, nogil=True)
-def _run_next(run_ptr, run_item, run_bound, run_pos, r, x, q):
+def _run_next(run_ptr, run_item, run_start, run_end, run_pos, r, x, q):
     """First position of item x after position q in record r (−1 if none)."""
     lo = run_ptr[r]
     hi = run_ptr[r + 1]
@@ -678,8 +678,8 @@ def _run_next(run_ptr, run_item, run_bound, run_pos, r, x, q):
             hi = mid
     if lo == end or run_item[lo] != x:
         return -1
-    a = run_bound[lo]
-    b = run_bound[lo + 1]
+    a = run_start[lo]
+    b = run_end[lo]
     stop = b
     while a < b:
         mid = (a + b) >> 1
@@ -761,21 +761,45 @@ def count_supports_runs(indptr, run_ptr, run_item, run_bound, run_pos, node_item
 
 
 @njit(cache=True, nogil=True)
-def _extension_counts(run_ptr, run_item, run_bound, run_pos, proj_rec, proj_pos, a, b, cnt,
-                      touched):
+def _extension_counts(run_ptr, run_item, run_start, run_end, run_pos, proj_rec, proj_pos, a, b,
+                      cnt, touched):
     """For the projected records [a, b): cnt[x] = how many have item x after their position."""
     nt = 0
     for e in range(a, b):
         r = proj_rec[e]
         q = proj_pos[e]
         for j in range(run_ptr[r], run_ptr[r + 1]):
-            if run_pos[run_bound[j + 1] - 1] > q:
+            if run_pos[run_end[j] - 1] > q:
                 x = run_item[j]
                 if cnt[x] == 0:
                     touched[nt] = x
                     nt += 1
                 cnt[x] += 1
     return nt
+
+
+@njit(cache=True, nogil=True)
+def _runs_of_items(run_ptr, run_item, run_bound, keep):
+    """The runs of the items with ``keep[item]``: (ptr, item, start, end) per record."""
+    n_rec = run_ptr.shape[0] - 1
+    ptr = np.zeros(n_rec + 1, dtype=np.int64)
+    for r in range(n_rec):
+        c = 0
+        for j in range(run_ptr[r], run_ptr[r + 1]):
+            if keep[run_item[j]]:
+                c += 1
+        ptr[r + 1] = ptr[r] + c
+    item = np.empty(ptr[n_rec], dtype=np.int32)
+    start = np.empty(ptr[n_rec], dtype=np.int64)
+    end = np.empty(ptr[n_rec], dtype=np.int64)
+    t = 0
+    for j in range(run_ptr[n_rec]):
+        if keep[run_item[j]]:
+            item[t] = run_item[j]
+            start[t] = run_bound[j]
+            end[t] = run_bound[j + 1]
+            t += 1
+    return ptr, item, start, end
 
 
 @njit(cache=True, nogil=True)
@@ -837,6 +861,18 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
             proj_pos[top] = -1
             top += 1
     n_root = top
+    # Every item of a frequent sequence is frequent: keep only those items' runs.
+    keep = np.zeros(n_items, dtype=np.bool_)
+    all_items = np.ones(n_items, dtype=np.bool_)
+    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
+    cnt0 = np.zeros(n_items, dtype=np.int64)
+    touched0 = np.empty(n_items, dtype=np.int32)
+    nt0 = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, 0,
+                            n_root, cnt0, touched0)
+    for t in range(nt0):
+        if cnt0[touched0[t]] >= min_support:
+            keep[touched0[t]] = True
+    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, keep)
     seg_a = np.zeros(depth_cap, dtype=np.int64)
     seg_b = np.zeros(depth_cap, dtype=np.int64)
     ch_a = np.zeros(depth_cap, dtype=np.int64)
@@ -860,7 +896,7 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
     a, b = 0, n_root
     while True:
         # expand the node at `depth` whose projection is [a, b): collect frequent children
-        nt = _extension_counts(run_ptr, run_item, run_bound, run_pos, proj_rec, proj_pos,
+        nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
                                a, b, cnt, touched)
         ch_items = _grow_i32(ch_items, ch_top + nt)
         ch_cnt = _grow_i64(ch_cnt, ch_top + nt)
@@ -924,7 +960,7 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
             needed = stop_length - length  # items still to match after x (existence)
             for e in range(seg_a[depth], seg_b[depth]):
                 r = proj_rec[e]
-                q = _run_next(run_ptr, run_item, run_bound, run_pos, r, x, proj_pos[e])
+                q = _run_next(f_ptr, f_item, f_start, f_end, run_pos, r, x, proj_pos[e])
                 if q >= 0 and (stop_length == 0
                                or indptr[r + 1] - indptr[r] - 1 - q >= needed):
                     proj_rec[top] = r
