@@ -4,8 +4,13 @@ of groups chosen by the pairwise Davies–Bouldin index of the authors' code.
 * :func:`upgma_groups` — agglomerative clustering with average linkage
   (``scipy.cluster.hierarchy.linkage(method="average")``), cut into m = 2 … n−1 groups
   (``fcluster(criterion="maxclust")``), keeping the cut with the lowest
-  :func:`pairwise_davies_bouldin`. It is a function of the distance matrix only: applied to
-  a DP distance matrix it is post-processing.
+  :func:`pairwise_davies_bouldin` (the paper's rule); or, with ``threshold``, cut where the
+  average-linkage distance reaches it (``fcluster(criterion="distance")``). Both are
+  functions of the distance matrix only: applied to a DP distance matrix, post-processing.
+  The pairwise Davies–Bouldin index scores a singleton's spread as 0, so it readily splits
+  even a strongly correlated pair into singletons (two features at distance 0.15 from each
+  other and 0.98 from the rest score 0.14 as singletons, 0.29 as a pair); the threshold
+  rule does not.
 * :func:`association_distance` (strict) — the distance between two *features* from a
   covariance matrix of their encoded columns: 1 − √RV, with the RV coefficient
   RV(A, B) = ‖Σ_AB‖²_F / √(‖Σ_AA‖²_F·‖Σ_BB‖²_F) (Robert & Escoufier 1976). For two numeric
@@ -71,29 +76,35 @@ def groups_from_labels(labels: np.ndarray) -> list[np.ndarray]:
     return sorted(out, key=lambda g: int(g[0]))
 
 
-def upgma_groups(dist: np.ndarray) -> tuple[list[np.ndarray], dict[int, float]]:
-    """Groups of the items of a distance matrix (UPGMA + pairwise Davies–Bouldin).
+def upgma_groups(dist: np.ndarray, threshold: float | None = None
+                 ) -> tuple[list[np.ndarray], dict[int, float]]:
+    """Groups of the items of a distance matrix (UPGMA + pairwise Davies–Bouldin or a cut).
 
     Parameters
     ----------
     dist : numpy.ndarray, shape (n, n)
         Symmetric, non-negative, zero diagonal.
+    threshold : float, optional
+        Cut the tree where the average-linkage distance exceeds this (items joined below it
+        share a group). Default: the Davies–Bouldin choice over m = 2 … n−1.
 
     Returns
     -------
     groups : list of int64 arrays
-        The chosen partition, groups ordered by their first member. With n ≤ 2 (no cut
-        m ∈ 2 … n−1 exists) all items form one group.
+        The chosen partition, groups ordered by their first member. With n ≤ 2 and no
+        threshold (no cut m ∈ 2 … n−1 exists) all items form one group.
     scores : dict of m → DB index
-        The index of every cut tried.
+        The index of every cut tried (empty with a threshold).
     """
     dist = np.asarray(dist, dtype=np.float64)
     n = dist.shape[0]
-    if n <= 2:
+    if n == 1 or (n <= 2 and threshold is None):
         return [np.arange(n)], {}
     sym = 0.5 * (dist + dist.T)
     np.fill_diagonal(sym, 0.0)
     tree = linkage(squareform(np.maximum(sym, 0.0), checks=False), method="average")
+    if threshold is not None:
+        return groups_from_labels(fcluster(tree, float(threshold), criterion="distance")), {}
     scores: dict[int, float] = {}
     best_labels, best_score = None, np.inf
     for m in range(2, n):

@@ -81,6 +81,7 @@ from dpcore.synthesis.params import (
     MEAN,
     MOMENTS,
     SUMS,
+    THRESHOLD,
     SynthesisParams,
     mechanism_shares,
 )
@@ -113,6 +114,10 @@ def noisy_class_counts(table: SynthesisTable, epsilon_nano: int, *, rng, account
     return discrete_laplace(table.class_counts(), sensitivity=1, epsilon_nano=epsilon_nano,
                             rng=rng, accountant=accountant,
                             label="N̂_y: records per class (label histogram)")
+
+
+def _threshold(params: SynthesisParams) -> float | None:
+    return params.group_threshold if params.grouping == THRESHOLD else None
 
 
 def _slot(shares, phase: str, index: int, part: str) -> int:
@@ -156,7 +161,7 @@ def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *,
         known_counts=[int(np.maximum(n_hat, 0).sum())])
     model = gaussian_cells(noisy, layout, bits, shrinkage=0.0, min_eigenvalue=1e-12)
     distance = association_distance(model.covariances[0], schema)
-    groups, _ = upgma_groups(distance)
+    groups, _ = upgma_groups(distance, _threshold(params))
     return groups, distance, noisy
 
 
@@ -248,7 +253,8 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
                          count_noise_scale=count_scale) if params.cells == GRID else 1))
             for y in range(schema.n_classes)])
     counted = [any(g.n_cells > 1 for g in grids_m) for grids_m in grids]
-    shares = mechanism_shares(params, [lay.p for lay in layouts], counted)
+    with_moments = [lay.pairs[0].shape[0] > 0 for lay in layouts]
+    shares = mechanism_shares(params, [lay.p for lay in layouts], counted, with_moments)
     timings["features"] = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -275,7 +281,7 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
         noisy = release_cell_statistics(
             counts, sums, moments, layout=layout, bits=bits,
             epsilon_nano=(e_counts, _slot(shares, GROUPS, m, SUMS),
-                          _slot(shares, GROUPS, m, MOMENTS)),
+                          _slot(shares, GROUPS, m, MOMENTS) if with_moments[m] else None),
             rng=rng, accountant=accountant, label=f"group {m + 1} ({names})",
             parallel=int(counts.shape[0]), known_counts=None if counted[m] else n_hat)
         starts = np.asarray(starts, dtype=np.int64)
@@ -346,7 +352,7 @@ def _faithful_groups(table: SynthesisTable, params: SynthesisParams) -> list[np.
     if params.groups_given:
         return [np.concatenate([np.asarray(schema.columns_of(schema.feature_index(n)))
                                 for n in g]) for g in params.feature_groups]
-    groups, _ = upgma_groups(pearson_distance(table.encoded()))
+    groups, _ = upgma_groups(pearson_distance(table.encoded()), _threshold(params))
     return groups
 
 

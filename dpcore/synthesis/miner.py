@@ -96,6 +96,11 @@ def check_runnable(table: SynthesisTable, params: SynthesisParams) -> None:
     mechanism_shares(params, [1] * table.schema.n_features)
     _check_groups(table, params)
     if params.algorithm == MCGEN and params.mode == STRICT:
+        if not params.groups_given and table.schema.n_features < 3:
+            raise ParameterError(
+                f"with {table.schema.n_features} feature(s) there is only one possible "
+                "grouping (all features together): give feature_groups, which costs nothing, "
+                "instead of paying ε_F for noisy correlations")
         _check_scales(table, params)
 
 

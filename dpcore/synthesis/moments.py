@@ -178,6 +178,7 @@ def release_cell_statistics(counts, sums, moments, *, layout: GroupLayout, bits:
     ``known_counts``: counts that are already DP releases (a single cell per class holds the
     class's records, whose noisy count N̂_y was released before). Then no count release is
     made, ``epsilon_nano`` is (None, sums, moments), and the result carries ``known_counts``.
+    A group without released pairs (one categorical feature) takes ``None`` for the moments.
     """
     e_counts, e_sums, e_moments = epsilon_nano
     if known_counts is None:
@@ -190,11 +191,16 @@ def release_cell_statistics(counts, sums, moments, *, layout: GroupLayout, bits:
                                   epsilon_nano=int(e_sums), rng=rng, accountant=accountant,
                                   label=f"{label}: cell sums (fixed point, L = "
                                         f"{half_range(bits)})", parallel=parallel)
-    noisy_moments = discrete_laplace(moments, sensitivity=layout.moment_sensitivity(bits),
-                                     epsilon_nano=int(e_moments), rng=rng,
-                                     accountant=accountant,
-                                     label=f"{label}: cell second moments (fixed point, "
-                                           f"L² = {half_range(bits) ** 2})", parallel=parallel)
+    if e_moments is None:  # a single categorical feature: nothing to release
+        if layout.pairs[0].shape[0]:
+            raise ValueError("second moments of this group need a budget")
+        noisy_moments = np.zeros((noisy_sums.shape[0], 0), dtype=np.int64)
+    else:
+        noisy_moments = discrete_laplace(
+            moments, sensitivity=layout.moment_sensitivity(bits), epsilon_nano=int(e_moments),
+            rng=rng, accountant=accountant, label=f"{label}: cell second moments (fixed "
+                                                  f"point, L² = {half_range(bits) ** 2})",
+            parallel=parallel)
     return NoisyCellStatistics(noisy_counts, noisy_sums, noisy_moments)
 
 

@@ -14,8 +14,9 @@ Phases (strict MC-GEN-DP, spec §2.5)
 * ``groups`` — ε_G = the rest, split over the groups in proportion to their sizes p_m
   (ε_m = ε_G·p_m/p, the paper's eq. 7), each ε_m into counts / sums / second moments of the
   cells (``budget_cell_counts``, ``budget_cell_sums``, the rest; 0.2/0.4/0.4 by default).
-  A group with one cell per class needs no counts (they are the class counts N̂_y): its
-  ε_m goes to sums and moments in the same ratio, as does ε_F (one cell of all records).
+  A group with one cell per class needs no counts (they are the class counts N̂_y), a
+  group of one categorical feature no second moments: a part not needed gives its share to
+  the others in proportion; ε_F (one cell of all records) is split into sums and moments.
 
 Faithful MC-GEN (NOT DP): ``groups`` = ε, ε_m = ε·d_m/d over encoded columns, 40 % to the
 cluster means and 60 % to the covariances (the authors' code). The class counts are exact
@@ -37,7 +38,8 @@ from dpcore.registry import FAITHFUL, MODES, STRICT
 from dpcore.synthesis.fixedpoint import DEFAULT_BITS, MAX_BITS, MIN_BITS
 
 __all__ = ["SYNTHESIS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALGORITHM_LABELS",
-           "GRID", "SINGLE", "CELL_KINDS", "CLASSES", "FEATURES", "GROUPS", "MARGINALS",
+           "GRID", "SINGLE", "CELL_KINDS", "DAVIES_BOULDIN", "THRESHOLD", "GROUPINGS",
+           "CLASSES", "FEATURES", "GROUPS", "MARGINALS",
            "COUNTS", "SUMS", "MOMENTS", "MEAN", "COVARIANCE", "HISTOGRAM",
            "FAITHFUL_MEAN_SHARE", "HELP", "SynthesisParams", "BudgetSlot", "plan_budget",
            "mechanism_shares", "group_epsilons", "run_cost_nano"]
@@ -55,6 +57,11 @@ ALGORITHM_LABELS = {MCGEN: "MC-GEN", FLOOR: "independent marginals per class (fl
 #: Cell assignment in strict MC-GEN-DP: a public grid over the declared bounds, or one cell.
 GRID, SINGLE = "grid", "single"
 CELL_KINDS = (GRID, SINGLE)
+
+#: How feature groups are cut from the UPGMA tree: the paper's Davies–Bouldin choice, or a
+#: distance threshold (``group_threshold``).
+DAVIES_BOULDIN, THRESHOLD = "davies_bouldin", "threshold"
+GROUPINGS = (DAVIES_BOULDIN, THRESHOLD)
 
 #: Budget phases, in the order a run spends them.
 CLASSES, FEATURES, GROUPS, MARGINALS = "classes", "features", "groups", "marginals"
@@ -79,6 +86,11 @@ HELP = {
     "feature_groups": "Feature groups modelled jointly (lists of feature names covering every "
                       "feature once). Given by the owner they cost nothing; blank = built "
                       "from DP correlations (strict) or raw correlations (faithful).",
+    "grouping": "How feature groups are cut from the feature tree (UPGMA): 'davies_bouldin' "
+                "(the paper's rule; it tends to split features into singletons) or "
+                "'threshold' (features closer than group_threshold share a group).",
+    "group_threshold": "Threshold grouping: largest average distance 1 − |correlation| "
+                       "(RV coefficient for categoricals) inside a group, in [0, 1].",
     "cells": "Strict: 'grid' splits each group's records into cells of a public grid over the "
              "declared bounds (at most max_cells, at most N̂/k); 'single' fits one Gaussian "
              "per class and group.",
@@ -151,6 +163,8 @@ class SynthesisParams:
     mode: str = STRICT
     k: int = 100
     feature_groups: tuple[tuple[str, ...], ...] | None = None
+    grouping: str = DAVIES_BOULDIN
+    group_threshold: float = 0.6
     cells: str = GRID
     grid_bins: int = 4
     max_cells: int = 32
@@ -187,6 +201,12 @@ class SynthesisParams:
             raise ParameterError(f"epsilon (ε) must be > 0; got {self.epsilon!r}")
         _int_range("k", self.k, 1, 10_000_000)
         _groups_tuple(self.feature_groups)
+        if self.grouping not in GROUPINGS:
+            raise ParameterError(f"grouping must be one of {', '.join(GROUPINGS)}; "
+                                 f"got {self.grouping!r}")
+        if not 0.0 <= _number("group_threshold", self.group_threshold) <= 2.0:
+            raise ParameterError(f"group_threshold must lie in [0, 2]; "
+                                 f"got {self.group_threshold!r}")
         if self.cells not in CELL_KINDS:
             raise ParameterError(f"cells must be one of {', '.join(CELL_KINDS)}; "
                                  f"got {self.cells!r}")
@@ -302,21 +322,30 @@ def group_epsilons(total_nano: int, sizes) -> list[int]:
     return out
 
 
-def _three_parts(nano: int, params: SynthesisParams) -> tuple[int, int, int]:
-    counts, _ = split_fraction(nano, fraction_to_nano(params.budget_cell_counts,
-                                                      name="budget_cell_counts"))
-    sums, _ = split_fraction(nano, fraction_to_nano(params.budget_cell_sums,
-                                                    name="budget_cell_sums"))
-    return counts, sums, nano - counts - sums
+def _parts(nano: int, params: SynthesisParams, *, counts: bool = True, moments: bool = True
+           ) -> list[tuple[str, int]]:
+    """Split one release's ε among its present parts in the ratio of their shares.
+
+    The shares are ``budget_cell_counts`` : ``budget_cell_sums`` : the rest; an absent part
+    (no counts, no second moments) gives its share to the others in proportion. Integers
+    that sum exactly to ``nano``.
+    """
+    weights = {COUNTS: params.budget_cell_counts, SUMS: params.budget_cell_sums,
+               MOMENTS: 1.0 - params.budget_cell_counts - params.budget_cell_sums}
+    present = [p for p, keep in ((COUNTS, counts), (SUMS, True), (MOMENTS, moments)) if keep]
+    whole = sum(weights[p] for p in present)
+    out, used = [], 0
+    for p in present[:-1]:
+        part, _ = split_fraction(nano, fraction_to_nano(round(weights[p] / whole, 9),
+                                                        name=f"{p} share"))
+        out.append((p, part))
+        used += part
+    out.append((present[-1], int(nano) - used))
+    return out
 
 
-def _two_parts(nano: int, params: SynthesisParams) -> tuple[int, int]:
-    """Sums and second moments only (no counts), in the ratio budget_cell_sums : moments."""
-    sums_share = params.budget_cell_sums / (1.0 - params.budget_cell_counts)
-    return split_fraction(nano, fraction_to_nano(round(sums_share, 9), name="sums share"))
-
-
-def mechanism_shares(params: SynthesisParams, group_sizes, counted=None) -> list[BudgetSlot]:
+def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments=None
+                     ) -> list[BudgetSlot]:
     """Every mechanism call's share, once the group sizes are known.
 
     Parameters
@@ -329,12 +358,16 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None) -> list
     counted : sequence of bool, optional
         Strict MC-GEN: per group, whether its cells need noisy counts. A group whose grid
         has one cell for every class needs none (the cell count is the class count N̂_y,
-        already released); its ε goes to the sums and second moments in the ratio
-        ``budget_cell_sums`` : (1 − ``budget_cell_counts`` − ``budget_cell_sums``). Whether
-        a group is counted depends only on N̂_y and public parameters. Default: all counted.
+        already released). Whether a group is counted depends only on N̂_y and public
+        parameters. Default: all counted.
+    moments : sequence of bool, optional
+        Strict MC-GEN: per group, whether it has second moments to release (a group made of
+        one categorical feature has none: its one-hot products are fixed by its sums).
+        Default: all.
 
-    The ``features`` release (strict, groups built from data) never needs a count: its one
-    cell holds every record, Σ_y N̂_y. It is split into sums and second moments likewise.
+    A part a group does not need gives its share to the group's other parts in proportion
+    (:func:`_parts`). The ``features`` release (strict, groups built from data) never needs
+    a count: its one cell holds every record, Σ_y N̂_y.
 
     Returns
     -------
@@ -349,14 +382,15 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None) -> list
     plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
     sizes = [int(s) for s in group_sizes]
     counted = [True] * len(sizes) if counted is None else [bool(c) for c in counted]
-    if len(counted) != len(sizes):
-        raise ParameterError("counted needs one flag per group")
+    moments = [True] * len(sizes) if moments is None else [bool(c) for c in moments]
+    if len(counted) != len(sizes) or len(moments) != len(sizes):
+        raise ParameterError("counted and moments need one flag per group")
     out: list[BudgetSlot] = []
     if CLASSES in plan:
         out.append(BudgetSlot(CLASSES, 0, COUNTS, plan[CLASSES]))
     if FEATURES in plan:
-        out += [BudgetSlot(FEATURES, 0, part, e) for part, e in
-                zip((SUMS, MOMENTS), _two_parts(plan[FEATURES], params))]
+        out += [BudgetSlot(FEATURES, 0, part, e)
+                for part, e in _parts(plan[FEATURES], params, counts=False)]
     if params.algorithm == FLOOR:
         out += [BudgetSlot(MARGINALS, j, HISTOGRAM, e)
                 for j, e in enumerate(split_evenly(plan[MARGINALS], len(sizes)))]
@@ -366,12 +400,9 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None) -> list
                 mean, cov = split_fraction(e_m, fraction_to_nano(FAITHFUL_MEAN_SHARE,
                                                                  name="mean share"))
                 out += [BudgetSlot(GROUPS, m, MEAN, mean), BudgetSlot(GROUPS, m, COVARIANCE, cov)]
-            elif counted[m]:
-                out += [BudgetSlot(GROUPS, m, part, e) for part, e in
-                        zip((COUNTS, SUMS, MOMENTS), _three_parts(e_m, params))]
             else:
                 out += [BudgetSlot(GROUPS, m, part, e) for part, e in
-                        zip((SUMS, MOMENTS), _two_parts(e_m, params))]
+                        _parts(e_m, params, counts=counted[m], moments=moments[m])]
     if min(s.epsilon_nano for s in out) <= 0:
         raise ParameterError("ε is too small for this many mechanism calls: one would get "
                              "0 budget")
