@@ -243,6 +243,19 @@ def test_existence_search_equals_brute_force(records, min_support, length):
     assert found == truth and sup.size == 0
 
 
+@settings(max_examples=80, deadline=None)
+@given(records=st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=8), min_size=1,
+                        max_size=20), min_support=st.integers(1, 6), max_length=st.integers(1, 8))
+def test_max_supports_by_length_equal_brute_force(records, min_support, max_length):
+    ds = _dataset(records, 4)
+    runs = K.build_occurrence_runs(ds.indptr, ds.items, 4)
+    got = K.max_supports_by_length(ds.indptr, *runs, 4, min_support, max_length)
+    every = ref.frequent_sequences(records, 1, max_length)
+    beta = [max([c for p, c in every.items() if len(p) == y], default=0)
+            for y in range(max_length + 1)]
+    assert got[1:].tolist() == [b if b >= min_support else 0 for b in beta[1:]]
+
+
 def test_occurrence_runs_hold_every_position_once():
     records = [[3, 1, 3, 0], [2], [1, 1, 1]]
     run_ptr, run_item, run_bound, run_pos = K.build_occurrence_runs(*csr_from_lists(records), 4)

@@ -184,14 +184,11 @@ def test_an_early_stop_leaves_the_rest_unspent_and_reported():
     assert sum(c["epsilon_nano"] for c in res.mechanism_calls) == res.spent_nano
     assert res.spent_nano + res.unspent_nano == epsilon_to_nano(1.0)
     verified = sum(1 for lv in res.levels if lv.verify_epsilon_nano)
-    skipped = res.max_frequent_length - verified
     shares = mechanism_shares(params, res.lmax, res.max_frequent_length)
-    probes_left = probe_count(res.lmax) - len(res.length_probes)
     assert res.unspent_nano == sum(s.epsilon_nano for s in shares if s.phase == VERIFY
-                                   and s.index >= verified) + sum(
-        s.epsilon_nano for s in shares if s.phase == MAX_LENGTH
-        and s.index >= len(res.length_probes))
-    assert skipped >= 0 and probes_left >= 0
+                                   and s.index >= verified)
+    assert sum(c["label"].startswith("L_f probe") for c in res.mechanism_calls) == \
+        probe_count(res.lmax) >= len(res.length_probes)
 
 
 def test_a_too_small_accountant_refuses_before_drawing():
@@ -248,6 +245,23 @@ def test_strict_thresholds_never_read_the_true_record_count(monkeypatch):
         epsilon=5.0, theta=0.5), rng=np.random.default_rng(SEED))
     assert seen and all(v == max(res.noisy_records, 1.0) / res.max_frequent_length
                         for v in seen)
+
+
+def test_length_decisions_equal_the_direct_search_before_and_after_the_table():
+    from dpcore.sequences.kernels import build_occurrence_runs
+    from dpcore.sequences.miner import LengthDecider, frequent_length_exists
+
+    data = load_sequence_dataset(SAMPLE_DATA / "house_power")
+    runs = build_occurrence_runs(data.indptr, data.items, data.schema.n_items)
+    rng = np.random.default_rng(SEED)
+    thresholds = 0.3 * data.n_records + rng.normal(0, 60, size=12)
+    decide = LengthDecider(data, runs, 12, float(thresholds.min()))
+    for threshold in thresholds:
+        for y in (1, 4, 8, 9, 10, 12):
+            assert decide(y, threshold) == frequent_length_exists(data, runs, y, threshold)
+    assert decide.beta is not None                  # a "no" built the table
+    low = LengthDecider(data, runs, 12, 0.5)
+    assert low(12, -1.0) and low(3, 0.5) and low.beta is None   # cheap: searched directly
 
 
 def test_the_strict_partition_is_per_record_and_the_faithful_one_cuts_blocks():

@@ -33,7 +33,7 @@ __all__ = [
     "is_subsequence", "record_contains", "count_supports", "count_supports_runs",
     "contained_candidates",
     "compress_consecutive", "reconstruct_record", "shrink_records_kernel",
-    "build_occurrence_runs", "prefix_search", "length_histogram",
+    "build_occurrence_runs", "prefix_search", "max_supports_by_length", "length_histogram",
 ]
 
 
@@ -975,3 +975,118 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
             break
     return found, out_ptr[:n_pat + 1].copy(), out_items[:out_ptr[n_pat]].copy(), \
         out_sup[:n_pat].copy()
+
+
+@njit(cache=True, nogil=True)
+def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,
+                           max_length):
+    """β_y = the largest support of any y-sequence, for y = 1..max_length, where ≥ min_support.
+
+    Branch and bound over prefix projections: children are tried in decreasing support, a
+    child updates the best support of its length, and a subtree is entered only if its
+    root's support exceeds the best (or min_support − 1) of some longer length — supports
+    only decrease along a path, so nothing skipped could change a β.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (max_length + 1,)
+        ``out[y]`` = β_y if β_y ≥ min_support, else 0 (``out[0]`` unused).
+    """
+    n_rec = indptr.shape[0] - 1
+    depth_cap = max_length + 1
+    best = np.zeros(depth_cap, dtype=np.int64)
+    floor = min_support - 1
+    cap = max(16, 2 * n_rec)
+    proj_rec = np.empty(cap, dtype=np.int64)
+    proj_pos = np.empty(cap, dtype=np.int64)
+    for r in range(n_rec):
+        proj_rec[r] = r
+        proj_pos[r] = -1
+    top = n_rec
+    keep = np.zeros(n_items, dtype=np.bool_)
+    all_items = np.ones(n_items, dtype=np.bool_)
+    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
+    cnt = np.zeros(n_items, dtype=np.int64)
+    touched = np.empty(n_items, dtype=np.int32)
+    nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, 0,
+                           n_rec, cnt, touched)
+    for t in range(nt):
+        if cnt[touched[t]] >= min_support:
+            keep[touched[t]] = True
+        cnt[touched[t]] = 0
+    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, keep)
+    seg_a = np.zeros(depth_cap, dtype=np.int64)
+    seg_b = np.zeros(depth_cap, dtype=np.int64)
+    ch_a = np.zeros(depth_cap, dtype=np.int64)
+    ch_b = np.zeros(depth_cap, dtype=np.int64)
+    ch_i = np.zeros(depth_cap, dtype=np.int64)
+    ch_items = np.empty(max(16, n_items), dtype=np.int32)
+    ch_cnt = np.empty(max(16, n_items), dtype=np.int64)
+    ch_top = 0
+    seg_a[0], seg_b[0] = 0, n_rec
+    depth = 0
+    a, b = 0, n_rec
+    while True:
+        nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
+                               a, b, cnt, touched)
+        ch_items = _grow_i32(ch_items, ch_top + nt)
+        ch_cnt = _grow_i64(ch_cnt, ch_top + nt)
+        start = ch_top
+        for t in range(nt):
+            x = touched[t]
+            if cnt[x] >= min_support:
+                ch_items[ch_top] = x
+                ch_cnt[ch_top] = cnt[x]
+                ch_top += 1
+            cnt[x] = 0
+        nch = ch_top - start
+        if nch > 1:
+            order = np.argsort(-ch_cnt[start:ch_top], kind="mergesort")
+            its = ch_items[start:ch_top].copy()
+            cns = ch_cnt[start:ch_top].copy()
+            for t in range(nch):
+                ch_items[start + t] = its[order[t]]
+                ch_cnt[start + t] = cns[order[t]]
+        ch_a[depth], ch_b[depth], ch_i[depth] = start, ch_top, start
+        descended = False
+        while depth >= 0:
+            if ch_i[depth] == ch_b[depth]:
+                ch_top = ch_a[depth]
+                top = seg_a[depth] if depth > 0 else n_rec
+                depth -= 1
+                continue
+            c = ch_i[depth]
+            x = ch_items[c]
+            s = ch_cnt[c]
+            length = depth + 1
+            if s > best[length]:
+                best[length] = s
+            bound = s  # the smallest best of a longer length this subtree could beat
+            for y in range(length + 1, max_length + 1):
+                if max(best[y], floor) < bound:
+                    bound = max(best[y], floor)
+            if length >= max_length or s <= bound:
+                # siblings come in decreasing support: none of them can do better
+                ch_i[depth] = ch_b[depth]
+                continue
+            ch_i[depth] = c + 1
+            need = top + s
+            if need > proj_rec.shape[0]:
+                proj_rec = _grow_i64(proj_rec, need)
+                proj_pos = _grow_i64(proj_pos, need)
+            na = top
+            for e in range(seg_a[depth], seg_b[depth]):
+                r = proj_rec[e]
+                q = _run_next(f_ptr, f_item, f_start, f_end, run_pos, r, x, proj_pos[e])
+                if q >= 0:
+                    proj_rec[top] = r
+                    proj_pos[top] = q
+                    top += 1
+            depth += 1
+            seg_a[depth], seg_b[depth] = na, top
+            a, b = na, top
+            descended = True
+            break
+        if not descended:
+            break
+    return best

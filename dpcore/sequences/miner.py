@@ -14,9 +14,10 @@ Strict mode (default) — ε-DP, step by step
 3. **L_f**, the longest frequent length, by binary search over y ∈ [1, lmax] with
    Q = ⌈log2 lmax⌉ probes of ε3/Q each. A probe releases whether β_y + Z ≥ θ·N̂, where
    β_y is the largest support of any y-sequence (sensitivity 1) and Z discrete Laplace
-   noise; it is decided exactly, by a depth-first search for a y-sequence with support at
-   least θ·N̂ − Z, without computing β_y itself. L_f ≥ 1. A search that ends after fewer
-   than Q probes leaves the rest of ε3 unspent.
+   noise. The decisions are exact: every β_y at least 40 noise scales below θ·N̂ is
+   computed once by branch and bound (a threshold lower than that, probability ~e^-40, is
+   decided by a depth-first search for a y-sequence of that support). L_f ≥ 1. A search
+   that ends after fewer than Q probes leaves the rest of ε3 unspent.
 4. **Partition**: every record goes to one of L_f sample databases independently and
    uniformly at random (a data-independent, per-record assignment, so adding or removing a
    record changes exactly one part: parallel composition).
@@ -73,7 +74,12 @@ from dpcore.sequences.candidates import (
     one_item_candidates,
 )
 from dpcore.sequences.dataset import SequenceDataset
-from dpcore.sequences.kernels import build_occurrence_runs, length_histogram, prefix_search
+from dpcore.sequences.kernels import (
+    build_occurrence_runs,
+    length_histogram,
+    max_supports_by_length,
+    prefix_search,
+)
 from dpcore.sequences.params import (
     LENGTHS,
     MAX_LENGTH,
@@ -97,7 +103,7 @@ from dpcore.sequences.results import (
 from dpcore.sequences.shrinking import candidate_supports, shrink_records
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
-           "frequent_length_exists", "partition_records", "NOT_DP_STEPS"]
+           "frequent_length_exists", "LengthDecider", "partition_records", "NOT_DP_STEPS"]
 
 #: A level with more candidates than this is not mined (the run stops, its verification
 #: budget unspent): a guard on memory, decided from DP outputs only.
@@ -177,6 +183,35 @@ def frequent_length_exists(data: SequenceDataset, runs, length: int, threshold: 
     found, _, _, _ = prefix_search(data.indptr, *runs, data.schema.n_items, int(min_support),
                                    int(length), int(length))
     return bool(found)
+
+
+class LengthDecider:
+    """Exact answers to "is β_y ≥ threshold?" for thresholds ≥ ``floor`` (private).
+
+    β_y is the largest support of any y-sequence. A question is answered by a depth-first
+    search that stops at the first y-sequence of that support (cheap when the answer is
+    yes); after the first "no" (which had to search every frequent prefix) — or at once
+    with ``precompute`` — every β_y ≥ ``floor``, y ≤ lmax, is computed by branch and bound
+    and answers all further questions.
+    """
+
+    def __init__(self, data: SequenceDataset, runs, lmax: int, floor: float):
+        self.data, self.runs, self.lmax, self.floor = data, runs, int(lmax), float(floor)
+        self.beta = None
+
+    def precompute(self) -> None:
+        if self.beta is None and self.floor >= 2:  # below: the searches are cheaper
+            self.beta = max_supports_by_length(
+                self.data.indptr, *self.runs, self.data.schema.n_items,
+                int(math.ceil(self.floor)), self.lmax)
+
+    def __call__(self, length: int, threshold: float) -> bool:
+        if self.beta is not None and threshold >= self.floor:
+            return bool(self.beta[length] >= threshold)  # β below the floor is stored as 0
+        hit = frequent_length_exists(self.data, self.runs, length, threshold)
+        if not hit:
+            self.precompute()
+        return hit
 
 
 def partition_records(n_records: int, parts: int, rng: np.random.Generator, *,
@@ -289,17 +324,19 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     runs = build_occurrence_runs(data.indptr, data.items, n_items)
     probes: list[dict] = []
     q = probe_count(lmax)
+    target = theta * n_base
     if strict:
+        zs = [run.counts_noise(np.zeros(1, dtype=np.int64), sensitivity=1, epsilon_nano=share,
+                               label=f"L_f probe {i + 1}/{q}: noise of one comparison "
+                                     "β_y + Z ≥ θ·N̂")[0]
+              for i, share in enumerate(split_evenly(plan[MAX_LENGTH], q))]
+        decide = LengthDecider(data, runs, lmax, min(target - z for z in zs))
         lo, hi = 1, lmax
-        for i, share in enumerate(split_evenly(plan[MAX_LENGTH], q)):
+        for z in zs:
             if lo >= hi:
                 break
             mid = (lo + hi + 1) // 2
-            z = run.counts_noise(np.zeros(1, dtype=np.int64), sensitivity=1,
-                                 epsilon_nano=share,
-                                 label=f"L_f probe {i + 1}/{q}: is some {mid}-sequence "
-                                       "frequent (noisy β)")[0]
-            hit = frequent_length_exists(data, runs, mid, theta * n_base - z)
+            hit = decide(mid, target - z)
             probes.append({"length": mid, "frequent": hit})
             lo, hi = (mid, hi) if hit else (lo, mid - 1)
         l_f = lo
@@ -308,9 +345,11 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                              epsilon_nano=plan[MAX_LENGTH],
                              label=f"β̂_1..β̂_{lmax}: noisy maximal supports at scale "
                                    f"{q}/ε3 each (paper; NOT ε3-DP)")
+        decide = LengthDecider(data, runs, lmax, float(np.min(target - z)))
+        decide.precompute()
         l_f = 1
         for y in range(1, lmax + 1):
-            hit = frequent_length_exists(data, runs, y, theta * n_base - z[y - 1])
+            hit = decide(y, target - z[y - 1])
             probes.append({"length": y, "frequent": hit})
             if hit:
                 l_f = y

@@ -5,7 +5,7 @@ its total before any noise is drawn. Two phases are split further at run time, o
 outputs fix how many calls they make: the maximal-length probes (Q = ⌈log2 lmax⌉ calls)
 and the verification (one call per level, L_f levels). :func:`mechanism_shares` lists
 every call's share given lmax and L_f; the miner spends exactly those, and what an early
-stop leaves unspent is reported, never re-spent.
+stop (no candidates left before level L_f) leaves unspent is reported, never re-spent.
 """
 
 from __future__ import annotations
@@ -188,9 +188,9 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
     """Every mechanism call's share, once lmax and L_f (``n_levels``) are known.
 
     * ``records``, ``lengths``: one call each.
-    * ``max_length``: strict, Q = :func:`probe_count` equal parts (one per probe; a search
-      that ends early leaves the rest unspent); faithful, one call that draws all lmax
-      noisy maxima at the paper's scale Q/ε3 each.
+    * ``max_length``: strict, Q = :func:`probe_count` equal parts (one per probe, all
+      charged and drawn before the search); faithful, one call that draws all lmax noisy
+      maxima at the paper's scale Q/ε3 each.
     * ``prune`` (PFS2): one share, charged once, used in full on each of the L_f disjoint
       sample databases (``parallel = L_f``).
     * ``verify``: L_f equal parts, one per level.

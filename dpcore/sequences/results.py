@@ -135,8 +135,8 @@ class SequenceRunResult:
     """Everything one PFS2 (or baseline) run released, with its provenance.
 
     ``epsilon_nano`` is the run's charge (the plan's total); ``spent_nano`` what its
-    mechanism calls spent, ``unspent_nano`` the rest (left by an early stop: fewer probes
-    than planned, or no candidates left before level L_f). ``mechanism_calls`` are the
+    mechanism calls spent, ``unspent_nano`` the rest (left by an early stop: no candidates
+    left before level L_f). ``mechanism_calls`` are the
     calls charged to the run's accountant (they sum to ``spent_nano``); ``part_calls`` the
     calls each disjoint sample database made within the one ``prune`` charge (each part's
     calls sum to at most that charge). ``seed`` is set only for public demo data.
