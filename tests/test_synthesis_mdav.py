@@ -127,12 +127,28 @@ def test_upgma_finds_planted_feature_blocks():
     assert [g.tolist() for g in upgma_groups(np.zeros((2, 2)))[0]] == [[0, 1]]
 
 
-def test_association_distance_is_one_minus_abs_correlation_for_numerics():
+def test_association_distance_extends_abs_correlation_to_categoricals():
     schema = schema_from_dict({"name": "t", "label": {"name": "y", "classes": [0]},
                                "features": [{"name": n, "type": "numeric", "bounds": [-1, 1]}
                                             for n in "abc"]})
     cov = np.array([[1.0, -0.6, 0.0], [-0.6, 1.0, 0.3], [0.0, 0.3, 4.0]])
-    dist = association_distance(cov, schema)
+    dist = association_distance(cov, schema, np.zeros(3))
     assert dist[0, 1] == pytest.approx(0.4)
     assert dist[1, 2] == pytest.approx(1 - 0.3 / 2)
     assert dist[0, 2] == pytest.approx(1.0)
+    # A categorical that determines a numeric (η² = 1), one independent of it (η² = 0), and
+    # two categoricals that determine each other (Cramér's V = 1), from exact moments.
+    rng = np.random.default_rng(0)
+    level = rng.integers(0, 4, 20_000)
+    other = rng.integers(0, 3, 20_000)
+    x = np.column_stack([np.eye(4)[level], np.eye(3)[other], (level - 1.5) / 2,
+                         np.eye(4)[(level + 1) % 4]])
+    schema = schema_from_dict({"name": "t", "label": {"name": "y", "classes": [0]}, "features": [
+        {"name": "c4", "type": "categorical", "levels": list("abcd")},
+        {"name": "c3", "type": "categorical", "levels": list("xyz")},
+        {"name": "num", "type": "numeric", "bounds": [-1, 1]},
+        {"name": "c4b", "type": "categorical", "levels": list("abcd")}]})
+    dist = association_distance(np.cov(x.T, bias=True), schema, x.mean(axis=0))
+    assert dist[0, 2] == pytest.approx(0.0, abs=1e-9)
+    assert dist[0, 3] == pytest.approx(0.0, abs=1e-9)
+    assert dist[1, 2] > 0.95 and dist[0, 1] > 0.95

@@ -11,15 +11,19 @@ of groups chosen by the pairwise Davies–Bouldin index of the authors' code.
   even a strongly correlated pair into singletons (two features at distance 0.15 from each
   other and 0.98 from the rest score 0.14 as singletons, 0.29 as a pair); the threshold
   rule does not.
-* :func:`association_distance` (strict) — the distance between two *features* from a
-  covariance matrix of their encoded columns: 1 − √RV, with the RV coefficient
-  RV(A, B) = ‖Σ_AB‖²_F / √(‖Σ_AA‖²_F·‖Σ_BB‖²_F) (Robert & Escoufier 1976). For two numeric
-  features RV = Corr², so the distance is 1 − |Corr|; for categoricals it measures the
-  association of the whole one-hot block, so a categorical is never split across groups.
+* :func:`association_distance` (strict) — the distance 1 − √s between two *features* from
+  the means and the covariance of their encoded columns, with s a squared correlation that
+  extends Pearson's to one-hot blocks: r² for two numeric features, the correlation ratio
+  η² = Σ_i Cov(1{A=i}, b)²/π_i / Var(b) for a categorical A and a numeric b, and Cramér's
+  V² = Σ_ij Cov(1{A=i}, 1{B=j})²/(π_i·π_j) / (min(q_A, q_B) − 1) for two categoricals
+  (π_i = P(A = i), floored at ``MIN_LEVEL_SHARE`` so that rare, noisy levels cannot blow the
+  ratio up; s is clipped to [0, 1]). A categorical is thus never split across groups, and
+  a feature determined by another one (education by education_num) is at distance ≈ 0.
   This departs from the paper's 1 − Corr on single columns (a labelled deviation): a
   categorical must stay whole for the sensitivity bounds of :mod:`dpcore.synthesis.moments`,
   and a strong negative correlation is as much a reason to model two features together as a
-  positive one. In strict mode the covariance comes from noisy sufficient statistics.
+  positive one. In strict mode the means and covariance come from noisy sufficient
+  statistics (post-processing).
 * :func:`pearson_distance` (faithful) — the paper's eq. 5 on raw data: 1 − Corr(X_a, X_b)
   over encoded columns (the constant factor 2n does not change the clustering). NOT DP
   (critique C1).
@@ -33,7 +37,7 @@ from scipy.spatial.distance import squareform
 
 from dpcore.synthesis.schema import TableSchema
 
-__all__ = ["pairwise_davies_bouldin", "upgma_groups", "association_distance",
+__all__ = ["MIN_LEVEL_SHARE", "pairwise_davies_bouldin", "upgma_groups", "association_distance",
            "pearson_distance", "groups_from_labels"]
 
 
@@ -121,18 +125,33 @@ def upgma_groups(dist: np.ndarray, threshold: float | None = None
     return groups_from_labels(best_labels), scores
 
 
-def association_distance(cov: np.ndarray, schema: TableSchema) -> np.ndarray:
-    """Feature distance 1 − √RV (p × p) from a covariance of the encoded columns (D × D)."""
+#: Smallest level share used when dividing by π_i in η² and Cramér's V².
+MIN_LEVEL_SHARE = 0.005
+
+
+def association_distance(cov: np.ndarray, schema: TableSchema, means: np.ndarray
+                         ) -> np.ndarray:
+    """Feature distance 1 − √s (p × p) from the covariance (D × D) and means (D) of the
+    encoded columns (see the module docstring for s)."""
     p = schema.n_features
     blocks = [np.asarray(schema.columns_of(i)) for i in range(p)]
-    norms = np.array([np.linalg.norm(cov[np.ix_(b, b)]) for b in blocks])
+    numeric = [f.is_numeric for f in schema.features]
+    share = np.clip(np.asarray(means, dtype=np.float64), MIN_LEVEL_SHARE, 1.0)
+    var = np.maximum(np.diag(cov), 1e-12)
     out = np.zeros((p, p))
     for a in range(p):
         for b in range(a + 1, p):
-            den = norms[a] * norms[b]
-            cross = float(np.sum(cov[np.ix_(blocks[a], blocks[b])] ** 2))
-            rv = min(max(cross / den, 0.0), 1.0) if den > 0 else 0.0
-            out[a, b] = out[b, a] = 1.0 - np.sqrt(rv)
+            cross = cov[np.ix_(blocks[a], blocks[b])]
+            if numeric[a] and numeric[b]:
+                s = cross[0, 0] ** 2 / (var[blocks[a][0]] * var[blocks[b][0]])
+            elif numeric[a] or numeric[b]:
+                cat, num = (b, a) if numeric[a] else (a, b)
+                c = cross[:, 0] if cat == a else cross[0, :]
+                s = float(np.sum(c ** 2 / share[blocks[cat]])) / var[blocks[num][0]]
+            else:
+                ratio = cross ** 2 / np.outer(share[blocks[a]], share[blocks[b]])
+                s = float(ratio.sum()) / (min(len(blocks[a]), len(blocks[b])) - 1)
+            out[a, b] = out[b, a] = 1.0 - np.sqrt(min(max(float(s), 0.0), 1.0))
     return out
 
 

@@ -12,7 +12,7 @@ Strict mode: MC-GEN-DP (spec §2.5) — ε-DP, integer noise only
 2. **Feature groups**: given by the owner (free), or built from DP correlations — one
    single-cell release (:mod:`dpcore.synthesis.moments`) of the count, the sums and the
    second moments of all records' encoded values with ε_F; the noisy covariance, repaired
-   to PSD, gives the feature distance 1 − √RV (:mod:`dpcore.synthesis.grouping`); UPGMA and
+   to PSD, gives the feature distance 1 − √s (:mod:`dpcore.synthesis.grouping`); UPGMA and
    the Davies–Bouldin choice are post-processing.
 3. **Cells**, per class and group: a public grid over the declared bounds, sized from N̂_y
    and public parameters (:mod:`dpcore.synthesis.cells`); a record's cell depends on that
@@ -141,7 +141,7 @@ def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *,
     groups : list of int64 arrays
         Schema feature indices per group.
     distance : float64[p, p]
-        The noisy feature distance 1 − √RV the groups were built from.
+        The noisy feature distance 1 − √s the groups were built from.
     noisy : NoisyCellStatistics
         The release itself (one cell; the count is Σ_y max(N̂_y, 0)).
     """
@@ -160,7 +160,7 @@ def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *,
         rng=rng, accountant=accountant, label="feature correlations (all records)",
         known_counts=[int(np.maximum(n_hat, 0).sum())])
     model = gaussian_cells(noisy, layout, bits, shrinkage=0.0, min_eigenvalue=1e-12)
-    distance = association_distance(model.covariances[0], schema)
+    distance = association_distance(model.covariances[0], schema, model.means[0])
     groups, _ = upgma_groups(distance, _threshold(params))
     return groups, distance, noisy
 

@@ -21,6 +21,7 @@ import uuid
 from datetime import UTC, datetime
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dpcore import __version__
 from dpcore.errors import ParameterError
@@ -45,7 +46,13 @@ from dpcore.synthesis.results import SynthesisDiagnostics, SynthesisResult
 from dpcore.synthesis.schema import value_text
 from dpcore.synthesis.table import SynthesisTable, frame_from_encoded
 
-__all__ = ["check_runnable", "synthesize", "MAX_NOISE_SCALE"]
+__all__ = ["check_runnable", "synthesize", "MAX_NOISE_SCALE", "BLAS_THREADS"]
+
+#: BLAS/LAPACK threads during a run. The linear algebra here is many small eigen-
+#: decompositions and matrix products: multi-threaded OpenBLAS gains nothing on them and,
+#: on a busy machine (other sessions, other processes), its spinning threads made a batch of
+#: 64 eigendecompositions of 50 × 50 matrices take 2 s instead of 0.02 s.
+BLAS_THREADS = 1
 
 #: Largest discrete-Laplace scale Δ/ε a strict run may need (dpcore.mechanisms refuses
 #: larger ones: noisy int64 statistics could overflow).
@@ -144,6 +151,15 @@ def synthesize(table: SynthesisTable, params: SynthesisParams, *,
     SynthesisResult
     """
     check_runnable(table, params)
+    # threadpool_limits is process-wide: a concurrent run may briefly see the limit lifted
+    # when this one ends (slower, never wrong).
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        return _synthesize(table, params, rng=rng, accountant=accountant, run_id=run_id,
+                           seed=seed, progress=progress, dataset=dataset)
+
+
+def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, dataset
+                ) -> SynthesisResult:
     total = sum(s.epsilon_nano for s in plan_budget(params))
     if accountant is None:
         accountant = PrivacyAccountant(total)

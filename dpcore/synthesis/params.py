@@ -90,7 +90,8 @@ HELP = {
                 "(the paper's rule; it tends to split features into singletons) or "
                 "'threshold' (features closer than group_threshold share a group).",
     "group_threshold": "Threshold grouping: largest average distance 1 − |correlation| "
-                       "(RV coefficient for categoricals) inside a group, in [0, 1].",
+                       "(correlation ratio or Cramér's V for categoricals) inside a group, "
+                       "in [0, 1].",
     "cells": "Strict: 'grid' splits each group's records into cells of a public grid over the "
              "declared bounds (at most max_cells, at most N̂/k); 'single' fits one Gaussian "
              "per class and group.",
