@@ -49,28 +49,24 @@ def pairwise_davies_bouldin(dist: np.ndarray, labels: np.ndarray) -> float:
     R_ij. A pair of distinct groups at distance 0 scores +inf unless both are tight (0/0 = 0).
     """
     dist = np.asarray(dist, dtype=np.float64)
-    groups = [np.flatnonzero(labels == g) for g in np.unique(labels)]
-    if len(groups) < 2:
+    _, codes = np.unique(np.asarray(labels), return_inverse=True)
+    m = int(codes.max()) + 1 if codes.size else 0
+    if m < 2:
         return float("inf")
-    spread = []
-    for g in groups:
-        if g.size < 2:
-            spread.append(0.0)
-        else:
-            block = dist[np.ix_(g, g)]
-            spread.append(float(block[np.triu_indices(g.size, 1)].mean()))
-    worst = []
-    for i, gi in enumerate(groups):
-        best = 0.0
-        for j, gj in enumerate(groups):
-            if i == j:
-                continue
-            between = float(dist[np.ix_(gi, gj)].mean())
-            num = spread[i] + spread[j]
-            r = num / between if between > 0 else (0.0 if num == 0 else float("inf"))
-            best = max(best, r)
-        worst.append(best)
-    return float(np.mean(worst))
+    member = np.zeros((dist.shape[0], m))
+    member[np.arange(dist.shape[0]), codes] = 1.0
+    sizes = member.sum(axis=0)
+    totals = member.T @ dist @ member          # Σ of distances between (and inside) groups
+    between = totals / np.outer(sizes, sizes)  # M_ij
+    pairs = sizes * (sizes - 1) / 2.0
+    inside = np.diag(totals) / 2.0             # the diagonal counts each pair twice
+    spread = np.divide(inside, pairs, out=np.zeros(m), where=pairs > 0)
+    num = spread[:, None] + spread[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(between > 0, num / np.where(between > 0, between, 1.0),
+                         np.where(num == 0, 0.0, np.inf))
+    np.fill_diagonal(ratio, -np.inf)
+    return float(np.mean(ratio.max(axis=1)))
 
 
 def groups_from_labels(labels: np.ndarray) -> list[np.ndarray]:
