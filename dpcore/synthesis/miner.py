@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 import numpy as np
@@ -230,7 +231,7 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
     timings["decode"] = time.perf_counter() - decode_started
     timings["total"] = time.perf_counter() - started
     _progress(progress, 1.0, "done")
-    calls = [c.__dict__.copy() for c in accountant.calls[calls_before:]]
+    calls = [asdict(c) for c in accountant.calls[calls_before:]]
     diagnostics = SynthesisDiagnostics(
         clipped=dict(table.clipped),
         true_class_counts={value_text(c): int(n) for c, n in zip(schema.classes,
