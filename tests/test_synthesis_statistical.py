@@ -18,12 +18,14 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from threadpoolctl import threadpool_limits
 
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.synthesis.fixedpoint import half_range, to_fixed
 from dpcore.synthesis.floor import noisy_marginals
 from dpcore.synthesis.mcgen import dp_feature_groups, fit_mcgen_dp, noisy_class_counts
+from dpcore.synthesis.miner import BLAS_THREADS
 from dpcore.synthesis.moments import (
     cell_sufficient_statistics,
     group_layout,
@@ -157,11 +159,12 @@ def test_the_pipeline_adds_exactly_the_planned_noise_to_every_group():
     shares = mechanism_shares(params, [1] * p, counted=[False] * p)
     e_sums, e_moments = shares[1].epsilon_nano / 1e9, shares[2].epsilon_nano / 1e9
     sums_noise, sq_noise = [], []
-    for _ in range(900):
-        model = fit_mcgen_dp(table, params, rng=rng,
-                             accountant=PrivacyAccountant(epsilon_to_nano(0.5)))
-        sums_noise.append(np.column_stack([n.sums[:, 0] for n in model.noisy]) - true_sums)
-        sq_noise.append(np.column_stack([n.moments[:, 0] for n in model.noisy]) - true_sq)
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):  # as synthesize() runs it
+        for _ in range(900):
+            model = fit_mcgen_dp(table, params, rng=rng,
+                                 accountant=PrivacyAccountant(epsilon_to_nano(0.5)))
+            sums_noise.append(np.column_stack([n.sums[:, 0] for n in model.noisy]) - true_sums)
+            sq_noise.append(np.column_stack([n.moments[:, 0] for n in model.noisy]) - true_sq)
     assert_calibrated(sums_noise, L / e_sums, "pipeline cell sums", rng)
     assert_calibrated(sq_noise, L**2 / e_moments, "pipeline cell squares", rng)
 
@@ -180,12 +183,13 @@ def test_the_feature_correlation_release_is_calibrated():
                                                   layout, 16)
     n_hat = table.class_counts()
     sums_noise, moment_noise = [], []
-    for _ in range(700):
-        _, _, noisy = dp_feature_groups(table, params, shares, rng=rng,
-                                        accountant=PrivacyAccountant(epsilon_to_nano(2.0)),
-                                        n_hat=n_hat)
-        sums_noise.append(noisy.sums - sums)
-        moment_noise.append((noisy.moments - moments)[:, :40])
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):  # as synthesize() runs it
+        for _ in range(700):
+            _, _, noisy = dp_feature_groups(table, params, shares, rng=rng,
+                                            accountant=PrivacyAccountant(epsilon_to_nano(2.0)),
+                                            n_hat=n_hat)
+            sums_noise.append(noisy.sums - sums)
+            moment_noise.append((noisy.moments - moments)[:, :40])
     assert_calibrated(sums_noise, p * L / feature_shares[0], "correlation sums", rng)
     assert_calibrated(moment_noise, (p * (p - 1) // 2 + p) * L**2 / feature_shares[1],
                       "correlation second moments", rng)
