@@ -10,17 +10,19 @@ Strict mode: MC-GEN-DP (spec §2.5) — ε-DP, integer noise only
 1. **Class counts** N̂_y = N_y + discrete Laplace(1/ε_Y) (one histogram, Δ = 1). Class y
    gets max(round(N̂_y), 0) synthetic rows.
 2. **Feature groups**: given by the owner (free), or built from DP correlations — one
-   single-cell release (:mod:`dpcore.synthesis.moments`) of the count, the sums and the
-   second moments of all records' encoded values with ε_F; the noisy covariance, repaired
-   to PSD, gives the feature distance 1 − √s (:mod:`dpcore.synthesis.grouping`); UPGMA and
-   the Davies–Bouldin choice are post-processing.
+   single-cell release (:mod:`dpcore.synthesis.moments`) of the sums and second moments of
+   all records' encoded values with ε_F (the count is Σ_y N̂_y); the noisy covariance,
+   repaired to PSD, gives the feature distance 1 − √s (:mod:`dpcore.synthesis.grouping`);
+   UPGMA and the Davies–Bouldin choice (or a distance threshold) are post-processing.
 3. **Cells**, per class and group: a public grid over the declared bounds, sized from N̂_y
    and public parameters (:mod:`dpcore.synthesis.cells`); a record's cell depends on that
-   record alone.
+   record alone. (DP k-means centroids, the spec's alternative, are not implemented.)
 4. **Cell statistics**, per group m with ε_m = ε_G·p_m/p: noisy counts, sums and second
    moments of every (class, cell) on the fixed-point grid, one discrete-Laplace release
    each (parallel over the disjoint cells of all classes; sequential over the groups, since
-   every record contributes to every group).
+   every record contributes to every group). A group whose grid has one cell per class
+   releases no counts (they are the N̂_y), one made of a single categorical feature no
+   second moments; their share goes to the group's other releases.
 5. **Models** (post-processing): per cell, mean and covariance shrunk towards the class's
    pooled moments, PSD repair by eigenvalue clipping.
 6. **Generation** (post-processing): each synthetic row of class y draws, per group
