@@ -4,7 +4,9 @@ Every rerun, on every page: declare the pages (first, so the page menu is right
 even while the kernels warm up), register the built-in sample datasets if the
 ledger lacks them (idempotent), keep the Mine page's parameters across page
 switches, draw the sidebar (dataset picker, role, budget meter read from the
-ledger), warm the numba kernels once per server process, then run the page.
+ledger), start warming the numba kernels once per server process — in the
+background: only the pages that mine wait for it, with a progress bar — then run
+the page.
 """
 
 import streamlit as st
@@ -13,7 +15,7 @@ from components.bootstrap import close_stale_runs, register_sample_datasets
 from components.budget_meter import render_budget_meter
 from components.params_form import persist_state
 from components.session import get_ledger, is_owner, render_sidebar
-from components.warmup import ensure_warm
+from components.warmup import start_warmup
 
 st.set_page_config(page_title="DP redescription workbench", page_icon="🔐", layout="wide")
 
@@ -38,5 +40,8 @@ render_budget_meter(ledger, record)
 if st.session_state.get("_sample_problems") and is_owner():
     st.sidebar.warning("Sample data not registered: "
                        + "; ".join(st.session_state["_sample_problems"]))
-ensure_warm()
+warmup = start_warmup()            # never waits: the mining pages show its progress
+if not warmup.ready:
+    st.sidebar.caption(f"Mining engine: preparing ({warmup.done} of {warmup.total} steps "
+                       "done); only mining waits for it.")
 page.run()

@@ -41,6 +41,7 @@ from .launcher import get_job, start_job
 from .params_form import demo_seed_from_state, params_from_state
 from .scatter import KEPT_COLOR, PRUNED_COLOR, THRESHOLD_COLOR, run_label
 from .session import can_see_truth, current_requester, current_role, is_owner, load_data
+from .warmup import render_warmup_progress
 
 __all__ = ["TRADEOFF_EPSILONS", "SIGNIFICANCE", "render_teaching", "truth_frame",
            "true_vs_noisy_figure", "true_j_histograms", "score_trace_figure",
@@ -237,6 +238,9 @@ def render_teaching(ledger: Ledger, record: DatasetRecord) -> None:
     who = "you are the data owner" if is_owner() else "this is a public demo dataset"
     st.warning(f"NOT differentially private: this page shows exact values computed from the "
                f"raw data, because {who}.")
+    if not render_warmup_progress("This page (it evaluates runs on the raw data and mines "
+                                  "the trade-off demo)"):
+        return
     try:
         data = load_data(record)
     except DataError as exc:

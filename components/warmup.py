@@ -1,56 +1,173 @@
-"""Warm the numba kernels once per server process, with a visible status.
+"""Warm the numba kernels once per server process, in the background, with visible progress.
 
-The first call of each kernel compiles it (seconds with an empty numba cache).
-:func:`ensure_warm` runs every miner once, in both privacy modes, on a tiny
-synthetic dataset built here in code, with a throwaway
-:class:`~dpcore.privacy.accountant.PrivacyAccountant`. It never touches the ledger, so it
-spends no budget of any dataset; its output is discarded (it is not a release of
-any real data). The same dtypes as real data (float64 views) are used, so the
-compiled specialisations are the ones real runs need.
+The first call of each kernel compiles it (about a minute with an empty numba cache,
+seconds with a filled one). :func:`start_warmup` starts that work once per server
+process in a background thread (held by ``st.cache_resource``) and returns at once,
+so the pages that do not mine (Data, Explore, Runs) are usable during a cold start.
+The pages that mine call :func:`render_warmup_progress`: while the kernels compile it
+shows a progress bar with the step, the kernels done and an estimate of the time left,
+refreshing itself, and it tells the caller to keep Launch disabled until they are ready.
+
+The warm-up runs every miner once, in both privacy modes, on the tiny synthetic dataset
+of :mod:`dpcore.redescriptions.warmup` with a throwaway accountant: it never touches
+the ledger, spends no budget of any dataset, and its output is discarded (it is not a
+release of any real data).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
+import numpy as np
 import streamlit as st
 
-from dpcore.redescriptions.warmup import warm_kernels
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import plan_budget
+from dpcore.redescriptions.warmup import tiny_dataset, warmup_params
+from dpcore.registry import ALGORITHM_LABELS, ALGORITHMS, MODES
 
-__all__ = ["ensure_warm"]
+__all__ = ["WarmupState", "warmup_steps", "run_warmup", "start_warmup", "warmup_state",
+           "progress_text", "render_warmup_progress", "COLD_START_SECONDS"]
 
 _log = logging.getLogger(__name__)
-_WARM_IN_THIS_PROCESS = False
+#: A cold start (empty numba cache) on the reference machine (2 cores): about this long.
+COLD_START_SECONDS = 60.0
+#: A start with a filled numba cache: about this long.
+WARM_CACHE_SECONDS = 5.0
+
+
+@dataclass
+class WarmupState:
+    """Progress of the warm-up (written by its thread, read by the pages)."""
+
+    total: int
+    cold: bool
+    done: int = 0
+    step: str = "starting"
+    error: str | None = None
+    finished: bool = False
+    started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+
+    @property
+    def ready(self) -> bool:
+        """The kernels are compiled (or the warm-up failed: runs then compile on first use)."""
+        return self.finished
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.finished else (self.done / self.total if self.total else 0.0)
+
+    def seconds_left(self, now: float | None = None) -> float:
+        """A rough estimate of the time left, from the steps done so far (or the usual
+        duration of a cold or warm start before the first step ends)."""
+        if self.finished:
+            return 0.0
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        if self.done == 0:
+            usual = COLD_START_SECONDS if self.cold else WARM_CACHE_SECONDS
+            return max(1.0, usual - elapsed)
+        per_step = elapsed / self.done
+        return max(1.0, per_step * (self.total - self.done))
+
+
+def warmup_steps() -> list[tuple[str, Callable[[], None]]]:
+    """(label, action) of each warm-up step: every algorithm × mode once on tiny data."""
+    data = tiny_dataset()
+    steps = []
+    for mode in MODES:
+        for algorithm in ALGORITHMS:
+            params = warmup_params(algorithm, mode)
+
+            def action(params=params) -> None:
+                budget = sum(s.epsilon_nano for s in plan_budget(params))
+                mine(data, params, rng=np.random.default_rng(0),
+                     accountant=PrivacyAccountant(budget))
+
+            steps.append((f"{ALGORITHM_LABELS[algorithm]} ({mode})", action))
+    return steps
+
+
+def _cache_is_cold() -> bool:
+    """Whether the numba cache folder holds no compiled kernel yet (a first start)."""
+    try:
+        from numba.core.config import CACHE_DIR
+        folder = Path(CACHE_DIR) if CACHE_DIR else None
+        return folder is None or not any(folder.rglob("*.nbi"))
+    except Exception:  # noqa: BLE001 - only an estimate
+        return True
+
+
+def run_warmup(state: WarmupState, steps: list[tuple[str, Callable[[], None]]]) -> None:
+    """Run the steps, recording progress in ``state`` (a failure ends the warm-up: the
+    kernels then compile on first use)."""
+    try:
+        for label, action in steps:
+            state.step = label
+            action()
+            state.done += 1
+    except Exception as exc:  # noqa: BLE001 - a failed warm-up must not stop the app
+        _log.exception("numba warm-up failed")
+        state.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        state.ended = time.monotonic()
+        state.finished = True
 
 
 @st.cache_resource(show_spinner=False)
-def _warm_once() -> dict:
-    """Per-process cache of the warm-up (Streamlit runs it once; concurrent callers wait)."""
-    try:
-        return {"ok": True, "timings": warm_kernels()}
-    except Exception as exc:  # noqa: BLE001 - a failed warm-up must not stop the app
-        _log.exception("numba warm-up failed")
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+def _warmup_once() -> WarmupState:
+    """Start the warm-up thread once per server process; return its shared state."""
+    steps = warmup_steps()
+    state = WarmupState(total=len(steps), cold=_cache_is_cold())
+    threading.Thread(target=run_warmup, args=(state, steps), name="dprm-warmup",
+                     daemon=True).start()
+    return state
 
 
-def ensure_warm() -> dict:
-    """Warm the kernels once per server process, showing a "preparing" status the first time.
+def start_warmup() -> WarmupState:
+    """Start the warm-up if it has not started in this process; never waits for it."""
+    return _warmup_once()
 
-    Returns
-    -------
-    dict
-        ``{"ok": True, "timings": {...}}`` or ``{"ok": False, "error": "..."}``.
-    """
-    global _WARM_IN_THIS_PROCESS
-    if _WARM_IN_THIS_PROCESS:
-        return _warm_once()
-    with st.status("Preparing the mining engine (compiling kernels; first start of the "
-                   "server only)…", expanded=False) as status:
-        report = _warm_once()
-        if report["ok"]:
-            status.update(label="Mining engine ready", state="complete")
-        else:
-            status.update(label="Mining engine warm-up failed; runs compile on first use",
-                          state="error")
-    _WARM_IN_THIS_PROCESS = True
-    return report
+
+def warmup_state() -> WarmupState:
+    """The warm-up's state (starting it if needed)."""
+    return _warmup_once()
+
+
+def progress_text(state: WarmupState) -> str:
+    """The progress line: what compiles, how many steps are done, about how long is left."""
+    if state.finished:
+        return ("Mining engine ready." if state.error is None else
+                "The mining engine warm-up failed; runs compile on first use.")
+    what = ("compiling the mining kernels (first start of the server: about a minute)"
+            if state.cold else "loading the compiled mining kernels")
+    return (f"Preparing the mining engine — {what}: step {min(state.done + 1, state.total)} "
+            f"of {state.total} ({state.step}), about {state.seconds_left():.0f} s left. "
+            "The Data, Explore and Runs pages work meanwhile.")
+
+
+def render_warmup_progress(what: str = "Launch") -> bool:
+    """On a page that mines: True when the kernels are ready; else show the progress (it
+    refreshes itself and reruns the page when done) and return False, so the caller keeps
+    ``what`` disabled."""
+    state = warmup_state()
+    if state.ready:
+        return True
+    _progress_fragment(what)
+    return False
+
+
+@st.fragment(run_every=1.0)
+def _progress_fragment(what: str) -> None:
+    state = warmup_state()
+    if state.ready:
+        st.rerun(scope="app")                 # enable what waited for the kernels
+    st.progress(state.fraction, text=progress_text(state))
+    st.caption(f"{what} is available as soon as the kernels are ready; nothing is charged "
+               "meanwhile.")
