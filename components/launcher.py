@@ -24,7 +24,7 @@ import streamlit as st
 
 from dpcore.dataset import TwoViewDataset
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
-from dpcore.ledger import DatasetRecord, Ledger
+from dpcore.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import MiningParams, plan_budget
@@ -32,11 +32,14 @@ from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, SERENADE_CS
 from dpcore.runs import RunInProgressError, charge_and_mine, new_run_id, run_cost
 
 from .budget_meter import fmt_eps
-from .params_form import demo_seed_from_state, params_from_state
+from .expectations import empty_result_advice, expectation_text, miner_warnings
+from .params_form import demo_seed_from_state, form_problems, params_from_state
 from .session import can_see_truth, current_requester, load_data, set_flash
+from .warmup import render_warmup_progress
 
 __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "remember_new_run",
-           "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text"]
+           "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text",
+           "launch_blockers"]
 
 _log = logging.getLogger(__name__)
 LAUNCH_KEY = "mine_launch"
@@ -183,8 +186,28 @@ def cost_text(params: MiningParams, cost_nano: int) -> str:
     return text
 
 
+def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord,
+                    engine_ready: bool = True) -> list[str]:
+    """Why the run cannot be launched now (empty: it can). Pure: the caller reads the
+    remaining budget from the ledger, as the budget meter does."""
+    reasons = []
+    if not remaining.fits(cost_nano):
+        reasons.append(
+            f"This run costs ε = {fmt_eps(nano_to_epsilon(cost_nano))} but only ε = "
+            f"{fmt_eps(remaining.remaining)} remains on `{record.name}`: the ledger would "
+            "refuse it. Lower ε (or the number of trials), or ask the data owner for more "
+            "budget.")
+    if not record.confirmed:
+        reasons.append("The owner has not confirmed this dataset's public schema yet; the "
+                       "ledger refuses runs until then.")
+    if not engine_ready:
+        reasons.append("The mining engine is still being prepared (see the progress bar).")
+    return reasons
+
+
 def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
-    """The cost line, the Launch button, the confirm step and the progress of a run."""
+    """The cost line, what to expect, the Launch button (disabled, with the reason, when
+    the run cannot go), the confirm step and the progress of a run."""
     state = st.session_state.get(LAUNCH_KEY)
     if state is not None and state.get("dataset") != record.name and state["stage"] == "confirm":
         st.session_state.pop(LAUNCH_KEY, None)
@@ -193,6 +216,14 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         _follow(ledger, record, state)
         return
 
+    problems = form_problems(record=record)
+    if problems:
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.button("Launch", type="primary", key="mine_launch_button", disabled=True,
+                  help="Fix the refused numbers first.")
+        st.error("Launch is disabled until these numbers are fixed (each is explained "
+                 "next to its box):  \n" + "  \n".join(f"• {p}" for p in problems))
+        return
     try:
         params = params_from_state().validate()
         cost = run_cost(params)
@@ -208,26 +239,30 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
     remaining = ledger.budget(record.name)
     st.markdown(cost_text(params, cost) +
                 f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
-    if not remaining.fits(cost):
-        st.warning("This run does not fit in the remaining budget; the ledger will refuse it.")
-    if not record.confirmed:
-        st.warning("The owner has not confirmed this dataset's public schema yet; the ledger "
-                   "refuses runs until then.")
+    st.info(expectation_text(params))
+    for warning in miner_warnings(params):
+        st.warning(warning)
     if seed is not None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public demos "
                 "only; real releases always use fresh randomness.")
+    ready = render_warmup_progress("Launch")
+    blockers = launch_blockers(remaining, cost, record, ready)
 
-    if state is not None and state["stage"] == "confirm" and state["params"] != params.to_dict():
-        st.session_state.pop(LAUNCH_KEY, None)      # parameters changed: ask again
+    if state is not None and state["stage"] == "confirm" and (
+            state["params"] != params.to_dict() or blockers):
+        st.session_state.pop(LAUNCH_KEY, None)      # parameters or budget changed: ask again
         state = None
     if state is None:
         label = ALGORITHM_LABELS[params.algorithm]
         if st.button(f"Launch {label} (ε = {fmt_eps(nano_to_epsilon(cost))})", type="primary",
-                     key="mine_launch_button"):
+                     key="mine_launch_button", disabled=bool(blockers),
+                     help=" ".join(blockers) or None):
             st.session_state[LAUNCH_KEY] = {
                 "stage": "confirm", "run_id": new_run_id(), "dataset": record.name,
                 "params": params.to_dict(), "seed": seed, "cost_nano": cost}
             st.rerun()
+        for reason in blockers:
+            st.warning(f"Launch is disabled: {reason}")
         return
 
     st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
@@ -256,10 +291,14 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         _follow(ledger, record, state)
 
 
-def _finish(record: DatasetRecord, state: dict, ok: bool, message: str) -> None:
+def _finish(record: DatasetRecord, state: dict, ok: bool, message: str,
+            empty: bool = False) -> None:
     st.session_state.pop(LAUNCH_KEY, None)
     _forget(state["run_id"])
-    if ok:
+    if ok and empty:
+        # Explore keeps showing the newest run WITH results; say why this one is not there.
+        set_flash("warning", message)
+    elif ok:
         remember_new_run(state["dataset"], state["run_id"])   # the run's own dataset
         set_flash("success", message)
     else:
@@ -292,7 +331,13 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
         if done:
             break
         time.sleep(0.15)
-    if job.ok:
+    if job.ok and job.n_redescriptions == 0:
+        params = state["params"]
+        _finish(record, state, True,
+                f"Run `{run_id[:8]}` is stored: 0 redescriptions. "
+                + empty_result_advice(params["algorithm"], params)
+                + " Explore keeps showing your newest run with results.", empty=True)
+    elif job.ok:
         _finish(record, state, True,
                 f"Run `{run_id[:8]}` is stored: {job.n_redescriptions} redescriptions. "
                 "Open **Explore** to prune and export them (0 ε).")

@@ -19,6 +19,7 @@ from collections.abc import MutableMapping
 
 import streamlit as st
 
+from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord
 from dpcore.privacy.policy import allowed_modes
 from dpcore.redescriptions.params import HELP, MiningParams
@@ -32,12 +33,13 @@ from dpcore.registry import (
     algorithm_spec,
 )
 
+from .number_fields import Bounds, number_field, number_problem
 from .session import current_role
 
 __all__ = ["EPSILON_GRID", "DEFAULT_STATE", "ALGORITHM_GUIDE", "FAITHFUL_TREE_WARNING",
-           "FAITHFUL_SERENADE_WARNING", "persist_state", "params_from_state",
-           "demo_seed_from_state", "nearest_grid_epsilon", "quality_share",
-           "render_params_form"]
+           "FAITHFUL_SERENADE_WARNING", "FIELDS", "persist_state", "params_from_state",
+           "demo_seed_from_state", "nearest_grid_epsilon", "quality_share", "fields_in_use",
+           "form_problems", "render_params_form"]
 
 _D = MiningParams()
 
@@ -120,6 +122,92 @@ FAITHFUL_SERENADE_WARNING = (
     "redescription: its supports |q_L|, |q_R| and p-values are **not released**. Use it "
     "only to compare with the original.")
 
+_SHARE = "a share of ε: the three shares sum to 1"
+
+#: The Mine form's number boxes: session key → (label, accepted range, parameter field).
+#: The boxes have no hard bounds (a refused number stays visible, explained under it);
+#: the ranges are MiningParams.validate()'s, or the form's own where it is tighter.
+FIELDS: dict[str, tuple[str, Bounds, str]] = {
+    "mine_epsilon": ("ε (exact)", Bounds(0.0, None, low_open=True,
+                                         why="ε is the privacy budget the run spends; "
+                                             "a run must spend some"), "epsilon"),
+    "mine_in_tr": ("InTr (trials)", Bounds(1, 10_000, integer=True,
+                                           why="independent trials of the miner"), "in_tr"),
+    "mine_k": ("k", Bounds(1, 1_000, integer=True, why="InTr or RMIter"), "k"),
+    "mine_rm_iter": ("RMIter (alternations)", Bounds(1, 1_000, integer=True), "rm_iter"),
+    "mine_mc_iter": ("MCIter", Bounds(1, 10_000_000, integer=True,
+                                      why="MCMC iterations per tree"), "mc_iter"),
+    "mine_sigma": ("σ (stopping variance; faithful only)",
+                   Bounds(0.0, 1e6, low_open=True), "sigma"),
+    "mine_sigma_window": ("σ window k (faithful only)",
+                          Bounds(2, 10_000_000, integer=True), "sigma_window"),
+    "mine_min_jaccard": ("Γ.minJ", Bounds(0.0, 1.0, why="a Jaccard lies in [0, 1]"),
+                         "min_jaccard"),
+    "mine_max_pvalue": ("Γ.pval", Bounds(0.0, 1.0, low_open=True,
+                                         why="a p-value lies in (0, 1]"), "max_pvalue"),
+    "mine_min_support": ("Γ.minSupp (rows)", Bounds(0.0, None, why="a number of rows"),
+                         "min_support"),
+    "mine_max_support": ("Γ.maxSupp (share)", Bounds(0.01, 1.0, why="a share of the rows"),
+                         "max_support"),
+    "mine_max_clauses": ("maxClauses", Bounds(1, 10, integer=True), "max_clauses"),
+    "mine_init_pairs": ("I (initial pairs)", Bounds(1, 1_000, integer=True), "init_pairs"),
+    "mine_es_rounds": ("K (extension rounds)", Bounds(1, 100_000, integer=True), "es_rounds"),
+    "mine_cs_rounds": ("L (extension rounds)", Bounds(1, 1_000, integer=True), "cs_rounds"),
+    "mine_steepness": ("s (sigmoid steepness)", Bounds(0.0, 1.0, low_open=True),
+                       "steepness"),
+    "mine_budget_init": ("budget_init: share of ε for the initial pairs",
+                         Bounds(0.01, 0.98, why=_SHARE), "budget_init"),
+    "mine_budget_ext": ("budget_ext: share of ε for the extensions",
+                        Bounds(0.01, 0.98, why=_SHARE), "budget_ext"),
+    "mine_min_acc": ("min_acc (smallest noisy J that keeps extending)",
+                     Bounds(0.0, 1.0, why="a Jaccard lies in [0, 1]"), "min_acc"),
+    "mine_memo_age": ("memo_age (rounds a memoised extension lives; faithful only)",
+                      Bounds(1, 100_000, integer=True), "memo_age"),
+    "mine_max_attributes": ("max_attributes (per query)", Bounds(1, 16, integer=True),
+                            "max_attributes"),
+    "mine_demo_seed": ("Seed", Bounds(0, 2**31 - 1, integer=True), "seed"),
+}
+
+
+def _field(container, key: str, **kwargs) -> str | None:
+    label, bounds, _ = FIELDS[key]
+    return number_field(container, label, key, bounds, **kwargs)
+
+
+def fields_in_use(state: MutableMapping, record: DatasetRecord | None = None) -> list[str]:
+    """The keys of :data:`FIELDS` the configured run reads (the form shows them)."""
+    def get(key):
+        return state[key] if key in state else DEFAULT_STATE[key]
+
+    algorithm, mode = str(get("mine_algorithm")), str(get("mine_mode"))
+    try:
+        used = set(algorithm_spec(algorithm).parameters_used(mode))
+    except DpcoreError:
+        return ["mine_epsilon"]
+    keys = [k for k, (_, _, name) in FIELDS.items() if name in used]
+    if "rm_iter" in used:                      # the alternating miners: k, or InTr + RMIter
+        custom = get("mine_setting") == "custom"
+        keys = [k for k in keys if k not in ("mine_in_tr", "mine_rm_iter")]
+        keys += ["mine_in_tr", "mine_rm_iter"] if custom else ["mine_k"]
+    if (record is not None and record.public_demo and get("mine_demo_seed_on")):
+        keys.append("mine_demo_seed")
+    return keys
+
+
+def form_problems(state: MutableMapping | None = None,
+                  record: DatasetRecord | None = None) -> list[str]:
+    """Why numbers of the configured run are refused (one message per field; pure)."""
+    state = st.session_state if state is None else state
+    out = []
+    for key in fields_in_use(state, record):
+        label, bounds, _ = FIELDS[key]
+        value = state[key] if key in state else DEFAULT_STATE[key]
+        problem = number_problem(label, value, bounds)
+        if problem:
+            out.append(problem)
+    return out
+
+
 def quality_share(budget_init: float, budget_ext: float) -> float:
     """Serenade's ε_qual share, 1 − budget_init − budget_ext: what pays the noisy counts."""
     return 1.0 - float(budget_init) - float(budget_ext)
@@ -199,8 +287,12 @@ def _number_typed() -> None:
     st.session_state["mine_epsilon_slider"] = nearest_grid_epsilon(st.session_state["mine_epsilon"])
 
 
-def render_params_form(record: DatasetRecord) -> None:
-    """Draw the parameter widgets (values live in the ``mine_*`` session keys)."""
+def render_params_form(record: DatasetRecord, remaining: float | None = None) -> None:
+    """Draw the parameter widgets (values live in the ``mine_*`` session keys).
+
+    ``remaining``: the dataset's remaining budget (read from the ledger by the page),
+    so an ε above it is explained next to the ε box.
+    """
     st.selectbox("Algorithm", ALGORITHMS, key="mine_algorithm",
                  format_func=ALGORITHM_LABELS.get, help=HELP["algorithm"])
     with st.expander("Which algorithm when?"):
@@ -212,10 +304,14 @@ def render_params_form(record: DatasetRecord) -> None:
     left.select_slider("ε (log scale)", options=EPSILON_GRID, key="mine_epsilon_slider",
                        format_func=lambda v: f"{v:g}", on_change=_slider_moved,
                        help=HELP["epsilon"])
-    right.number_input("ε (exact)", min_value=EPSILON_MIN, max_value=EPSILON_MAX, step=0.01,
-                       format="%.3f", key="mine_epsilon", on_change=_number_typed,
-                       help="Type any ε in [0.01, 10]; the slider follows to the nearest "
-                            "grid value. The run uses this exact number.")
+    _field(right, "mine_epsilon", step=0.01, format="%.4g", on_change=_number_typed,
+           help="Type any ε > 0 (at most what remains of the budget); the slider follows "
+                "to the nearest grid value in [0.01, 10]. The run uses this exact number.")
+    typed = st.session_state.get("mine_epsilon")
+    if (remaining is not None and not number_problem("", typed, FIELDS["mine_epsilon"][1])
+            and float(typed) > remaining):
+        right.error(f"ε = {float(typed):g} is more than the ε = {remaining:.6g} left on "
+                    f"`{record.name}`: the ledger would refuse this run.")
 
     spec = algorithm_spec(algorithm)
     if serenade:
@@ -236,9 +332,7 @@ def render_params_form(record: DatasetRecord) -> None:
         if faithful:
             st.warning(FAITHFUL_SERENADE_WARNING)
             if "memo_age" in spec.parameters_used(FAITHFUL):
-                st.number_input("memo_age (rounds a memoised extension lives; faithful only)",
-                                min_value=1, max_value=100_000, step=5, key="mine_memo_age",
-                                help=HELP["memo_age"])
+                _field(st, "mine_memo_age", step=5, help=HELP["memo_age"])
     else:
         if faithful:
             st.warning(FAITHFUL_TREE_WARNING)
@@ -246,26 +340,20 @@ def render_params_form(record: DatasetRecord) -> None:
 
     with st.expander("Constraints Γ"):
         c1, c2 = st.columns(2)
-        c1.number_input("Γ.minJ", min_value=0.0, max_value=1.0, step=0.05, format="%.2f",
-                        key="mine_min_jaccard", help=HELP["min_jaccard"])
-        c2.number_input("Γ.pval", min_value=1e-12, max_value=1.0, step=0.005, format="%.3f",
-                        key="mine_max_pvalue", help=HELP["max_pvalue"]
-                        + (" Faithful Serenade releases no p-value, so this filter does "
-                           "not apply there." if serenade else ""))
-        c1.number_input("Γ.minSupp (rows)", min_value=0.0, step=10.0, format="%.0f",
-                        key="mine_min_support", help=HELP["min_support"])
-        c2.number_input("Γ.maxSupp (share)", min_value=0.01, max_value=1.0, step=0.05,
-                        format="%.2f", key="mine_max_support", help=HELP["max_support"])
+        _field(c1, "mine_min_jaccard", step=0.05, format="%.2f", help=HELP["min_jaccard"])
+        _field(c2, "mine_max_pvalue", step=0.005, format="%.3g", help=HELP["max_pvalue"]
+               + (" Faithful Serenade releases no p-value, so this filter does not apply "
+                  "there." if serenade else ""))
+        _field(c1, "mine_min_support", step=10.0, format="%.0f", help=HELP["min_support"])
+        _field(c2, "mine_max_support", step=0.05, format="%.2f", help=HELP["max_support"])
         if not serenade:
-            c1.number_input("maxClauses", min_value=1, max_value=10, step=1,
-                            key="mine_max_clauses", help=HELP["max_clauses"])
+            _field(c1, "mine_max_clauses", step=1, help=HELP["max_clauses"])
 
     if record.public_demo:
         c1, c2 = st.columns([3, 1])
         c1.checkbox("Demo seed — public demo data only: fixed noise for tests and "
                     "reproducible demos, never for real releases", key="mine_demo_seed_on")
-        c2.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="mine_demo_seed",
-                        disabled=not st.session_state["mine_demo_seed_on"])
+        _field(c2, "mine_demo_seed", step=1, disabled=not st.session_state["mine_demo_seed_on"])
 
 
 def _tree_widgets(used: tuple[str, ...]) -> None:
@@ -275,8 +363,7 @@ def _tree_widgets(used: tuple[str, ...]) -> None:
         c1, c2 = st.columns(2)
         c1.slider("ω (share of each trial's ε for the tree pair)", min_value=0.01,
                   max_value=0.99, step=0.01, key="mine_omega", help=HELP["omega"])
-        c2.number_input("InTr (trials)", min_value=1, max_value=10_000, step=1,
-                        key="mine_in_tr", help=HELP["in_tr"])
+        _field(c2, "mine_in_tr", step=1, help=HELP["in_tr"])
     else:
         st.radio("Setting", SETTINGS, key="mine_setting", horizontal=True,
                  format_func=_SETTING_LABELS.get,
@@ -285,29 +372,23 @@ def _tree_widgets(used: tuple[str, ...]) -> None:
                       "trial of k alternations. " + HELP["rm_iter"])
         if st.session_state["mine_setting"] == "custom":
             c1, c2 = st.columns(2)
-            c1.number_input("InTr (initial targets)", min_value=1, max_value=10_000, step=1,
-                            key="mine_in_tr", help=HELP["in_tr"])
-            c2.number_input("RMIter (alternations)", min_value=1, max_value=1_000, step=1,
-                            key="mine_rm_iter", help=HELP["rm_iter"])
+            _field(c1, "mine_in_tr", step=1, help=HELP["in_tr"])
+            _field(c2, "mine_rm_iter", step=1, help=HELP["rm_iter"])
         else:
-            st.number_input("k", min_value=1, max_value=1_000, step=1, key="mine_k",
-                            help="InTr = k (stable) or RMIter = k (default).")
+            _field(st, "mine_k", step=1, help="InTr = k (stable) or RMIter = k (default).")
 
     c1, c2 = st.columns(2)
     c1.slider("Depth d", min_value=1, max_value=8, step=1, key="mine_depth", help=HELP["depth"])
-    c2.number_input("MCIter", min_value=1, max_value=10_000_000, step=1000, key="mine_mc_iter",
-                    help=HELP["mc_iter"] + ("" if "mc_iter" in used
-                                            else " Not used by this algorithm (no chain)."))
+    _field(c2, "mine_mc_iter", step=1000,
+           help=HELP["mc_iter"] + ("" if "mc_iter" in used
+                                   else " Not used by this algorithm (no chain)."))
 
 
 def _sigma_widgets(strict: bool) -> None:
     """σ and its window: the faithful chains' stopping rule (shown disabled in strict mode)."""
     c1, c2 = st.columns(2)
-    c1.number_input("σ (stopping variance; faithful only)", min_value=1e-9, max_value=1e6,
-                    step=0.001, format="%.4f", key="mine_sigma", help=HELP["sigma"],
-                    disabled=strict)
-    c2.number_input("σ window k (faithful only)", min_value=2, max_value=10_000_000, step=50,
-                    key="mine_sigma_window", help=HELP["sigma_window"], disabled=strict)
+    _field(c1, "mine_sigma", step=0.001, format="%.4f", help=HELP["sigma"], disabled=strict)
+    _field(c2, "mine_sigma_window", step=50, help=HELP["sigma_window"], disabled=strict)
     if strict:
         st.caption("Strict mode runs exactly MCIter iterations: a data-dependent stopping "
                    "rule (σ) would leak, so σ applies in faithful mode only.")
@@ -317,25 +398,19 @@ def _serenade_widgets(used: tuple[str, ...]) -> None:
     """I, K (ES) or L (CS), s, the budget split, min_acc (CS) and the query size (``used``:
     the algorithm's strict-mode parameters, from the registry)."""
     c1, c2, c3 = st.columns(3)
-    c1.number_input("I (initial pairs)", min_value=1, max_value=1_000, step=1,
-                    key="mine_init_pairs", help=HELP["init_pairs"])
+    _field(c1, "mine_init_pairs", step=1, help=HELP["init_pairs"])
     if "es_rounds" in used:
-        c2.number_input("K (extension rounds)", min_value=1, max_value=100_000, step=10,
-                        key="mine_es_rounds", help=HELP["es_rounds"])
+        _field(c2, "mine_es_rounds", step=10, help=HELP["es_rounds"])
     else:
-        c2.number_input("L (extension rounds)", min_value=1, max_value=1_000, step=1,
-                        key="mine_cs_rounds", help=HELP["cs_rounds"])
-    c3.number_input("s (sigmoid steepness)", min_value=0.001, max_value=1.0, step=0.005,
-                    format="%.3f", key="mine_steepness", help=HELP["steepness"])
+        _field(c2, "mine_cs_rounds", step=1, help=HELP["cs_rounds"])
+    _field(c3, "mine_steepness", step=0.005, format="%.3f", help=HELP["steepness"])
 
     c1, c2, c3 = st.columns(3)
-    c1.number_input("budget_init: share of ε for the initial pairs", min_value=0.01,
-                    max_value=0.98, step=0.05, format="%.2f", key="mine_budget_init",
-                    help=HELP["budget_init"])
-    c2.number_input("budget_ext: share of ε for the extensions", min_value=0.01,
-                    max_value=0.98, step=0.05, format="%.2f", key="mine_budget_ext",
-                    help=HELP["budget_ext"])
+    _field(c1, "mine_budget_init", step=0.05, format="%.2f", help=HELP["budget_init"])
+    _field(c2, "mine_budget_ext", step=0.05, format="%.2f", help=HELP["budget_ext"])
     init, ext = st.session_state["mine_budget_init"], st.session_state["mine_budget_ext"]
+    if any(number_problem("", v, Bounds()) for v in (init, ext)):
+        return                                    # explained under the box itself
     rest = quality_share(init, ext)
     c3.metric("ε_qual share (noisy counts)", f"{rest:.2f}",
               help="1 − budget_init − budget_ext: pays the noisy counts of the results "
@@ -346,8 +421,5 @@ def _serenade_widgets(used: tuple[str, ...]) -> None:
 
     c1, c2 = st.columns(2)
     if "min_acc" in used:
-        c1.number_input("min_acc (smallest noisy J that keeps extending)", min_value=0.0,
-                        max_value=1.0, step=0.05, format="%.2f", key="mine_min_acc",
-                        help=HELP["min_acc"])
-    c2.number_input("max_attributes (per query)", min_value=1, max_value=16, step=1,
-                    key="mine_max_attributes", help=HELP["max_attributes"])
+        _field(c1, "mine_min_acc", step=0.05, format="%.2f", help=HELP["min_acc"])
+    _field(c2, "mine_max_attributes", step=1, help=HELP["max_attributes"])

@@ -15,6 +15,6 @@ if record is None:
 else:
     st.caption(f"Dataset `{record.name}` · the budget meter in the sidebar shows what this "
                "run would cost against what remains.")
-    render_params_form(record)
+    render_params_form(record, remaining=ledger.budget(record.name).remaining)
     st.divider()
     render_launch(ledger, record)
