@@ -1,172 +1,334 @@
-"""The tree-pair diagram (paper Figure 1): two released trees, leaves linked by noisy counts.
+"""The tree-pair diagram (paper Figure 1) as a Sankey of the noisy intersections.
 
-The left-view tree grows from its root on the left towards its leaves in the
-middle; the right-view tree is mirrored (root on the right). Left leaf *i* and
-right leaf *j* are joined by a line whose width is the noisy intersection
-``ExtractionRecord.noisy_table[i][j]`` (negative noisy counts are clipped to 0).
-Trees and noisy counts are DP releases, so analysts may see this diagram.
-The leaves of the selected redescription's queries are highlighted.
+Rows flow from the left-view tree's root (left edge) through its splits to its leaves,
+across to the right-view tree's leaves, and up through its splits to its root (right
+edge). A flow's width is a noisy count: the band from left leaf *i* to right leaf *j*
+is ``ExtractionRecord.noisy_table[i][j]`` (negative noisy counts drawn as 0), and a
+tree band is the sum of the cells below it — post-processing of the released table.
+Each node is labelled with the split test on the edge that leads to it (e.g.
+``[LAB_BNP > 400]``), so the split values read along the path.
+
+At 20 × 16 leaves the full picture has hundreds of crossing bands, so by default only
+the selected redescription's own leaves are drawn (orange), with the splits on their
+paths: a subtree whose leaves are all in the query is one orange node, a subtree with
+none of them one grey node ("other: … (k leaves)"), and the flows between two grey
+nodes are left out. The full trees are one toggle away
+(:func:`render_tree_pair`). Trees and noisy counts are DP releases, so analysts may
+see this diagram.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
+import streamlit as st
 
-from dpcore.redescriptions.results import ExtractionRecord, TreeRecord
+from dpcore.redescriptions.results import ExtractionRecord, TreeNode, TreeRecord
 
-__all__ = ["tree_layout", "tree_pair_figure", "MAX_LINE_WIDTH"]
+__all__ = ["Unit", "tree_units", "tree_pair_figure", "render_tree_pair", "QUERY_COLOR",
+           "OTHER_COLOR", "PATH_COLOR"]
 
-MAX_LINE_WIDTH = 14.0
-_NODE = "#4c78a8"
-_LEAF = "#9ecae9"
-_HIGHLIGHT = "#f58518"
-_LINK = "rgba(120, 120, 120, 0.45)"
-_LINK_HIGHLIGHT = "rgba(245, 133, 24, 0.85)"
+QUERY_COLOR = "#f58518"
+PATH_COLOR = "#4c78a8"
+OTHER_COLOR = "#b0b0b0"
+_QUERY_LINK = "rgba(245, 133, 24, 0.75)"
+_PATH_LINK = "rgba(76, 120, 168, 0.35)"
+_OTHER_LINK = "rgba(160, 160, 160, 0.30)"
+_MIDDLE_LINK = "rgba(160, 160, 160, 0.40)"
+_LABEL_CHARS = 34
+#: Pixels between two nodes of a column (room for a label).
+_PAD = 16
 
 
-def tree_layout(tree: TreeRecord) -> tuple[dict[int, tuple[int, float]], dict[int, float]]:
-    """Positions of a tree's nodes: ``{node id: (depth, y)}`` and ``{leaf index: y}``.
+@dataclass(frozen=True)
+class Unit:
+    """A node of the drawn tree: a leaf, or a collapsed subtree (``collapsed``).
 
-    Leaves are stacked top to bottom in depth-first order (so edges never cross); an
-    inner node sits at the mean y of its children. y is rescaled to [0, 1] (1 = top).
+    ``leaves`` are the leaf indices below it; ``query``: all of them belong to the
+    selected redescription's query on this side.
     """
+
+    node: int
+    leaves: tuple[int, ...]
+    collapsed: bool
+    query: bool
+
+
+def _children(tree: TreeRecord) -> tuple[dict[int, TreeNode], TreeNode | None]:
     nodes = {n.id: n for n in tree.nodes}
     root = next((n for n in tree.nodes if n.parent < 0), None)
-    pos: dict[int, tuple[int, float]] = {}
-    leaf_y: dict[int, float] = {}
-    if root is None:
-        return pos, leaf_y
-    counter = [0]
+    return nodes, root
 
-    def visit(node_id: int) -> float:
+
+def _leaves_below(nodes: dict[int, TreeNode], node_id: int) -> tuple[int, ...]:
+    node = nodes[node_id]
+    kids = [c for c in node.children if c in nodes]
+    if not kids:
+        return (node.leaf,) if node.leaf >= 0 else ()
+    return tuple(leaf for c in kids for leaf in _leaves_below(nodes, c))
+
+
+def tree_units(tree: TreeRecord, highlight: Iterable[int], expand_all: bool = False
+               ) -> tuple[list[int], list[Unit]]:
+    """Which nodes of ``tree`` are drawn: (expanded inner nodes, units), depth first.
+
+    An inner node is expanded (its children drawn) when its subtree holds both leaves of
+    the query (highlighted) and others, or always with ``expand_all``; any other subtree
+    is one unit: all of its leaves in the query (orange) or none (grey). So a query of
+    many leaves — a disjunction, a negation — is drawn as a few whole subtrees.
+    """
+    nodes, root = _children(tree)
+    hl = set(highlight)
+    expanded: list[int] = []
+    units: list[Unit] = []
+    if root is None:
+        return expanded, units
+
+    def visit(node_id: int) -> None:
         node = nodes[node_id]
-        children = [c for c in node.children if c in nodes]
-        if not children:
-            y = float(counter[0])
-            counter[0] += 1
-            if node.leaf >= 0:
-                leaf_y[node.leaf] = y
+        kids = [c for c in node.children if c in nodes]
+        below = _leaves_below(nodes, node_id)
+        inside = hl & set(below)
+        if kids and (expand_all or (inside and len(inside) < len(set(below)))):
+            expanded.append(node_id)
+            for c in kids:
+                visit(c)
         else:
-            y = sum(visit(c) for c in children) / len(children)
-        pos[node_id] = (node.depth, y)
-        return y
+            units.append(Unit(node_id, below, collapsed=bool(kids),
+                              query=bool(below) and set(below) <= hl))
 
     visit(root.id)
-    top = max(counter[0] - 1, 1)
-    pos = {k: (d, 1.0 - y / top) for k, (d, y) in pos.items()}      # first leaf on top
-    leaf_y = {k: 1.0 - y / top for k, y in leaf_y.items()}
-    return pos, leaf_y
+    return expanded, units
 
 
-def _node_label(tree: TreeRecord, node) -> str:
-    if node.leaf >= 0:
-        return f"leaf {node.leaf}: {tree.leaf_text(node.leaf)}"
-    if node.attribute is None:
-        return "node"
-    if node.threshold is not None:
-        return f"split on {node.attribute} at {node.threshold:.4g}"
-    return f"split on {node.attribute}"
+def _short(text: str, n: int = _LABEL_CHARS) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _tree_traces(tree: TreeRecord, pos: dict, x_of, highlight: set[int], side: str
-                 ) -> list[go.Scatter]:
-    nodes = {n.id: n for n in tree.nodes}
-    ex, ey, labels_x, labels_y, labels = [], [], [], [], []
-    for n in tree.nodes:
-        if n.parent >= 0 and n.parent in pos and n.id in pos:
-            (d0, y0), (d1, y1) = pos[n.parent], pos[n.id]
-            ex += [x_of(d0, False), x_of(d1, n.leaf >= 0), None]
-            ey += [y0, y1, None]
-            if n.branch is not None:
-                labels_x.append((x_of(d0, False) + x_of(d1, n.leaf >= 0)) / 2)
-                labels_y.append((y0 + y1) / 2)
-                labels.append(n.branch.text())
-    traces = [go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#bbbbbb", width=1),
-                         hoverinfo="skip", showlegend=False),
-              go.Scatter(x=labels_x, y=labels_y, mode="markers",
-                         marker=dict(size=6, color="rgba(0,0,0,0)"), text=labels,
-                         hovertemplate="%{text}<extra></extra>", showlegend=False)]
-    xs, ys, colors, sizes, texts, hover = [], [], [], [], [], []
-    for node_id, (d, y) in pos.items():
-        n = nodes[node_id]
-        is_leaf = n.leaf >= 0
-        xs.append(x_of(d, is_leaf))
-        ys.append(y)
-        lit = is_leaf and n.leaf in highlight
-        colors.append(_HIGHLIGHT if lit else (_LEAF if is_leaf else _NODE))
-        sizes.append(13 if lit else (9 if is_leaf else 11))
-        texts.append(f"{side}{n.leaf}" if is_leaf else (n.attribute or ""))
-        hover.append(_node_label(tree, n))
-    traces.append(go.Scatter(
-        x=xs, y=ys, mode="markers+text", text=texts, hovertext=hover,
-        hovertemplate="%{hovertext}<extra></extra>",
-        textposition="top center", textfont=dict(size=9),
-        marker=dict(color=colors, size=sizes, line=dict(color="white", width=1)),
-        showlegend=False))
-    return traces
+def _edge_text(node: TreeNode) -> str:
+    return node.branch.text() if node.branch is not None else ""
+
+
+def _unit_label(tree: TreeRecord, nodes: dict[int, TreeNode], unit: Unit, side: str) -> str:
+    edge = _edge_text(nodes[unit.node])
+    if unit.collapsed:
+        what = f"{len(unit.leaves)} leaves" + (", all in the query" if unit.query else "")
+        if not edge:
+            return f"all {what}"
+        return _short(f"{edge} ({what})" if unit.query else f"other: {edge} ({what})",
+                      _LABEL_CHARS + 16)
+    leaf = unit.leaves[0] if unit.leaves else -1
+    return _short(f"{side}{leaf} {edge}".strip())
+
+
+def _clip(value: float) -> float:
+    return max(0.0, float(value))
 
 
 def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: ExtractionRecord,
                      highlight_left: Iterable[int] = (), highlight_right: Iterable[int] = (),
-                     *, height: int = 520, title: str | None = None) -> go.Figure:
-    """The two trees with leaf-to-leaf links weighted by the noisy intersections.
+                     *, expand_all: bool = False,
+                     view_names: tuple[str, str] = ("left view", "right view"),
+                     height: int | None = None, title: str | None = None) -> go.Figure:
+    """The tree pair as a Sankey of noisy counts (see the module docstring).
 
     Parameters
     ----------
     left, right : TreeRecord
         The extraction's left-view and right-view trees.
     extraction : ExtractionRecord
-        Its ``noisy_table[i][j]`` ≈ |left leaf i ∩ right leaf j| (noisy; < 0 clipped to 0).
+        Its ``noisy_table[i][j]`` ≈ |left leaf i ∩ right leaf j| (noisy; < 0 drawn as 0).
     highlight_left, highlight_right : iterable of int
-        Leaf indices to highlight (the selected redescription's query leaves).
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
+        The selected redescription's query leaves: drawn one by one, in orange.
+    expand_all : bool
+        Draw every leaf of both trees (else other subtrees are collapsed).
     """
+    table = [[_clip(v) for v in row] for row in extraction.noisy_table]
     hl, hr = set(highlight_left), set(highlight_right)
-    pos_l, leaf_y_l = tree_layout(left)
-    pos_r, leaf_y_r = tree_layout(right)
-    depth_l = max((d for d, _ in pos_l.values()), default=0)
-    depth_r = max((d for d, _ in pos_r.values()), default=0)
-    gap = 3.0
-    leaf_x_l = float(max(depth_l, 1))
-    leaf_x_r = leaf_x_l + gap
-    total = leaf_x_r + max(depth_r, 1)
+    nodes_l, root_l = _children(left)
+    nodes_r, root_r = _children(right)
+    inner_l, units_l = tree_units(left, hl, expand_all)
+    inner_r, units_r = tree_units(right, hr, expand_all)
 
-    def x_left(depth: int, is_leaf: bool) -> float:
-        return leaf_x_l if is_leaf else float(depth)
+    def row_sum(leaves) -> float:
+        return sum(sum(table[i]) for i in leaves if 0 <= i < len(table))
 
-    def x_right(depth: int, is_leaf: bool) -> float:
-        return leaf_x_r if is_leaf else total - float(depth)
+    def col_sum(leaves) -> float:
+        return sum(row[j] for row in table for j in leaves if 0 <= j < len(row))
 
-    fig = go.Figure()
-    table = extraction.noisy_table
-    peak = max((max(0.0, v) for row in table for v in row), default=0.0)
-    for i, row in enumerate(table):
-        for j, value in enumerate(row):
-            width = max(0.0, float(value))
-            if width <= 0 or i not in leaf_y_l or j not in leaf_y_r:
+    labels, colors, hovers, xs = [], [], [], []
+    index: dict[tuple[str, int], int] = {}
+
+    def add(key, label, color, hover, x):
+        index[key] = len(labels)
+        labels.append(label)
+        colors.append(color)
+        hovers.append(hover)
+        xs.append(x)
+
+    depth_l = max((n.depth for n in left.nodes), default=1) or 1
+    depth_r = max((n.depth for n in right.nodes), default=1) or 1
+    unit_x_l, unit_x_r = 0.36, 0.64           # room between them for the leaf labels
+
+    def x_left(depth):
+        return 0.01 + (unit_x_l - 0.01) * depth / depth_l
+
+    def x_right(depth):
+        return 0.99 - (0.99 - unit_x_r) * depth / depth_r
+
+    # ---- nodes: left tree (inner, then units), right units, right tree
+    for nid in inner_l:
+        n = nodes_l[nid]
+        label = view_names[0] if n.parent < 0 else _short(_edge_text(n))
+        add(("L", nid), label, PATH_COLOR,
+            f"{view_names[0]}: split on {n.attribute}" if n.attribute else view_names[0],
+            x_left(n.depth))
+    for u in units_l:
+        text = (left.leaf_text(u.leaves[0]) if not u.collapsed and u.leaves else
+                _edge_text(nodes_l[u.node]))
+        add(("L", u.node), _unit_label(left, nodes_l, u, "L"),
+            QUERY_COLOR if u.query else OTHER_COLOR,
+            f"{text} ({len(u.leaves)} leaf{'' if len(u.leaves) == 1 else 'ves'})", unit_x_l)
+    for u in units_r:
+        text = (right.leaf_text(u.leaves[0]) if not u.collapsed and u.leaves else
+                _edge_text(nodes_r[u.node]))
+        add(("R", u.node), _unit_label(right, nodes_r, u, "R"),
+            QUERY_COLOR if u.query else OTHER_COLOR,
+            f"{text} ({len(u.leaves)} leaf{'' if len(u.leaves) == 1 else 'ves'})", unit_x_r)
+    for nid in inner_r:
+        n = nodes_r[nid]
+        label = view_names[1] if n.parent < 0 else _short(_edge_text(n))
+        add(("R", nid), label, PATH_COLOR,
+            f"{view_names[1]}: split on {n.attribute}" if n.attribute else view_names[1],
+            x_right(n.depth))
+
+    src, dst, val, link_colors, link_hover = [], [], [], [], []
+
+    def link(a, b, value, color, hover):
+        if value <= 0:
+            return
+        src.append(a)
+        dst.append(b)
+        val.append(value)
+        link_colors.append(color)
+        link_hover.append(hover)
+
+    # ---- left tree bands: parent → child (split value on the edge = the child's label)
+    for nid in inner_l:
+        for c in nodes_l[nid].children:
+            if ("L", c) not in index:
                 continue
-            lit = i in hl and j in hr
-            fig.add_trace(go.Scatter(
-                x=[leaf_x_l, leaf_x_r], y=[leaf_y_l[i], leaf_y_r[j]], mode="lines",
-                line=dict(width=max(0.5, MAX_LINE_WIDTH * width / peak) if peak else 0.5,
-                          color=_LINK_HIGHLIGHT if lit else _LINK),
-                hovertemplate=(f"left leaf {i} ∩ right leaf {j}: noisy count "
-                               f"{float(value):.0f}<extra></extra>"),
-                showlegend=False))
-    for trace in _tree_traces(left, pos_l, x_left, hl, "L"):
-        fig.add_trace(trace)
-    for trace in _tree_traces(right, pos_r, x_right, hr, "R"):
-        fig.add_trace(trace)
-    fig.update_layout(
-        height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        title=title, plot_bgcolor="white", hovermode="closest",
-        xaxis=dict(visible=False, range=[-0.5, total + 0.5]),
-        yaxis=dict(visible=False, range=[-0.08, 1.08]))
-    fig.add_annotation(x=0, y=1.07, text="left view", showarrow=False, xanchor="left")
-    fig.add_annotation(x=total, y=1.07, text="right view", showarrow=False, xanchor="right")
+            leaves = _leaves_below(nodes_l, c)
+            lit = bool(hl & set(leaves))
+            link(index[("L", nid)], index[("L", c)], row_sum(leaves),
+                 _PATH_LINK if lit else _OTHER_LINK,
+                 f"{_edge_text(nodes_l[c])}: noisy count {row_sum(leaves):.0f}")
+    # ---- middle bands: left unit × right unit (noisy intersections, summed); bands
+    # between two grey (other) units say nothing about this redescription: not drawn
+    # unless every leaf is shown
+    for ul in units_l:
+        for ur in units_r:
+            if not (expand_all or ul.query or ur.query):
+                continue
+            value = sum(table[i][j] for i in ul.leaves for j in ur.leaves
+                        if 0 <= i < len(table) and 0 <= j < len(table[i]))
+            both = ul.query and ur.query
+            link(index[("L", ul.node)], index[("R", ur.node)], value,
+                 _QUERY_LINK if both else _MIDDLE_LINK,
+                 f"{labels[index[('L', ul.node)]]} ∩ {labels[index[('R', ur.node)]]}: "
+                 f"noisy count {value:.0f}")
+    # ---- right tree bands: child → parent
+    for nid in inner_r:
+        for c in nodes_r[nid].children:
+            if ("R", c) not in index:
+                continue
+            leaves = _leaves_below(nodes_r, c)
+            lit = bool(hr & set(leaves))
+            link(index[("R", c)], index[("R", nid)], col_sum(leaves),
+                 _PATH_LINK if lit else _OTHER_LINK,
+                 f"{_edge_text(nodes_r[c])}: noisy count {col_sum(leaves):.0f}")
+
+    # each inner node spans the units of its subtree (so the trees' bands never cross)
+    groups = {}
+    for side, inner, units, nodes in (("L", inner_l, units_l, nodes_l),
+                                      ("R", inner_r, units_r, nodes_r)):
+        for nid in inner:
+            below = set(_leaves_below(nodes, nid))
+            groups[index[(side, nid)]] = [index[(side, u.node)] for u in units
+                                          if set(u.leaves) <= below]
+    n_units = max(len(units_l), len(units_r), 1)
+    height = height or max(420, min(1100, 40 * n_units + 240))
+    top_margin = 40 if title else 10
+    fig = go.Figure(go.Sankey(
+        arrangement="fixed", valueformat=".0f",
+        node=dict(label=labels, color=colors, customdata=hovers, x=xs,
+                  y=_stack(xs, src, dst, val, height - top_margin - 10, groups), pad=_PAD,
+                  thickness=12,
+                  line=dict(color="white", width=0.5),
+                  hovertemplate="%{customdata}<br>noisy rows %{value:.0f}<extra></extra>"),
+        link=dict(source=src, target=dst, value=val, color=link_colors,
+                  customdata=link_hover, hovertemplate="%{customdata}<extra></extra>")))
+    fig.update_layout(height=height, margin=dict(l=10, r=150, t=top_margin, b=10), title=title,
+                      font=dict(size=12, color="#1f2430"))
     return fig
+
+
+def _stack(xs: list[float], src: list[int], dst: list[int], val: list[float],
+           plot_height: float, groups: dict[int, list[int]]) -> list[float]:
+    """The y (centre, 0 = top) of each node, in pixels of a plot ``plot_height`` tall.
+
+    The nodes of a column without ``groups`` (the two leaf columns) are stacked in
+    drawing order (depth first: the trees' own order), each as tall as Plotly draws its
+    flow — one scale for all, fitted to the fullest column — with :data:`_PAD` pixels
+    between them so that labels of small nodes do not collide. A node in ``groups`` (an
+    inner tree node) is centred on the span of the nodes listed for it (its subtree's
+    leaves), so the tree bands never cross.
+    """
+    n = len(xs)
+    inflow, outflow = [0.0] * n, [0.0] * n
+    for a, b, v in zip(src, dst, val):
+        outflow[a] += v
+        inflow[b] += v
+    size = [max(inflow[i], outflow[i]) for i in range(n)]
+    columns: dict[float, list[int]] = {}
+    for i, x in enumerate(xs):
+        if i not in groups:
+            columns.setdefault(round(x, 6), []).append(i)
+    scale = min((plot_height - _PAD * (len(m) - 1)) / max(sum(size[i] for i in m), 1e-9)
+                for m in columns.values()) if columns else 1.0
+    scale = max(scale, 0.0)
+    centre = [plot_height / 2] * n
+    for members in columns.values():
+        used = sum(size[i] * scale for i in members) + _PAD * (len(members) - 1)
+        top = max(0.0, (plot_height - used) / 2)          # centre a short column
+        for i in members:
+            h = size[i] * scale
+            centre[i] = top + h / 2
+            top += h + _PAD
+    for i, members in groups.items():
+        if members:
+            top = min(centre[j] - size[j] * scale / 2 for j in members)
+            bottom = max(centre[j] + size[j] * scale / 2 for j in members)
+            centre[i] = (top + bottom) / 2
+    return [min(0.999, max(0.001, c / plot_height)) for c in centre]
+
+
+def render_tree_pair(left: TreeRecord, right: TreeRecord, extraction: ExtractionRecord,
+                     highlight_left: Iterable[int], highlight_right: Iterable[int],
+                     view_names: tuple[str, str], *, key: str) -> None:
+    """The tree-pair Sankey with its caption and the "every leaf" toggle."""
+    hl, hr = tuple(highlight_left), tuple(highlight_right)
+    n_left, n_right = left.n_leaves, right.n_leaves
+    st.markdown(f"**Tree pair it came from** ({n_left} × {n_right} leaves) — band width = "
+                "noisy count (negative noisy counts drawn as 0); each node is labelled with "
+                "the split on the edge that leads to it. Orange: this redescription's "
+                "leaves and their noisy intersections; grey: the rest of each tree, one "
+                "node per subtree (flows between two grey nodes are not drawn).")
+    expand_all = st.toggle(f"Show every leaf of both trees ({n_left} × {n_right})",
+                           key=f"{key}_all",
+                           help="By default, subtrees without a leaf of this redescription "
+                                "are drawn as one grey node each.")
+    st.plotly_chart(tree_pair_figure(left, right, extraction, hl, hr, expand_all=expand_all,
+                                     view_names=view_names), key=key)
