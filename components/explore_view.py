@@ -26,16 +26,13 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.redescriptions.pruning import (
-    prune,
-    selection_signature,
-    suggest_threshold,
-    threshold_from_selection,
-)
+from dpcore.redescriptions.pruning import prune, suggest_threshold
 from dpcore.redescriptions.results import RunResult
 from dpcore.runs import load_result, readable_runs
 
+from .expectations import empty_result_advice
 from .export import export_csv, export_json
+from .number_fields import Bounds, number_field, number_problem
 from .redescription_view import (
     NOT_RELEASED,
     is_released,
@@ -45,13 +42,14 @@ from .redescription_view import (
     statistics_row,
 )
 from .scatter import redescription_rows, run_label, scatter_figure
+from .selection import selection_signature, threshold_from_selection
 from .session import current_role
-from .tree_diagram import tree_pair_figure
+from .tree_diagram import render_tree_pair
 
 __all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "TOLERANCE_KEY",
            "USE_SUGGESTED_KEY", "DEFAULT_TOLERANCE", "get_threshold", "set_threshold",
            "done_runs", "load_results", "render_explore", "kept_frame", "suggested_threshold",
-           "kept_display_frame"]
+           "kept_display_frame", "default_pick", "threshold_runs", "TOLERANCE_BOUNDS"]
 
 CHART_KEY = "explore_scatter"
 THRESHOLD_KEY = "explore_threshold"
@@ -63,11 +61,20 @@ DEFAULT_TOLERANCE = 0.1
 _APPLIED_KEY = "_explore_applied_selection"
 #: dataset → the (sorted) run ids for which the user chose a threshold himself.
 _CHOSEN_KEY = "_explore_threshold_chosen_for"
+#: dataset → the (sorted) run ids the threshold in ``prune_thresholds`` was set for.
+_THRESHOLD_RUNS_KEY = "prune_threshold_runs"
+#: A note for the user about the threshold (a refused number, an empty box).
+_THRESHOLD_NOTE_KEY = "_explore_threshold_note"
+_SELECTION_NOTE_KEY = "_explore_selection_note"
+TOLERANCE_BOUNDS = Bounds(0.0, 1.0, low_open=True,
+                          why="an error of a Jaccard, which lies in [0, 1]")
 
 PRUNING_NOTE = ("**Pruning is post-processing: it costs 0 ε.** It only reads the released "
                 "noisy statistics, so you may move the threshold as often as you like. "
                 "Click a point to keep it and everything with at least its noisy support, "
-                "drag a box to start the threshold at the box's left edge, or type a number.")
+                "or choose box select above the chart and drag a box over points to keep "
+                "every point inside it (and everything with at least their noisy support), "
+                "or type a number.")
 
 
 # --------------------------------------------------------------------------- state
@@ -98,14 +105,39 @@ def _user_chose(dataset: str, selection_key: tuple[str, ...]) -> bool:
     return st.session_state.get(_CHOSEN_KEY, {}).get(dataset) == selection_key
 
 
+def threshold_runs(dataset: str) -> tuple[str, ...]:
+    """The runs the dataset's threshold (:func:`get_threshold`) was chosen or suggested for
+    on Explore (other runs have their own suggested threshold on the Runs page)."""
+    return tuple(st.session_state.get(_THRESHOLD_RUNS_KEY, {}).get(dataset, ()))
+
+
+def _set_threshold_runs(dataset: str, selection_key: tuple[str, ...]) -> None:
+    mapping = dict(st.session_state.get(_THRESHOLD_RUNS_KEY, {}))
+    mapping[dataset] = tuple(selection_key)
+    st.session_state[_THRESHOLD_RUNS_KEY] = mapping
+
+
 def _threshold_typed(dataset: str, selection_key: tuple[str, ...]) -> None:
-    set_threshold(dataset, float(st.session_state[THRESHOLD_KEY] or 0.0))
+    """A typed threshold: a negative or empty one is refused, with the reason (shown next
+    to the box), and 0 — keep everything — is used instead."""
+    typed = st.session_state.get(THRESHOLD_KEY)
+    problem = number_problem("Pruning threshold", typed, Bounds(0.0, None))
+    if problem:
+        st.session_state[_THRESHOLD_NOTE_KEY] = (
+            problem + " Noisy supports are clipped at 0, so no threshold below 0 exists; "
+            "the threshold is now 0 (keep everything).")
+        value = 0.0
+    else:
+        st.session_state.pop(_THRESHOLD_NOTE_KEY, None)
+        value = float(typed)
+    set_threshold(dataset, value)
     _mark_chosen(dataset, selection_key)
 
 
 def _use_suggested(dataset: str) -> None:
     """Button callback: back to the suggested threshold (it follows the tolerance again)."""
     _mark_chosen(dataset, None)
+    st.session_state.pop(_THRESHOLD_NOTE_KEY, None)
 
 
 def _runs_picked(dataset: str) -> None:
@@ -159,8 +191,25 @@ def suggested_threshold(results: dict[str, RunResult], tolerance: float) -> floa
         return None  # e.g. a stored result without the mechanism calls it needs
 
 
-def _run_option_label(run: RunRecord) -> str:
-    return f"{run.created_at[:16].replace('T', ' ')} · {run_label(run)}"
+def _run_option_label(run: RunRecord, count: int | None) -> str:
+    what = "?" if count is None else f"{count} redescription{'' if count == 1 else 's'}"
+    return f"{run.created_at[:16].replace('T', ' ')} · {run_label(run)} · {what}"
+
+
+def default_pick(runs: list[RunRecord], counts: dict[str, int]) -> list[str]:
+    """The runs Explore opens on: the newest run (``runs`` is newest first) that released
+    at least one redescription; the newest run if none did."""
+    for run in runs:
+        if counts.get(run.run_id):
+            return [run.run_id]
+    return [runs[0].run_id] if runs else []
+
+
+def _show_runs(dataset: str, run_ids: list[str]) -> None:
+    """Button callback: explore these runs."""
+    picks = dict(st.session_state.get("explore_pick", {}))
+    picks[dataset] = list(run_ids)
+    st.session_state["explore_pick"] = picks
 
 
 # --------------------------------------------------------------------------- page
@@ -172,50 +221,72 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     if not runs:
         st.warning("No finished run on this dataset yet: launch one on the **Mine** page.")
         return
-    options = [r.run_id for r in runs]
-    labels = {r.run_id: _run_option_label(r) for r in runs}
+    results: dict[str, RunResult] = {}
+    for run in runs:
+        try:
+            results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
+        except DpcoreError as exc:
+            st.warning(f"Run {run.run_id[:8]}: its stored result could not be read ({exc}).")
+    counts = {rid: len(r.redescriptions) for rid, r in results.items()}
+    options = [r.run_id for r in runs if r.run_id in results]
+    if not options:
+        return
+    labels = {r.run_id: _run_option_label(r, counts.get(r.run_id)) for r in runs}
     picked = st.session_state.get("explore_pick", {}).get(record.name) or []
-    valid = [p for p in picked if p in labels] or [options[0]]
+    default = default_pick([r for r in runs if r.run_id in results], counts)
+    valid = [p for p in picked if p in results] or default
     st.session_state[RUNS_KEY] = valid
     st.multiselect("Runs to explore (several are pooled into one scatter)", options,
                    key=RUNS_KEY, format_func=labels.get, on_change=_runs_picked,
-                   args=(record.name,))
-    chosen = list(st.session_state[RUNS_KEY]) or [options[0]]
-    try:
-        results = load_results(ledger, chosen)
-    except DpcoreError as exc:
-        st.error(f"A stored result could not be read: {exc}")
-        return
-    rows = redescription_rows(list(results.values()))
+                   args=(record.name,),
+                   help="Opens on your newest run that released redescriptions.")
+    chosen = list(st.session_state[RUNS_KEY]) or default
+    shown = {rid: results[rid] for rid in chosen}
+    empty = [rid for rid in chosen if not counts.get(rid)]
+    rows = redescription_rows(list(shown.values()))
     if rows.empty:
-        st.warning("These runs released no redescription that passed the constraints Γ. "
-                   "Try a larger ε, more trials, or looser constraints on the Mine page.")
+        for rid in empty:
+            result = results[rid]
+            st.warning(f"Run {rid[:8]} released no redescription. "
+                       + empty_result_advice(result.algorithm, result.params))
+        best = default_pick([r for r in runs if r.run_id in results], counts)
+        if best and counts.get(best[0]):
+            st.button(f"Show the newest run with results: {labels[best[0]]}",
+                      key="explore_show_best", on_click=_show_runs, args=(record.name, best))
         return
-    pruning_fragment(record.name, tuple(v.name for v in record.schema.views), rows, results)
+    if empty:
+        st.caption("Released no redescription (nothing of theirs on the scatter): "
+                   + ", ".join(f"run {rid[:8]}" for rid in empty) + ".")
+    pruning_fragment(record.name, tuple(v.name for v in record.schema.views), rows, shown)
 
 
 @st.fragment
 def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFrame,
                      results: dict[str, RunResult]) -> None:
     """Scatter + threshold + kept table + detail + export; reruns on its own."""
-    supports = dict(zip(rows["row_id"], rows["support"]))
+    points = {rid: (float(s), float(j))
+              for rid, s, j in zip(rows["row_id"], rows["support"], rows["jaccard"])}
     selection_key = tuple(sorted(results))
 
     s1, s2, s3 = st.columns([1, 2, 1], vertical_alignment="bottom")
-    tolerance = s1.number_input(
-        "Tolerance: expected Jaccard error", min_value=0.01, max_value=1.0,
-        value=DEFAULT_TOLERANCE, step=0.01, format="%.2f", key=TOLERANCE_KEY,
+    st.session_state.setdefault(TOLERANCE_KEY, DEFAULT_TOLERANCE)
+    problem = number_field(
+        s1, "Tolerance: expected Jaccard error", TOLERANCE_KEY, TOLERANCE_BOUNDS, step=0.01,
+        format="%.2f",
         help="The suggested threshold is the smallest noisy support above which every "
              "redescription's expected error of its noisy Jaccard is at most this "
              "(estimated from the released noise scale only).")
-    suggestion = suggested_threshold(results, float(tolerance))
+    tolerance = DEFAULT_TOLERANCE if problem else float(st.session_state[TOLERANCE_KEY])
+    if problem:
+        s1.caption(f"Using {DEFAULT_TOLERANCE:g} meanwhile.")
+    suggestion = suggested_threshold(results, tolerance)
     if suggestion is None:
         s2.caption("No suggested threshold: a stored result lacks the released noise "
                    "parameters it needs.")
     else:
         note = " — this prunes everything" if suggestion > rows["support"].max() else ""
         s2.caption(f"Suggested threshold: {suggestion:g} (expected Jaccard error ≤ "
-                   f"{float(tolerance):g} above it; computed from released values only, "
+                   f"{tolerance:g} above it; computed from released values only, "
                    f"0 ε){note}")
     s3.button("Use suggested threshold", key=USE_SUGGESTED_KEY, on_click=_use_suggested,
               args=(dataset,), disabled=suggestion is None)
@@ -225,24 +296,36 @@ def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFra
     else:
         threshold = suggestion
         set_threshold(dataset, threshold)   # so the Runs page counts at the same threshold
+    _set_threshold_runs(dataset, selection_key)
     selection = st.session_state.get(CHART_KEY)
     signature = selection_signature(selection)
     if signature is None:
         st.session_state[_APPLIED_KEY] = None
     elif signature != st.session_state.get(_APPLIED_KEY):
         st.session_state[_APPLIED_KEY] = signature
-        threshold = threshold_from_selection(selection, supports, threshold)
-        set_threshold(dataset, threshold)
-        _mark_chosen(dataset, selection_key)
+        choice = threshold_from_selection(selection, points, threshold)
+        st.session_state[_SELECTION_NOTE_KEY] = choice.note or _selection_text(choice, points)
+        if choice.changed:
+            threshold = choice.threshold
+            set_threshold(dataset, threshold)
+            _mark_chosen(dataset, selection_key)
+            st.session_state.pop(_THRESHOLD_NOTE_KEY, None)
 
     st.session_state[THRESHOLD_KEY] = float(threshold)
     kept, pruned = kept_frame(rows, threshold)
     c1, c2, c3 = st.columns([2, 1, 1])
-    c1.number_input("Pruning threshold: smallest noisy support |E11| kept", min_value=0.0,
+    c1.number_input("Pruning threshold: smallest noisy support |E11| kept",
                     step=10.0, format="%.1f", key=THRESHOLD_KEY, on_change=_threshold_typed,
                     args=(dataset, selection_key),
                     help="Or click a point (threshold = its noisy support) or drag a box "
-                         "(threshold = the box's left edge) on the scatter.")
+                         "over points (threshold = the smallest noisy support inside it, so "
+                         "all of them are kept) on the scatter.")
+    note = st.session_state.get(_THRESHOLD_NOTE_KEY)
+    if note:
+        c1.error(note)
+    selection_note = st.session_state.get(_SELECTION_NOTE_KEY) if signature else None
+    if selection_note:
+        c1.caption(selection_note)
     c2.metric("Kept", len(kept))
     c3.metric("Pruned", len(pruned))
 
@@ -271,6 +354,19 @@ def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFra
     if not table.empty:
         _detail(table, results, view_names)
     _export(dataset, kept, results, threshold)
+
+
+def _selection_text(choice, points: dict) -> str | None:
+    """What a box selected, in words (None for a click: the threshold box says it all)."""
+    if len(choice.selected) < 2:
+        return None
+    sup = [points[i][0] for i in choice.selected if i in points]
+    jac = [points[i][1] for i in choice.selected if i in points]
+    if not sup:
+        return None
+    return (f"Selected {len(sup)} redescriptions (noisy |E11| {min(sup):g}–{max(sup):g}, "
+            f"noisy J {min(jac):.2f}–{max(jac):.2f}): the threshold is the smallest of "
+            f"their supports, so all of them are kept.")
 
 
 def _detail(table: pd.DataFrame, results: dict[str, RunResult],
@@ -305,10 +401,8 @@ def _detail(table: pd.DataFrame, results: dict[str, RunResult],
     except IndexError:
         st.warning("The stored result lacks this redescription's trees.")
         return
-    st.markdown("**Tree pair it came from** — line width = noisy leaf intersection "
-                "(negative noisy counts drawn as 0); the query's leaves are highlighted.")
-    st.plotly_chart(tree_pair_figure(left_tree, right_tree, extraction, red.left.leaves,
-                                     red.right.leaves), key="explore_tree_pair")
+    render_tree_pair(left_tree, right_tree, extraction, red.left.leaves, red.right.leaves,
+                     view_names, key="explore_tree_pair")
 
 
 def _export(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],

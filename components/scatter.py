@@ -5,7 +5,9 @@ One point per released redescription, all in ONE trace (Streamlit de-duplicates
 Python list. Kept points (noisy support ≥ threshold) are blue dots, pruned ones
 grey diamonds, set per point through marker arrays; a dashed vertical line marks
 the threshold and an optional dotted one, labelled "suggested", the suggested
-threshold. Everything plotted is a DP release.
+threshold. The modebar's box select draws a box (the page keeps every point inside
+it, on both axes); the Jaccard axis shows [0, 1], all a Jaccard can take. Everything
+plotted is a DP release.
 """
 
 from __future__ import annotations
@@ -118,6 +120,6 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
                                  font=dict(size=13), x=0.01, xanchor="left"),
                       xaxis_title="noisy support |E11|", yaxis_title="noisy Jaccard",
                       clickmode="event+select", hovermode="closest")
-    fig.update_yaxes(rangemode="tozero")
+    fig.update_yaxes(range=[-0.02, 1.02])          # a Jaccard lies in [0, 1]
     fig.update_xaxes(rangemode="tozero")
     return fig
