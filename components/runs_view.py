@@ -1,7 +1,10 @@
 """The Runs page: history of a dataset's runs and a side-by-side comparison.
 
-Counts "kept" use the pruning threshold chosen on Explore (post-processing, 0 ε).
-Everything shown is public metadata (parameters, ε charged, status) or DP
+Counts "kept" are post-processing (0 ε) at each run's own threshold: the one chosen
+(or suggested) on Explore for the runs Explore shows, and for every other run its own
+suggested threshold (:func:`dpcore.redescriptions.pruning.suggest_threshold` of that run
+alone, from released values only) — one algorithm's threshold is no yardstick for
+another's noise. Everything shown is public metadata (parameters, ε charged, status) or DP
 releases read from the ledger. Runs of the tree miners and of Serenade can be
 compared side by side: the parameter table marks with "—" a parameter that a
 run's algorithm does not use.
@@ -22,11 +25,12 @@ from dpcore.roles import ANALYST
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
-from .explore_view import get_threshold
+from .explore_view import DEFAULT_TOLERANCE, get_threshold, suggested_threshold, threshold_runs
 from .scatter import run_label
 from .session import current_role
 
-__all__ = ["history_frame", "comparison_params_frame", "render_runs"]
+__all__ = ["history_frame", "comparison_params_frame", "run_thresholds", "default_comparison",
+           "jaccard_violins", "render_runs"]
 
 #: Marks a parameter the run's algorithm (in its mode) does not use.
 NOT_USED = "—"
@@ -57,27 +61,83 @@ def comparison_params_frame(results: list[RunResult], labels: list[str]) -> pd.D
     return frame
 
 
+def run_thresholds(results: dict[str, RunResult], explore_runs: tuple[str, ...],
+                   explore_threshold: float, tolerance: float = DEFAULT_TOLERANCE
+                   ) -> dict[str, tuple[float, str]]:
+    """Each run's pruning threshold and where it comes from (0 ε).
+
+    Runs shown on Explore use its threshold (``"Explore"``); every other run its own
+    suggested threshold at ``tolerance`` (``"suggested"``), or 0 when it has none.
+    """
+    out = {}
+    for run_id, result in results.items():
+        if run_id in explore_runs:
+            out[run_id] = (float(explore_threshold), "Explore")
+        else:
+            own = suggested_threshold({run_id: result}, tolerance)
+            out[run_id] = (own, "suggested") if own is not None else (0.0, "none")
+    return out
+
+
+def _kept(result: RunResult, threshold: float) -> int:
+    return sum(1 for r in result.redescriptions if r.support_both >= threshold)
+
+
+def default_comparison(done: list[RunRecord], results: dict[str, RunResult]) -> list[str]:
+    """The runs compared by default: the two newest (``done`` is newest first) that
+    released redescriptions, topped up with the newest others if fewer have any."""
+    with_results = [r.run_id for r in done if results[r.run_id].redescriptions]
+    others = [r.run_id for r in done if r.run_id not in with_results]
+    return (with_results + others)[:2]
+
+
+def jaccard_violins(results: list[RunResult], names: list[str],
+                    thresholds: list[float] | None = None) -> go.Figure:
+    """Noisy Jaccard per run: violins that stop at the data (a Jaccard lies in [0, 1],
+    and so does the axis). ``thresholds``: keep only redescriptions at or above each."""
+    fig = go.Figure()
+    for i, (result, name) in enumerate(zip(results, names)):
+        reds = result.redescriptions
+        if thresholds is not None:
+            reds = [r for r in reds if r.support_both >= thresholds[i]]
+        fig.add_trace(go.Violin(y=[r.jaccard for r in reds], name=name, box_visible=True,
+                                meanline_visible=True, points="all", spanmode="hard"))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
+                      title="Noisy Jaccard per run", yaxis_title="noisy J")
+    fig.update_yaxes(range=[-0.02, 1.02])
+    return fig
+
+
 def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
-                  threshold: float, role: str = ANALYST) -> pd.DataFrame:
+                  thresholds: dict[str, tuple[float, str]] | float,
+                  role: str = ANALYST) -> pd.DataFrame:
     """One row per run: when, what, ε charged, status, counts before/after pruning.
 
-    Owner-only runs (faithful runs on private data) are listed with their charge (the
-    budget is public), but their error messages only for the owner (``role``).
+    ``thresholds``: run id → (threshold, its source), see :func:`run_thresholds` (one
+    number applies to every run). Owner-only runs (faithful runs on private data) are
+    listed with their charge (the budget is public), but their error messages only for
+    the owner (``role``).
     """
     rows = []
     for run in runs:
         result = results.get(run.run_id)
-        before = after = None
+        before = after = threshold = source = None
         if result is not None:
+            if isinstance(thresholds, dict):
+                threshold, source = thresholds.get(run.run_id, (0.0, "none"))
+            else:
+                threshold, source = float(thresholds), "Explore"
             before = len(result.redescriptions)
-            after = sum(1 for r in result.redescriptions if r.support_both >= threshold)
+            after = _kept(result, threshold)
+        # the columns that compare runs first; the long texts last (the table scrolls)
         rows.append({"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
                      "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
-                     "mode": run.params.get("mode", STRICT),
-                     "ε requested": run.params.get("epsilon"), "ε charged": run.epsilon,
-                     "parameters": algorithm_spec(run.algorithm).summary(run.params),
+                     "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
                      "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
-                     "redescriptions": before, "kept at threshold": after,
+                     "redescriptions": before, "threshold": threshold,
+                     "threshold from": source, "kept at threshold": after,
+                     "ε requested": run.params.get("epsilon"),
+                     "parameters": algorithm_spec(run.algorithm).summary(run.params),
                      "error": (run.error or "") if can_read(run.audience, role) else ""})
     return pd.DataFrame(rows)
 
@@ -88,7 +148,6 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     if not runs:
         st.info("No run on this dataset yet: launch one on the **Mine** page.")
         return
-    threshold = get_threshold(record.name)
     results: dict[str, RunResult] = {}
     for run in runs:
         if run.status == "done" and can_read(run.audience, current_role()):
@@ -96,11 +155,24 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
                 results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
             except DpcoreError as exc:
                 st.warning(f"Run {run.run_id[:8]}: {exc}")
+    explore = threshold_runs(record.name)
+    thresholds = run_thresholds(results, explore, get_threshold(record.name))
     total = sum(r.epsilon for r in runs)
-    st.markdown(f"{len(runs)} runs, ε = {fmt_eps(total)} charged in all. Counts after pruning "
-                f"use the current threshold **{threshold:g}** (set on Explore; 0 ε).")
-    st.dataframe(history_frame(runs, results, threshold, current_role()), hide_index=True,
-                 column_config={"ε charged": st.column_config.NumberColumn(format="%.6g")})
+    st.markdown(f"{len(runs)} runs, ε = {fmt_eps(total)} charged in all. Each run's "
+                "redescriptions are counted before and after pruning at **its own** "
+                "threshold: the one set on Explore for the runs Explore shows, else the "
+                f"run's own suggested threshold (expected Jaccard error ≤ "
+                f"{DEFAULT_TOLERANCE:g}; computed from released values only, 0 ε).")
+    st.dataframe(history_frame(runs, results, thresholds, current_role()), hide_index=True,
+                 key="runs_history", width="stretch",
+                 column_config={
+                     "ε charged": st.column_config.NumberColumn(format="%.6g"),
+                     "threshold": st.column_config.NumberColumn(format="%.1f"),
+                     "parameters": st.column_config.TextColumn(width="large"),
+                     "error": st.column_config.TextColumn(width="large")})
+    st.caption("A wide table: scroll it sideways (Shift + mouse wheel, or drag its scroll "
+               "bar) for the requested ε, the parameters and any error; hover over a cell "
+               "to read it whole.")
 
     done = [r for r in runs if r.run_id in results]
     if len(done) < 2:
@@ -111,31 +183,26 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     options = [r.run_id for r in done]
     if not set(st.session_state.get("runs_compare") or []) <= set(options):
         st.session_state.pop("runs_compare", None)
-    chosen = st.multiselect("Runs to compare", options, default=options[:2],
-                            key="runs_compare", format_func=labels.get)
+    chosen = st.multiselect("Runs to compare", options,
+                            default=default_comparison(done, results),
+                            key="runs_compare", format_func=labels.get,
+                            help="Starts with the two newest runs that released "
+                                 "redescriptions.")
     if len(chosen) < 2:
         st.caption("Pick two or more runs.")
         return
-    only_kept = st.toggle("Only kept redescriptions (at the current threshold)",
+    only_kept = st.toggle("Only kept redescriptions (each run at its own threshold)",
                           key="runs_only_kept")
     counts = go.Figure()
     names = [labels[c] for c in chosen]
     before = [len(results[c].redescriptions) for c in chosen]
-    after = [sum(1 for r in results[c].redescriptions if r.support_both >= threshold)
-             for c in chosen]
+    after = [_kept(results[c], thresholds[c][0]) for c in chosen]
     counts.add_trace(go.Bar(x=names, y=before, name="before pruning"))
-    counts.add_trace(go.Bar(x=names, y=after, name=f"kept (≥ {threshold:g})"))
+    counts.add_trace(go.Bar(x=names, y=after, name="kept (at each run's threshold)"))
     counts.update_layout(barmode="group", height=320, margin=dict(l=10, r=10, t=30, b=10),
                          title="Redescriptions per run", yaxis_title="count")
-    violins = go.Figure()
-    for c in chosen:
-        reds = results[c].redescriptions
-        if only_kept:
-            reds = [r for r in reds if r.support_both >= threshold]
-        violins.add_trace(go.Violin(y=[r.jaccard for r in reds], name=labels[c],
-                                    box_visible=True, meanline_visible=True, points="all"))
-    violins.update_layout(height=380, margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
-                          title="Noisy Jaccard per run", yaxis_title="noisy J")
+    violins = jaccard_violins([results[c] for c in chosen], names,
+                              [thresholds[c][0] for c in chosen] if only_kept else None)
     c1, c2 = st.columns(2)
     c1.plotly_chart(counts, key="runs_counts")
     c2.plotly_chart(violins, key="runs_violins")
