@@ -11,7 +11,9 @@ O(N/64 × leaves under h) word operations with no per-row gathers.
 
 Same chains as the row-based kernels in ``kernels.py`` (which faithful mode
 uses, because its per-tree data-derived candidates are too many for bitsets):
-the same proposal distribution, scores, sensitivities and acceptance rule.
+the same proposal distribution, scores, sensitivities and Metropolis–Hastings
+acceptance rule, with the same proposal ratio (``kernels.log_proposal_ratio``),
+drawing the same random numbers in the same order.
 Nothing here is private by itself; see ``trees.py`` for how ε is charged.
 """
 
@@ -22,6 +24,7 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from dpcore.kernels import (
+    ABSENT,
     ATTR,
     KIND,
     LEAF,
@@ -34,7 +37,9 @@ from dpcore.kernels import (
     _accept,
     gini_contribution,
     grow_structure,
+    hastings_workspace,
     init_tree,
+    log_proposal_ratio,
     propose_move,
     propose_pair_move,
     replace_split,
@@ -196,10 +201,11 @@ def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bi
 @njit(cache=True, nogil=True)
 def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows, fanout,
                           depth_of, max_depth, nodes, epsilon, mc_iter, rng, trace,
-                          stats=None):
+                          stats=None, hastings=True):
     """createDTMCMC (Alg. 3) on bitsets, strict mode: score −Σ_leaves |leaf|·gini, Δ = 2,
-    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter).
-    ``stats[0]`` (optional) accumulates the rows reaching each changed node."""
+    acceptance min(1, exp(ε·ΔS/4)·q(T′→T)/q(T→T′)), exactly ``mc_iter`` iterations.
+    Returns the iterations run (= mc_iter). ``stats[0]`` (optional) accumulates the rows
+    reaching each changed node. ``hastings=False`` (tests only) drops the proposal ratio."""
     cap = nodes.shape[1]
     words = child_bits.shape[1]
     root = all_rows(n_rows)
@@ -217,6 +223,10 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             score += contrib[u]
     saved_nodes = nodes.copy()
     saved_contrib = contrib.copy()
+    work = hastings_workspace(cands)
+    no_tree = np.full((4, 1), ABSENT, dtype=np.int64)
+    no_perm = np.empty(1, dtype=np.int64)
+    no_codes = np.zeros((1, 1), dtype=np.uint16)
     for it in range(mc_iter):
         h, s_new = propose_move(nodes, cands, fanout, rng)
         if h < 0:
@@ -231,9 +241,8 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             old_part += contrib[u]
             contrib[u] = 0.0
         replace_split(h, s_new, nodes, cands, fanout)
-        grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, False,
-                       np.empty(1, dtype=np.int64), np.zeros((1, 1), dtype=np.uint16),
-                       y, 0)
+        grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, False, no_perm,
+                       no_codes, y, 0)
         fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
         new_part = 0.0
         for u in subtree_leaves(h, nodes, fanout):
@@ -241,7 +250,11 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             contrib[u] = gini_contribution(hist[u])
             new_part += contrib[u]
         new_score = score - old_part + new_part
-        if _accept(new_score - score, epsilon, 2.0, rng):
+        log_q = 0.0
+        if hastings:
+            log_q = log_proposal_ratio(h, saved_nodes, nodes, no_tree, cands, fanout,
+                                       depth_of, max_depth, True, work)
+        if _accept(new_score - score, epsilon, 2.0, log_q, rng):
             score = new_score
         else:
             nodes[:, :] = saved_nodes
@@ -304,10 +317,11 @@ def _purity_l(nodes_l, hist, n_rows):
 def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,
                         cands_r, child_bits_r, offset_r, fanout_r, depth_r, nodes_r,
                         y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace,
-                        stats=None):
+                        stats=None, hastings=True):
     """sampleTreePair (Alg. 5) on bitsets, strict mode: score g(T_L)(1+g(T_R))/2, Δ = 1,
-    exactly ``mc_iter`` iterations. Returns the iterations run (= mc_iter).
-    ``stats[0]`` (optional) accumulates the rows reaching each changed node."""
+    acceptance min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)), exactly ``mc_iter`` iterations.
+    Returns the iterations run (= mc_iter). ``stats[0]`` (optional) accumulates the rows
+    reaching each changed node. ``hastings=False`` (tests only) drops the proposal ratio."""
     cap_l = nodes_l.shape[1]
     cap_r = nodes_r.shape[1]
     words = child_bits_l.shape[1]
@@ -339,6 +353,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
     saved_size = size_r.copy()
     no_perm = np.empty(1, dtype=np.int64)
     no_codes = np.zeros((1, 1), dtype=np.uint16)
+    work_l = hastings_workspace(cands_l)
+    work_r = hastings_workspace(cands_r)
     for it in range(mc_iter):
         on_left, h, s_new = propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r,
                                               fanout_r, rng)
@@ -377,7 +393,15 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         new_g_l = _purity_l(nodes_l, hist, n_rows) if on_left else g_l
         new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, n_rows)
         new_score = new_g_l * (1.0 + new_g_r) / 2.0
-        if _accept(new_score - score, epsilon, 1.0, rng):
+        log_q = 0.0
+        if hastings:
+            if on_left:
+                log_q = log_proposal_ratio(h, saved_l, nodes_l, nodes_r, cands_l, fanout_l,
+                                           depth_l, max_depth, True, work_l)
+            else:
+                log_q = log_proposal_ratio(h, saved_r, nodes_r, nodes_l, cands_r, fanout_r,
+                                           depth_r, max_depth, True, work_r)
+        if _accept(new_score - score, epsilon, 1.0, log_q, rng):
             score, g_l, g_r = new_score, new_g_l, new_g_r
         else:
             nodes_l[:, :] = saved_l

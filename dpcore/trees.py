@@ -178,9 +178,13 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
                      faithful: bool, sigma: float, window: int,
                      stats: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
     """createDTMCMC (Alg. 3, Bai et al. 2017): a tree sampled by MCMC with score
-    −Σ_leaves |leaf|·gini(leaf), sensitivity 2, acceptance min(1, exp(ε·ΔS/4)).
+    −Σ_leaves |leaf|·gini(leaf), sensitivity 2, Metropolis–Hastings acceptance
+    min(1, exp(ε·ΔS/4)·q(T′→T)/q(T→T′)) (``kernels.log_proposal_ratio``: the proposal
+    ratio, a function of the tree structures and the public candidates only).
 
-    ε-DP only upon convergence of the chain. Strict mode runs the chain on row
+    In strict mode the chain's stationary law is the exponential mechanism exp(ε·S/4)
+    over the trees it visits, so the release is ε-DP only upon convergence of the chain
+    (in the limit); no bound holds for the finite chain run here. Strict mode runs the chain on row
     bitsets (``bitset_mcmc``), faithful mode on rows (``kernels``). Returns the
     tree and its score trace (NOT private: computed from true data; owner
     diagnostics only). ``stats[0]``, if given, accumulates the rows reaching each
@@ -213,9 +217,11 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
     """sampleTreePair (Alg. 5): joint MCMC over two trees, score g(T1)(1+g(T2))/2, Δ = 1.
 
     ``coded_first`` is the tree with the initial target ``classes`` as class,
-    ``coded_second`` the tree whose classes are the first tree's leaves.
-    ε-DP only upon convergence. Strict mode runs on bitsets, faithful on rows.
-    Returns both trees and the (non-private) trace.
+    ``coded_second`` the tree whose classes are the first tree's leaves. Acceptance
+    min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)) with the data-independent proposal ratio, so in
+    strict mode the stationary law is the exponential mechanism over pairs: ε-DP only upon
+    convergence (in the limit), not for the finite chain. Strict mode runs on bitsets,
+    faithful on rows. Returns both trees and the (non-private) trace.
     """
     eps = accountant.spend("mcmc", label, epsilon_nano, 1.0)
     t1 = _empty_tree(views[0], coded_first, depth)

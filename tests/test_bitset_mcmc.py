@@ -73,8 +73,12 @@ def _classes(ds, n_classes=3):
 
 @pytest.mark.parametrize("epsilon", [0.01, 3.0, 500.0])
 @pytest.mark.parametrize("rep", range(3))
-def test_single_tree_chain_is_identical(coded, epsilon, rep):
-    (_, cr), ds = coded
+@pytest.mark.parametrize("view", [1, 0])
+def test_single_tree_chain_is_identical(coded, epsilon, rep, view):
+    """View 1: numeric only (every move symmetric). View 0: a 3-category multiway split,
+    so moves that change the number of children use the Hastings ratio."""
+    cr = coded[0][view]
+    ds = coded[1]
     y = _classes(ds)
     out = []
     for path in ("rows", "bits"):
@@ -92,7 +96,7 @@ def test_single_tree_chain_is_identical(coded, epsilon, rep):
             B.mcmc_single_tree_bits(cands_matrix(cr), bits, offset, y, 3, ds.n_rows,
                                     cr.fanout, depths, DEPTH, nodes, epsilon, 800, rng, trace)
         out.append((nodes[K.SPLIT].copy(), trace))
-    assert np.array_equal(out[0][0], out[1][0]), f"seed {SEED + rep}"
+    assert np.array_equal(out[0][0], out[1][0]), f"seed {SEED + rep}, view {view}"
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=0, atol=1e-8)
 
 
