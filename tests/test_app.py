@@ -296,17 +296,72 @@ def test_double_confirm_charges_once(app, ledger_path):
     assert any("is stored:" in s.value for s in app.success)   # the stored result, replayed
 
 
-def test_overspend_is_refused_with_the_ledger_message(app, ledger_path):
+def test_a_run_that_cannot_fit_cannot_be_launched(app, ledger_path):
+    """Newcomer issue, point 4: Launch stayed clickable for a run the ledger refuses; the
+    user confirmed, then read "nothing was charged". Now Launch is disabled, with the
+    reason, read from the ledger like the budget meter — also when the budget shrinks
+    while the confirm step is open."""
     ledger = Ledger(ledger_path)
     ledger.set_cap("clinic", 0.05, actor="test")
     small_run_settings(app, epsilon=1.0)
     assert any("does not fit" in w.value for w in app.sidebar.warning)
-    launch_and_confirm(app)
-    errors = " ".join(e.value for e in app.error)
-    assert "privacy budget exceeded" in errors and "nothing was charged" in errors
+    assert app.button(key="mine_launch_button").disabled
+    reasons = " ".join(w.value for w in app.main.warning)
+    assert "Launch is disabled: This run costs ε = 1 but only ε = 0.05 remains on `clinic`" \
+        in reasons
+    ledger.set_cap("clinic", 5.0, actor="test")
+    app.run()
+    assert not app.button(key="mine_launch_button").disabled
+    app.button(key="mine_launch_button").click().run()
+    assert "mine_confirm" in widget_keys(app)
+    ledger.set_cap("clinic", 0.05, actor="test")          # spent elsewhere meanwhile
+    app.run()
+    assert "mine_confirm" not in widget_keys(app)
+    assert app.button(key="mine_launch_button").disabled
     assert ledger.budget("clinic").spent_nano == 0
     assert ledger.list_runs("clinic") == []
     assert meter(app)["Spent ε"] == "0"
+
+
+@pytest.mark.parametrize("typed, message", [
+    (0.0, "ε (exact): 0 is refused — it must be above 0"),
+    (-1.0, "ε (exact): -1 is refused — it must be above 0"),
+    (50.0, "ε = 50 is more than the ε = 20 left on `clinic`: the ledger would refuse "
+           "this run."),
+])
+def test_a_refused_epsilon_is_explained_next_to_its_box(app, typed, message):
+    """Point 3: ε typed as 0, −1 or 50 snapped back to 1 with no message."""
+    run_page(app, "pages/mine.py")
+    app.number_input(key="mine_epsilon").set_value(typed).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert app.number_input(key="mine_epsilon").value == typed       # not snapped back
+    assert any(e.value.startswith(message) for e in app.main.error), \
+        [e.value for e in app.main.error]
+    assert app.button(key="mine_launch_button").disabled
+
+
+def test_other_refused_numbers_of_the_form_are_explained(app):
+    run_page(app, "pages/mine.py")
+    app.number_input(key="mine_in_tr").set_value(0).run()
+    errors = [e.value for e in app.main.error]
+    assert any(e.startswith("InTr (trials): 0 is refused — it must be at least 1") for e in errors)
+    assert app.button(key="mine_launch_button").disabled
+    app.number_input(key="mine_in_tr").set_value(2).run()
+    assert not app.main.error and not app.button(key="mine_launch_button").disabled
+
+
+def test_mine_says_what_to_expect_before_launch(app):
+    """Point 1: spending more could buy nothing, unannounced (MCMCTreePair at ε = 10)."""
+    run_page(app, "pages/mine.py")
+    infos = " ".join(i.value for i in app.main.info)
+    assert "What to expect" in infos and "rows" in infos and "0 ε" in infos
+    assert not any("few or no" in w.value for w in app.main.warning)
+    app.number_input(key="mine_epsilon").set_value(10.0).run()
+    warning = " ".join(w.value for w in app.main.warning)
+    assert "MCMCTreePair at ε = 10 often returns **few or no** redescriptions" in warning
+    assert "A larger ε does not help" in warning
+    app.selectbox(key="mine_algorithm").set_value("altexpm").run()
+    assert not any("few or no" in w.value for w in app.main.warning)
 
 
 def test_invalid_owner_password_keeps_the_analyst_role(app, monkeypatch):
@@ -789,3 +844,113 @@ def test_tradeoff_demo_runs_serenade_on_a_sandbox(app, ledger_path):
     for eps in ("0.01", "0.1", "1"):     # the Plotly JSON spec escapes ε
         assert f'"text":"\\u03b5 = {eps}: ' in charts
     assert Ledger(ledger_path).budget("clinic").spent_nano == 0   # the sandbox paid
+
+
+# --------------------------------------------------------------------------- newcomer issue
+
+def _launch(at: AppTest, *, epsilon: float, seed: int, min_support: float = 10.0) -> str:
+    """A small seeded MCMCTreePair run (Γ.minSupp ``min_support``); returns its flash."""
+    small_run_settings(at, epsilon=epsilon, seed=seed)
+    at.number_input(key="mine_min_support").set_value(min_support).run()
+    launch_and_confirm(at)
+    return " ".join(m.value for m in list(at.success) + list(at.warning))
+
+
+def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
+    """Points 2, 3 and 7: Explore opened on the newest run even when it was empty; a
+    negative pruning threshold stayed in the box and nothing happened; the Runs page
+    compared the two newest runs even when one was empty, applied Explore's threshold
+    to every run, and drew noisy-J violins up to 1.5."""
+    _launch(app, epsilon=1.0, seed=11)
+    _launch(app, epsilon=2.0, seed=12)
+    flash = _launch(app, epsilon=1.0, seed=13, min_support=1e9)      # nothing passes Γ
+    assert "is stored: 0 redescriptions" in flash
+    assert "Explore keeps showing your newest run with results" in flash
+    ledger = Ledger(ledger_path)
+    first, second, empty = [r.run_id for r in ledger.list_runs("clinic")]
+    assert load_result(ledger, empty, role="analyst").redescriptions == []
+    assert load_result(ledger, second, role="analyst").redescriptions
+
+    run_page(app, "pages/explore.py")
+    assert app.multiselect(key="explore_runs").value == [second]
+    assert app.get("plotly_chart") and {m.label for m in app.main.metric} >= {"Kept"}
+    labels = " ".join(app.multiselect(key="explore_runs").options)
+    assert "0 redescriptions" in labels
+
+    # a negative threshold is refused next to its box and 0 is used (keep everything)
+    total = len(load_result(ledger, second, role="analyst").redescriptions)
+    app.number_input(key="explore_threshold").set_value(-5.0).run()
+    assert not app.exception, [e.value for e in app.exception]
+    note = " ".join(e.value for e in app.main.error)
+    assert "Pruning threshold: -5 is refused" in note and "now 0 (keep everything)" in note
+    assert app.number_input(key="explore_threshold").value == 0.0
+    assert {m.label: m.value for m in app.main.metric}["Kept"] == str(total)
+    app.number_input(key="explore_threshold").set_value(10.0).run()
+    assert not any("is refused" in e.value for e in app.main.error)
+    app.number_input(key="explore_tolerance").set_value(0.0).run()
+    assert any(e.value.startswith("Tolerance: expected Jaccard error: 0 is refused")
+               for e in app.main.error)
+
+    # picking only the empty run explains why it is empty, and offers the right one
+    app.multiselect(key="explore_runs").set_value([empty]).run()
+    warning = " ".join(w.value for w in app.main.warning)
+    assert f"Run {empty[:8]} released no redescription" in warning
+    app.button(key="explore_show_best").click().run()
+    assert app.multiselect(key="explore_runs").value == [second]
+
+    run_page(app, "pages/runs.py")
+    assert app.multiselect(key="runs_compare").value == [second, first]
+    history = table_with(app, "run", "threshold", "threshold from", "kept at threshold")
+    # a wide table: what compares runs comes first, long texts last, and it says it scrolls
+    assert list(history.columns)[:10] == ["started", "run", "algorithm", "mode", "ε charged",
+                                          "status", "redescriptions", "threshold",
+                                          "threshold from", "kept at threshold"]
+    assert any("scroll it sideways" in c.value for c in app.caption)
+    by_run = history.set_index("run")
+    assert by_run.at[second[:8], "threshold from"] == "Explore"
+    assert by_run.at[second[:8], "threshold"] == 10.0
+    assert by_run.at[first[:8], "threshold from"] == "suggested"
+    own = suggest_threshold([load_result(ledger, first, role="analyst")], 0.1)
+    assert by_run.at[first[:8], "threshold"] == pytest.approx(own)
+    _, charts = page_text(app)
+    assert '"range":[-0.02,1.02]' in charts.replace(" ", "")
+    assert '"spanmode":"hard"' in charts.replace(" ", "")
+
+
+def test_pages_that_do_not_mine_are_usable_while_the_kernels_compile(ledger_path, monkeypatch):
+    """Point 10: a cold start showed ~55 s of grey placeholders on every page. Now the
+    warm-up runs in the background: Data, Explore and Runs render at once; Mine shows
+    its progress and keeps Launch disabled until the kernels are ready."""
+    import threading
+    import time
+
+    from components import warmup
+
+    release = threading.Event()
+    monkeypatch.setattr(warmup, "warmup_steps",
+                        lambda: [("slow kernel", lambda: release.wait(60)),
+                                 ("fast kernel", lambda: None)])
+    warmup._warmup_once.clear()
+    try:
+        at = AppTest.from_file(APP, default_timeout=30)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("Mining engine: preparing (0 of 2 steps" in c.value for c in at.sidebar.caption)
+        for page in ("pages/data.py", "pages/explore.py", "pages/runs.py"):
+            run_page(at, page)
+        run_page(at, "pages/mine.py")
+        assert at.button(key="mine_launch_button").disabled
+        progress = " ".join(str(p.proto) for p in at.get("progress"))
+        assert "Preparing the mining engine" in progress and "step 1 of 2" in progress
+        assert "s left" in progress
+        assert any("still being prepared" in w.value for w in at.main.warning)
+        release.set()
+        deadline = time.monotonic() + 30
+        while not warmup.warmup_state().ready:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        at.run()
+        assert not at.button(key="mine_launch_button").disabled
+    finally:
+        release.set()
+        warmup._warmup_once.clear()

@@ -1,5 +1,6 @@
 """Real-browser tests: serve the app, run a small job, click a scatter point, see pruning;
-and a SerenadeES run whose query formulas show on Explore.
+drag a box over part of the scatter (it keeps what it covers on both axes) and read the
+tree-pair diagram; and a SerenadeES run whose query formulas show on Explore.
 
 Drives Debian's chromium (``/usr/bin/chromium``) with Playwright against
 ``streamlit run app.py`` on a free port with a temporary ledger. Playwright's own
@@ -187,6 +188,128 @@ def test_click_a_point_on_the_scatter_prunes(served_app):
         shot = REPO_ROOT / "artifacts" / "explore.png"
         page.screenshot(path=str(shot), full_page=True)
     assert shot.is_file()
+
+
+def _mine_small_tree_pair_run(page) -> None:
+    """Mine: a small seeded MCMCTreePair run on the public demo clinic data."""
+    page.get_by_role("link", name="Mine").click()
+    page.get_by_label("InTr (trials)", exact=True).wait_for()
+    _set_number(page, "InTr (trials)", "2")
+    _set_number(page, "MCIter", "200")
+    page.get_by_text(re.compile("^Demo seed")).click()
+    _wait_idle(page)
+    _set_number(page, "Seed", "11")
+    page.get_by_role("button", name=re.compile(r"^Launch MCMCTreePair")).click()
+    page.get_by_role("button", name="Confirm and run").click()
+    page.get_by_text(re.compile(r"is stored: \d+ redescriptions")).wait_for()
+    _wait_idle(page)
+
+
+_SCATTER_POINTS = """() => {
+    const gd = document.querySelectorAll('.stPlotlyChart .js-plotly-plot')[0];
+    const pts = [...gd.querySelectorAll('.scatterlayer .point')];
+    return pts.map((p, i) => { const b = p.getBoundingClientRect();
+        return {x: gd.data[0].x[i], y: gd.data[0].y[i],
+                px: b.x + b.width / 2, py: b.y + b.height / 2}; });
+}"""
+
+_PLOT_AREA = """() => {
+    const gd = document.querySelectorAll('.stPlotlyChart .js-plotly-plot')[0];
+    const r = gd.querySelector('.nsewdrag').getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+            drag: gd._fullLayout.dragmode};
+}"""
+
+
+def _band_box(points: list[dict], top: float, bottom: float
+              ) -> tuple[float, float, list[dict]] | None:
+    """A horizontal band of the scatter, as wide as the plot, whose covered points'
+    smallest support is above the smallest support of all (so the old rule, the box's
+    left edge, would keep everything). Returns (pixel y of its upper and lower edge, the
+    points it covers), or None."""
+    lowest = min(p["x"] for p in points)
+    ys = sorted(points, key=lambda p: p["py"])                  # top of the screen first
+    edges = [top] + [(a["py"] + b["py"]) / 2 for a, b in zip(ys, ys[1:])
+                     if b["py"] - a["py"] >= 6] + [bottom]
+    best = None
+    for upper, lower in ((u, v) for i, u in enumerate(edges) for v in edges[i + 1:]):
+        covered = [p for p in points if upper < p["py"] < lower]
+        if covered and min(p["x"] for p in covered) > lowest and lower - upper >= 8:
+            if best is None or len(covered) > len(best[2]):
+                best = (upper, lower, covered)
+    return best
+
+
+@pytest.mark.browser
+def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
+    """Newcomer issue, points 5 and 6: the box set the threshold to its left edge and
+    ignored its height; the tree-pair diagram was a hairball of leaf links with labels
+    over the lines and no split values."""
+    from playwright.sync_api import expect
+
+    with app_page(served_app) as page:
+        _mine_small_tree_pair_run(page)
+        page.get_by_role("link", name="Explore").click()
+        chart = page.locator(".stPlotlyChart").first
+        chart.locator(".scatterlayer .point").first.wait_for()
+        _wait_idle(page)
+        _set_number(page, "Pruning threshold: smallest noisy support |E11| kept", "0")
+        total = int(_metric(page, "Kept"))
+        chart.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        chart.hover()                                   # the modebar shows on hover
+        chart.locator('.modebar-btn[data-title="Box Select"]').click()
+        page.wait_for_timeout(300)
+        area = page.evaluate(_PLOT_AREA)
+        assert area["drag"] == "select", "box select is on"
+        points = page.evaluate(_SCATTER_POINTS)
+        assert len(points) == total
+        band = _band_box(points, area["top"] + 2, area["bottom"] - 2)
+        assert band is not None, "the seeded run should give a band of points"
+        upper_edge, lower_edge, covered = band
+        expected = min(p["x"] for p in covered)
+        # a box from the plot's left edge to its right edge, only as tall as the band
+        page.mouse.move(area["left"] + 2, upper_edge)
+        page.mouse.down()
+        page.mouse.move((area["left"] + area["right"]) / 2, lower_edge - 3, steps=5)
+        page.mouse.move(area["right"] - 2, lower_edge, steps=5)
+        page.mouse.up()
+        box = page.get_by_label(re.compile("^Pruning threshold"))
+        expect(box).not_to_have_value("0.0", timeout=30_000)
+        _wait_idle(page)
+        assert float(box.input_value()) == pytest.approx(expected, abs=0.05)
+        kept = int(_metric(page, "Kept"))
+        assert kept == sum(1 for p in points if p["x"] >= expected) < total
+        if len(covered) >= 2:
+            page.get_by_text(re.compile(rf"^Selected {len(covered)} redescriptions")).wait_for()
+
+        # the tree pair: a Sankey of noisy counts, this redescription's leaves first
+        page.get_by_text("Redescription detail").scroll_into_view_if_needed()
+        diagram = page.locator(".stPlotlyChart").last
+        diagram.locator(".sankey-node").first.wait_for()
+        _wait_idle(page)
+        labels = diagram.locator(".sankey-node .node-label").evaluate_all(
+            "els => els.map(e => e.textContent)")
+        assert any(re.search(r"\[[A-Z_0-9]+ (≤|>) [-\d.]+\]|\[[A-Z_0-9]+\]", t)
+                   for t in labels), "split tests label the nodes"
+        assert any(re.match(r"^L\d+ ", t) for t in labels) or any("in the query" in t
+                                                                   for t in labels)
+        links = diagram.locator(".sankey-link").count()
+        leaves = re.search(r"\((\d+) × (\d+) leaves\)", page.locator("body").inner_text())
+        n_left, n_right = int(leaves.group(1)), int(leaves.group(2))
+        assert links < n_left * n_right / 3, (links, n_left, n_right)
+        diagram.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        page.screenshot(path=str(REPO_ROOT / "artifacts" / "tree_pair.png"))
+        page.get_by_text(re.compile("^Show every leaf of both trees")).click()
+        _wait_idle(page)
+        page.wait_for_function(
+            """n => [...document.querySelectorAll('.stPlotlyChart')].pop()
+                   .querySelectorAll('.sankey-node').length > n""", arg=len(labels))
+        every = page.locator(".stPlotlyChart").last.locator(".sankey-node .node-label")
+        texts = every.evaluate_all("els => els.map(e => e.textContent)")
+        assert sum(1 for t in texts if re.match(r"^L\d+ ", t)) == n_left
+        assert sum(1 for t in texts if re.match(r"^R\d+ ", t)) == n_right
 
 
 @pytest.mark.browser

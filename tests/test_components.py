@@ -301,3 +301,217 @@ def test_warmup_runs_are_tiny():
             params = warmup_params(algorithm, mode).validate()
             assert params.init_pairs == params.es_rounds == params.cs_rounds == 1
             assert params.in_tr == params.rm_iter == 1 and params.mc_iter == 40
+
+
+# --------------------------------------------------------------------------- newcomer issue
+# "What a newcomer trips over": each point's pure part (the app-level behaviour is in
+# tests/test_app.py, the box selection and the diagram in a real browser).
+
+def test_what_to_expect_is_computed_from_parameters_and_matches_the_suggestion(tree_result):
+    """Point 1: a pre-launch estimate of the noisy-J error, from public parameters only;
+    it lands near the suggested threshold the run's release gives afterwards."""
+    from components.expectations import expectation_text, expected_noise
+    from dpcore.redescriptions.pruning import suggest_threshold
+
+    params = MiningParams(in_tr=2, mc_iter=200)
+    estimate = expected_noise(params).support_for(0.1)
+    after = suggest_threshold([tree_result], 0.1)
+    assert 0.5 * after <= estimate <= 2.0 * after
+    assert expected_noise(replace_eps(params, 10.0)).support_for(0.1) < estimate / 5
+    text = expectation_text(params)
+    assert "What to expect" in text and f"{estimate:.0f} rows" in text and "0 ε" in text
+    for algorithm in ALGORITHMS:
+        for mode in MODES:
+            noise = expected_noise(MiningParams(algorithm=algorithm, mode=mode))
+            assert 0 < noise.count_sd < math.inf and 0 < noise.support_for() < math.inf
+
+
+def replace_eps(params, epsilon):
+    from dataclasses import replace
+
+    return replace(params, epsilon=epsilon)
+
+
+def test_mcmctreepair_at_a_large_epsilon_is_announced_and_never_told_to_raise_it():
+    """Point 1: MCMCTreePair at ε = 10 returned 0 redescriptions (ε = 1: 125) and the
+    hint said "try a larger ε"."""
+    from components.expectations import empty_result_advice, miner_warnings
+
+    assert miner_warnings(MiningParams(epsilon=1.0)) == []
+    [warning] = miner_warnings(MiningParams(epsilon=10.0))
+    assert "few or no" in warning and "does not help" in warning and "ω" in warning
+    assert miner_warnings(MiningParams(epsilon=10.0, omega=0.9)) == []
+    assert miner_warnings(MiningParams(algorithm="altexpm", epsilon=10.0)) == []
+    advice = empty_result_advice("mcmctreepair", MiningParams(epsilon=10.0).to_dict())
+    assert "larger ε does not help" in advice and "try a larger ε" not in advice
+    assert "try a larger ε" in empty_result_advice("altexpm", {"epsilon": 0.1})
+
+
+def test_refused_numbers_are_explained():
+    """Point 3: ε typed as 0, −1 or 50 snapped back with no message."""
+    from components.number_fields import Bounds, number_problem
+    from components.params_form import FIELDS, form_problems
+
+    eps = FIELDS["mine_epsilon"][1]
+    for bad in (0, 0.0, -1.0):
+        assert "must be above 0" in number_problem("ε (exact)", bad, eps)
+    assert number_problem("ε (exact)", 50.0, eps) is None     # the budget decides (Launch)
+    assert number_problem("ε (exact)", None, eps) == "ε (exact): enter a number."
+    assert "at least 1 and at most 10,000" in number_problem("InTr", 0, FIELDS["mine_in_tr"][1])
+    assert "whole number" in number_problem("k", 2.5, Bounds(1, 5, integer=True))
+    assert "must be at most 1" in number_problem("Γ.minJ", 1.5, FIELDS["mine_min_jaccard"][1])
+    assert form_problems({"mine_epsilon": 0.0})[0].startswith("ε (exact): 0 is refused")
+    # a field the chosen algorithm does not use never blocks the run
+    assert form_problems({"mine_algorithm": "altexpm", "mine_init_pairs": 0}) == []
+    assert form_problems({"mine_algorithm": "serenade_es", "mine_init_pairs": 0}) != []
+    assert form_problems({"mine_algorithm": "altexpm", "mine_setting": "custom",
+                          "mine_rm_iter": 0}) != []
+
+
+def test_launch_is_blocked_with_the_reason_when_the_run_cannot_fit():
+    """Point 4: Launch stayed clickable for a run the ledger refuses."""
+    from components.launcher import launch_blockers
+    from dpcore.ledger import BudgetStatus
+
+    class Record:
+        name, confirmed = "clinic", True
+
+    one = epsilon_to_nano(1.0)
+    assert launch_blockers(BudgetStatus(20 * one, 0, 20 * one), one, Record()) == []
+    [reason] = launch_blockers(BudgetStatus(20 * one, 19.5 * one, one // 2), one, Record())
+    assert "costs ε = 1 but only ε = 0.5 remains on `clinic`" in reason
+    assert "still being prepared" in launch_blockers(
+        BudgetStatus(20 * one, 0, 20 * one), one, Record(), engine_ready=False)[0]
+
+
+def test_explore_opens_on_the_newest_run_with_results():
+    """Point 2: Explore opened on the newest run even when it released nothing."""
+    from components.explore_view import default_pick
+
+    class Run:
+        def __init__(self, run_id):
+            self.run_id = run_id
+
+    runs = [Run("new-empty"), Run("older"), Run("oldest")]        # newest first
+    assert default_pick(runs, {"new-empty": 0, "older": 12, "oldest": 5}) == ["older"]
+    assert default_pick(runs, {"new-empty": 0, "older": 0, "oldest": 0}) == ["new-empty"]
+    assert default_pick([], {}) == []
+
+
+def _tree(tree_id: int, view: int, attribute: str, n_leaves: int):
+    """A released-looking tree with ``n_leaves`` leaves, split on ``attribute`` ≤ / > v."""
+    from dpcore.redescriptions.results import Condition, TreeNode, TreeRecord
+
+    nodes, conds = [], []
+
+    def build(parent, depth, branch, path, lo, hi, count):
+        node_id = len(nodes)
+        nodes.append(None)
+        if count == 1:
+            nodes[node_id] = TreeNode(node_id, parent, depth, None, None, None, (), branch,
+                                      leaf=len(conds))
+            conds.append(tuple(path))
+            return node_id
+        cut = round((lo + hi) / 2, 2)
+        left = Condition(attribute, "<=", cut)
+        right = Condition(attribute, ">", cut)
+        a = build(node_id, depth + 1, left, path + [left], lo, cut, count // 2)
+        b = build(node_id, depth + 1, right, path + [right], cut, hi, count - count // 2)
+        nodes[node_id] = TreeNode(node_id, parent, depth, attribute, "numeric", cut, (a, b),
+                                  branch)
+        return node_id
+
+    build(-1, 0, None, [], 0.0, 100.0, n_leaves)
+    return TreeRecord(tree_id, view, 0, 0, tuple(nodes), tuple(conds))
+
+
+def test_tree_pair_diagram_is_readable_at_20_by_16_leaves():
+    """Point 6: 20 × 16 crossing leaf links, labels over the lines, no split values."""
+    import plotly.graph_objects as go
+
+    from components.tree_diagram import QUERY_COLOR, tree_pair_figure, tree_units
+    from dpcore.redescriptions.results import ExtractionRecord
+
+    left, right = _tree(0, 0, "LAB_A", 20), _tree(1, 1, "LAB_B", 16)
+    table = tuple(tuple(float((3 * i + 5 * j) % 17 - 2) for j in range(16)) for i in range(20))
+    ext = ExtractionRecord(0, 0, 1, 0, 0, table, tuple(map(sum, table)),
+                           tuple(map(sum, zip(*table))), 0.0)
+    fig = tree_pair_figure(left, right, ext, (3,), (7, 8))
+    [sankey] = fig.data
+    assert isinstance(sankey, go.Sankey)
+    labels = list(sankey.node.label)
+    # the query's own leaves come first in their column, in the query colour
+    assert any(lab.startswith("L3 ") for lab in labels)
+    assert {lab.split()[0] for lab in labels if lab[:2] in ("R7", "R8")} == {"R7", "R8"}
+    assert [c for c in sankey.node.color].count(QUERY_COLOR) == 3
+    # split values on the edges: each drawn node carries its branch test, e.g. [LAB_A ≤ 50]
+    assert any("[LAB_A ≤ 50]" in lab or "[LAB_A > 50]" in lab for lab in labels)
+    assert any("LAB_B" in lab for lab in labels)
+    # the rest is collapsed: far fewer bands than 20 × 16 leaf links
+    _, units_l = tree_units(left, (3,))
+    _, units_r = tree_units(right, (7, 8))
+    assert len(units_l) <= 6 and len(units_r) <= 10     # one path; two paths (7 | 8)
+    middle = len(units_l) * len(units_r)
+    assert len(sankey.link.source) <= middle + 2 * (len(labels))
+    assert len(sankey.link.source) < 80
+    # negative noisy counts are drawn as 0 (no band), flows are the noisy sums
+    assert min(sankey.link.value) > 0
+    # ... and every leaf on demand
+    full = tree_pair_figure(left, right, ext, (3,), (7, 8), expand_all=True).data[0]
+    assert sum(lab[:1] == "L" and lab[1:2].isdigit() for lab in full.node.label) == 20
+    assert sum(lab[:1] == "R" and lab[1:2].isdigit() for lab in full.node.label) == 16
+    positive = sum(1 for row in table for v in row if v > 0)
+    assert len(full.link.source) >= positive
+
+
+def test_runs_page_helpers_clamp_jaccard_and_pick_runs_with_results(tree_result,
+                                                                    serenade_results):
+    """Point 7: the violin axis ran to 1.5; the default comparison took an empty run; one
+    Explore threshold was applied to every run and algorithm."""
+    from dataclasses import replace
+
+    from components.runs_view import default_comparison, jaccard_violins, run_thresholds
+
+    es = serenade_results["serenade_es", "strict"]
+    fig = jaccard_violins([tree_result, es], ["tree", "es"])
+    assert tuple(fig.layout.yaxis.range) == (-0.02, 1.02)
+    assert all(t.spanmode == "hard" for t in fig.data)
+
+    empty = replace(tree_result, run_id="e" * 32, redescriptions=[])
+
+    class Run:
+        def __init__(self, run_id):
+            self.run_id = run_id
+
+    done = [Run(empty.run_id), Run(tree_result.run_id), Run(es.run_id)]     # newest first
+    results = {empty.run_id: empty, tree_result.run_id: tree_result, es.run_id: es}
+    assert default_comparison(done, results) == [tree_result.run_id, es.run_id]
+
+    thresholds = run_thresholds(results, (tree_result.run_id,), 123.0)
+    assert thresholds[tree_result.run_id] == (123.0, "Explore")
+    own, source = thresholds[es.run_id]
+    assert source == "suggested" and own == suggested_threshold({es.run_id: es}, 0.1)
+
+
+def test_warmup_reports_progress_and_an_estimate():
+    """Point 10: ~55 s of grey placeholders with no progress or estimate."""
+    from components.warmup import WarmupState, progress_text, run_warmup
+
+    cold = WarmupState(total=4, cold=True)
+    assert "about a minute" in progress_text(cold) and "step 1 of 4" in progress_text(cold)
+    assert 1.0 <= cold.seconds_left() <= 60.0
+    steps_done = []
+    state = WarmupState(total=3, cold=False)
+    run_warmup(state, [(f"s{i}", lambda i=i: steps_done.append(i)) for i in range(3)])
+    assert steps_done == [0, 1, 2] and state.ready and state.fraction == 1.0
+    assert progress_text(state) == "Mining engine ready."
+    half = WarmupState(total=4, cold=True, done=2, started=0.0)
+    assert half.seconds_left(now=10.0) == pytest.approx(10.0)       # 5 s a step, 2 to go
+
+    def boom():
+        raise RuntimeError("no compiler")
+
+    failed = WarmupState(total=1, cold=True)
+    run_warmup(failed, [("x", boom)])
+    assert failed.ready and "RuntimeError" in failed.error
+    assert "compile on first use" in progress_text(failed)

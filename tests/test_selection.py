@@ -1,4 +1,5 @@
-"""dpcore.redescriptions.pruning: Plotly selection → pruning threshold, and prune() (pure, 0 ε)."""
+"""components.selection: Plotly selection → pruning threshold (pure, 0 ε), and
+dpcore.redescriptions.pruning.prune()."""
 
 from __future__ import annotations
 
@@ -7,9 +8,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from dpcore.redescriptions.pruning import prune, selection_signature, threshold_from_selection
+from components.selection import (
+    box_ranges,
+    covered_by_boxes,
+    selection_signature,
+    threshold_from_selection,
+)
+from dpcore.redescriptions.pruning import prune
 
-SUPPORTS = {"a1b2c3d4:0": 120.0, "a1b2c3d4:1": 35.0, "a1b2c3d4:2": 800.0, "ffff0000:0": 10.0}
+#: row id → (noisy support |E11|, noisy Jaccard)
+POINTS = {"a1b2c3d4:0": (120.0, 0.30), "a1b2c3d4:1": (35.0, 0.90),
+          "a1b2c3d4:2": (800.0, 0.60), "ffff0000:0": (10.0, 0.95)}
 
 
 def event(points=(), box=(), lasso=()):
@@ -27,96 +36,127 @@ def point(custom, x=None, y=0.5):
     return p
 
 
+def threshold(sel, current=0.0):
+    return threshold_from_selection(sel, POINTS, current).threshold
+
+
 # --------------------------------------------------------------------------- points
 
 def test_click_on_a_point_uses_its_support_by_row_id():
-    sel = event(points=[point("a1b2c3d4:0", x=120.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 120.0
+    choice = threshold_from_selection(event(points=[point("a1b2c3d4:0", x=120.0)]), POINTS, 0.0)
+    assert choice.threshold == 120.0 and choice.changed and choice.selected == ("a1b2c3d4:0",)
 
 
 def test_row_id_wins_over_the_reported_x():
     # the id is authoritative (x may be rounded or jittered by the frontend)
-    sel = event(points=[point("a1b2c3d4:2", x=799.6)])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 800.0
+    assert threshold(event(points=[point("a1b2c3d4:2", x=799.6)])) == 800.0
 
 
 def test_customdata_as_one_element_list():
-    sel = event(points=[point(["a1b2c3d4:1"], x=35.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 5.0) == 35.0
+    assert threshold(event(points=[point(["a1b2c3d4:1"], x=35.0)]), 5.0) == 35.0
 
 
 def test_several_clicked_points_keep_all_of_them():
     sel = event(points=[point("a1b2c3d4:0", 120.0), point("a1b2c3d4:1", 35.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 500.0) == 35.0
+    assert threshold(sel, 500.0) == 35.0
 
 
 def test_inner_selection_dict_is_accepted_too():
-    sel = event(points=[point("ffff0000:0", 10.0)])["selection"]
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 10.0
+    assert threshold(event(points=[point("ffff0000:0", 10.0)])["selection"]) == 10.0
 
 
 def test_missing_customdata_falls_back_to_x():
-    sel = event(points=[point(None, x=77.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 77.0
+    assert threshold(event(points=[point(None, x=77.0)])) == 77.0
 
 
 def test_unknown_customdata_falls_back_to_x():
-    sel = event(points=[point("not-a-row", x=42.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 42.0
+    assert threshold(event(points=[point("not-a-row", x=42.0)])) == 42.0
 
 
 def test_missing_customdata_and_x_keeps_current():
-    sel = event(points=[point(None)])
-    assert threshold_from_selection(sel, SUPPORTS, 13.0) == 13.0
+    choice = threshold_from_selection(event(points=[point(None)]), POINTS, 13.0)
+    assert choice.threshold == 13.0 and not choice.changed
 
 
 def test_empty_customdata_list_falls_back_to_x():
-    sel = event(points=[point([], x=9.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 9.0
+    assert threshold(event(points=[point([], x=9.0)])) == 9.0
 
 
 def test_nan_x_is_ignored():
-    sel = event(points=[point(None, x=math.nan), point(None, x=50.0)])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 50.0
+    assert threshold(event(points=[point(None, x=math.nan), point(None, x=50.0)])) == 50.0
 
 
 # --------------------------------------------------------------------------- box
 
-def test_box_uses_its_left_edge():
-    sel = event(points=[point("a1b2c3d4:0", 120.0)],
-                box=[{"xref": "x", "yref": "y", "x": [300.0, 90.0], "y": [0.1, 0.9]}])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 90.0
+def test_a_box_selects_what_it_covers_on_both_axes():
+    """Issue: the box set the threshold to its left edge and ignored its height. A box from
+    x = 0 to 1000 but only J ≥ 0.5 covers 35 (J .9), 800 (J .6) and 10 (J .95) — not 120
+    (J .3) — so the threshold is the smallest of their supports, 10, not the edge 0."""
+    box = {"xref": "x", "yref": "y", "x": [0.0, 1000.0], "y": [0.5, 1.0]}
+    choice = threshold_from_selection(event(box=[box]), POINTS, 500.0)
+    assert set(choice.selected) == {"a1b2c3d4:1", "a1b2c3d4:2", "ffff0000:0"}
+    assert choice.threshold == 10.0 and choice.changed
+
+
+def test_the_box_height_matters():
+    low = {"x": [0.0, 1000.0], "y": [0.0, 0.7]}        # 120 (J .3) and 800 (J .6)
+    high = {"x": [0.0, 1000.0], "y": [0.7, 1.0]}       # 35 (J .9) and 10 (J .95)
+    assert threshold(event(box=[low])) == 120.0
+    assert threshold(event(box=[high])) == 10.0
+
+
+def test_the_box_left_edge_is_not_the_threshold():
+    box = {"x": [100.0, 900.0], "y": [0.0, 1.0]}       # covers 120 and 800
+    assert threshold(event(box=[box])) == 120.0
+
+
+def test_a_box_wins_over_the_points_plotly_reports_in_it():
+    box = {"x": [300.0, 900.0], "y": [0.0, 1.0]}
+    sel = event(points=[point("a1b2c3d4:0", 120.0)], box=[box])
+    assert threshold(sel) == 800.0
 
 
 def test_box_with_x0_x1_keys():
-    sel = event(box=[{"x0": 250.0, "x1": 400.0, "y0": 0, "y1": 1}])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 250.0
+    assert threshold(event(box=[{"x0": 100.0, "x1": 400.0, "y0": 0, "y1": 1}])) == 120.0
 
 
 def test_box_with_range_form():
-    sel = event(box=[{"range": {"x": [60.0, 10.0], "y": [0, 1]}}])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 10.0
+    assert threshold(event(box=[{"range": {"x": [60.0, 1.0], "y": [1, 0.9]}}])) == 10.0
 
 
-def test_empty_box_points_finds_nothing_but_still_sets_threshold():
-    # a box over an empty region still moves the threshold to its left edge
-    sel = event(box=[{"x": [1000.0, 2000.0], "y": [0, 1]}])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 1000.0
+def test_a_box_over_no_point_keeps_the_threshold_and_says_so():
+    choice = threshold_from_selection(event(box=[{"x": [1000.0, 2000.0], "y": [0, 1]}]),
+                                      POINTS, 77.0)
+    assert choice.threshold == 77.0 and not choice.changed and choice.selected == ()
+    assert "covers no redescription" in choice.note
 
 
-def test_box_left_of_zero_means_keep_everything():
-    sel = event(box=[{"x": [-50.0, 30.0], "y": [0, 1]}])
-    assert threshold_from_selection(sel, SUPPORTS, 100.0) == 0.0
+def test_several_boxes_select_their_union():
+    sel = event(box=[{"x": [700.0, 900.0], "y": [0, 1]}, {"x": [100.0, 130.0], "y": [0, 1]}])
+    choice = threshold_from_selection(sel, POINTS, 0.0)
+    assert set(choice.selected) == {"a1b2c3d4:0", "a1b2c3d4:2"} and choice.threshold == 120.0
 
 
-def test_several_boxes_use_the_leftmost_edge():
-    sel = event(box=[{"x": [200.0, 300.0]}, {"x": [150.0, 170.0]}])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 150.0
+def test_box_edges_are_inclusive_and_corners_in_any_order():
+    assert covered_by_boxes([{"x": [120.0, 35.0], "y": [0.9, 0.3]}], POINTS) == \
+        ["a1b2c3d4:0", "a1b2c3d4:1"]
+
+
+def test_a_box_without_a_y_range_is_not_used():
+    assert box_ranges({"x": [0.0, 1.0]}) is None
+    sel = event(points=[point("a1b2c3d4:1", 35.0)], box=[{"x": [0.0, 1000.0]}])
+    assert threshold(sel) == 35.0                       # falls back to the points
+
+
+def test_a_box_of_no_area_is_a_click():
+    sel = event(points=[point("a1b2c3d4:1", 35.0)], box=[{"x": [35.0, 35.0], "y": [0.9, 0.9]}])
+    assert box_ranges(sel["selection"]["box"][0]) is None
+    assert threshold(sel) == 35.0
 
 
 def test_malformed_box_falls_back_to_points():
     sel = event(points=[point("a1b2c3d4:1", 35.0)], box=[{"x": ["left", None]}])
-    assert threshold_from_selection(sel, SUPPORTS, 0.0) == 35.0
+    assert threshold(sel) == 35.0
 
 
 # --------------------------------------------------------------------------- empty
@@ -124,12 +164,12 @@ def test_malformed_box_falls_back_to_points():
 @pytest.mark.parametrize("sel", [None, {}, event(), {"selection": {}},
                                  {"selection": None}, "junk", {"selection": {"points": []}}])
 def test_empty_or_missing_selection_returns_current(sel):
-    assert threshold_from_selection(sel, SUPPORTS, 123.5) == 123.5
+    choice = threshold_from_selection(sel, POINTS, 123.5)
+    assert choice.threshold == 123.5 and not choice.changed
 
 
 def test_lasso_alone_is_not_a_threshold():
-    sel = event(lasso=[{"x": [1, 2, 3], "y": [1, 2, 3]}])
-    assert threshold_from_selection(sel, SUPPORTS, 7.0) == 7.0
+    assert threshold(event(lasso=[{"x": [1, 2, 3], "y": [1, 2, 3]}]), 7.0) == 7.0
 
 
 # --------------------------------------------------------------------------- signature
@@ -141,7 +181,7 @@ def test_signature_is_none_when_empty_and_stable_otherwise():
     b = selection_signature(event(points=[point("a1b2c3d4:0", 120.0)]))
     c = selection_signature(event(points=[point("a1b2c3d4:1", 35.0)]))
     assert a is not None and a == b and a != c
-    assert selection_signature(event(box=[{"x": [1.0, 2.0]}])) is not None
+    assert selection_signature(event(box=[{"x": [1.0, 2.0], "y": [0, 1]}])) is not None
 
 
 # --------------------------------------------------------------------------- prune
