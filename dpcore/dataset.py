@@ -51,7 +51,7 @@ class TwoViewDataset:
 
     @classmethod
     def from_arrays(cls, schema: Schema, left: np.ndarray, right: np.ndarray,
-                    ids=None) -> "TwoViewDataset":
+                    ids=None) -> TwoViewDataset:
         """Build from coded arrays of shape (n_attributes, n_rows) per view, checking them.
 
         Raises

@@ -58,7 +58,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from dpcore import schema as _schema_module
@@ -413,12 +413,12 @@ SCHEMA_VERSION = len(_MIGRATIONS)
 # --------------------------------------------------------------------------- helpers
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _stamp(moment: datetime) -> str:
     """Fixed-width ISO 8601 UTC text (sorts like the time it names)."""
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _check_text(value, what: str) -> str:

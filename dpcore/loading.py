@@ -59,7 +59,7 @@ def sample_data_dir() -> Path:
 
 
 def list_sample_datasets() -> list[Path]:
-    """Directories under ``sample_data/`` that hold a ``schema.json`` or ``schema.toml``, by name."""
+    """Directories under ``sample_data/`` holding a ``schema.json`` or ``schema.toml``, by name."""
     root = sample_data_dir()
     if not root.is_dir():
         return []

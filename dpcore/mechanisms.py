@@ -176,13 +176,15 @@ def _as_utilities(utilities) -> np.ndarray:
     except (TypeError, ValueError):
         raise ParameterError("utilities must be numbers (1-D array-like of float)") from None
     if u.ndim != 1:
-        raise ParameterError(f"utilities must be 1-D (one score per candidate); got shape {u.shape}")
+        raise ParameterError("utilities must be 1-D (one score per candidate); "
+                             f"got shape {u.shape}")
     if u.size == 0:
         raise ParameterError("the exponential mechanism needs at least one candidate; got none")
     if np.any(np.isnan(u)):
         raise ParameterError("utilities contain NaN")
     if np.any(u == np.inf):
-        raise ParameterError("utilities contain +inf (use finite scores; −inf excludes a candidate)")
+        raise ParameterError("utilities contain +inf (use finite scores; "
+                             "−inf excludes a candidate)")
     if not np.any(np.isfinite(u)):
         raise ParameterError("every candidate has utility −inf: there is nothing to choose")
     return u

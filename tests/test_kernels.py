@@ -179,7 +179,8 @@ def test_popcount_is_overflow_free_without_jit():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for w in (0, 1, 2**63, 2**64 - 1, 0x0123456789ABCDEF):
-            assert int(getattr(B.popcount, "py_func", B.popcount)(np.uint64(w))) == bin(w).count("1")
+            popcount = getattr(B.popcount, "py_func", B.popcount)
+            assert int(popcount(np.uint64(w))) == bin(w).count("1")
 
 
 # ---------------------------------------------------------------------------

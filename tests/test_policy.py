@@ -407,7 +407,8 @@ def test_cli_checks_out_before_charging_prints_the_run_id_and_fetches_results(
                  "--in-tr", "1", "--out", str(out)]) == 0
     err = capsys.readouterr().err
     run_id = cli_ledger.list_runs("clinic")[0].run_id
-    assert err.index(f"run {run_id}") < err.index("%]"), "run id printed before mining"
+    assert err.index(f"run {run_id}") < err.index("redescriptions written"), \
+        "run id printed before mining"
     assert main(["result", run_id]) == 0
     fetched = json.loads(capsys.readouterr().out)
     assert fetched == json.loads(out.read_text())
