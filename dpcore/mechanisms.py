@@ -608,8 +608,8 @@ def mcmc_accept(delta_score, epsilon, sensitivity, u) -> bool:
     Notes
     -----
     The chain targets π(T) ∝ exp(ε·S(T)/(2Δ)), the exponential mechanism's
-    distribution; it is ε-DP only upon convergence (Bai et al. 2017,
-    docs/PRIVACY.md §9).
+    distribution once the caller multiplies in the proposal ratio (Hastings); it is ε-DP
+    only upon convergence (Bai et al. 2017, docs/PRIVACY.md §7).
     """
     if isinstance(u, bool) or not isinstance(u, numbers.Real) or not (0.0 <= float(u) < 1.0):
         raise ParameterError(f"u must be a uniform draw in [0, 1); got {u!r}")
