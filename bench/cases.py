@@ -94,7 +94,7 @@ def _make_dataset(spec: dict):
 def _fresh(dataset):
     """A new dataset object over the same arrays: dpcore caches the strict coding and the
     candidate bitsets per dataset object, so a fresh one makes a run pay its "prepare"."""
-    from dpcore.dataset import TwoViewDataset
+    from dpcore.data.dataset import TwoViewDataset
 
     return TwoViewDataset(dataset.schema, dataset.views, dataset.ids)
 
@@ -212,7 +212,7 @@ def case_numpy(spec: dict) -> dict:
     from dpcore.redescriptions.mining import strict_coding
     from dpcore.redescriptions.params import plan_budget
     from dpcore.redescriptions.targets import make_target
-    from dpcore.trees import sample_tree_pair
+    from dpcore.redescriptions.trees import sample_tree_pair
 
     setting = settings_for(MCMCTREEPAIR)[0]
     _warm_up(MCMCTREEPAIR)

@@ -45,7 +45,7 @@ def missing_reason(directory: Path | None = None) -> str | None:
 
 
 def load_schema():
-    from dpcore.schema import schema_from_dict
+    from dpcore.data.schema import schema_from_dict
 
     return schema_from_dict(json.loads(SCHEMA_PATH.read_text(encoding="utf-8")),
                             file=str(SCHEMA_PATH))
@@ -65,11 +65,11 @@ def stacked_frame(directory: Path | None = None):
 
 
 def load_desynpuf(directory: Path | None = None):
-    """The stacked years as a :class:`~dpcore.dataset.TwoViewDataset` (one frame, both views).
+    """The stacked years as a :class:`~dpcore.data.dataset.TwoViewDataset` (one frame, both views).
 
     Raises FileNotFoundError (with :func:`missing_reason`'s message) when the data are absent.
     """
-    from dpcore.loading import frames_to_dataset
+    from dpcore.data.loading import frames_to_dataset
 
     reason = missing_reason(directory)
     if reason:

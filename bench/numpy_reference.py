@@ -1,6 +1,7 @@
 """A plain-NumPy MCMCTreePair chain: the speed reference for the numba kernels.
 
-Same chain as ``dpcore.bitset_mcmc.mcmc_tree_pair_bits`` (strict mode): the same coded
+Same chain as ``dpcore.redescriptions.bitset_mcmc.mcmc_tree_pair_bits`` (strict mode): the
+same coded
 views and split candidates (``dpcore.redescriptions.mining.strict_coding``), the same
 proposal (an internal
 node drawn uniformly from both trees, a split drawn uniformly among the candidates used
@@ -24,9 +25,10 @@ import time
 
 import numpy as np
 
-# Tree layout and candidate kinds as documented in dpcore/kernels.py and
+# Tree layout and candidate kinds as documented in dpcore/redescriptions/kernels.py and
 # dpcore/redescriptions/coding.py
-# (restated, not imported: importing dpcore.kernels would pull numba into this module).
+# (restated, not imported: importing dpcore.redescriptions.kernels would pull numba into
+# this module).
 LEAF, ABSENT, GROW = -1, -2, -3
 THRESHOLD, MULTIWAY, EQUALS = 0, 1, 2
 MISSING = 65535

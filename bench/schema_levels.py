@@ -15,7 +15,7 @@ For each number of levels L, in a fresh temporary ledger:
   ``get_dataset`` (the current dataset) and ``budget`` (the budget meter) — best of
   ``--repeats`` after one untimed read. Each read fetches the stored schema JSON of the
   datasets it returns; parsed schemas are cached by their text
-  (:func:`dpcore.schema.schema_from_json_text`), so this is the app's steady state;
+  (:func:`dpcore.data.schema.schema_from_json_text`), so this is the app's steady state;
 * *cold sidebar*: the same reads once with that cache emptied first (as after a server
   restart: every schema is parsed and validated again).
 
@@ -31,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dpcore.ledger import Ledger
-from dpcore.schema import Attribute, Schema, ViewSpec, clear_schema_cache
+from dpcore.data.schema import Attribute, Schema, ViewSpec, clear_schema_cache
+from dpcore.privacy.ledger import Ledger
 
 REGISTER_TARGET_S = 5.0
 SIDEBAR_TARGET_S = 0.1

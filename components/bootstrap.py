@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dpcore.data.loading import SCHEMA_FILE_NAMES, list_sample_datasets, load_dataset
+from dpcore.data.schema import load_schema
 from dpcore.errors import DataError, ParameterError
-from dpcore.ledger import Ledger
-from dpcore.loading import SCHEMA_FILE_NAMES, list_sample_datasets, load_dataset
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
-from dpcore.schema import load_schema
 
 __all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "STALE_RUN_SECONDS", "BootstrapReport",
            "register_sample_datasets", "close_stale_runs"]

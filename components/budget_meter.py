@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dpcore.errors import DpcoreError
-from dpcore.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.runs import run_cost
 

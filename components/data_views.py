@@ -10,7 +10,7 @@ Owners also get: a raw-data preview and the row count, a schema editor to review
 and confirm the public schema, the budget cap, and the upload of a new dataset
 (two files joined on a shared id column, or one file plus a column → view
 mapping) whose schema is prefilled from the data by
-:func:`dpcore.schema.prefill_schema` and must be reviewed before registering.
+:func:`dpcore.data.schema.prefill_schema` and must be reviewed before registering.
 Bad input is reported with the :class:`~dpcore.errors.DataError` message (file,
 column, row) and registers nothing.
 """
@@ -25,12 +25,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from dpcore.dataset import TwoViewDataset
-from dpcore.errors import DataError, DpcoreError, ParameterError
-from dpcore.ledger import DatasetRecord, Ledger
-from dpcore.loading import frames_to_dataset, load_dataset, read_table
-from dpcore.names import check_dataset_name, path_inside
-from dpcore.schema import (
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.loading import frames_to_dataset, load_dataset, read_table
+from dpcore.data.names import check_dataset_name, path_inside
+from dpcore.data.schema import (
     ATTRIBUTE_TYPES,
     VIEW_KEYS,
     Schema,
@@ -39,6 +37,8 @@ from dpcore.schema import (
     schema_from_dict,
     schema_to_dict,
 )
+from dpcore.errors import DataError, DpcoreError, ParameterError
+from dpcore.privacy.ledger import DatasetRecord, Ledger
 
 from .budget_meter import fmt_eps
 from .session import can_see_truth, is_owner, ledger_location_note, load_data, set_flash
@@ -356,8 +356,8 @@ def _prefill(draft: dict, mapping: pd.DataFrame | None) -> Schema:
 def _register(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> None:
     """Validate against the data, store files + schema, register. All or nothing.
 
-    The dataset name is checked (:func:`dpcore.names.check_dataset_name`) and every file is
-    written through :func:`dpcore.names.path_inside`, so nothing lands outside
+    The dataset name is checked (:func:`dpcore.data.names.check_dataset_name`) and every file is
+    written through :func:`dpcore.data.names.path_inside`, so nothing lands outside
     ``data_root()``; a bad name raises ParameterError before anything is written.
     """
     check_dataset_name(schema.name)

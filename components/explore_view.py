@@ -25,7 +25,7 @@ import pandas as pd
 import streamlit as st
 
 from dpcore.errors import DpcoreError
-from dpcore.ledger import DatasetRecord, Ledger, RunRecord
+from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.redescriptions.pruning import prune, suggest_threshold
 from dpcore.redescriptions.results import RunResult
 from dpcore.runs import load_result, readable_runs

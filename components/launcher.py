@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
-from dpcore.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import MiningParams, plan_budget

@@ -1,6 +1,6 @@
 """Owner & teaching views: true statistics beside the noisy ones (NOT private).
 
-Shown only when :func:`dpcore.roles.can_see_true_statistics` allows it: to the
+Shown only when :func:`dpcore.privacy.roles.can_see_true_statistics` allows it: to the
 owner, or to everyone on a ``public_demo`` dataset. Otherwise the page shows an
 explanation and nothing derived from raw data.
 
@@ -12,7 +12,7 @@ explanation and nothing derived from raw data.
   time each phase took;
 * the ledger's audit log (owner only);
 * an ε trade-off demo: one algorithm at ε = 0.01 / 0.1 / 1, charged to a fresh
-  SANDBOX budget (:meth:`dpcore.ledger.Ledger.create_sandbox`), never the real one.
+  SANDBOX budget (:meth:`dpcore.privacy.ledger.Ledger.create_sandbox`), never the real one.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import DataError, DpcoreError
-from dpcore.ledger import DatasetRecord, Ledger
+from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.evaluate import TrueStatistics, evaluate
 from dpcore.redescriptions.results import RunResult

@@ -20,7 +20,7 @@ from collections.abc import MutableMapping
 import streamlit as st
 
 from dpcore.errors import DpcoreError
-from dpcore.ledger import DatasetRecord
+from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.policy import allowed_modes
 from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import (

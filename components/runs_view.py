@@ -17,11 +17,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.errors import DpcoreError
-from dpcore.ledger import DatasetRecord, Ledger, RunRecord
+from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import can_read
+from dpcore.privacy.roles import ANALYST
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import ALGORITHM_LABELS, PARAMETER_SYMBOLS, STRICT, algorithm_spec
-from dpcore.roles import ANALYST
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps

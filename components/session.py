@@ -3,11 +3,11 @@
 What is kept where
 ------------------
 * The **ledger** is opened fresh (``Ledger()`` → ``$DPRM_LEDGER``) whenever needed;
-  a :class:`~dpcore.ledger.Ledger` holds only a path, never a connection.
+  a :class:`~dpcore.privacy.ledger.Ledger` holds only a path, never a connection.
 * The **budget** is always read from the ledger (see :mod:`components.budget_meter`),
   never from session state.
 * The **role** (``analyst`` by default, ``owner`` after a password check by
-  :func:`dpcore.roles.unlock_owner`, which records every attempt in the ledger's login
+  :func:`dpcore.privacy.roles.unlock_owner`, which records every attempt in the ledger's login
   log and enforces the shared login back-off) and the **chosen dataset** live in
   session state.
 * Raw **data** is loaded here: public-demo datasets through ``st.cache_resource``
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import DpcoreError, OwnerLoginThrottled
-from dpcore.ledger import DatasetRecord, Ledger
+from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester
-from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
+from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
 from dpcore.runs import load_registered
 
 __all__ = [

@@ -31,14 +31,14 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from dpcore.data.loading import load_dataset
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
-from dpcore.ledger import Ledger
-from dpcore.loading import load_dataset
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read, content_digest
+from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import ALGORITHMS, FAITHFUL, STRICT, presets
-from dpcore.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
 from dpcore.runs import (
     RunInProgressError,
     charge_and_mine,
@@ -53,7 +53,7 @@ DEFAULTS = MiningParams()
 
 def _owner_or_exit(args) -> None:
     """Unlock the owner role or exit; every attempt is logged and repeated failures back
-    off (:func:`dpcore.roles.unlock_owner`, shared with the app through the ledger)."""
+    off (:func:`dpcore.privacy.roles.unlock_owner`, shared with the app through the ledger)."""
     password = os.environ.get("DPRM_OWNER_PASSWORD")
     if password is None and sys.stdin.isatty():
         password = getpass.getpass("owner password: ")

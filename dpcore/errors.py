@@ -66,7 +66,7 @@ class OwnerLoginThrottled(DpcoreError):
     """An owner-login attempt refused, unchecked, during the back-off after failed logins.
 
     The password was not checked and the refusal was recorded in the ledger's login
-    log (see :func:`dpcore.roles.unlock_owner`).
+    log (see :func:`dpcore.privacy.roles.unlock_owner`).
 
     Attributes
     ----------

@@ -25,11 +25,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.loading import load_dataset
 from dpcore.errors import DataError, DpcoreError, ParameterError
-from dpcore.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.loading import load_dataset
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import (
     NEIGHBOURING_RELATION,
     PolicyError,
@@ -40,9 +40,9 @@ from dpcore.privacy.policy import (
     content_digest,
     may_see_diagnostics,
 )
+from dpcore.privacy.roles import OWNER
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import algorithm_spec
-from dpcore.roles import OWNER
 
 #: progress(fraction in [0, 1], message), called by miners between kernel calls.
 Progress = Callable[[float, str], None]

@@ -9,8 +9,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def clinic_dataset():
-    """sample_data/clinic loaded with dpcore.loading.load_dataset (public demo data)."""
-    from dpcore.loading import load_dataset
+    """sample_data/clinic loaded with dpcore.data.loading.load_dataset (public demo data)."""
+    from dpcore.data.loading import load_dataset
 
     return load_dataset(REPO_ROOT / "sample_data" / "clinic")
 

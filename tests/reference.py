@@ -1,5 +1,5 @@
 """Naive pure-NumPy/Python reference implementations for the tree kernels, written from
-docs/ALGORITHMS.md §2, not from dpcore.kernels, plus small random-dataset builders.
+docs/ALGORITHMS.md §2, not from dpcore.redescriptions.kernels, plus small random-dataset builders.
 
 Everything here works on RAW values (the float arrays of ``ViewData.values``: NaN =
 missing, Boolean 0/1, categorical codes) and on the public description of a split
@@ -25,8 +25,8 @@ import zlib
 
 import numpy as np
 
-from dpcore.dataset import TwoViewDataset
-from dpcore.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema, ViewSpec
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema, ViewSpec
 
 DEFAULT_SEED = 20240611
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", DEFAULT_SEED))
@@ -381,8 +381,8 @@ def grow_random_tree(coded, y: np.ndarray, depth: int, rng: np.random.Generator,
     """``kernels.random_tree``: a random tree over all rows (grow from a GROW root, then one
     relayout). Returns (nodes, perm, leaf_of_row, hist) with ``hist[leaf, class]`` the
     kernel's per-leaf class histogram."""
-    from dpcore import kernels as K
-    from dpcore.trees import cands_matrix
+    from dpcore.redescriptions import kernels as K
+    from dpcore.redescriptions.trees import cands_matrix
 
     fanout = coded.fanout
     n = coded.codes.shape[1]

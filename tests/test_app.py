@@ -16,11 +16,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
-from dpcore import roles
-from dpcore.ledger import Ledger
+from dpcore.privacy import roles
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
+from dpcore.privacy.roles import hash_password
 from dpcore.redescriptions.pruning import suggest_threshold
-from dpcore.roles import hash_password
 from dpcore.runs import load_result
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -534,8 +534,8 @@ def test_register_step_checks_the_name_and_file_names_before_writing(ledger_path
     import pandas as pd
 
     from components.data_views import _register
+    from dpcore.data.schema import prefill_schema
     from dpcore.errors import DataError, ParameterError
-    from dpcore.schema import prefill_schema
 
     frame = pd.DataFrame({"pid": [str(i) for i in range(20)],
                           "flag": [str(i % 2) for i in range(20)],

@@ -13,12 +13,12 @@ import os
 import numpy as np
 import pytest
 
-from dpcore import bitset_mcmc as B
-from dpcore import kernels as K
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import Attribute, Schema, ViewSpec
+from dpcore.redescriptions import bitset_mcmc as B
+from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import code_view_strict
-from dpcore.schema import Attribute, Schema, ViewSpec
-from dpcore.trees import cands_matrix, child_bitsets
+from dpcore.redescriptions.trees import cands_matrix, child_bitsets
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "11"))
 DEPTH = 3

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from dpcore.cli import main
-from dpcore.ledger import Ledger
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.roles import hash_password
 from dpcore.privacy.units import epsilon_to_nano
-from dpcore.roles import hash_password
 
 REPO = Path(__file__).resolve().parent.parent
 CLINIC = str(REPO / "sample_data" / "clinic")

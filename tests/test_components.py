@@ -371,7 +371,7 @@ def test_refused_numbers_are_explained():
 def test_launch_is_blocked_with_the_reason_when_the_run_cannot_fit():
     """Point 4: Launch stayed clickable for a run the ledger refuses."""
     from components.launcher import launch_blockers
-    from dpcore.ledger import BudgetStatus
+    from dpcore.privacy.ledger import BudgetStatus
 
     class Record:
         name, confirmed = "clinic", True

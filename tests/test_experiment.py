@@ -29,14 +29,14 @@ def no_ledger(monkeypatch, tmp_path):
     The command line's owner gate reads and appends the ledger's login log (the back-off
     is shared by every process); nothing else of the ledger may be touched.
     """
-    from dpcore.roles import hash_password
+    from dpcore.privacy.roles import hash_password
 
     def refuse(*args, **kwargs):
         raise AssertionError("the experiment harness used the ledger beyond the owner login")
-    import dpcore.ledger
+    import dpcore.privacy.ledger
     for name in ("charge", "budget", "get_dataset", "list_datasets", "list_runs",
                  "get_run", "get_result", "store_result", "register_dataset"):
-        monkeypatch.setattr(dpcore.ledger.Ledger, name, refuse)
+        monkeypatch.setattr(dpcore.privacy.ledger.Ledger, name, refuse)
     monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "login-only.sqlite"))
     monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**4))
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
@@ -186,8 +186,8 @@ def test_faithful_serenade_nan_pvalues_do_not_break_the_metrics(tiny_data):
 
     import numpy as np
 
+    from dpcore.data.loading import load_dataset
     from dpcore.experiments.metrics import compare_methods, score_run, summarize
-    from dpcore.loading import load_dataset
     from dpcore.redescriptions.evaluate import evaluate
     from dpcore.redescriptions.mining import mine
     from dpcore.redescriptions.params import MiningParams

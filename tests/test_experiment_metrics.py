@@ -10,7 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.experiments.metrics import (
     ScoredRedescription,
     compare_methods,
@@ -28,7 +29,6 @@ from dpcore.experiments.metrics import (
 from dpcore.redescriptions.evaluate import TrueStatistics, evaluate
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 SUMMARY_KEYS = {"share_with_output", "n_before", "n_after", "share_significant_kept",
                 "spearman_rho", "spearman_p", "median_true_j", "median_abs_error",

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpcore.data.loading import load_dataset, sample_data_dir
 from dpcore.data.samples import (
     PlantedRule,
     clinic_planted_rules,
@@ -22,8 +23,7 @@ from dpcore.data.samples import (
     true_jaccard,
     write_dataset,
 )
-from dpcore.loading import load_dataset, sample_data_dir
-from dpcore.schema import BOOLEAN, CATEGORICAL, LEFT, NUMERIC, RIGHT
+from dpcore.data.schema import BOOLEAN, CATEGORICAL, LEFT, NUMERIC, RIGHT
 
 CLINIC_RULES = clinic_planted_rules()
 CMS_RULES = cms_like_planted_rules()

@@ -1,10 +1,11 @@
-"""Every numba kernel of dpcore.kernels (and the strict-mode bitset kernels of
-dpcore.bitset_mcmc) against the naive references in tests/reference.py.
+"""Every numba kernel of dpcore.redescriptions.kernels (and the strict-mode bitset kernels of
+dpcore.redescriptions.bitset_mcmc) against the naive references in tests/reference.py.
 
 Random two-view data with missing values, a ≤4-category (multiway) and a >4-category
 (one-vs-rest) categorical attribute per view, numeric values on grid thresholds, coded in
 strict (public grid) and faithful (data-derived thresholds) mode. The MCMC chains are
-driven through dpcore.trees, so strict mode exercises the bitset chains and faithful mode
+driven through dpcore.redescriptions.trees, so strict mode exercises the bitset chains and
+faithful mode
 the row-based ones (random_tree / grow_structure / relayout).
 
 Seeds: fixed default, override with DPRM_TEST_SEED; assertion messages print it.
@@ -17,10 +18,10 @@ import pytest
 import reference as R
 from scipy import stats
 
-from dpcore import bitset_mcmc as B
-from dpcore import kernels as K
-from dpcore import trees as T
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions import bitset_mcmc as B
+from dpcore.redescriptions import kernels as K
+from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
 
 N_ROWS = 400

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
-from dpcore.ledger import SCHEMA_VERSION, BudgetStatus, Ledger
+from dpcore.privacy.ledger import SCHEMA_VERSION, BudgetStatus, Ledger
 from dpcore.privacy.units import NANO, epsilon_to_nano, split_evenly
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.redescriptions.results import (
@@ -26,7 +27,6 @@ from dpcore.redescriptions.results import (
     TreeNode,
     TreeRecord,
 )
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 SCHEMA = Schema(
     name="clinic",
@@ -81,7 +81,7 @@ def test_path_from_env_and_default(tmp_path, monkeypatch):
 def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
     """A version-1 ledger opens as version 2: charges kept, faithful runs on private data
     become owner-only, everything else stays readable by everyone, triggers still hold."""
-    from dpcore.ledger import _migrate_v1, _schema_to_json
+    from dpcore.privacy.ledger import _migrate_v1, _schema_to_json
 
     con = sqlite3.connect(db, isolation_level=None)
     _migrate_v1(con)

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import BudgetExceededError
-from dpcore.ledger import Ledger
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.units import NANO
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 

@@ -1,4 +1,4 @@
-"""Loading and validating datasets and schema files (dpcore.loading, dpcore.schema)."""
+"""Loading and validating datasets and schema files (dpcore.data.loading, dpcore.data.schema)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.errors import DataError
-from dpcore.loading import (
+from dpcore.data.loading import (
     frames_to_dataset,
     list_sample_datasets,
     load_dataset,
     read_table,
     sample_data_dir,
 )
-from dpcore.schema import (
+from dpcore.data.schema import (
     BOOLEAN,
     CATEGORICAL,
     NUMERIC,
@@ -28,6 +27,7 @@ from dpcore.schema import (
     schema_from_dict,
     schema_to_dict,
 )
+from dpcore.errors import DataError
 
 # ---------------------------------------------------------------------------
 # A tiny two-file dataset, mutated per test

@@ -36,12 +36,12 @@ import reference as R
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
-from dpcore import bitset_mcmc as B
-from dpcore import kernels as K
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema, ViewSpec
+from dpcore.redescriptions import bitset_mcmc as B
+from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
-from dpcore.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema, ViewSpec
-from dpcore.trees import cands_matrix, child_bitsets
+from dpcore.redescriptions.trees import cands_matrix, child_bitsets
 
 MSG = R.SEED_MSG
 DEPTH = 2

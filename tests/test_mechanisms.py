@@ -1,4 +1,4 @@
-"""Fast unit tests of dpcore.mechanisms: charging order, exact ε, shapes, edge cases.
+"""Fast unit tests of dpcore.privacy.mechanisms: charging order, exact ε, shapes, edge cases.
 
 Seeds: fixed default, override with the environment variable DPRM_TEST_SEED; every
 assertion that depends on randomness prints the seed.
@@ -14,8 +14,8 @@ import zlib
 import numpy as np
 import pytest
 
-from dpcore import mechanisms as m
 from dpcore.errors import BudgetExceededError, ParameterError
+from dpcore.privacy import mechanisms as m
 from dpcore.privacy.accountant import PrivacyAccountant
 
 DEFAULT_SEED = 20230807

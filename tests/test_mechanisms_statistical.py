@@ -1,4 +1,5 @@
-"""Statistical tests of dpcore.mechanisms: calibration, power and neighbour (ε lower-bound) tests.
+"""Statistical tests of dpcore.privacy.mechanisms: calibration, power and neighbour
+(ε lower-bound) tests.
 
 Patterns from OpenDP / diffprivlib / DP-Sniper:
 
@@ -25,7 +26,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from dpcore import mechanisms as m
+from dpcore.privacy import mechanisms as m
 from dpcore.privacy.accountant import PrivacyAccountant
 
 DEFAULT_SEED = 20230807

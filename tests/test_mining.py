@@ -12,14 +12,14 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams, nominal_budget, plan_budget
 from dpcore.redescriptions.results import RunResult
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
 

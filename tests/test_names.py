@@ -1,6 +1,6 @@
 """Names: dataset names (path traversal), display names (invisible characters), view file paths,
-and schema checks that stay linear in the number of categorical levels (dpcore.names,
-dpcore.schema, dpcore.loading, dpcore.ledger)."""
+and schema checks that stay linear in the number of categorical levels (dpcore.data.names,
+dpcore.data.schema, dpcore.data.loading, dpcore.privacy.ledger)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,15 @@ from pathlib import Path
 
 import pytest
 
-import dpcore.loading as loading
-from dpcore.errors import DataError, ParameterError
-from dpcore.ledger import Ledger
-from dpcore.loading import load_dataset
-from dpcore.names import (
+import dpcore.data.loading as loading
+from dpcore.data.loading import load_dataset
+from dpcore.data.names import (
     DATASET_NAME_PATTERN,
     check_dataset_name,
     check_display_name,
     path_inside,
 )
-from dpcore.schema import (
+from dpcore.data.schema import (
     Attribute,
     Schema,
     ViewSpec,
@@ -30,6 +28,8 @@ from dpcore.schema import (
     schema_from_json_text,
     schema_to_dict,
 )
+from dpcore.errors import DataError, ParameterError
+from dpcore.privacy.ledger import Ledger
 
 RLO, LRI, ZWSP, ALM = "\u202e", "\u2066", "\u200b", "\u061c"
 

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from dpcore.cli import main
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.loading import load_dataset
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
-from dpcore.ledger import Ledger
-from dpcore.loading import load_dataset
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import (
     NEIGHBOURING_RELATION,
     PolicyError,
@@ -27,12 +28,11 @@ from dpcore.privacy.policy import (
     allowed_modes,
     content_digest,
 )
+from dpcore.privacy.roles import hash_password
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.mining import check_runnable
 from dpcore.redescriptions.params import MiningParams
-from dpcore.roles import hash_password
 from dpcore.runs import charge_and_mine, load_result, readable_runs, run_cost
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 REPO = Path(__file__).resolve().parent.parent
 CLINIC = REPO / "sample_data" / "clinic"

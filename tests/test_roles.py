@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dpcore import roles
 from dpcore.errors import DpcoreError, OwnerLoginThrottled, ParameterError
-from dpcore.ledger import Ledger
-from dpcore.roles import (
+from dpcore.privacy import roles
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.roles import (
     ANALYST,
     DEFAULT_ROLE,
     ENV_VAR,
@@ -176,9 +176,9 @@ def test_cli_hash_refuses_mismatch_and_empty(monkeypatch, capsys):
 
 
 def test_module_does_not_import_streamlit():
-    code = ("import sys, dpcore.roles, dpcore.ledger; "
+    code = ("import sys, dpcore.privacy.roles, dpcore.privacy.ledger; "
             "sys.exit(1 if 'streamlit' in sys.modules else 0)")
-    repo = Path(roles.__file__).resolve().parents[1]
+    repo = Path(roles.__file__).resolve().parents[2]
     assert subprocess.run([sys.executable, "-c", code], cwd=repo).returncode == 0
 
 

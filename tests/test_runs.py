@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from dpcore.errors import BudgetExceededError, DpcoreError
-from dpcore.ledger import Ledger
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions import mining
 from dpcore.redescriptions.params import MiningParams

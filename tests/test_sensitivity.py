@@ -24,14 +24,14 @@ from hypothesis import HealthCheck, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from dpcore import kernels as K
-from dpcore import trees as T
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import BOOLEAN, CATEGORICAL
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions import kernels as K
+from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams, plan_budget
-from dpcore.schema import BOOLEAN, CATEGORICAL
 
 SCHEMA = R.make_schema(grid_bins=6)
 MSG = R.SEED_MSG

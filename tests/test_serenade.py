@@ -17,8 +17,8 @@ from test_mining import SEED, _release, _with_new_maximum, toy_dataset
 
 from dpcore.data.samples import clinic_planted_rules
 from dpcore.errors import BudgetExceededError, ParameterError
-from dpcore.ledger import Ledger
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.coding import code_dataset_strict, code_view_segments
 from dpcore.redescriptions.evaluate import evaluate
@@ -163,7 +163,7 @@ def _coarse_toy(n_rows=200):
     """The toy data on a 3-threshold grid: few enough literals for a χ² test."""
     import dataclasses
 
-    from dpcore.dataset import TwoViewDataset
+    from dpcore.data.dataset import TwoViewDataset
 
     ds = toy_dataset(n_rows=n_rows)
     schema = dataclasses.replace(ds.schema, grid_bins=3)

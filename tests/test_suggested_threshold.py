@@ -85,7 +85,7 @@ def test_uses_the_release_only(runs, monkeypatch):
         raise AssertionError("the suggested threshold must not read raw data")
 
     monkeypatch.setattr("dpcore.redescriptions.evaluate.evaluate", no_raw_data)
-    monkeypatch.setattr("dpcore.loading.load_dataset", no_raw_data)
+    monkeypatch.setattr("dpcore.data.loading.load_dataset", no_raw_data)
     result = runs[1.0]
     replayed = RunResult.from_json(result.to_json())  # what the app reads from the ledger
     assert suggest_threshold(replayed) == suggest_threshold(result)

@@ -1,4 +1,5 @@
-"""dpcore.trees: the released TreeRecord, strict-mode thresholds, leaf classes, charging.
+"""dpcore.redescriptions.trees: the released TreeRecord, strict-mode thresholds, leaf classes,
+charging.
 
 * ``Tree.to_record``: each leaf's conditions, evaluated naively on the RAW values, select
   exactly the rows whose ``leaf_of_row`` is that leaf; node ids / parents / children /
@@ -16,11 +17,11 @@ import numpy as np
 import pytest
 import reference as R
 
-from dpcore import kernels as K
-from dpcore import trees as T
+from dpcore.data.schema import NUMERIC
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.redescriptions import kernels as K
+from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
-from dpcore.schema import NUMERIC
 
 N_ROWS = 300
 N_CLASSES = 3

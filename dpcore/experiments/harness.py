@@ -46,7 +46,8 @@ from pathlib import Path
 import numpy as np
 
 from dpcore import __version__
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.loading import load_dataset
 from dpcore.errors import ParameterError
 from dpcore.experiments.metrics import (
     ScoredRedescription,
@@ -56,7 +57,6 @@ from dpcore.experiments.metrics import (
     split_by_threshold,
     summarize,
 )
-from dpcore.loading import load_dataset
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import ParameterError
-from dpcore.ledger import DatasetRecord
+from dpcore.privacy.ledger import DatasetRecord
+from dpcore.privacy.roles import ANALYST, OWNER, ROLES, can_see_true_statistics
 from dpcore.registry import FAITHFUL, MODES, STRICT, algorithm_spec
-from dpcore.roles import ANALYST, OWNER, ROLES, can_see_true_statistics
 
 __all__ = ["PolicyError", "Requester", "RunPermit", "NEIGHBOURING_RELATION", "allowed_modes",
            "seed_allowed", "authorize_run", "can_read", "content_digest", "EVERYONE",
@@ -76,7 +76,7 @@ class Requester:
     """Who asks: a role (``analyst`` or ``owner``) and a label for the audit log.
 
     The role must have been established by the caller (the app's and the CLI's
-    owner login, :func:`dpcore.roles.unlock_owner`); this module trusts it.
+    owner login, :func:`dpcore.privacy.roles.unlock_owner`); this module trusts it.
     """
 
     role: str = ANALYST

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.dataset import TwoViewDataset, ViewData
+from dpcore.data.dataset import TwoViewDataset, ViewData
+from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC, Schema
 from dpcore.errors import DataError
 from dpcore.redescriptions.results import Condition
-from dpcore.schema import BOOLEAN, CATEGORICAL, NUMERIC, Schema
 
 MISSING = np.uint16(65535)
 MAX_CODES = 65534

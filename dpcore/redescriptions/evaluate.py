@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
 from dpcore.redescriptions.extract import marg_pvalues
 from dpcore.redescriptions.results import AttributeTest, Condition, Query, RunResult, TreeRecord
 

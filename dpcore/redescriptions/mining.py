@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 import numpy as np
 
 from dpcore import __version__
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import NUMERIC
 from dpcore.errors import DataError
-from dpcore.mechanisms import noisy_counts
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.mechanisms import noisy_counts
 from dpcore.redescriptions.coding import (
     CodedView,
     code_dataset_strict,
@@ -37,9 +38,7 @@ from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget
 from dpcore.redescriptions.results import ExtractionRecord, OwnerDiagnostics, RunResult
 from dpcore.redescriptions.serenade.miner import mine_serenade
 from dpcore.redescriptions.targets import make_target, pick_attribute
-from dpcore.registry import ALGORITHM_LABELS, ALTEXPM, FAITHFUL, MCMCTREEPAIR, STRICT
-from dpcore.schema import NUMERIC
-from dpcore.trees import (
+from dpcore.redescriptions.trees import (
     Tree,
     build_expmech_tree,
     child_bitsets,
@@ -48,6 +47,7 @@ from dpcore.trees import (
     sample_tree_pair,
     true_leaf_table,
 )
+from dpcore.registry import ALGORITHM_LABELS, ALTEXPM, FAITHFUL, MCMCTREEPAIR, STRICT
 
 Progress = Callable[[float, str], None]
 TRACE_POINTS = 2000

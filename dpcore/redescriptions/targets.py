@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import BOOLEAN, CATEGORICAL
 from dpcore.registry import STRICT
-from dpcore.schema import BOOLEAN, CATEGORICAL
 
 
 @dataclass(frozen=True)

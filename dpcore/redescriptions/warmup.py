@@ -13,12 +13,12 @@ import time
 
 import numpy as np
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.registry import ALGORITHMS, MODES
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 __all__ = ["tiny_dataset", "warmup_params", "warm_kernels"]
 

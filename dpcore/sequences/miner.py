@@ -64,8 +64,8 @@ import numpy as np
 
 from dpcore import __version__
 from dpcore.errors import DataError
-from dpcore.mechanisms import discrete_laplace, laplace
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.mechanisms import discrete_laplace, laplace
 from dpcore.privacy.units import nano_to_epsilon, split_evenly
 from dpcore.registry import STRICT
 from dpcore.sequences.candidates import (

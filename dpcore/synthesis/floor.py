@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from dpcore.mechanisms import discrete_laplace
+from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.params import (
     CLASSES,
     COUNTS,

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcore.errors import ParameterError
-from dpcore.mechanisms import discrete_laplace
+from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.cells import (
     CellGrid,
     assign_cells,

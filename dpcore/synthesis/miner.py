@@ -55,7 +55,7 @@ __all__ = ["check_runnable", "synthesize", "MAX_NOISE_SCALE", "BLAS_THREADS"]
 #: 64 eigendecompositions of 50 × 50 matrices take 2 s instead of 0.02 s.
 BLAS_THREADS = 1
 
-#: Largest discrete-Laplace scale Δ/ε a strict run may need (dpcore.mechanisms refuses
+#: Largest discrete-Laplace scale Δ/ε a strict run may need (dpcore.privacy.mechanisms refuses
 #: larger ones: noisy int64 statistics could overflow).
 MAX_NOISE_SCALE = 1e15
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.mechanisms import discrete_laplace
+from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.fixedpoint import gram_upper, half_range
 from dpcore.synthesis.schema import TableSchema
 
@@ -169,7 +169,7 @@ def release_cell_statistics(counts, sums, moments, *, layout: GroupLayout, bits:
                             parallel: int = 1, known_counts=None) -> NoisyCellStatistics:
     """Release noisy counts, sums and second moments of disjoint cells (ε-DP calls).
 
-    Each call goes through :func:`dpcore.mechanisms.discrete_laplace`, which charges the
+    Each call goes through :func:`dpcore.privacy.mechanisms.discrete_laplace`, which charges the
     accountant before drawing: counts with Δ = 1, sums with Δ = p_m·L, second moments with
     Δ = (C(p_m, 2) + n_num)·L² (see the module docstring). ``epsilon_nano`` is the
     (counts, sums, moments) split in nano-ε; their sum is the group's ε. ``parallel`` is the

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpcore.data.loading import read_table
 from dpcore.errors import DataError
-from dpcore.loading import read_table
 from dpcore.synthesis.schema import (
     SCHEMA_FILE_NAME,
     TableSchema,

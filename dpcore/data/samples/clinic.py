@@ -12,8 +12,7 @@ from dpcore.data.samples.planted import (
     rule_masks,
     truncated_draws,
 )
-from dpcore.errors import ParameterError
-from dpcore.schema import (
+from dpcore.data.schema import (
     BOOLEAN,
     CATEGORICAL,
     LEFT,
@@ -23,6 +22,7 @@ from dpcore.schema import (
     Schema,
     ViewSpec,
 )
+from dpcore.errors import ParameterError
 
 # ---------------------------------------------------------------------------
 # The clinic dataset

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.samples.planted import (
     GRID_INTERVALS,
     PlantedRule,
@@ -12,9 +13,7 @@ from dpcore.data.samples.planted import (
     rule_masks,
     truncated_draws,
 )
-from dpcore.dataset import TwoViewDataset
-from dpcore.errors import ParameterError
-from dpcore.schema import (
+from dpcore.data.schema import (
     BOOLEAN,
     LEFT,
     NUMERIC,
@@ -23,6 +22,7 @@ from dpcore.schema import (
     Schema,
     ViewSpec,
 )
+from dpcore.errors import ParameterError
 
 # ---------------------------------------------------------------------------
 # The CMS-2-k-like dataset

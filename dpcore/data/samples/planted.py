@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from dpcore.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset
 
 GRID_INTERVALS = 33  # grid_bins + 1 with the default grid_bins = 32
 

@@ -11,7 +11,7 @@ import numpy as np
 from dpcore.data.samples.clinic import generate_clinic
 from dpcore.data.samples.cms import generate_cms_like
 from dpcore.data.samples.planted import jaccard, rule_masks
-from dpcore.schema import (
+from dpcore.data.schema import (
     LEFT,
     RIGHT,
     Schema,

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcore.data.schema import BOOLEAN, CATEGORICAL
 from dpcore.redescriptions.coding import CodedView
 from dpcore.redescriptions.results import AttributeTest
-from dpcore.schema import BOOLEAN, CATEGORICAL
 
 
 @dataclass(frozen=True)

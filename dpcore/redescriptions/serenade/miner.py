@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpcore.mechanisms import gumbel_max_index, noisy_counts
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.mechanisms import gumbel_max_index, noisy_counts
 from dpcore.redescriptions.coding import CodedView
 from dpcore.redescriptions.extract import _clip_stats, marg_pvalues
 from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget

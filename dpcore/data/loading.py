@@ -5,7 +5,7 @@ DP release. Error messages name the file, column and 1-based data row (the heade
 blank lines are not counted) so the data owner can fix the input; bad input raises
 :class:`~dpcore.errors.DataError` before anything is built, so nothing is half-registered.
 
-Supported layouts (see :mod:`dpcore.schema` for the schema file):
+Supported layouts (see :mod:`dpcore.data.schema` for the schema file):
 
 * a dataset directory holding ``schema.json`` or ``schema.toml`` plus the view files it names
   (paths relative to the directory), or the path of the schema file itself;
@@ -26,10 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpcore.dataset import TwoViewDataset
-from dpcore.errors import DataError
-from dpcore.names import path_inside
-from dpcore.schema import (
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.names import path_inside
+from dpcore.data.schema import (
     BOOLEAN,
     CATEGORICAL,
     NUMERIC,
@@ -38,6 +37,7 @@ from dpcore.schema import (
     load_schema,
     validate_schema,
 )
+from dpcore.errors import DataError
 
 __all__ = ["load_dataset", "frames_to_dataset", "read_table", "list_sample_datasets",
            "sample_data_dir", "SCHEMA_FILE_NAMES"]
@@ -54,8 +54,8 @@ _PARQUET_EXT = (".parquet", ".pq")
 # ---------------------------------------------------------------------------
 
 def sample_data_dir() -> Path:
-    """The repository's ``sample_data/`` folder (``dpcore/../sample_data``)."""
-    return Path(__file__).resolve().parent.parent / "sample_data"
+    """The repository's ``sample_data/`` folder (``dpcore/data/../../sample_data``)."""
+    return Path(__file__).resolve().parents[2] / "sample_data"
 
 
 def list_sample_datasets() -> list[Path]:

@@ -42,7 +42,7 @@ Result JSON (:meth:`Ledger.get_result`) is a DP release; budgets, charges and
 public schemas are public metadata. ``source_path`` of a dataset and the
 ``diagnostics_json`` of a result (MCMC score traces computed from true data)
 are **owner-only**; the caller must withhold them from analysts (see
-:func:`dpcore.roles.can_see_true_statistics`). Sandbox datasets (owner demos
+:func:`dpcore.privacy.roles.can_see_true_statistics`). Sandbox datasets (owner demos
 with their own budget) run on the real data and are meant for owners only.
 """
 
@@ -61,10 +61,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dpcore import schema as _schema_module
+from dpcore.data import schema as _schema_module
+from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
-from dpcore.schema import Attribute, Schema, ViewSpec
 
 __all__ = [
     "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
@@ -81,7 +81,7 @@ MAX_NAME_LENGTH = 128
 # Largest total a single charge may have (keeps every SUM far inside SQLite's int64).
 _MAX_NANO = 2**62
 
-# Optional serialisers from dpcore.schema (another module may add them); looked up once.
+# Optional serialisers from dpcore.data.schema (another module may add them); looked up once.
 _schema_to_dict = getattr(_schema_module, "schema_to_dict", None)
 _schema_from_dict = getattr(_schema_module, "schema_from_dict", None)
 
@@ -428,12 +428,12 @@ def _check_text(value, what: str) -> str:
 
 
 def _check_name(name, what: str = "dataset name") -> str:
-    """A dataset or sandbox name, checked by :func:`dpcore.names.check_dataset_name`.
+    """A dataset or sandbox name, checked by :func:`dpcore.data.names.check_dataset_name`.
 
     Names also name folders (uploads live in ``<data dir>/<name>``), so one strict pattern:
     a letter or digit, then letters, digits, ``_ - . ~``; at most ``MAX_NAME_LENGTH``.
     """
-    from dpcore.names import check_dataset_name
+    from dpcore.data.names import check_dataset_name
 
     return check_dataset_name(name, what)
 
@@ -501,7 +501,7 @@ def _schema_plain_from_dict(data: dict) -> Schema:
 def _schema_to_json(schema) -> str:
     """Serialise a schema for storage, checking that it loads back (DataError if not)."""
     if not isinstance(schema, Schema):
-        raise DataError(f"schema must be a dpcore.schema.Schema; got {type(schema).__name__}")
+        raise DataError(f"schema must be a dpcore.data.schema.Schema; got {type(schema).__name__}")
     try:
         plain = _schema_to_dict(schema) if _schema_to_dict is not None \
             else dataclasses.asdict(schema)
@@ -530,7 +530,7 @@ def _schema_to_json(schema) -> str:
 def _schema_from_json(text: str, dataset: str) -> Schema:
     """Load a stored schema (the schema module's dict form, else ``asdict`` form).
 
-    The dict form goes through :func:`dpcore.schema.schema_from_json_text`, which caches
+    The dict form goes through :func:`dpcore.data.schema.schema_from_json_text`, which caches
     parsed schemas by their text: every ``list_datasets`` / ``get_dataset`` parses the stored
     schemas, and a schema may have 10⁵ categorical levels.
     """

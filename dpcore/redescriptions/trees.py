@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore import bitset_mcmc as B
-from dpcore import kernels as K
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import split_evenly
+from dpcore.redescriptions import bitset_mcmc as B
+from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import CodedView
 from dpcore.redescriptions.results import TreeNode, TreeRecord
 

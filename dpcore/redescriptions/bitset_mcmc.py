@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from dpcore.kernels import (
+from dpcore.redescriptions.kernels import (
     ABSENT,
     ATTR,
     KIND,

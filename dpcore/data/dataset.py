@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema
 from dpcore.errors import DataError
-from dpcore.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema
 
 
 @dataclass(frozen=True)

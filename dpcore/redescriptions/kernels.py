@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpcore.mechanisms import gumbel_max_index, mcmc_accept_jit
+from dpcore.privacy.mechanisms import gumbel_max_index, mcmc_accept_jit
 
 SPLIT, START, END, KEPT = 0, 1, 2, 3
 ATTR, KIND, THR, NCHILD = 0, 1, 2, 3
@@ -542,7 +542,7 @@ def _accept(delta, epsilon, sensitivity, log_ratio, rng):
     :func:`log_proposal_ratio` (0 when the move is symmetric; −inf when the reverse move is
     impossible).
 
-    The ratio enters :func:`~dpcore.mechanisms.mcmc_accept_jit` as a shift of the score
+    The ratio enters :func:`~dpcore.privacy.mechanisms.mcmc_accept_jit` as a shift of the score
     difference by (2·sensitivity/ε)·log r, so that exp(ε·(Δ + shift)/(2·sensitivity)) =
     exp(ε·Δ/(2·sensitivity))·r; ε > 0 always (the accountant refuses ε = 0). With
     ``log_ratio`` 0 the decision is bit for bit the plain Metropolis one. Always draws

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpcore.data.names import check_display_name, refused_characters
 from dpcore.errors import DataError
-from dpcore.names import check_display_name, refused_characters
 
 BOOLEAN, CATEGORICAL, NUMERIC = "boolean", "categorical", "numeric"
 ATTRIBUTE_TYPES = (BOOLEAN, CATEGORICAL, NUMERIC)
@@ -301,7 +301,7 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
         without domain and thresholds, lo ≥ hi, categorical without categories, duplicate
         names, view not left/right, an empty view, grid_bins < 1, target_bins < 2, control or
         invisible format characters (e.g. U+202E) in an attribute name, view name, category
-        or the id column (see :func:`dpcore.names.check_display_name`), ...
+        or the id column (see :func:`dpcore.data.names.check_display_name`), ...
 
     Notes
     -----

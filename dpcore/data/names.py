@@ -16,8 +16,8 @@ joined to a folder or shown to other users:
   resolved; anything that ends up outside the folder (absolute paths, ``..``, symbolic links
   pointing out) is refused.
 
-No Streamlit import: the module is used by :mod:`dpcore.ledger`, :mod:`dpcore.schema`,
-:mod:`dpcore.loading` and the app alike.
+No Streamlit import: the module is used by :mod:`dpcore.privacy.ledger`, :mod:`dpcore.data.schema`,
+:mod:`dpcore.data.loading` and the app alike.
 """
 
 from __future__ import annotations

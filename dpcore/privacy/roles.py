@@ -21,7 +21,7 @@ Where the hash comes from (first match wins)
 
 Making a hash
 -------------
-``python -m dpcore.roles hash`` asks for the password twice (not echoed) and
+``python -m dpcore.privacy.roles hash`` asks for the password twice (not echoed) and
 prints the hash line to put in one of the places above. Only the hash is
 stored anywhere; the password itself never is.
 
@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING
 from dpcore.errors import OwnerLoginThrottled, ParameterError
 
 if TYPE_CHECKING:   # the ledger is only passed in; importing it here is not needed
-    from dpcore.ledger import AuthEvent, Ledger
+    from dpcore.privacy.ledger import AuthEvent, Ledger
 
 __all__ = [
     "ANALYST", "OWNER", "ROLES", "DEFAULT_ROLE", "ENV_VAR", "SECRETS_KEY",
@@ -439,9 +439,9 @@ def can_see_true_statistics(role: str, public_demo: bool) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m dpcore.roles hash`` prints a hash for a typed password."""
+    """Command line: ``python -m dpcore.privacy.roles hash`` prints a hash for a typed password."""
     parser = argparse.ArgumentParser(
-        prog="python -m dpcore.roles",
+        prog="python -m dpcore.privacy.roles",
         description="Owner password tools. Put the printed hash in the environment "
                     f"variable {ENV_VAR} or in Streamlit secrets as {SECRETS_KEY}.")
     sub = parser.add_subparsers(dest="command", required=True)
