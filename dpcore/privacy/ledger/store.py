@@ -1,413 +1,43 @@
-"""The privacy ledger: datasets, budgets, charges, runs and results in one SQLite file.
+"""The ledger store: :class:`Ledger`, one SQLite file, a fresh connection per operation.
 
-Every ε a dataset spends is recorded here, and the budget meter, the run
-launcher and the command line all read it from here (never from session state).
-
-Guarantees
-----------
-* **Charge before noise.** :meth:`Ledger.charge` runs one ``BEGIN IMMEDIATE``
-  transaction that takes the database write lock, reads the cap and the sum of
-  all charges, and either refuses with :class:`~dpcore.errors.BudgetExceededError`
-  (nothing written) or inserts the charge and the run. Any number of threads and
-  processes may race; the sum of the charges never exceeds the cap.
-* **Exact arithmetic.** ε is stored as integer nano-ε (see :mod:`dpcore.privacy.units`);
-  caps are rounded down, spends are given as integers by the caller (normally
-  the parts of :func:`dpcore.redescriptions.params.plan_budget`), so ω-splits add up exactly.
-* **Append-only, never refunded.** Triggers make ``charges`` (and the cap
-  history in ``budgets``) reject ``UPDATE`` and ``DELETE``. A run's status goes
-  once from ``charged`` to ``done`` or ``failed``; a failed run keeps its charge.
-* **Idempotent per run id.** ``UNIQUE(run_id)``: charging the same run twice
-  (a double click, a Streamlit rerun) returns the first charge.
-* **Results before display.** :meth:`Ledger.store_result` writes the DP release
-  and marks the run ``done`` in one transaction, so a reload, a second tab or a
-  crash loses no paid-for result, and a crash mid-write leaves no partial row.
-
-Connections
------------
-A new connection is opened for every operation (``isolation_level=None``,
-``journal_mode=WAL``, ``synchronous=FULL``, ``foreign_keys=ON``,
-``busy_timeout=30000``) and closed afterwards; a :class:`Ledger` object holds
-only the file path, so one may be shared between threads (Streamlit sessions),
-but a connection never is. Keep the file on a local disk: WAL does not work on
-network file systems.
-
-Location
---------
-``Ledger(path)``; without a path the environment variable ``DPRM_LEDGER``;
-without that ``~/.local/share/dprm/ledger.sqlite`` (outside the repository).
-
-What an analyst may see
------------------------
-Result JSON (:meth:`Ledger.get_result`) is a DP release; budgets, charges and
-public schemas are public metadata. ``source_path`` of a dataset and the
-``diagnostics_json`` of a result (MCMC score traces computed from true data)
-are **owner-only**; the caller must withhold them from analysts (see
-:func:`dpcore.privacy.roles.can_see_true_statistics`). Sandbox datasets (owner demos
-with their own budget) run on the real data and are meant for owners only.
+See :mod:`dpcore.privacy.ledger` for the guarantees (charge before noise, exact
+arithmetic, append-only, idempotent per run id, results before display).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import numbers
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dpcore.data import schema as _schema_module
-from dpcore.data.schema import Attribute, Schema, ViewSpec
+from dpcore.data.schema import Schema
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
+from dpcore.privacy.ledger.migrations import SCHEMA_VERSION, migrate
+from dpcore.privacy.ledger.records import (
+    AUDIENCES,
+    AuditEntry,
+    AuthEvent,
+    BudgetStatus,
+    ChargeRecord,
+    DatasetRecord,
+    RunRecord,
+)
+from dpcore.privacy.ledger.schemas import schema_from_json, schema_to_json
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 
-__all__ = [
-    "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
-    "Ledger", "DatasetRecord", "BudgetStatus", "ChargeRecord", "RunRecord", "AuditEntry",
-    "AuthEvent", "AUDIENCES",
-]
+__all__ = ["ENV_VAR", "DEFAULT_PATH", "Ledger"]
 
 ENV_VAR = "DPRM_LEDGER"
 DEFAULT_PATH = "~/.local/share/dprm/ledger.sqlite"
-RUN_STATUSES = ("charged", "done", "failed")
-#: Who may read a run's stored result: everyone with access to the dataset, or its owner.
-AUDIENCES = ("everyone", "owner")
-MAX_NAME_LENGTH = 128
 # Largest total a single charge may have (keeps every SUM far inside SQLite's int64).
 _MAX_NANO = 2**62
-
-# Optional serialisers from dpcore.data.schema (another module may add them); looked up once.
-_schema_to_dict = getattr(_schema_module, "schema_to_dict", None)
-_schema_from_dict = getattr(_schema_module, "schema_from_dict", None)
-
-
-# --------------------------------------------------------------------------- records
-
-@dataclass(frozen=True)
-class DatasetRecord:
-    """A registered dataset.
-
-    Attributes
-    ----------
-    name : str
-        Dataset name (primary key).
-    schema : Schema
-        The public schema (what may be known without spending ε).
-    source_path : str or None
-        Where the data lives. **Owner-only**: never show it to analysts.
-    public_demo : bool
-        Synthetic or public data: true statistics may be shown to everyone.
-    confirmed : bool
-        The owner confirmed the public schema; runs are refused until then.
-    sandbox_of : str or None
-        Name of the real dataset this sandbox copies, or None for a real dataset.
-    created_at : str
-        ISO 8601 UTC time of registration.
-    content_digest : str or None
-        SHA-256 of the registered data's content (see
-        :func:`dpcore.privacy.policy.content_digest`); None for datasets registered before
-        digests existed, until their first run records it. **Owner-only** (a digest
-        of private data lets anyone holding a guess of the data confirm it).
-    """
-
-    name: str
-    schema: Schema
-    source_path: str | None
-    public_demo: bool
-    confirmed: bool
-    sandbox_of: str | None
-    created_at: str
-    content_digest: str | None = None
-
-    @property
-    def is_sandbox(self) -> bool:
-        """True for an owner sandbox (own budget, same data as ``sandbox_of``)."""
-        return self.sandbox_of is not None
-
-
-@dataclass(frozen=True)
-class BudgetStatus:
-    """A dataset's budget as read from the ledger, in integer nano-ε.
-
-    Attributes
-    ----------
-    cap_nano, spent_nano, remaining_nano : int
-        Current cap, sum of all charges, and ``cap_nano − spent_nano``.
-    """
-
-    cap_nano: int
-    spent_nano: int
-    remaining_nano: int
-
-    @property
-    def cap(self) -> float:
-        """Cap in ε (display only)."""
-        return nano_to_epsilon(self.cap_nano)
-
-    @property
-    def spent(self) -> float:
-        """Spent ε (display only)."""
-        return nano_to_epsilon(self.spent_nano)
-
-    @property
-    def remaining(self) -> float:
-        """Remaining ε (display only)."""
-        return nano_to_epsilon(self.remaining_nano)
-
-    def fits(self, epsilon_nano: int) -> bool:
-        """Whether a run costing ``epsilon_nano`` fits in what remains (as of this reading)."""
-        return 0 < int(epsilon_nano) <= self.remaining_nano
-
-
-@dataclass(frozen=True)
-class ChargeRecord:
-    """One charge: the ε a run paid before drawing any noise.
-
-    Attributes
-    ----------
-    id : int
-        Charge sequence number (audit order).
-    run_id, dataset, algorithm, actor : str
-    epsilon_nano : int
-        Total charged; equals ``sum(parts_nano)``.
-    parts_nano : tuple of int
-        The ε split among the run's mechanisms, in nano-ε.
-    params : dict
-        Run parameters as given.
-    created_at : str
-        ISO 8601 UTC.
-    replayed : bool
-        True when this run id had been charged before and the existing charge
-        was returned (nothing new was charged).
-    """
-
-    id: int
-    run_id: str
-    dataset: str
-    algorithm: str
-    epsilon_nano: int
-    parts_nano: tuple[int, ...]
-    params: dict
-    actor: str
-    created_at: str
-    replayed: bool = False
-
-    @property
-    def epsilon(self) -> float:
-        """Total charged ε (display only)."""
-        return nano_to_epsilon(self.epsilon_nano)
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """A run and its state: ``charged`` → ``done`` | ``failed``.
-
-    ``error`` is the failure message (None unless failed).
-    """
-
-    run_id: str
-    dataset: str
-    algorithm: str
-    status: str
-    epsilon_nano: int
-    params: dict
-    error: str | None
-    created_at: str
-    finished_at: str | None
-    audience: str = "everyone"
-
-    @property
-    def epsilon(self) -> float:
-        return nano_to_epsilon(self.epsilon_nano)
-
-
-@dataclass(frozen=True)
-class AuthEvent:
-    """One owner-login attempt: when, by whom (a free label), from which entry point.
-
-    ``outcome`` is ``success``, ``failure`` (wrong password) or ``throttled``
-    (refused unchecked during a back-off).
-    """
-
-    id: int
-    created_at: str
-    actor: str
-    entry: str
-    outcome: str
-    detail: str | None
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """One line of the audit log (a charge joined with its run): who spent what, when."""
-
-    charge_id: int
-    created_at: str
-    actor: str
-    dataset: str
-    run_id: str
-    algorithm: str
-    epsilon_nano: int
-    parts_nano: tuple[int, ...]
-    params: dict
-    status: str
-    finished_at: str | None
-    error: str | None
-
-    @property
-    def epsilon(self) -> float:
-        return nano_to_epsilon(self.epsilon_nano)
-
-
-# --------------------------------------------------------------------------- migrations
-
-def _migrate_v1(con: sqlite3.Connection) -> None:
-    """Version 1: datasets, budgets, charges, runs, results, append-only triggers."""
-    statements = [
-        """CREATE TABLE datasets (
-            name        TEXT PRIMARY KEY CHECK (length(name) > 0),
-            schema_json TEXT NOT NULL,
-            source_path TEXT,
-            public_demo INTEGER NOT NULL DEFAULT 0 CHECK (public_demo IN (0, 1)),
-            confirmed   INTEGER NOT NULL DEFAULT 0 CHECK (confirmed IN (0, 1)),
-            sandbox_of  TEXT REFERENCES datasets(name),
-            created_by  TEXT NOT NULL,
-            created_at  TEXT NOT NULL)""",
-        """CREATE TABLE budgets (
-            id         INTEGER PRIMARY KEY AUTOINCREMENT,
-            dataset    TEXT NOT NULL REFERENCES datasets(name),
-            cap_nano   INTEGER NOT NULL CHECK (typeof(cap_nano) = 'integer' AND cap_nano > 0),
-            actor      TEXT NOT NULL,
-            created_at TEXT NOT NULL)""",
-        "CREATE INDEX budgets_by_dataset ON budgets(dataset, id)",
-        """CREATE TABLE charges (
-            id           INTEGER PRIMARY KEY AUTOINCREMENT,
-            run_id       TEXT NOT NULL UNIQUE CHECK (length(run_id) > 0),
-            dataset      TEXT NOT NULL REFERENCES datasets(name),
-            algorithm    TEXT NOT NULL,
-            epsilon_nano INTEGER NOT NULL
-                         CHECK (typeof(epsilon_nano) = 'integer' AND epsilon_nano > 0),
-            parts_json   TEXT NOT NULL,
-            params_json  TEXT NOT NULL,
-            actor        TEXT NOT NULL,
-            created_at   TEXT NOT NULL)""",
-        "CREATE INDEX charges_by_dataset ON charges(dataset)",
-        """CREATE TABLE runs (
-            run_id      TEXT PRIMARY KEY REFERENCES charges(run_id),
-            dataset     TEXT NOT NULL REFERENCES datasets(name),
-            algorithm   TEXT NOT NULL,
-            status      TEXT NOT NULL CHECK (status IN ('charged', 'done', 'failed')),
-            params_json TEXT NOT NULL,
-            error       TEXT,
-            created_at  TEXT NOT NULL,
-            finished_at TEXT)""",
-        "CREATE INDEX runs_by_status ON runs(status, created_at)",
-        """CREATE TABLE results (
-            run_id           TEXT PRIMARY KEY REFERENCES runs(run_id),
-            result_json      TEXT NOT NULL,
-            diagnostics_json TEXT,
-            created_at       TEXT NOT NULL)""",
-        # Charges and the cap history are append-only: no update, no delete, no refund.
-        """CREATE TRIGGER charges_no_update BEFORE UPDATE ON charges BEGIN
-            SELECT RAISE(ABORT, 'charges are append-only: a charge can never be changed');
-           END""",
-        """CREATE TRIGGER charges_no_delete BEFORE DELETE ON charges BEGIN
-            SELECT RAISE(ABORT, 'charges are append-only: no delete, no refunds');
-           END""",
-        """CREATE TRIGGER budgets_no_update BEFORE UPDATE ON budgets BEGIN
-            SELECT RAISE(ABORT, 'the cap history is append-only: add a new cap instead');
-           END""",
-        """CREATE TRIGGER budgets_no_delete BEFORE DELETE ON budgets BEGIN
-            SELECT RAISE(ABORT, 'the cap history is append-only: add a new cap instead');
-           END""",
-        # A run changes once, and only its status (+ error, finished_at): charged → done|failed.
-        """CREATE TRIGGER runs_status_flow BEFORE UPDATE ON runs
-           WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('done', 'failed')
-             OR NEW.run_id IS NOT OLD.run_id OR NEW.dataset IS NOT OLD.dataset
-             OR NEW.algorithm IS NOT OLD.algorithm OR NEW.params_json IS NOT OLD.params_json
-             OR NEW.created_at IS NOT OLD.created_at
-           BEGIN
-            SELECT RAISE(ABORT, 'a run only changes status once, from charged to done or failed');
-           END""",
-        """CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs BEGIN
-            SELECT RAISE(ABORT, 'runs are never deleted');
-           END""",
-        # A result is stored once, for a run that is still 'charged', and never changed.
-        """CREATE TRIGGER results_need_charged_run BEFORE INSERT ON results
-           WHEN (SELECT status FROM runs WHERE run_id = NEW.run_id) IS NOT 'charged'
-           BEGIN
-            SELECT RAISE(ABORT, 'a result can only be stored for a charged, unfinished run');
-           END""",
-        """CREATE TRIGGER results_no_update BEFORE UPDATE ON results BEGIN
-            SELECT RAISE(ABORT, 'stored results are never changed');
-           END""",
-        """CREATE TRIGGER results_no_delete BEFORE DELETE ON results BEGIN
-            SELECT RAISE(ABORT, 'stored results are never deleted');
-           END""",
-    ]
-    for sql in statements:
-        con.execute(sql)
-
-
-def _migrate_v2(con: sqlite3.Connection) -> None:
-    """Version 2: content digests, result audiences and the owner-login log.
-
-    * ``datasets.content_digest``: SHA-256 of the registered data's content
-      (:func:`dpcore.privacy.policy.content_digest`); a run whose data does not match it is
-      refused before charging. NULL for datasets registered before version 2: the
-      first run records the digest of the registered files (trust on first use).
-    * ``runs.audience``: ``everyone`` or ``owner``. Decided by the policy before the
-      charge (faithful runs on private data are for the owner only) and never
-      changed afterwards. Faithful runs on private datasets stored before version 2
-      become ``owner``.
-    * ``auth_events``: append-only log of owner logins (successes and failures),
-      read by the login back-off and shown in the audit log.
-    """
-    statements = [
-        "ALTER TABLE datasets ADD COLUMN content_digest TEXT",
-        "ALTER TABLE runs ADD COLUMN audience TEXT NOT NULL DEFAULT 'everyone' "
-        "CHECK (audience IN ('everyone', 'owner'))",
-        # The status-flow trigger refuses updates of finished runs; lift it for the one
-        # back-fill below, inside this migration's transaction, then put it back.
-        "DROP TRIGGER runs_status_flow",
-        """UPDATE runs SET audience = 'owner'
-           WHERE json_extract(params_json, '$.mode') = 'faithful'
-             AND dataset IN (SELECT name FROM datasets WHERE public_demo = 0)""",
-        """CREATE TRIGGER runs_status_flow BEFORE UPDATE ON runs
-           WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('done', 'failed')
-             OR NEW.run_id IS NOT OLD.run_id OR NEW.dataset IS NOT OLD.dataset
-             OR NEW.algorithm IS NOT OLD.algorithm OR NEW.params_json IS NOT OLD.params_json
-             OR NEW.created_at IS NOT OLD.created_at OR NEW.audience IS NOT OLD.audience
-           BEGIN
-            SELECT RAISE(ABORT, 'a run only changes status once, from charged to done or failed');
-           END""",
-        """CREATE TABLE auth_events (
-            id         INTEGER PRIMARY KEY AUTOINCREMENT,
-            created_at TEXT NOT NULL,
-            actor      TEXT NOT NULL,
-            entry      TEXT NOT NULL,
-            outcome    TEXT NOT NULL CHECK (outcome IN ('success', 'failure', 'throttled')),
-            detail     TEXT)""",
-        "CREATE INDEX auth_events_by_time ON auth_events(created_at)",
-        """CREATE TRIGGER auth_events_no_update BEFORE UPDATE ON auth_events BEGIN
-            SELECT RAISE(ABORT, 'the login log is append-only');
-           END""",
-        """CREATE TRIGGER auth_events_no_delete BEFORE DELETE ON auth_events BEGIN
-            SELECT RAISE(ABORT, 'the login log is append-only');
-           END""",
-    ]
-    for sql in statements:
-        con.execute(sql)
-
-
-#: Migration functions; ``_MIGRATIONS[k]`` brings a database from version k to k + 1.
-_MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2]
-SCHEMA_VERSION = len(_MIGRATIONS)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -480,80 +110,6 @@ def _dumps(value, what: str) -> str:
         raise ParameterError(f"{what} must be JSON-serialisable without NaN/inf: {exc}") from None
 
 
-def _schema_plain_from_dict(data: dict) -> Schema:
-    """Rebuild a Schema from ``dataclasses.asdict`` output (lists back to tuples)."""
-    attrs = []
-    for a in data["attributes"]:
-        a = dict(a)
-        a["categories"] = tuple(a.get("categories") or ())
-        for key in ("domain", "thresholds"):
-            if a.get(key) is not None:
-                a[key] = tuple(a[key])
-        attrs.append(Attribute(**a))
-    d = dict(data)
-    d["attributes"] = tuple(attrs)
-    d["views"] = tuple(ViewSpec(**v) for v in data["views"])
-    if "missing_values" in d:
-        d["missing_values"] = tuple(d["missing_values"])
-    return Schema(**d)
-
-
-def _schema_to_json(schema) -> str:
-    """Serialise a schema for storage, checking that it loads back (DataError if not)."""
-    if not isinstance(schema, Schema):
-        raise DataError(f"schema must be a dpcore.data.schema.Schema; got {type(schema).__name__}")
-    try:
-        plain = _schema_to_dict(schema) if _schema_to_dict is not None \
-            else dataclasses.asdict(schema)
-        text = json.dumps(plain, sort_keys=True, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"schema {schema.name!r} cannot be stored as JSON "
-                        f"(NaN/inf or a non-JSON value?): {exc}") from None
-    from_text = getattr(_schema_module, "schema_from_json_text", None)
-
-    def load(t: str):
-        if _schema_to_dict is None or _schema_from_dict is None:
-            return _schema_plain_from_dict(json.loads(t))
-        if from_text is not None:
-            return from_text(t)    # through the schema module's cache: the first read hits it
-        return _schema_from_dict(json.loads(t))
-
-    try:
-        load(text)
-    except DataError:
-        raise                      # already names what is wrong
-    except Exception as exc:  # noqa: BLE001 - any failure to load back is bad schema data
-        raise DataError(f"schema {schema.name!r} does not load back from JSON: {exc}") from None
-    return text
-
-
-def _schema_from_json(text: str, dataset: str) -> Schema:
-    """Load a stored schema (the schema module's dict form, else ``asdict`` form).
-
-    The dict form goes through :func:`dpcore.data.schema.schema_from_json_text`, which caches
-    parsed schemas by their text: every ``list_datasets`` / ``get_dataset`` parses the stored
-    schemas, and a schema may have 10⁵ categorical levels.
-    """
-    errors = []
-    from_text = getattr(_schema_module, "schema_from_json_text", None)
-    if from_text is not None:
-        try:
-            return from_text(text)
-        except json.JSONDecodeError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - try the ``asdict`` form next
-            errors.append(str(exc))
-    data = json.loads(text)
-    loaders = [f for f in (None if from_text is not None else _schema_from_dict,
-                           _schema_plain_from_dict) if f is not None]
-    for load in loaders:
-        try:
-            return load(data)
-        except Exception as exc:  # noqa: BLE001 - try the next format
-            errors.append(str(exc))
-    raise DataError(f"stored schema of dataset {dataset!r} cannot be read: {errors[0]}")
-
-
 def _check_parts(epsilon_parts) -> tuple[int, ...]:
     if isinstance(epsilon_parts, (str, bytes)) or not hasattr(epsilon_parts, "__iter__"):
         raise ParameterError("epsilon_parts must be a list of integer nano-ε parts; "
@@ -623,10 +179,7 @@ class Ledger:
             if version < SCHEMA_VERSION:
                 con.execute("BEGIN IMMEDIATE")
                 try:
-                    version = con.execute("PRAGMA user_version").fetchone()[0]
-                    for step in range(version, SCHEMA_VERSION):
-                        _MIGRATIONS[step](con)
-                        con.execute(f"PRAGMA user_version = {step + 1:d}")
+                    migrate(con, con.execute("PRAGMA user_version").fetchone()[0])
                     con.execute("COMMIT")
                 except BaseException:
                     if con.in_transaction:
@@ -684,7 +237,7 @@ class Ledger:
     @staticmethod
     def _record(row: sqlite3.Row) -> DatasetRecord:
         return DatasetRecord(name=row["name"],
-                             schema=_schema_from_json(row["schema_json"], row["name"]),
+                             schema=schema_from_json(row["schema_json"], row["name"]),
                              source_path=row["source_path"],
                              public_demo=bool(row["public_demo"]),
                              confirmed=bool(row["confirmed"]),
@@ -730,7 +283,7 @@ class Ledger:
         source = None if source_path is None else os.fspath(source_path)
         cap = _cap_nano(cap_epsilon)
         digest = _check_digest(content_digest)
-        schema_json = _schema_to_json(schema)
+        schema_json = schema_to_json(schema)
         now = _stamp(_now())
         with self._write() as con:
             if con.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
@@ -760,7 +313,7 @@ class Ledger:
         """
         _check_name(name)
         _check_text(actor, "actor")
-        schema_json = _schema_to_json(schema)
+        schema_json = schema_to_json(schema)
         with self._write() as con:
             self._dataset_row(con, name)
             con.execute("UPDATE datasets SET schema_json = ?, public_demo = ?, confirmed = 1 "

@@ -1,0 +1,164 @@
+"""The ledger's SQL schema, one migration per version (``PRAGMA user_version``).
+
+``MIGRATIONS[k]`` brings a database from version k to k + 1, inside the one ``BEGIN
+IMMEDIATE`` transaction :class:`~dpcore.privacy.ledger.store.Ledger` opens on first use. A
+migration, once released, never changes: a new column or table is a new version.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "migrate"]
+
+
+def _migrate_v1(con: sqlite3.Connection) -> None:
+    """Version 1: datasets, budgets, charges, runs, results, append-only triggers."""
+    statements = [
+        """CREATE TABLE datasets (
+            name        TEXT PRIMARY KEY CHECK (length(name) > 0),
+            schema_json TEXT NOT NULL,
+            source_path TEXT,
+            public_demo INTEGER NOT NULL DEFAULT 0 CHECK (public_demo IN (0, 1)),
+            confirmed   INTEGER NOT NULL DEFAULT 0 CHECK (confirmed IN (0, 1)),
+            sandbox_of  TEXT REFERENCES datasets(name),
+            created_by  TEXT NOT NULL,
+            created_at  TEXT NOT NULL)""",
+        """CREATE TABLE budgets (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            dataset    TEXT NOT NULL REFERENCES datasets(name),
+            cap_nano   INTEGER NOT NULL CHECK (typeof(cap_nano) = 'integer' AND cap_nano > 0),
+            actor      TEXT NOT NULL,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX budgets_by_dataset ON budgets(dataset, id)",
+        """CREATE TABLE charges (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id       TEXT NOT NULL UNIQUE CHECK (length(run_id) > 0),
+            dataset      TEXT NOT NULL REFERENCES datasets(name),
+            algorithm    TEXT NOT NULL,
+            epsilon_nano INTEGER NOT NULL
+                         CHECK (typeof(epsilon_nano) = 'integer' AND epsilon_nano > 0),
+            parts_json   TEXT NOT NULL,
+            params_json  TEXT NOT NULL,
+            actor        TEXT NOT NULL,
+            created_at   TEXT NOT NULL)""",
+        "CREATE INDEX charges_by_dataset ON charges(dataset)",
+        """CREATE TABLE runs (
+            run_id      TEXT PRIMARY KEY REFERENCES charges(run_id),
+            dataset     TEXT NOT NULL REFERENCES datasets(name),
+            algorithm   TEXT NOT NULL,
+            status      TEXT NOT NULL CHECK (status IN ('charged', 'done', 'failed')),
+            params_json TEXT NOT NULL,
+            error       TEXT,
+            created_at  TEXT NOT NULL,
+            finished_at TEXT)""",
+        "CREATE INDEX runs_by_status ON runs(status, created_at)",
+        """CREATE TABLE results (
+            run_id           TEXT PRIMARY KEY REFERENCES runs(run_id),
+            result_json      TEXT NOT NULL,
+            diagnostics_json TEXT,
+            created_at       TEXT NOT NULL)""",
+        # Charges and the cap history are append-only: no update, no delete, no refund.
+        """CREATE TRIGGER charges_no_update BEFORE UPDATE ON charges BEGIN
+            SELECT RAISE(ABORT, 'charges are append-only: a charge can never be changed');
+           END""",
+        """CREATE TRIGGER charges_no_delete BEFORE DELETE ON charges BEGIN
+            SELECT RAISE(ABORT, 'charges are append-only: no delete, no refunds');
+           END""",
+        """CREATE TRIGGER budgets_no_update BEFORE UPDATE ON budgets BEGIN
+            SELECT RAISE(ABORT, 'the cap history is append-only: add a new cap instead');
+           END""",
+        """CREATE TRIGGER budgets_no_delete BEFORE DELETE ON budgets BEGIN
+            SELECT RAISE(ABORT, 'the cap history is append-only: add a new cap instead');
+           END""",
+        # A run changes once, and only its status (+ error, finished_at): charged → done|failed.
+        """CREATE TRIGGER runs_status_flow BEFORE UPDATE ON runs
+           WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('done', 'failed')
+             OR NEW.run_id IS NOT OLD.run_id OR NEW.dataset IS NOT OLD.dataset
+             OR NEW.algorithm IS NOT OLD.algorithm OR NEW.params_json IS NOT OLD.params_json
+             OR NEW.created_at IS NOT OLD.created_at
+           BEGIN
+            SELECT RAISE(ABORT, 'a run only changes status once, from charged to done or failed');
+           END""",
+        """CREATE TRIGGER runs_no_delete BEFORE DELETE ON runs BEGIN
+            SELECT RAISE(ABORT, 'runs are never deleted');
+           END""",
+        # A result is stored once, for a run that is still 'charged', and never changed.
+        """CREATE TRIGGER results_need_charged_run BEFORE INSERT ON results
+           WHEN (SELECT status FROM runs WHERE run_id = NEW.run_id) IS NOT 'charged'
+           BEGIN
+            SELECT RAISE(ABORT, 'a result can only be stored for a charged, unfinished run');
+           END""",
+        """CREATE TRIGGER results_no_update BEFORE UPDATE ON results BEGIN
+            SELECT RAISE(ABORT, 'stored results are never changed');
+           END""",
+        """CREATE TRIGGER results_no_delete BEFORE DELETE ON results BEGIN
+            SELECT RAISE(ABORT, 'stored results are never deleted');
+           END""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
+def _migrate_v2(con: sqlite3.Connection) -> None:
+    """Version 2: content digests, result audiences and the owner-login log.
+
+    * ``datasets.content_digest``: SHA-256 of the registered data's content
+      (:func:`dpcore.privacy.policy.content_digest`); a run whose data does not match it is
+      refused before charging. NULL for datasets registered before version 2: the
+      first run records the digest of the registered files (trust on first use).
+    * ``runs.audience``: ``everyone`` or ``owner``. Decided by the policy before the
+      charge (faithful runs on private data are for the owner only) and never
+      changed afterwards. Faithful runs on private datasets stored before version 2
+      become ``owner``.
+    * ``auth_events``: append-only log of owner logins (successes and failures),
+      read by the login back-off and shown in the audit log.
+    """
+    statements = [
+        "ALTER TABLE datasets ADD COLUMN content_digest TEXT",
+        "ALTER TABLE runs ADD COLUMN audience TEXT NOT NULL DEFAULT 'everyone' "
+        "CHECK (audience IN ('everyone', 'owner'))",
+        # The status-flow trigger refuses updates of finished runs; lift it for the one
+        # back-fill below, inside this migration's transaction, then put it back.
+        "DROP TRIGGER runs_status_flow",
+        """UPDATE runs SET audience = 'owner'
+           WHERE json_extract(params_json, '$.mode') = 'faithful'
+             AND dataset IN (SELECT name FROM datasets WHERE public_demo = 0)""",
+        """CREATE TRIGGER runs_status_flow BEFORE UPDATE ON runs
+           WHEN OLD.status <> 'charged' OR NEW.status NOT IN ('done', 'failed')
+             OR NEW.run_id IS NOT OLD.run_id OR NEW.dataset IS NOT OLD.dataset
+             OR NEW.algorithm IS NOT OLD.algorithm OR NEW.params_json IS NOT OLD.params_json
+             OR NEW.created_at IS NOT OLD.created_at OR NEW.audience IS NOT OLD.audience
+           BEGIN
+            SELECT RAISE(ABORT, 'a run only changes status once, from charged to done or failed');
+           END""",
+        """CREATE TABLE auth_events (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            actor      TEXT NOT NULL,
+            entry      TEXT NOT NULL,
+            outcome    TEXT NOT NULL CHECK (outcome IN ('success', 'failure', 'throttled')),
+            detail     TEXT)""",
+        "CREATE INDEX auth_events_by_time ON auth_events(created_at)",
+        """CREATE TRIGGER auth_events_no_update BEFORE UPDATE ON auth_events BEGIN
+            SELECT RAISE(ABORT, 'the login log is append-only');
+           END""",
+        """CREATE TRIGGER auth_events_no_delete BEFORE DELETE ON auth_events BEGIN
+            SELECT RAISE(ABORT, 'the login log is append-only');
+           END""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
+#: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(con: sqlite3.Connection, version: int) -> None:
+    """Run every migration after ``version`` on ``con`` (the caller holds the transaction)."""
+    for step in range(version, SCHEMA_VERSION):
+        MIGRATIONS[step](con)
+        con.execute(f"PRAGMA user_version = {step + 1:d}")

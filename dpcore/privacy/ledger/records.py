@@ -1,0 +1,196 @@
+"""The ledger's records: frozen values it returns (datasets, budgets, charges, runs, logs).
+
+Amounts are integer nano-ε (:mod:`dpcore.privacy.units`); the ``epsilon`` properties are for
+display only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpcore.data.schema import Schema
+from dpcore.privacy.units import nano_to_epsilon
+
+__all__ = ["RUN_STATUSES", "AUDIENCES", "MAX_NAME_LENGTH", "DatasetRecord", "BudgetStatus",
+           "ChargeRecord", "RunRecord", "AuthEvent", "AuditEntry"]
+
+RUN_STATUSES = ("charged", "done", "failed")
+#: Who may read a run's stored result: everyone with access to the dataset, or its owner.
+AUDIENCES = ("everyone", "owner")
+MAX_NAME_LENGTH = 128
+
+
+@dataclass(frozen=True)
+class DatasetRecord:
+    """A registered dataset.
+
+    Attributes
+    ----------
+    name : str
+        Dataset name (primary key).
+    schema : Schema
+        The public schema (what may be known without spending ε).
+    source_path : str or None
+        Where the data lives. **Owner-only**: never show it to analysts.
+    public_demo : bool
+        Synthetic or public data: true statistics may be shown to everyone.
+    confirmed : bool
+        The owner confirmed the public schema; runs are refused until then.
+    sandbox_of : str or None
+        Name of the real dataset this sandbox copies, or None for a real dataset.
+    created_at : str
+        ISO 8601 UTC time of registration.
+    content_digest : str or None
+        SHA-256 of the registered data's content (see
+        :func:`dpcore.privacy.policy.content_digest`); None for datasets registered before
+        digests existed, until their first run records it. **Owner-only** (a digest
+        of private data lets anyone holding a guess of the data confirm it).
+    """
+
+    name: str
+    schema: Schema
+    source_path: str | None
+    public_demo: bool
+    confirmed: bool
+    sandbox_of: str | None
+    created_at: str
+    content_digest: str | None = None
+
+    @property
+    def is_sandbox(self) -> bool:
+        """True for an owner sandbox (own budget, same data as ``sandbox_of``)."""
+        return self.sandbox_of is not None
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """A dataset's budget as read from the ledger, in integer nano-ε.
+
+    Attributes
+    ----------
+    cap_nano, spent_nano, remaining_nano : int
+        Current cap, sum of all charges, and ``cap_nano − spent_nano``.
+    """
+
+    cap_nano: int
+    spent_nano: int
+    remaining_nano: int
+
+    @property
+    def cap(self) -> float:
+        """Cap in ε (display only)."""
+        return nano_to_epsilon(self.cap_nano)
+
+    @property
+    def spent(self) -> float:
+        """Spent ε (display only)."""
+        return nano_to_epsilon(self.spent_nano)
+
+    @property
+    def remaining(self) -> float:
+        """Remaining ε (display only)."""
+        return nano_to_epsilon(self.remaining_nano)
+
+    def fits(self, epsilon_nano: int) -> bool:
+        """Whether a run costing ``epsilon_nano`` fits in what remains (as of this reading)."""
+        return 0 < int(epsilon_nano) <= self.remaining_nano
+
+
+@dataclass(frozen=True)
+class ChargeRecord:
+    """One charge: the ε a run paid before drawing any noise.
+
+    Attributes
+    ----------
+    id : int
+        Charge sequence number (audit order).
+    run_id, dataset, algorithm, actor : str
+    epsilon_nano : int
+        Total charged; equals ``sum(parts_nano)``.
+    parts_nano : tuple of int
+        The ε split among the run's mechanisms, in nano-ε.
+    params : dict
+        Run parameters as given.
+    created_at : str
+        ISO 8601 UTC.
+    replayed : bool
+        True when this run id had been charged before and the existing charge
+        was returned (nothing new was charged).
+    """
+
+    id: int
+    run_id: str
+    dataset: str
+    algorithm: str
+    epsilon_nano: int
+    parts_nano: tuple[int, ...]
+    params: dict
+    actor: str
+    created_at: str
+    replayed: bool = False
+
+    @property
+    def epsilon(self) -> float:
+        """Total charged ε (display only)."""
+        return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run and its state: ``charged`` → ``done`` | ``failed``.
+
+    ``error`` is the failure message (None unless failed).
+    """
+
+    run_id: str
+    dataset: str
+    algorithm: str
+    status: str
+    epsilon_nano: int
+    params: dict
+    error: str | None
+    created_at: str
+    finished_at: str | None
+    audience: str = "everyone"
+
+    @property
+    def epsilon(self) -> float:
+        return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class AuthEvent:
+    """One owner-login attempt: when, by whom (a free label), from which entry point.
+
+    ``outcome`` is ``success``, ``failure`` (wrong password) or ``throttled``
+    (refused unchecked during a back-off).
+    """
+
+    id: int
+    created_at: str
+    actor: str
+    entry: str
+    outcome: str
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One line of the audit log (a charge joined with its run): who spent what, when."""
+
+    charge_id: int
+    created_at: str
+    actor: str
+    dataset: str
+    run_id: str
+    algorithm: str
+    epsilon_nano: int
+    parts_nano: tuple[int, ...]
+    params: dict
+    status: str
+    finished_at: str | None
+    error: str | None
+
+    @property
+    def epsilon(self) -> float:
+        return nano_to_epsilon(self.epsilon_nano)
