@@ -15,22 +15,21 @@ stored result or raises :class:`~dpcore.runs.RunInProgressError`.
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import streamlit as st
 
 from dpcore.data.dataset import TwoViewDataset
-from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
+from dpcore.errors import DataError, DpcoreError, ParameterError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, SERENADE_CS
-from dpcore.runs import RunInProgressError, charge_and_mine, new_run_id, run_cost
+from dpcore.runs import charge_and_mine, new_run_id, run_cost
 
+from . import jobs
 from .budget_meter import fmt_eps
 from .expectations import empty_result_advice, expectation_text, miner_warnings
 from .params_form import demo_seed_from_state, form_problems, params_from_state
@@ -41,7 +40,6 @@ __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "rememb
            "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text",
            "launch_blockers"]
 
-_log = logging.getLogger(__name__)
 LAUNCH_KEY = "mine_launch"
 #: Runs with at most this many trials show one progress bar per trial.
 MAX_TRIAL_BARS = 8
@@ -62,51 +60,17 @@ def trial_bar_count(params: MiningParams) -> int:
 # --------------------------------------------------------------------------- worker registry
 
 @dataclass
-class Job:
-    """A run executing in a worker thread of this process (progress only; no release)."""
+class Job(jobs.Job):
+    """A redescription run in a worker thread (progress only; no release).
 
-    run_id: str
-    dataset: str
-    trial_bars: int
-    fraction: float = 0.0
-    message: str = "charging the ledger…"
-    done: bool = False
-    ok: bool = False
-    error_kind: str | None = None
-    error: str | None = None
-    n_redescriptions: int | None = None
-    started: float = field(default_factory=time.monotonic)
+    ``outcome`` is the number of redescriptions the stored result holds.
+    """
 
+    trial_bars: int = 0
 
-_JOBS: dict[str, Job] = {}
-_LOCK = threading.Lock()
-
-
-def _work(job: Job, ledger: Ledger, data: TwoViewDataset, params: MiningParams,
-          requester: Requester, seed: int | None) -> None:
-    def progress(fraction: float, message: str) -> None:
-        job.fraction, job.message = float(fraction), str(message)
-
-    try:
-        result = charge_and_mine(ledger, job.dataset, params, requester=requester, seed=seed,
-                                 run_id=job.run_id, data=data, progress=progress)
-        job.n_redescriptions = len(result.redescriptions)
-        job.ok = True
-    except BudgetExceededError as exc:
-        job.error_kind, job.error = "budget", str(exc)
-    except RunInProgressError as exc:
-        job.error_kind, job.error = "in_progress", str(exc)
-    except DataError as exc:
-        job.error_kind, job.error = "data", str(exc)
-    except ParameterError as exc:
-        job.error_kind, job.error = "parameter", str(exc)
-    except DpcoreError as exc:
-        job.error_kind, job.error = "error", str(exc)
-    except Exception as exc:  # noqa: BLE001 - reported to the page, logged with traceback
-        _log.exception("run %s failed", job.run_id)
-        job.error_kind, job.error = "crash", f"{type(exc).__name__}: {exc}"
-    finally:
-        job.done = True
+    @property
+    def n_redescriptions(self) -> int | None:
+        return self.outcome
 
 
 def start_job(ledger: Ledger, dataset: str, data: TwoViewDataset, params: MiningParams,
@@ -116,26 +80,17 @@ def start_job(ledger: Ledger, dataset: str, data: TwoViewDataset, params: Mining
     ``data`` is the dataset's registered data (:func:`components.session.load_data`);
     the policy in :func:`dpcore.runs.charge_and_mine` checks it, the role and the seed.
     """
-    with _LOCK:
-        job = _JOBS.get(run_id)
-        if job is not None:
-            return job
-        job = Job(run_id=run_id, dataset=dataset, trial_bars=trial_bar_count(params))
-        _JOBS[run_id] = job
-    threading.Thread(target=_work, args=(job, ledger, data, params, requester, seed),
-                     name=f"dprm-run-{run_id[:8]}", daemon=True).start()
-    return job
+    def work(progress) -> int:
+        result = charge_and_mine(ledger, dataset, params, requester=requester, seed=seed,
+                                 run_id=run_id, data=data, progress=progress)
+        return len(result.redescriptions)
+
+    return jobs.start_job(Job(run_id=run_id, dataset=dataset,
+                              trial_bars=trial_bar_count(params)), work)
 
 
-def get_job(run_id: str) -> Job | None:
-    """The worker of ``run_id`` in this process, if any."""
-    with _LOCK:
-        return _JOBS.get(run_id)
-
-
-def _forget(run_id: str) -> None:
-    with _LOCK:
-        _JOBS.pop(run_id, None)
+get_job = jobs.get_job
+_forget = jobs.forget_job
 
 
 # --------------------------------------------------------------------------- page flow

@@ -1,0 +1,93 @@
+"""The generic background-job registry (components/jobs.py) and the Mine page's use of it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from components import jobs
+from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
+from dpcore.runs import RunInProgressError, new_run_id
+
+
+def _wait(job: jobs.Job, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not job.done:
+        assert time.monotonic() < deadline, "the job did not finish"
+        time.sleep(0.01)
+
+
+def test_a_job_reports_progress_and_keeps_its_outcome():
+    gate = threading.Event()
+    seen = threading.Event()
+
+    def work(progress):
+        progress(0.5, "level 1 of 2")
+        seen.set()
+        gate.wait(5)
+        return {"patterns": 3}
+
+    run_id = new_run_id()
+    job = jobs.start_job(jobs.Job(run_id=run_id, dataset="d"), work)
+    assert seen.wait(5)
+    assert (job.fraction, job.message, job.done) == (0.5, "level 1 of 2", False)
+    assert jobs.get_job(run_id) is job
+    gate.set()
+    _wait(job)
+    assert job.ok and job.outcome == {"patterns": 3} and job.error_kind is None
+    jobs.forget_job(run_id)
+    assert jobs.get_job(run_id) is None
+
+
+def test_the_same_run_id_starts_its_work_once():
+    calls = []
+    gate = threading.Event()
+
+    def work(progress):
+        calls.append(1)
+        gate.wait(5)
+        return len(calls)
+
+    run_id = new_run_id()
+    first = jobs.start_job(jobs.Job(run_id=run_id, dataset="d"), work)
+    second = jobs.start_job(jobs.Job(run_id=run_id, dataset="d"), work)
+    assert second is first
+    gate.set()
+    _wait(first)
+    assert calls == [1] and first.outcome == 1
+    jobs.forget_job(run_id)
+
+
+@pytest.mark.parametrize("exc, kind", [
+    (BudgetExceededError(1.0, 0.5), "budget"),
+    (RunInProgressError("run x is charged"), "in_progress"),
+    (DataError("bad row"), "data"),
+    (ParameterError("θ must lie in (0, 1)"), "parameter"),
+    (DpcoreError("refused"), "error"),
+    (ZeroDivisionError("boom"), "crash"),
+])
+def test_how_a_job_ended_is_classified(exc, kind):
+    def work(progress):
+        raise exc
+
+    job = jobs.start_job(jobs.Job(run_id=new_run_id(), dataset="d"), work)
+    _wait(job)
+    assert job.done and not job.ok and job.outcome is None
+    assert job.error_kind == kind == jobs.error_kind(exc)
+    if kind == "crash":
+        assert job.error == "ZeroDivisionError: boom"
+    else:
+        assert job.error == str(exc)
+    jobs.forget_job(job.run_id)
+
+
+def test_the_mine_page_jobs_are_registry_jobs():
+    from components import launcher
+
+    job = launcher.Job(run_id=new_run_id(), dataset="clinic", trial_bars=2)
+    assert isinstance(job, jobs.Job) and job.n_redescriptions is None
+    job.outcome = 7
+    assert job.n_redescriptions == 7
+    assert launcher.get_job is jobs.get_job
