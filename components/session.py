@@ -9,7 +9,9 @@ What is kept where
 * The **role** (``analyst`` by default, ``owner`` after a password check by
   :func:`dpcore.privacy.roles.unlock_owner`, which records every attempt in the ledger's login
   log and enforces the shared login back-off) and the **chosen dataset** live in
-  session state.
+  session state. The owner password hash is looked up at every login (secrets file first,
+  then the server's environment), so a hash added to ``.streamlit/secrets.toml`` works
+  without a restart.
 * Raw **data** is loaded here: public-demo datasets through ``st.cache_resource``
   (loading public files is fine to cache), private ones freshly on each use and
   never cached. DP releases are never cached at all.
@@ -18,7 +20,6 @@ What is kept where
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from pathlib import Path
 
@@ -28,14 +29,22 @@ from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import DpcoreError, OwnerLoginThrottled
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester
-from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
+from dpcore.privacy.roles import (
+    ANALYST,
+    ENV_VAR,
+    OWNER,
+    SECRETS_KEY,
+    can_see_true_statistics,
+    owner_password_hash,
+    unlock_owner,
+)
 from dpcore.runs import load_registered
 
 __all__ = [
     "ROLE_KEY", "DATASET_KEY", "get_ledger", "current_role", "is_owner", "secrets_mapping",
     "dataset_records", "current_dataset", "can_see_truth", "load_data", "render_sidebar",
     "current_requester",
-    "set_flash", "show_flash",
+    "set_flash", "show_flash", "NO_HASH_MESSAGE",
 ]
 
 ROLE_KEY = "role"
@@ -80,12 +89,23 @@ def secrets_mapping() -> dict | None:
     return None
 
 
+#: Shown when a login finds no owner password hash: how to set one up, and when it counts.
+NO_HASH_MESSAGE = (
+    "No owner password hash is configured on this server. Make one with "
+    "`printf %s \"$PW\" | python -m dpcore owner-hash --stdin` (or without `--stdin` to "
+    "type it), then either put it in `.streamlit/secrets.toml` as "
+    f"`{SECRETS_KEY} = \"…\"` — read at every login, so no restart is needed — or set "
+    f"`{ENV_VAR}` in the server's environment and restart the app (a running server cannot "
+    "see a variable set later).")
+
+
 def _login() -> None:
     password = st.session_state.get(_PASSWORD_KEY, "") or ""
     st.session_state[_PASSWORD_KEY] = ""          # never keep the password around
+    secrets = secrets_mapping()                   # read afresh at every login
     try:
         ok = unlock_owner(get_ledger(), password, actor=LOGIN_ACTOR, entry=LOGIN_ENTRY,
-                          secrets=secrets_mapping())
+                          secrets=secrets)
     except OwnerLoginThrottled as exc:
         st.session_state[_LOGIN_ERROR_KEY] = (
             f"Too many failed owner logins in a row: wait {exc.wait} before trying again. "
@@ -102,11 +122,10 @@ def _login() -> None:
     if ok:
         st.session_state[ROLE_KEY] = OWNER
         st.session_state.pop(_LOGIN_ERROR_KEY, None)
+    elif owner_password_hash(secrets) is None:
+        st.session_state[_LOGIN_ERROR_KEY] = NO_HASH_MESSAGE
     else:
-        st.session_state[_LOGIN_ERROR_KEY] = (
-            "Wrong password, or no owner password hash is configured on this server "
-            "(secrets key owner_password_hash or environment variable "
-            "DPRM_OWNER_PASSWORD_HASH).")
+        st.session_state[_LOGIN_ERROR_KEY] = "Wrong password."
 
 
 def _logout() -> None:
@@ -227,9 +246,3 @@ def render_sidebar(ledger: Ledger) -> DatasetRecord | None:
                 if error:
                     st.error(error)
     return current_dataset(ledger)
-
-
-def ledger_location_note(ledger: Ledger) -> str:
-    """Where the ledger file is (for owners; the path is server configuration)."""
-    env = os.environ.get("DPRM_LEDGER")
-    return f"Ledger: `{ledger.path}`" + ("" if env else " (default location; set DPRM_LEDGER)")

@@ -25,17 +25,23 @@ class DataError(DpcoreError, ValueError):
         Where it is wrong.
     row : int, optional
         1-based data row (the header is row 0) where it is wrong.
+    line : int, optional
+        1-based line of a text file as an editor shows it (the header is line 1); when
+        given, the message says ``line N of file F`` instead of ``row N``.
     """
 
     def __init__(self, message: str, *, file: str | None = None,
-                 column: str | None = None, row: int | None = None):
-        self.file, self.column, self.row = file, column, row
+                 column: str | None = None, row: int | None = None,
+                 line: int | None = None):
+        self.file, self.column, self.row, self.line = file, column, row, line
         where = []
-        if file is not None:
+        if line is not None:
+            where.append(f"line {line} of file {file!r}" if file is not None else f"line {line}")
+        elif file is not None:
             where.append(f"file {file!r}")
         if column is not None:
             where.append(f"column {column!r}")
-        if row is not None:
+        if row is not None and line is None:
             where.append(f"row {row}")
         prefix = (", ".join(where) + ": ") if where else ""
         super().__init__(prefix + message)

@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-from components.data_views import render_dataset_card, render_owner_tools, render_upload
+from components.dataset_card import render_dataset_card
+from components.dataset_upload import render_upload
+from components.owner_data_tools import render_owner_tools
 from components.session import current_dataset, get_ledger, is_owner, show_flash
 
 ledger = get_ledger()

@@ -17,12 +17,12 @@ from dpcore.data.loading import (
     read_table,
     sample_data_dir,
 )
+from dpcore.data.prefill import prefill_schema
 from dpcore.data.schema import (
     BOOLEAN,
     CATEGORICAL,
     NUMERIC,
     load_schema,
-    prefill_schema,
     save_schema,
     schema_from_dict,
     schema_to_dict,
@@ -194,7 +194,7 @@ def test_custom_boolean_spelling(tmp_path):
     ds = load_dataset(write(tmp_path, schema, left=left))
     np.testing.assert_array_equal(ds.views[0].values[0], [1, 0, 0, 1, np.nan, 0])
     left[2] = "2,0,b"
-    expect_error(write(tmp_path, schema, left=left), "left.csv", "'flag'", "row 2", "'0'")
+    expect_error(write(tmp_path, schema, left=left), "left.csv", "'flag'", "line 3 of file", "'0'")
 
 
 def test_frames_to_dataset_names_uploaded_files():
@@ -228,8 +228,8 @@ def test_missing_dataset_dir_and_schema(tmp_path):
 def test_malformed_csv(tmp_path):
     right = list(RIGHT)
     right[3] = "2,3,20,99"
-    e = expect_error(write(tmp_path, right=right), "right.csv", "row 3", "malformed CSV")
-    assert e.row == 3
+    e = expect_error(write(tmp_path, right=right), "right.csv", "line 4 of file", "malformed CSV")
+    assert (e.row, e.line) == (3, 4)
 
 
 def test_empty_and_header_only_files(tmp_path):
@@ -258,14 +258,14 @@ def test_missing_id_column(tmp_path):
 
 def test_duplicate_ids(tmp_path):
     left = replace_cell(LEFT, 4, "id", "2")
-    e = expect_error(write(tmp_path, left=left), "left.csv", "column 'id'", "row 4",
-                     "duplicate id '2'", "first seen in row 2")
-    assert (e.column, e.row) == ("id", 4)
+    e = expect_error(write(tmp_path, left=left), "left.csv", "column 'id'", "line 5 of file",
+                     "duplicate id '2'", "first seen on line 3")
+    assert (e.column, e.row, e.line) == ("id", 4, 5)
 
 
 def test_empty_id(tmp_path):
-    expect_error(write(tmp_path, left=replace_cell(LEFT, 3, "id", "")), "left.csv", "row 3",
-                 "empty id")
+    expect_error(write(tmp_path, left=replace_cell(LEFT, 3, "id", "")), "left.csv",
+                 "line 4 of file", "empty id")
 
 
 def test_mismatched_ids(tmp_path):
@@ -289,28 +289,28 @@ def test_attribute_missing_from_file(tmp_path):
 ])
 def test_bad_numeric_cells(tmp_path, col, value, fragment):
     right = replace_cell(RIGHT, 4, col, value)
-    e = expect_error(write(tmp_path, right=right), "right.csv", f"column '{col}'", "row 4",
+    e = expect_error(write(tmp_path, right=right), "right.csv", f"column '{col}'", "line 5 of file",
                      fragment)
-    assert (e.column, e.row) == (col, 4)
+    assert (e.column, e.row, e.line) == (col, 4, 5)
 
 
 def test_nan_text_not_declared_missing(tmp_path):
     schema = copy.deepcopy(SCHEMA)
     schema["missing_values"] = [""]
     right = replace_cell(RIGHT, 5, "y", "nan")
-    expect_error(write(tmp_path, schema, right=right), "right.csv", "column 'y'", "row 5",
+    expect_error(write(tmp_path, schema, right=right), "right.csv", "column 'y'", "line 6 of file",
                  "NaN text 'nan'", "missing_values")
 
 
 def test_bad_boolean(tmp_path):
     left = replace_cell(LEFT, 2, "flag", "maybe")
-    expect_error(write(tmp_path, left=left), "left.csv", "column 'flag'", "row 2",
+    expect_error(write(tmp_path, left=left), "left.csv", "column 'flag'", "line 3 of file",
                  "Boolean value 'maybe' not recognised")
 
 
 def test_unknown_category(tmp_path):
     left = replace_cell(LEFT, 5, "cat", "d")
-    expect_error(write(tmp_path, left=left), "left.csv", "column 'cat'", "row 5",
+    expect_error(write(tmp_path, left=left), "left.csv", "column 'cat'", "line 6 of file",
                  "unknown category 'd'", "'a', 'b', 'c'")
 
 

@@ -1,9 +1,18 @@
 """Load and validate two-view datasets from files, uploaded tables or a Python package.
 
 Everything here reads private data and is for the process that owns it: nothing returned is a
-DP release. Error messages name the file, column and 1-based data row (the header is row 0;
-blank lines are not counted) so the data owner can fix the input; bad input raises
-:class:`~dpcore.errors.DataError` before anything is built, so nothing is half-registered.
+DP release. Bad input raises :class:`~dpcore.errors.DataError` before anything is built, so
+nothing is half-registered; the message names the file, the column and one location:
+
+* in a plain-text CSV/TSV file, ``line N of file F`` — the line a text editor shows (the
+  header is line 1; blank lines and line breaks inside quoted cells are counted, as an editor
+  counts them). A malformed-CSV message names the same line. :func:`read_table` keeps each
+  data row's line as the table's index (named :data:`LINE_INDEX_NAME`);
+* in a Parquet file, a compressed CSV or a table given in memory (no lines to show),
+  ``row N``: the 1-based data row, the header being row 0.
+
+``DataError.row`` is always the 1-based data row; ``DataError.line`` the line, when there is
+one.
 
 Supported layouts (see :mod:`dpcore.data.schema` for the schema file):
 
@@ -20,6 +29,8 @@ Columns the schema does not list are ignored.
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 
@@ -31,7 +42,9 @@ from dpcore.data.names import path_inside
 from dpcore.data.schema import (
     BOOLEAN,
     CATEGORICAL,
+    FALSE_TEXTS,
     NUMERIC,
+    TRUE_TEXTS,
     Attribute,
     Schema,
     load_schema,
@@ -40,12 +53,14 @@ from dpcore.data.schema import (
 from dpcore.errors import DataError
 
 __all__ = ["load_dataset", "frames_to_dataset", "read_table", "list_sample_datasets",
-           "sample_data_dir", "SCHEMA_FILE_NAMES"]
+           "sample_data_dir", "SCHEMA_FILE_NAMES", "LINE_INDEX_NAME", "location",
+           "location_text", "check_ids", "join_view_ids"]
 
 SCHEMA_FILE_NAMES = ("schema.json", "schema.toml")
-TRUE_TEXTS = frozenset({"1", "true", "t", "yes", "y", "1.0"})
-FALSE_TEXTS = frozenset({"0", "false", "f", "no", "n", "0.0"})
+#: Index name of a table read from a plain-text file: the index holds each row's line.
+LINE_INDEX_NAME = "line"
 _CSV_EXT = (".csv", ".csv.gz", ".csv.bz2", ".csv.zip", ".csv.xz", ".tsv", ".txt")
+_PLAIN_TEXT_EXT = (".csv", ".tsv", ".txt")
 _PARQUET_EXT = (".parquet", ".pq")
 
 
@@ -82,38 +97,120 @@ def _file_kind(path: Path) -> str:
                     file=str(path))
 
 
+def _record_lines(text: str, sep: str) -> tuple[list[int], list[int]]:
+    """Editor line (1-based) where each non-blank CSV record starts, and its field count.
+
+    Blank lines are skipped as pandas skips them; a quoted cell may span lines. The first
+    record is the header.
+    """
+    starts, widths = [], []
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    previous = 0
+    try:
+        for record in reader:
+            if record:
+                starts.append(previous + 1)
+                widths.append(len(record))
+            previous = reader.line_num
+    except csv.Error:           # a stray quote: leave the rest to pandas' message
+        pass
+    return starts, widths
+
+
+def _row_lines(text: str, sep: str, n_rows: int) -> np.ndarray | None:
+    """The editor line of each of the ``n_rows`` data rows, or None if it cannot be told.
+
+    Fast path: a file with exactly one line per row (plus the header) has row r on line
+    r + 1. Otherwise (blank lines, line breaks inside quoted cells) the records are scanned.
+    """
+    n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    if "\r" not in text.replace("\r\n", "") and n_lines == n_rows + 1:
+        return np.arange(2, n_rows + 2, dtype=np.int64)
+    starts, _ = _record_lines(text, sep)
+    if len(starts) != n_rows + 1:
+        return None
+    return np.asarray(starts[1:], dtype=np.int64)
+
+
+def _malformed_csv(text: str | None, sep: str, pandas_message: str, label: str) -> DataError:
+    """A DataError for a CSV record with the wrong number of fields, at its editor line."""
+    m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", pandas_message)
+    if m is None:
+        return DataError(f"malformed CSV ({pandas_message})", file=label)
+    expected, saw = int(m.group(1)), int(m.group(3))
+    line = row = None
+    if text is not None:
+        starts, widths = _record_lines(text, sep)
+        bad = [k for k in range(1, len(widths)) if widths[k] > widths[0]]
+        if bad:
+            line, row = starts[bad[0]], bad[0]
+    if line is None:           # pandas counts quoted line breaks differently; its number
+        line = int(m.group(2))  # is still the best we have
+    return DataError(f"malformed CSV: {saw} fields where the header has {expected} (a "
+                     f"stray separator, or a cell with a separator that is not in quotes)",
+                     file=label, row=row, line=line)
+
+
 def read_table(path, *, label: str | None = None) -> pd.DataFrame:
     """Read one view file: CSV as all-string columns (nothing parsed yet), Parquet as stored.
 
-    Raises :class:`DataError` naming the file (and line/row where pandas reports one) for a
-    missing, empty, non-UTF-8 or malformed file.
+    A plain-text CSV/TSV comes back indexed by each data row's editor line (index name
+    :data:`LINE_INDEX_NAME`; header = line 1), so later messages can say ``line N``; other
+    tables have a plain 0-based index. Raises :class:`DataError` naming the file (and, for a
+    malformed CSV, the line a text editor shows) for a missing, empty, non-UTF-8 or malformed
+    file.
     """
     path = Path(path)
     label = label or str(path)
     if not path.is_file():
         raise DataError(f"file not found (looked for {str(path)!r})", file=label)
     kind = _file_kind(path)
+    plain = kind == "csv" and path.name.lower().endswith(_PLAIN_TEXT_EXT)
+    sep = "\t" if path.name.lower().endswith(".tsv") else ","
+    text = None
     try:
         if kind == "parquet":
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(path).reset_index(drop=True)
+        elif plain:
+            text = path.read_bytes().decode("utf-8-sig")
+            frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
+                                na_filter=False)
         else:
-            sep = "\t" if path.name.lower().endswith(".tsv") else ","
             frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
                                 na_filter=False, encoding="utf-8-sig")
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty (no header row)", file=label) from None
     except pd.errors.ParserError as e:
-        msg = str(e).strip()
-        m = re.search(r"in line (\d+)", msg)
-        row = int(m.group(1)) - 1 if m else None
-        raise DataError(f"malformed CSV: {msg}", file=label, row=row) from None
+        raise _malformed_csv(text, sep, str(e).strip(), label) from None
     except UnicodeDecodeError as e:
         raise DataError(f"the file is not UTF-8 text (byte offset {e.start}); save it as "
                         f"UTF-8 CSV", file=label) from None
     except (OSError, ValueError) as e:  # pyarrow errors for bad Parquet are ValueError/OSError
         raise DataError(f"cannot read the file: {e}", file=label) from None
     frame.columns = [str(c).strip() for c in frame.columns]
+    if text is not None:
+        lines = _row_lines(text, sep, len(frame))
+        if lines is not None:
+            frame.index = pd.Index(lines, name=LINE_INDEX_NAME)
     return frame
+
+
+def location(table, i: int) -> dict:
+    """Where data row ``i`` (0-based position) of a table is, as DataError keywords.
+
+    ``{"row": i + 1, "line": L}`` for a table read from a plain-text file (see
+    :func:`read_table`), else ``{"row": i + 1}``. ``table`` is a DataFrame or a column of one.
+    """
+    where = {"row": int(i) + 1}
+    if getattr(table.index, "name", None) == LINE_INDEX_NAME:
+        where["line"] = int(table.index[int(i)])
+    return where
+
+
+def location_text(table, i: int) -> str:
+    """``"line L"`` or ``"row R"`` for data row ``i`` (see :func:`location`), for messages."""
+    where = location(table, i)
+    return f"line {where['line']}" if "line" in where else f"row {where['row']}"
 
 
 # ---------------------------------------------------------------------------
@@ -149,18 +246,20 @@ def _factorize_texts(series: pd.Series):
     return codes, stripped
 
 
-def _first_bad(bad_rows: np.ndarray, what, attr: Attribute, file: str, texts=None, codes=None):
+def _first_bad(series: pd.Series, bad_rows: np.ndarray, what, attr: Attribute, file: str,
+               texts=None, codes=None):
     i = int(np.argmax(bad_rows))
     value = texts[codes[i]] if texts is not None else None
     msg = what(value) if callable(what) else what
-    raise DataError(msg, file=file, column=attr.name, row=i + 1)
+    raise DataError(msg, file=file, column=attr.name, **location(series, i))
 
 
 def _parse_numeric(series: pd.Series, attr: Attribute, missing: frozenset, file: str):
     if not _is_text(series) and not pd.api.types.is_bool_dtype(series):
         vals = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         if np.isinf(vals).any():
-            _first_bad(np.isinf(vals), f"infinite value {vals[np.isinf(vals)][0]!r}", attr, file)
+            _first_bad(series, np.isinf(vals), f"infinite value {vals[np.isinf(vals)][0]!r}",
+                       attr, file)
         return vals
     codes, texts = _factorize_texts(series)
     is_missing = np.isin(texts, list(missing)) if len(texts) else np.zeros(0, bool)
@@ -179,7 +278,7 @@ def _parse_numeric(series: pd.Series, attr: Attribute, missing: frozenset, file:
                 if low in ("inf", "infinity") or (np.isinf(pd.to_numeric(t, errors='coerce'))):
                     return f"infinite value {t!r} is not allowed in a numeric column"
                 return f"non-numeric value {t!r} in a numeric column"
-            _first_bad(bad_rows, what, attr, file, texts, codes)
+            _first_bad(series, bad_rows, what, attr, file, texts, codes)
     vals = np.where(codes >= 0, num[np.maximum(codes, 0)] if len(num) else np.nan, np.nan)
     return vals.astype(np.float64, copy=False)
 
@@ -239,7 +338,7 @@ def _parse_coded(series: pd.Series, attr: Attribute, missing: frozenset, file: s
     if bad.any():
         bad_rows = (codes >= 0) & bad[np.maximum(codes, 0)]
         if bad_rows.any():
-            _first_bad(bad_rows, what, attr, file, texts, codes)
+            _first_bad(series, bad_rows, what, attr, file, texts, codes)
     if len(value) == 0:
         return np.full(len(codes), np.nan)
     return np.where(codes >= 0, value[np.maximum(codes, 0)], np.nan)
@@ -255,7 +354,8 @@ def _parse_column(series: pd.Series, attr: Attribute, missing: frozenset, file: 
             if out.any():
                 i = int(np.argmax(out))
                 raise DataError(f"value {vals[i]:g} outside the declared domain "
-                                f"[{lo:g}, {hi:g}]", file=file, column=attr.name, row=i + 1)
+                                f"[{lo:g}, {hi:g}]", file=file, column=attr.name,
+                                **location(series, i))
     elif attr.type in (BOOLEAN, CATEGORICAL):
         vals = _parse_coded(series, attr, missing, file)
     else:
@@ -274,7 +374,29 @@ def _parse_column(series: pd.Series, attr: Attribute, missing: frozenset, file: 
     return vals
 
 
-def _ids(frame: pd.DataFrame, id_column: str, file: str) -> np.ndarray:
+def check_ids(frame: pd.DataFrame, id_column: str, file: str) -> np.ndarray:
+    """The id texts of one view's table, checked: present, non-empty and unique.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The view's table (private data).
+    id_column : str
+        The shared id column.
+    file : str
+        File name for messages.
+
+    Returns
+    -------
+    numpy.ndarray of str
+        The stripped id texts, in the table's row order.
+
+    Raises
+    ------
+    DataError
+        Missing id column, an empty id or a duplicate id (naming its line or row, and the
+        first occurrence).
+    """
     if id_column not in frame.columns:
         raise DataError(f"the id column is missing (columns: {_preview(frame.columns)})",
                         file=file, column=id_column)
@@ -285,14 +407,56 @@ def _ids(frame: pd.DataFrame, id_column: str, file: str) -> np.ndarray:
         texts = s.astype(object).where(s.notna(), "").astype(str).str.strip().to_numpy(object)
     empty = texts == ""
     if empty.any():
-        raise DataError("empty id", file=file, column=id_column, row=int(np.argmax(empty)) + 1)
+        raise DataError("empty id", file=file, column=id_column,
+                        **location(frame, int(np.argmax(empty))))
     dup = pd.Index(texts).duplicated(keep="first")
     if dup.any():
         i = int(np.argmax(dup))
         first = int(np.argmax(texts == texts[i]))
-        raise DataError(f"duplicate id {texts[i]!r} (first seen in row {first + 1})",
-                        file=file, column=id_column, row=i + 1)
+        raise DataError(f"duplicate id {texts[i]!r} (first seen on "
+                        f"{location_text(frame, first)})", file=file, column=id_column,
+                        **location(frame, i))
     return texts
+
+
+def join_view_ids(left: pd.DataFrame, right: pd.DataFrame, id_column: str, *,
+                  left_file: str = "left view", right_file: str = "right view"
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Check both views' ids (:func:`check_ids`) and that they cover the same ids.
+
+    Used when a dataset is built and, by the app, as soon as uploaded files are read (before
+    any schema is prefilled or reviewed).
+
+    Returns
+    -------
+    ids : numpy.ndarray of str
+        The left view's ids (the dataset's row order).
+    order : numpy.ndarray of int
+        For each left row, the position of the right row with the same id.
+
+    Raises
+    ------
+    DataError
+        As :func:`check_ids`, or ids found in one view only: how many each way, with the
+        first one and its line or row.
+    """
+    left_ids = pd.Index(check_ids(left, id_column, left_file))
+    right_ids = pd.Index(check_ids(right, id_column, right_file))
+    only_left = ~left_ids.isin(right_ids)
+    only_right = ~right_ids.isin(left_ids)
+    if only_left.any() or only_right.any():
+        parts = []
+        for mask, ids, frame, file, other in ((only_left, left_ids, left, left_file,
+                                               right_file),
+                                              (only_right, right_ids, right, right_file,
+                                               left_file)):
+            if mask.any():
+                i = int(np.argmax(mask))
+                parts.append(f"{int(mask.sum())} id(s) of {file!r} are not in {other!r} "
+                             f"(e.g. {ids[i]!r}, {location_text(frame, i)})")
+        raise DataError("the two views do not cover the same ids: " + "; ".join(parts),
+                        column=id_column)
+    return left_ids.to_numpy(dtype=object), right_ids.get_indexer(left_ids)
 
 
 def _preview(cols, k: int = 8) -> str:
@@ -335,7 +499,8 @@ def frames_to_dataset(schema: Schema, left_df: pd.DataFrame, right_df: pd.DataFr
     Raises
     ------
     DataError
-        Naming file, column and 1-based data row: missing id column, duplicate or empty ids,
+        Naming file, column and line (tables from :func:`read_table` of a plain-text file)
+        or 1-based data row: missing id column, duplicate or empty ids,
         ids in one view only, schema attribute missing from the file, non-numeric / NaN /
         infinite text in a numeric column, unrecognised Boolean, unknown category, value
         outside the declared domain, constant or all-missing column, no data rows.
@@ -367,25 +532,11 @@ def frames_to_dataset(schema: Schema, left_df: pd.DataFrame, right_df: pd.DataFr
     ids = None
     order = None  # right-frame row of each left row
     if schema.id_column is not None:
-        id_texts = [_ids(frame, schema.id_column, file) for frame, file in frames]
-        ids = id_texts[0]
-        if not one_file:
-            left_ids, right_ids = pd.Index(id_texts[0]), pd.Index(id_texts[1])
-            only_left = ~left_ids.isin(right_ids)
-            only_right = ~right_ids.isin(left_ids)
-            if only_left.any() or only_right.any():
-                parts = []
-                if only_left.any():
-                    parts.append(f"{int(only_left.sum())} id(s) of {left_file!r} are not in "
-                                 f"{right_file!r} (e.g. {left_ids[only_left][0]!r}, row "
-                                 f"{int(np.argmax(only_left)) + 1})")
-                if only_right.any():
-                    parts.append(f"{int(only_right.sum())} id(s) of {right_file!r} are not in "
-                                 f"{left_file!r} (e.g. {right_ids[only_right][0]!r}, row "
-                                 f"{int(np.argmax(only_right)) + 1})")
-                raise DataError("the two views do not cover the same ids: " + "; ".join(parts),
-                                column=schema.id_column)
-            order = right_ids.get_indexer(left_ids)
+        if one_file:
+            ids = check_ids(frames[0][0], schema.id_column, frames[0][1])
+        else:
+            ids, order = join_view_ids(frames[0][0], frames[1][0], schema.id_column,
+                                       left_file=left_file, right_file=right_file)
     elif not one_file and len(frames[0][0]) != len(frames[1][0]):
         raise DataError(f"without an id column the views are aligned by row, but {left_file!r} "
                         f"has {len(frames[0][0])} rows and {right_file!r} has "

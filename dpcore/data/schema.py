@@ -26,6 +26,9 @@ Schema files are JSON or TOML with this shape (JSON shown)::
 One file holding both views: give both views the same ``file``; each
 attribute's ``view`` is then the column→view mapping. A dataset shipped by a
 Python package instead of files has ``"source": {"package": ..., "loader": ...}``.
+
+A schema guessed from the data, for the owner to review, comes from
+:mod:`dpcore.data.prefill` (owner-only: it reads the private data).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ BOOLEAN, CATEGORICAL, NUMERIC = "boolean", "categorical", "numeric"
 ATTRIBUTE_TYPES = (BOOLEAN, CATEGORICAL, NUMERIC)
 LEFT, RIGHT = 0, 1
 VIEW_KEYS = ("left", "right")
+#: Cell texts (compared in lower case) a Boolean attribute without ``true_value`` /
+#: ``false_value`` reads as true / false. The one definition: loading and prefill import it.
+TRUE_TEXTS = frozenset({"1", "true", "t", "yes", "y", "1.0"})
+FALSE_TEXTS = frozenset({"0", "false", "f", "no", "n", "0.0"})
 
 
 @dataclass(frozen=True)
@@ -577,121 +584,3 @@ def save_schema(schema: Schema, path) -> None:
     text = head[:-2] + ',\n  "attributes": [\n' + lines + "\n  ]\n}\n"
     json.loads(text)  # self-check
     Path(path).write_text(text, encoding="utf-8")
-
-
-# ---------------------------------------------------------------------------
-# Owner-only prefill from data
-# ---------------------------------------------------------------------------
-
-_TRUE_TEXTS = ("1", "true", "t", "yes", "y", "1.0")
-_FALSE_TEXTS = ("0", "false", "f", "no", "n", "0.0")
-
-
-def nice_domain(lo: float, hi: float, bins: int | None = None) -> tuple[float, float]:
-    """Round [lo, hi] outward to "nice" numbers.
-
-    With ``bins`` (the grid's ``grid_bins``) the domain is ``[a, a + (bins + 1)·s]`` for the
-    smallest step s in the 1-2-5 sequence that covers [lo, hi] with ``a`` a multiple of s, so
-    every equal-width grid threshold ``a + k·s`` is a round number. Without ``bins`` the ends are
-    rounded to the decimal power below the span.
-    """
-    import math
-
-    lo, hi = float(lo), float(hi)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        raise DataError(f"cannot round a non-finite range [{lo}, {hi}]")
-    span = hi - lo if hi > lo else max(abs(lo), 1.0)
-    if bins is None:
-        step = 10.0 ** math.floor(math.log10(span))
-        a, b = math.floor(lo / step) * step, math.ceil(hi / step) * step
-        if b <= a:
-            b = a + step
-        return (_clean(a), _clean(b))
-    n = int(bins) + 1
-    e = math.floor(math.log10(span / n)) - 1
-    while True:
-        for m in (1, 2, 5):
-            step = m * 10.0 ** e
-            a = math.floor(lo / step) * step
-            if a + n * step >= hi and a + n * step > lo:
-                return (_clean(a), _clean(a + n * step))
-        e += 1
-
-
-def _clean(x: float) -> float:
-    return float(f"{x:.12g}")
-
-
-def prefill_schema(frame_left, frame_right, name: str, id_column: str | None = None, *,
-                   files: tuple = (None, None), view_names: tuple = ("left", "right"),
-                   missing_values=DEFAULT_MISSING_VALUES, max_categories: int = 20,
-                   grid_bins: int = 32, align_grid: bool = True) -> Schema:
-    """OWNER-ONLY: guess a schema (types, categories, domains) from the data, for review.
-
-    .. warning::
-       The output is **derived from the private data** (observed categories and ranges). It is
-       a starting point for the data owner, who must review and edit it — in particular widen
-       or round domains to values that reveal nothing about individuals — before declaring it
-       public. Never show a prefilled, unconfirmed schema to analysts.
-
-    Types: a column whose non-missing values are Boolean spellings (1/0, true/false, t/f,
-    yes/no, y/n) is Boolean; a column of numbers is numeric with its observed [min, max]
-    rounded outward to nice numbers (see :func:`nice_domain`; with ``align_grid`` the domain
-    width is ``(grid_bins + 1)`` round steps so the public split grid is round numbers too);
-    other text columns with at most ``max_categories`` distinct values are categorical.
-    Columns that are entirely missing, constant, or high-cardinality text are left out and
-    listed in the description.
-
-    Parameters
-    ----------
-    frame_left, frame_right : pandas.DataFrame
-        The two views' tables (any dtypes; CSV read as strings is fine).
-    name : str
-        Dataset name.
-    id_column : str, optional
-        Column joining the views; excluded from the attributes.
-    files : (str or None, str or None)
-        View file names to record (same name twice for one file with both views).
-    """
-    import pandas as pd
-
-    missing = set(missing_values)
-    attributes, omitted = [], []
-    for v, frame in enumerate((frame_left, frame_right)):
-        for col in frame.columns:
-            cname = str(col).strip()
-            if id_column is not None and cname == id_column:
-                continue
-            s = frame[col]
-            if pd.api.types.is_bool_dtype(s):
-                s = s.map({True: "1", False: "0"})
-            texts = pd.Series(s.dropna().astype(str).str.strip().unique())
-            texts = texts[~texts.isin(missing)]
-            if texts.empty:
-                omitted.append(f"{cname} (all missing)")
-                continue
-            if len(texts) == 1:
-                omitted.append(f"{cname} (constant)")
-                continue
-            low = set(texts.str.lower())
-            nums = pd.to_numeric(texts, errors="coerce")
-            if low <= set(_TRUE_TEXTS + _FALSE_TEXTS) and (low & set(_TRUE_TEXTS)) and (
-                    low & set(_FALSE_TEXTS)):
-                attributes.append(Attribute(cname, v, BOOLEAN))
-            elif np.isfinite(nums.to_numpy(dtype=float)).all():
-                lo, hi = float(nums.min()), float(nums.max())
-                dom = nice_domain(lo, hi, grid_bins if align_grid else None)
-                attributes.append(Attribute(cname, v, NUMERIC, domain=dom))
-            elif len(texts) <= max_categories:
-                attributes.append(Attribute(cname, v, CATEGORICAL,
-                                            categories=tuple(sorted(texts))))
-            else:
-                omitted.append(f"{cname} ({len(texts)} distinct texts)")
-    desc = ("PREFILLED FROM DATA — review every type and domain before declaring this schema "
-            "public.")
-    if omitted:
-        desc += " Columns left out: " + ", ".join(omitted) + "."
-    return Schema(name=name, attributes=tuple(attributes),
-                  views=(ViewSpec(view_names[0], files[0]), ViewSpec(view_names[1], files[1])),
-                  id_column=id_column, description=desc, public_demo=False,
-                  missing_values=tuple(missing_values), grid_bins=grid_bins)
