@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {register,budget,mine,result,runs,experiment} ...``.
+"""Command line: ``python -m dpcore {register,budget,mine,result,runs,experiment,owner-hash} ...``.
 
 ``mine --algorithm`` takes any of :data:`dpcore.redescriptions.params.ALGORITHMS`: the tree
 miners (mcmctreepair, altmcmc, altexpm) and Serenade (serenade_es, serenade_cs,
@@ -35,7 +35,7 @@ from dpcore.data.loading import load_dataset
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read, content_digest
-from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, unlock_owner
+from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command, unlock_owner
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import ALGORITHMS, FAITHFUL, STRICT, presets
@@ -396,6 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--reference-runs", type=int,
                      help="runs of the ε = ∞ reference (default: the largest --runs; 0 = none)")
     exp.set_defaults(func=cmd_experiment, argv=None)
+
+    own = sub.add_parser("owner-hash", help="print the scrypt hash of a new owner password "
+                                            "(asks twice; --stdin: read it from a pipe)")
+    own.add_argument("--stdin", action="store_true", help="read the password from stdin")
+    own.set_defaults(func=lambda args: hash_command(stdin=args.stdin))
     return parser
 
 

@@ -11,13 +11,17 @@ import pandas as pd
 import pytest
 
 from dpcore.data.loading import (
+    LINE_INDEX_NAME,
     frames_to_dataset,
+    join_view_ids,
     list_sample_datasets,
     load_dataset,
+    location,
+    location_text,
     read_table,
     sample_data_dir,
 )
-from dpcore.data.prefill import prefill_schema
+from dpcore.data.prefill import prefill, prefill_schema
 from dpcore.data.schema import (
     BOOLEAN,
     CATEGORICAL,
@@ -473,3 +477,130 @@ def test_prefill_on_desynpuf(shared_data_dir, tmp_path):
     ds = load_dataset(src.parent, schema=s)
     assert ds.n_rows == len(frame)
     assert ds.views[0].n_attributes == 12 and ds.views[1].n_attributes == 9
+
+
+# ---------------------------------------------------------------------------
+# Where a message points: "line N of file F", as a text editor counts lines
+# ---------------------------------------------------------------------------
+
+def test_malformed_csv_names_one_location_the_editor_line(tmp_path):
+    """One place, one name: before, the message said "row 3" and pandas' "line 4"."""
+    right = list(RIGHT)
+    right[3] = "2,3,20,99"                      # editor line 4
+    e = expect_error(write(tmp_path, right=right), "line 4 of file", "right.csv",
+                     "malformed CSV", "4 fields where the header has 3")
+    assert "row" not in str(e) and str(e).count("line") == 1
+
+
+def test_malformed_csv_after_a_quoted_line_break_names_the_editor_line(tmp_path):
+    """pandas counts a quoted line break as no line (it would say line 4); an editor shows
+    the bad record on line 5."""
+    d = write(tmp_path)
+    (d / "right.csv").write_text('id,y,x\n"3",1.5,30\n"1\nb",2,10\n2,3,20,99\n',
+                                 encoding="utf-8")
+    e = expect_error(d, "line 5 of file", "right.csv")
+    assert e.line == 5
+
+
+def test_errors_after_blank_lines_name_the_editor_line(tmp_path):
+    right = RIGHT[:3] + ["", ""] + [RIGHT[3].replace(",20", ",abc")] + RIGHT[4:]
+    e = expect_error(write(tmp_path, right=right), "line 6 of file", "right.csv",
+                     "column 'x'", "non-numeric value 'abc'")
+    assert (e.row, e.line) == (3, 6)
+
+
+def test_read_table_indexes_plain_text_rows_by_line_and_parquet_by_position(tmp_path):
+    d = write(tmp_path, right=RIGHT[:2] + [""] + RIGHT[2:])
+    right = read_table(d / "right.csv")
+    assert right.index.name == LINE_INDEX_NAME
+    assert list(right.index) == [2, 4, 5, 6, 7, 8]
+    assert location_text(right, 1) == "line 4" and location(right, 1) == {"row": 2, "line": 4}
+    right.reset_index(drop=True).to_parquet(d / "right.parquet")
+    parquet = read_table(d / "right.parquet")
+    assert parquet.index.name is None and location_text(parquet, 1) == "row 2"
+
+
+def test_messages_about_tables_in_memory_name_the_row():
+    left = pd.DataFrame({"id": ["1", "2", "2"], "flag": ["1", "0", "1"]})
+    with pytest.raises(DataError) as info:
+        join_view_ids(left, left, "id", left_file="up_left.csv", right_file="up_right.csv")
+    assert str(info.value).startswith("file 'up_left.csv', column 'id', row 3:")
+    assert "first seen on row 2" in str(info.value)
+
+
+def test_join_view_ids_reports_ids_in_one_view_only(tmp_path):
+    d = write(tmp_path, right=RIGHT[:-1] + ["9,6,40"])
+    left, right = read_table(d / "left.csv"), read_table(d / "right.csv")
+    with pytest.raises(DataError) as info:
+        join_view_ids(left, right, "id", left_file="left.csv", right_file="right.csv")
+    msg = str(info.value)
+    assert "do not cover the same ids" in msg
+    assert "1 id(s) of 'left.csv' are not in 'right.csv' (e.g. '4', line 5)" in msg
+    assert "1 id(s) of 'right.csv' are not in 'left.csv' (e.g. '9', line 7)" in msg
+    ids, order = join_view_ids(left, read_table(write(tmp_path) / "right.csv"), "id")
+    assert list(ids) == ["1", "2", "3", "4", "5", "6"] and list(order) == [1, 2, 0, 5, 4, 3]
+
+
+def test_boolean_spellings_have_one_definition():
+    import dpcore.data.loading as loading
+    import dpcore.data.prefill as prefill_module
+    import dpcore.data.schema as schema_module
+
+    assert loading.TRUE_TEXTS is schema_module.TRUE_TEXTS
+    assert prefill_module.FALSE_TEXTS is schema_module.FALSE_TEXTS
+    assert not hasattr(schema_module, "_TRUE_TEXTS") and not hasattr(schema_module,
+                                                                     "_FALSE_TEXTS")
+
+
+# ---------------------------------------------------------------------------
+# The prefill reports every column it leaves out
+# ---------------------------------------------------------------------------
+
+def _prefill_two(tmp_path, right_lines):
+    d = write(tmp_path, right=right_lines)
+    return prefill(read_table(d / "left.csv"), read_table(d / "right.csv"), "tiny", "id",
+                   files=("left.csv", "right.csv"))
+
+
+def test_numbers_with_a_stray_text_are_reported_with_their_lines_not_dropped(tmp_path):
+    """Before, x (numbers plus one 'abc') silently became categorical or was dropped."""
+    right = ["id,y,x"] + [f"{i},{i % 7},{10 * i + 1}" for i in range(1, 41)]
+    right[8] = "8,1,abc"                        # editor line 9
+    right[30] = "30,2,n/a?"                     # editor line 31
+    result = _prefill_two(tmp_path, right)
+    assert "x" not in {a.name for a in result.schema.attributes}
+    (note,) = [n for n in result.notes if n.column == "x"]
+    assert note.file == "right.csv" and note.view == 1
+    assert "2 of its 40 values are not numbers" in note.reason
+    assert "line 9: 'abc'" in note.reason and "line 31: 'n/a?'" in note.reason
+    assert note.proposal is not None and note.proposal.type == NUMERIC     # 40 distinct
+    assert note.proposal.domain[0] <= 11 and note.proposal.domain[1] >= 401
+    assert "Columns left out: " in result.schema.description
+
+
+def test_few_distinct_numbers_with_a_stray_text_are_offered_as_categorical(tmp_path):
+    right = ["id,y,x"] + [f"{i},{i % 7},{i % 3}" for i in range(1, 21)]
+    right[5] = "5,1,unknown"
+    (note,) = [n for n in _prefill_two(tmp_path, right).notes if n.column == "x"]
+    assert "line 6: 'unknown'" in note.reason
+    assert note.proposal.type == CATEGORICAL
+    assert note.proposal.categories == ("0", "1", "2", "unknown")
+
+
+def test_many_stray_texts_list_the_first_three_and_the_count(tmp_path):
+    right = ["id,y,x"] + [f"{i},{i % 7},{i}" for i in range(1, 41)]
+    for k in (3, 5, 7, 9):
+        right[k] = f"{k},1,bad{k}"
+    (note,) = [n for n in _prefill_two(tmp_path, right).notes if n.column == "x"]
+    assert "line 4: 'bad3', line 6: 'bad5', line 8: 'bad7', … (4 in all)" in note.reason
+
+
+def test_constant_missing_and_free_text_columns_are_reported(tmp_path):
+    right = ["id,y,x,const,empty,words"] + [
+        f"{i},{i % 7},{i},same,,word{i}" for i in range(1, 31)]
+    notes = {n.column: n for n in _prefill_two(tmp_path, right).notes}
+    assert "constant" in notes["const"].reason and notes["const"].proposal is None
+    assert "every value is missing" in notes["empty"].reason and notes["empty"].proposal is None
+    assert "30 distinct texts" in notes["words"].reason
+    assert notes["words"].proposal.type == CATEGORICAL
+    assert "extra" in notes and "constant" in notes["extra"].reason      # the left file's

@@ -325,3 +325,55 @@ def test_unlock_owner_rejects_empty_labels(ledger, secrets):
         with pytest.raises(ParameterError):
             unlock_owner(ledger, RIGHT, actor="x", entry=bad, secrets=secrets)
     assert ledger.auth_events() == []
+
+
+# --------------------------------------------------------------------------- non-interactive set-up
+
+@pytest.mark.parametrize("piped", ["tr0ub4 dor", "tr0ub4 dor\n", "tr0ub4 dor\r\n"])
+def test_cli_hash_from_stdin_needs_no_terminal(monkeypatch, capsys, piped):
+    """``printf %s "$PW" | ... hash --stdin`` and ``echo "$PW" | ...`` hash the same password
+    (spaces kept, one final line break dropped); before, the hash tool needed a terminal."""
+    import io
+
+    monkeypatch.setattr(roles.getpass, "getpass", lambda prompt="": pytest.fail("prompted"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(piped))
+    assert roles.main(["hash", "--stdin"]) == 0
+    out = capsys.readouterr()
+    line = out.out.strip()
+    assert verify_password("tr0ub4 dor", line) and not verify_password("tr0ub4dor", line)
+    assert "no restart needed" in out.err and "restart the app" in out.err
+
+
+@pytest.mark.parametrize("piped, fragment", [("", "no password"), ("\n", "no password"),
+                                             ("one\ntwo\n", "one line")])
+def test_cli_hash_from_stdin_refuses_empty_or_several_lines(monkeypatch, capsys, piped,
+                                                            fragment):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(piped))
+    assert roles.main(["hash", "--stdin"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and fragment in out.err
+
+
+def test_python_m_dpcore_owner_hash_reads_a_pipe():
+    """The short form, as a real subprocess with the password piped in (no terminal)."""
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-m", "dpcore", "owner-hash", "--stdin"],
+                          input="pipe d pw", capture_output=True, text=True, cwd=repo,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert verify_password("pipe d pw", done.stdout.strip())
+    assert check_owner("pipe d pw", {SECRETS_KEY: done.stdout.strip()})
+
+
+def test_the_hash_is_read_at_every_check(monkeypatch, stored):
+    """No cache: a hash configured after start (secrets or this process's environment)
+    counts at the next check."""
+    secrets: dict = {}
+    assert not check_owner("correct horse", secrets)
+    secrets[SECRETS_KEY] = stored
+    assert check_owner("correct horse", secrets)
+    assert not check_owner("correct horse", {})
+    monkeypatch.setenv(ENV_VAR, stored)
+    assert check_owner("correct horse", {})

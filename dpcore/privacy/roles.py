@@ -19,11 +19,20 @@ Where the hash comes from (first match wins)
 
    (single quotes: the hash contains ``$``).
 
+Both are read at every login, never cached: a hash written into the secrets file takes
+effect at the next login without a restart. The environment variable is the server
+process's own, fixed when it starts: after setting it, restart the app.
+
 Making a hash
 -------------
-``python -m dpcore.privacy.roles hash`` asks for the password twice (not echoed) and
-prints the hash line to put in one of the places above. Only the hash is
-stored anywhere; the password itself never is.
+``python -m dpcore owner-hash`` (or ``python -m dpcore.privacy.roles hash``) asks for the
+password twice (not echoed) and prints the hash line to put in one of the places above.
+Without a terminal (scripts, containers, CI), read it from standard input::
+
+    printf %s "$PW" | python -m dpcore owner-hash --stdin
+
+(one line; a final line break is dropped, nothing else is). Only the hash is stored
+anywhere; the password itself never is.
 
 Hash format: ``scrypt$<n>$<r>$<p>$<salt_b64>$<hash_b64>`` (``hashlib.scrypt``,
 standard base64, passwords NFC-normalised and UTF-8 encoded).
@@ -64,7 +73,7 @@ if TYPE_CHECKING:   # the ledger is only passed in; importing it here is not nee
 __all__ = [
     "ANALYST", "OWNER", "ROLES", "DEFAULT_ROLE", "ENV_VAR", "SECRETS_KEY",
     "hash_password", "verify_password", "owner_password_hash", "check_owner",
-    "can_see_true_statistics", "main",
+    "can_see_true_statistics", "main", "hash_command", "read_password_from_stdin",
     "LOGIN_FREE_FAILURES", "LOGIN_BACKOFF_BASE_SECONDS", "LOGIN_BACKOFF_MAX_SECONDS",
     "LOGIN_FAILURE_WINDOW_SECONDS", "LoginBackoff", "backoff_delay", "login_backoff",
     "unlock_owner",
@@ -438,25 +447,86 @@ def can_see_true_statistics(role: str, public_demo: bool) -> bool:
     return role == OWNER or public_demo is True
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m dpcore.privacy.roles hash`` prints a hash for a typed password."""
-    parser = argparse.ArgumentParser(
-        prog="python -m dpcore.privacy.roles",
-        description="Owner password tools. Put the printed hash in the environment "
-                    f"variable {ENV_VAR} or in Streamlit secrets as {SECRETS_KEY}.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("hash", help="read a password (twice, not echoed) and print its hash")
-    args = parser.parse_args(argv)
-    if args.command == "hash":
-        first = getpass.getpass("Owner password: ")
-        if not first:
+#: Where to put the printed hash, and when it takes effect (shown after the hash).
+HASH_HELP = (f"Put this line in .streamlit/secrets.toml as {SECRETS_KEY} = \"<hash>\" (read at "
+             f"every login: no restart needed), or in the environment variable {ENV_VAR} "
+             "(restart the app after setting it).")
+
+
+def read_password_from_stdin(stream=None) -> str:
+    """The password piped to standard input: its first line, without the line break.
+
+    Only a final ``\\n`` (or ``\\r\\n``) is dropped, so ``printf %s "$PW" |`` and
+    ``echo "$PW" |`` give the same password; spaces are kept (they are part of it).
+
+    Raises
+    ------
+    ParameterError
+        Nothing piped, an empty first line, or more than one line (a second line is most
+        likely a mistake, and silently dropping it would hash another password).
+    """
+    stream = sys.stdin if stream is None else stream
+    text = stream.read()
+    if text.endswith("\n"):
+        text = text[:-1]
+        if text.endswith("\r"):
+            text = text[:-1]
+    if "\n" in text or "\r" in text:
+        raise ParameterError("give the password on one line (standard input held several)")
+    if text == "":
+        raise ParameterError("no password on standard input (pipe it in: "
+                             "printf %s \"$PW\" | ... --stdin)")
+    return text
+
+
+def hash_command(*, stdin: bool = False, stream=None) -> int:
+    """The ``hash`` command: print the scrypt hash of the owner password; 0 on success.
+
+    Parameters
+    ----------
+    stdin : bool
+        Read the password from standard input (non-interactive: scripts, containers)
+        instead of asking twice on the terminal.
+    stream : file, optional
+        Where to read it with ``stdin`` (default ``sys.stdin``; tests).
+
+    Returns
+    -------
+    int
+        0 with the hash on standard output and where to put it on standard error;
+        1 with an error on standard error (empty password, passwords differ, bad input).
+    """
+    if stdin:
+        try:
+            password = read_password_from_stdin(stream)
+        except ParameterError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    else:
+        password = getpass.getpass("Owner password: ")
+        if not password:
             print("error: the password must not be empty", file=sys.stderr)
             return 1
-        if getpass.getpass("Repeat password: ") != first:
+        if getpass.getpass("Repeat password: ") != password:
             print("error: the passwords differ", file=sys.stderr)
             return 1
-        print(hash_password(first))
-        return 0
+    print(hash_password(password))
+    print(HASH_HELP, file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python -m dpcore.privacy.roles hash [--stdin]`` prints a password hash."""
+    parser = argparse.ArgumentParser(
+        prog="python -m dpcore.privacy.roles",
+        description="Owner password tools. " + HASH_HELP)
+    sub = parser.add_subparsers(dest="command", required=True)
+    cmd = sub.add_parser("hash", help="read a password (twice, not echoed) and print its hash")
+    cmd.add_argument("--stdin", action="store_true",
+                     help="read the password from standard input (one line), not the terminal")
+    args = parser.parse_args(argv)
+    if args.command == "hash":
+        return hash_command(stdin=args.stdin)
     return 2  # pragma: no cover - argparse rejects other commands
 
 
