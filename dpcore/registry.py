@@ -26,10 +26,14 @@ from types import MappingProxyType
 from dpcore.errors import ParameterError
 
 __all__ = [
-    "STRICT", "FAITHFUL", "MODES", "REDESCRIPTIONS", "MCMCTREEPAIR", "ALTMCMC", "ALTEXPM",
-    "SERENADE_ES", "SERENADE_CS", "TREE_ALGORITHMS", "SERENADE_ALGORITHMS", "ALGORITHMS",
-    "ALGORITHM_LABELS", "MODE_LABELS", "PARAMETER_SYMBOLS", "Preset", "AlgorithmSpec",
-    "ALGORITHM_SPECS", "algorithm_spec", "presets", "preset",
+    "STRICT", "FAITHFUL", "MODES", "REDESCRIPTIONS", "SEQUENCES", "SYNTHESIS", "FAMILIES",
+    "MCMCTREEPAIR", "ALTMCMC", "ALTEXPM", "SERENADE_ES", "SERENADE_CS", "TREE_ALGORITHMS",
+    "SERENADE_ALGORITHMS", "REDESCRIPTION_ALGORITHMS", "ALGORITHMS", "PFS2", "PFS2_BASELINE",
+    "SEQUENCE_ALGORITHMS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALL_ALGORITHMS",
+    "ALGORITHM_LABELS", "MODE_LABELS", "PARAMETER_SYMBOLS", "KIND_TWO_VIEW", "KIND_SEQUENCES",
+    "KIND_TABLE", "DATASET_KINDS", "DatasetKindSpec", "DATASET_KIND_SPECS", "dataset_kind_spec",
+    "Preset", "AlgorithmSpec", "ALGORITHM_SPECS", "algorithm_spec", "family_algorithms",
+    "presets", "preset", "by_mode",
 ]
 
 # ----------------------------------------------------------------------------- names
@@ -42,13 +46,38 @@ MODE_LABELS = MappingProxyType({STRICT: "strict (default): every step is ε-DP",
                                 FAITHFUL: "faithful — not strictly ε-DP: reproduces the "
                                           "paper's code"})
 
-#: Mining families (one package each).
-REDESCRIPTIONS = "redescriptions"
+#: Mining families (one package each): redescriptions of a two-view table, frequent
+#: sequences (PFS2) of a sequence dataset, synthetic data (MC-GEN) of a labelled table.
+REDESCRIPTIONS, SEQUENCES, SYNTHESIS = "redescriptions", "sequences", "synthesis"
+FAMILIES = (REDESCRIPTIONS, SEQUENCES, SYNTHESIS)
 
 MCMCTREEPAIR, ALTMCMC, ALTEXPM = "mcmctreepair", "altmcmc", "altexpm"
 SERENADE_ES, SERENADE_CS = "serenade_es", "serenade_cs"
 TREE_ALGORITHMS = (MCMCTREEPAIR, ALTMCMC, ALTEXPM)
 SERENADE_ALGORITHMS = (SERENADE_ES, SERENADE_CS)
+REDESCRIPTION_ALGORITHMS = TREE_ALGORITHMS + SERENADE_ALGORITHMS
+#: The redescription algorithms: what the redescription Mine form, the redescription
+#: experiment harness, the warm-up and the benchmark iterate over. Every family's
+#: algorithms: :data:`ALL_ALGORITHMS`.
+ALGORITHMS = REDESCRIPTION_ALGORITHMS
+
+#: PFS2 (Xu et al. 2015; strict and faithful) and the paper's "straightforward approach"
+#: (no sampling, no pruning), for teaching.
+PFS2, PFS2_BASELINE = "pfs2", "pfs2_straightforward"
+SEQUENCE_ALGORITHMS = (PFS2, PFS2_BASELINE)
+
+#: MC-GEN (strict: MC-GEN-DP; faithful: the published pipeline, NOT DP) and the floor
+#: baseline (class-conditional independent noisy marginals; strict only).
+MCGEN, FLOOR = "mcgen", "class_marginals"
+SYNTHESIS_ALGORITHMS = (MCGEN, FLOOR)
+
+#: Every registered algorithm, family by family.
+ALL_ALGORITHMS = REDESCRIPTION_ALGORITHMS + SEQUENCE_ALGORITHMS + SYNTHESIS_ALGORITHMS
+
+#: Dataset kinds (the ledger's ``datasets.kind``): a two-view table (redescriptions), a
+#: sequence dataset (frequent sequences), a labelled table (synthesis).
+KIND_TWO_VIEW, KIND_SEQUENCES, KIND_TABLE = "two_view", "sequences", "table"
+DATASET_KINDS = (KIND_TWO_VIEW, KIND_SEQUENCES, KIND_TABLE)
 
 #: Short names of the parameters, as the form and the Runs page show them.
 PARAMETER_SYMBOLS = MappingProxyType({
@@ -58,12 +87,108 @@ PARAMETER_SYMBOLS = MappingProxyType({
     "max_support": "Γ.maxSupp", "max_clauses": "maxClauses", "noise": "noise",
     "init_pairs": "I", "es_rounds": "K", "cs_rounds": "L", "steepness": "s",
     "budget_init": "ε_init share", "budget_ext": "ε_ext share", "min_acc": "min_acc",
-    "memo_age": "memo_age", "max_attributes": "max attributes"})
+    "memo_age": "memo_age", "max_attributes": "max attributes",
+    # frequent sequences (PFS2)
+    "theta": "θ", "zeta": "ζ", "eta": "η", "l1": "l1", "budget_records": "ε1 share",
+    "budget_lengths": "ε2 share", "budget_max_length": "ε3 share", "budget_prune": "ε4 share",
+    # synthesis (MC-GEN, floor)
+    "k": "k", "feature_groups": "groups", "grouping": "grouping",
+    "group_threshold": "group threshold", "cells": "cells", "grid_bins": "grid bins",
+    "max_cells": "max cells", "budget_classes": "ε_Y share", "budget_features": "ε_F share",
+    "budget_cell_counts": "counts share", "budget_cell_sums": "sums share",
+    "fixed_point_bits": "bits", "min_eigenvalue": "λ_min", "shrinkage": "shrinkage",
+    "marginal_bins": "bins"})
 
 _CONSTRAINTS = ("min_jaccard", "max_pvalue", "min_support", "max_support")
 
 
 # ----------------------------------------------------------------------------- specs
+
+def _resolve(path: str):
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass(frozen=True)
+class DatasetKindSpec:
+    """One kind of dataset: its public schema, its data type, its files.
+
+    Attributes
+    ----------
+    key : str
+        The ledger's ``datasets.kind``.
+    family : str
+        The mining family whose algorithms mine it.
+    label : str
+        Display name.
+    schema_files : tuple of str
+        Schema file names that mark a dataset folder of this kind (first match wins).
+    schema_type, data_type : str
+        Import paths of the public schema type and of the loaded (private) data type.
+    schema_to_dict, schema_from_dict : str
+        Import paths of the schema's JSON form and its validating inverse (what the ledger
+        stores and reads).
+    load_schema : str
+        Import path of ``load_schema(path) -> schema`` (a schema file).
+    load_data : str
+        Import path of ``load_data(source_path, schema) -> data``: the registered files read
+        with the ledger's confirmed schema (raises DataError naming file, line and reason).
+    """
+
+    key: str
+    family: str
+    label: str
+    schema_files: tuple[str, ...]
+    schema_type: str
+    data_type: str
+    schema_to_dict: str
+    schema_from_dict: str
+    load_schema: str
+    load_data: str
+
+    def resolve(self, what: str):
+        """The object behind one of the import paths above."""
+        return _resolve(getattr(self, what))
+
+
+DATASET_KIND_SPECS: Mapping[str, DatasetKindSpec] = MappingProxyType({s.key: s for s in (
+    DatasetKindSpec(
+        key=KIND_TWO_VIEW, family=REDESCRIPTIONS, label="two-view table",
+        schema_files=("schema.json", "schema.toml"),
+        schema_type="dpcore.data.schema:Schema", data_type="dpcore.data.dataset:TwoViewDataset",
+        schema_to_dict="dpcore.data.schema:schema_to_dict",
+        schema_from_dict="dpcore.data.schema:schema_from_dict",
+        load_schema="dpcore.data.schema:load_schema",
+        load_data="dpcore.data.kinds:load_two_view"),
+    DatasetKindSpec(
+        key=KIND_SEQUENCES, family=SEQUENCES, label="sequence dataset",
+        schema_files=("sequence_schema.json",),
+        schema_type="dpcore.sequences.schema:SequenceSchema",
+        data_type="dpcore.sequences.dataset:SequenceDataset",
+        schema_to_dict="dpcore.sequences.schema:schema_to_dict",
+        schema_from_dict="dpcore.sequences.schema:schema_from_dict",
+        load_schema="dpcore.sequences.schema:load_sequence_schema",
+        load_data="dpcore.sequences.loading:load_registered_sequences"),
+    DatasetKindSpec(
+        key=KIND_TABLE, family=SYNTHESIS, label="labelled table",
+        schema_files=("synthesis_schema.json",),
+        schema_type="dpcore.synthesis.schema:TableSchema",
+        data_type="dpcore.synthesis.table:SynthesisTable",
+        schema_to_dict="dpcore.synthesis.schema:schema_to_dict",
+        schema_from_dict="dpcore.synthesis.schema:schema_from_dict",
+        load_schema="dpcore.synthesis.schema:load_table_schema",
+        load_data="dpcore.synthesis.table:load_registered_table"),
+)})
+
+
+def dataset_kind_spec(kind: str) -> DatasetKindSpec:
+    """The spec of dataset kind ``kind`` (ParameterError naming the known kinds otherwise)."""
+    try:
+        return DATASET_KIND_SPECS[kind]
+    except (KeyError, TypeError):
+        raise ParameterError(f"dataset kind must be one of {', '.join(DATASET_KINDS)}; "
+                             f"got {kind!r}") from None
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -75,11 +200,6 @@ class Preset:
     name: str
     label: str
     overrides: Mapping[str, object] = field(default_factory=dict)
-
-
-def _resolve(path: str):
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -102,7 +222,8 @@ class AlgorithmSpec:
     presets : tuple of Preset
         Named settings: the experiment harness's specs and the benchmark's cases.
     params_type, result_type, plan, check, miner : str
-        Import paths (``module:name``) of the parameter dataclass, of the result type
+        Import paths (``module:name``) of the parameter dataclass (its field defaults are
+        the algorithm's defaults), of the result type
         (``from_json`` / ``to_json``), of the budget plan
         ``plan(params) -> list[BudgetSlot]``, of the pre-charge check
         ``check(data, params)`` (builds everything the run needs; raises on a problem)
@@ -115,6 +236,11 @@ class AlgorithmSpec:
         Runs MCMC chains (MCIter applies).
     per_trial_progress : bool
         Reports progress trial by trial (the app shows one bar per trial).
+    dataset_kind : str
+        The kind of dataset it mines (:data:`DATASET_KINDS`); a run on another kind is
+        refused before anything is charged.
+    help_texts : str
+        Import path of the family's one-line help per parameter (a dict ``name → text``).
     """
 
     key: str
@@ -131,12 +257,30 @@ class AlgorithmSpec:
     summary_fields: tuple[str, ...] = ()
     uses_chain: bool = False
     per_trial_progress: bool = False
+    dataset_kind: str = KIND_TWO_VIEW
+    help_texts: str = "dpcore.redescriptions.params:HELP"
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        """The privacy modes this algorithm has (strict first)."""
+        return tuple(m for m in MODES if m in self.parameters)
 
     def parameters_used(self, mode: str) -> tuple[str, ...]:
         """Parameter fields that matter in ``mode`` (raises ParameterError for a bad mode)."""
         if mode not in self.parameters:
+            if mode in MODES:
+                raise ParameterError(f"{self.label} has no {mode} mode; its modes: "
+                                     f"{', '.join(self.modes)}")
             raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
         return self.parameters[mode]
+
+    def defaults(self) -> dict:
+        """The default value of every parameter (the parameter type's field defaults)."""
+        return self.resolve("params_type")(algorithm=self.key).to_dict()
+
+    def help(self, name: str) -> str:
+        """The one-line help of parameter ``name`` ("" if the family has none for it)."""
+        return self.resolve("help_texts").get(name, "")
 
     def resolve(self, what: str):
         """The object behind ``params_type``, ``plan`` or ``miner``."""
@@ -177,6 +321,17 @@ def _serenade_parameters(rounds: str, extra: tuple[str, ...], faithful_extra: tu
     return {STRICT: ("epsilon", "mode") + body + _CONSTRAINTS + ("noise",),
             FAITHFUL: ("epsilon", "mode") + body + faithful_extra + _CONSTRAINTS}
 
+
+_SEQ = "dpcore.sequences"
+_SYN = "dpcore.synthesis"
+_PFS2_PARAMETERS = ("epsilon", "mode", "theta", "zeta", "eta", "l1", "budget_records",
+                    "budget_lengths", "budget_max_length", "budget_prune")
+_BASELINE_PARAMETERS = ("epsilon", "mode", "theta", "eta", "l1", "budget_records",
+                        "budget_lengths", "budget_max_length")
+_MCGEN_FAITHFUL = ("epsilon", "mode", "k", "feature_groups", "grouping", "group_threshold")
+_MCGEN_STRICT = _MCGEN_FAITHFUL + ("cells", "grid_bins", "max_cells", "budget_classes",
+                                   "budget_features", "budget_cell_counts", "budget_cell_sums",
+                                   "fixed_point_bits", "min_eigenvalue", "shrinkage")
 
 _TREES = "dpcore.redescriptions.params"
 _MINING = "dpcore.redescriptions.mining"
@@ -268,9 +423,65 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
         check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("init_pairs", "cs_rounds", "steepness",
                                                    "split", "min_acc")),
+
+    # ------------------------------------------------------------ frequent sequences
+    AlgorithmSpec(
+        key=PFS2, family=SEQUENCES, label="PFS2",
+        blurb="frequent sequences level by level: each level's candidates are pruned on a "
+              "disjoint sample of the records before their noisy supports are paid for",
+        parameters={STRICT: _PFS2_PARAMETERS, FAITHFUL: _PFS2_PARAMETERS},
+        presets=(Preset(PFS2, "PFS2 (θ = 0.02, the paper's split)", {}),
+                 Preset("interactive", "PFS2 (θ = 0.02)", {"theta": 0.02})),
+        params_type=f"{_SEQ}.params:SequenceMiningParams",
+        result_type=f"{_SEQ}.results:SequenceRunResult",
+        plan=f"{_SEQ}.params:plan_budget", check=f"{_SEQ}.miner:check_runnable",
+        miner=f"{_SEQ}.miner:mine_frequent_sequences",
+        summary_fields=("theta", "zeta", "eta", "l1"),
+        dataset_kind=KIND_SEQUENCES, help_texts=f"{_SEQ}.params:HELP"),
+    AlgorithmSpec(
+        key=PFS2_BASELINE, family=SEQUENCES, label="straightforward (baseline)",
+        blurb="the paper's straightforward approach: noisy supports of every candidate on "
+              "all records, no sampling and no pruning (teaching baseline)",
+        parameters={STRICT: _BASELINE_PARAMETERS, FAITHFUL: _BASELINE_PARAMETERS},
+        presets=(Preset(PFS2_BASELINE, "straightforward (θ = 0.02)", {}),
+                 Preset("interactive", "straightforward (θ = 0.02)", {"theta": 0.02})),
+        params_type=f"{_SEQ}.params:SequenceMiningParams",
+        result_type=f"{_SEQ}.results:SequenceRunResult",
+        plan=f"{_SEQ}.params:plan_budget", check=f"{_SEQ}.miner:check_runnable",
+        miner=f"{_SEQ}.miner:mine_frequent_sequences",
+        summary_fields=("theta", "eta", "l1"),
+        dataset_kind=KIND_SEQUENCES, help_texts=f"{_SEQ}.params:HELP"),
+    # ------------------------------------------------------------ synthetic data
+    AlgorithmSpec(
+        key=MCGEN, family=SYNTHESIS, label="MC-GEN",
+        blurb="models each class as independent feature groups, each a mixture of Gaussians "
+              "over cells of records, and samples a synthetic table from the noisy models",
+        parameters={STRICT: _MCGEN_STRICT, FAITHFUL: _MCGEN_FAITHFUL},
+        presets=(Preset(MCGEN, "MC-GEN-DP (k = 100, grid cells)", {}),
+                 Preset("interactive", "MC-GEN-DP (k = 100)", {"k": 100}),
+                 Preset(f"{MCGEN}-paper", "MC-GEN as published (k = 100, NOT DP)",
+                        {"mode": FAITHFUL, "k": 100})),
+        params_type=f"{_SYN}.params:SynthesisParams",
+        result_type=f"{_SYN}.results:SynthesisResult",
+        plan=f"{_SYN}.params:plan_budget", check=f"{_SYN}.miner:check_runnable",
+        miner=f"{_SYN}.miner:synthesize",
+        summary_fields=("k", "cells", "max_cells", "grouping"),
+        dataset_kind=KIND_TABLE, help_texts=f"{_SYN}.params:HELP"),
+    AlgorithmSpec(
+        key=FLOOR, family=SYNTHESIS, label="independent marginals per class (floor)",
+        blurb="draws every feature independently from a noisy per-class histogram (no "
+              "correlations): the floor any method that models correlations must beat",
+        parameters={STRICT: ("epsilon", "mode", "budget_classes", "marginal_bins")},
+        presets=(Preset(FLOOR, "floor (16 bins)", {}),
+                 Preset("interactive", "floor (16 bins)", {"marginal_bins": 16})),
+        params_type=f"{_SYN}.params:SynthesisParams",
+        result_type=f"{_SYN}.results:SynthesisResult",
+        plan=f"{_SYN}.params:plan_budget", check=f"{_SYN}.miner:check_runnable",
+        miner=f"{_SYN}.miner:synthesize",
+        summary_fields=("marginal_bins",),
+        dataset_kind=KIND_TABLE, help_texts=f"{_SYN}.params:HELP"),
 )})
 
-ALGORITHMS = tuple(ALGORITHM_SPECS)
 ALGORITHM_LABELS = MappingProxyType({k: s.label for k, s in ALGORITHM_SPECS.items()})
 
 
@@ -279,14 +490,25 @@ def algorithm_spec(key: str) -> AlgorithmSpec:
     try:
         return ALGORITHM_SPECS[key]
     except (KeyError, TypeError):
-        raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHMS)}; "
+        raise ParameterError(f"algorithm must be one of {', '.join(ALL_ALGORITHMS)}; "
                              f"got {key!r}") from None
 
 
-def presets(names: tuple[str, ...] | None = None) -> dict[str, tuple[AlgorithmSpec, Preset]]:
-    """Every preset whose name is globally unique (the harness's ``--algorithms`` specs)."""
+def family_algorithms(family: str) -> tuple[str, ...]:
+    """The algorithms of one mining family, in registry order."""
+    if family not in FAMILIES:
+        raise ParameterError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
+    return tuple(k for k, s in ALGORITHM_SPECS.items() if s.family == family)
+
+
+def presets(names: tuple[str, ...] | None = None, *, family: str = REDESCRIPTIONS
+            ) -> dict[str, tuple[AlgorithmSpec, Preset]]:
+    """Every preset of ``family`` whose name is globally unique (the redescription
+    harness's ``--algorithms`` specs by default)."""
     out = {}
     for spec in ALGORITHM_SPECS.values():
+        if spec.family != family:
+            continue
         for p in spec.presets:
             if p.name.startswith(spec.key):
                 out[p.name] = (spec, p)

@@ -109,7 +109,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
     assert led.budget("clinic").spent_nano == 20
     assert led.get_dataset("clinic").content_digest is None
     raw = sqlite3.connect(db)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     with pytest.raises(sqlite3.DatabaseError, match="only changes status once"):
         raw.execute("UPDATE runs SET audience = 'everyone' WHERE run_id = 'f-priv'")
     raw.close()
@@ -117,13 +117,107 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
     con = sqlite3.connect(db)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     con.close()
     before = dump(db)
     again = Ledger(db)
     assert again.budget("clinic").cap_nano == NANO
     assert dump(db) == before
+
+
+def _v2_ledger(db: Path) -> None:
+    """A version-2 ledger file as dpcore wrote it before dataset kinds: a dataset, a charged
+    and finished run with a stored redescription result (the JSON of that time)."""
+    from dpcore.privacy.ledger import _migrate_v1, _migrate_v2, _schema_to_json
+
+    con = sqlite3.connect(db, isolation_level=None)
+    _migrate_v1(con)
+    _migrate_v2(con)
+    con.execute("PRAGMA user_version = 2")
+    con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, confirmed, "
+                "sandbox_of, created_by, created_at, content_digest) VALUES ('clinic', ?, "
+                "'/data/clinic', 0, 1, NULL, 'owner', '2026-01-01', NULL)",
+                (_schema_to_json(SCHEMA),))
+    con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
+                "VALUES ('clinic', ?, 'owner', '2026-01-01')", (NANO,))
+    con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, parts_json, "
+                "params_json, actor, created_at) VALUES ('old-run', 'clinic', 'altexpm', 100, "
+                "'[100]', '{\"mode\": \"strict\"}', 'a', '2026-01-01')")
+    con.execute("INSERT INTO runs (run_id, dataset, algorithm, status, params_json, error, "
+                "created_at, finished_at, audience) VALUES ('old-run', 'clinic', 'altexpm', "
+                "'charged', '{\"mode\": \"strict\"}', NULL, '2026-01-01', NULL, 'everyone')")
+    old = RunResult(run_id="old-run", dataset="clinic", algorithm="altexpm", mode="strict",
+                    params={}, version="0.9", created_at="2026-01-01", epsilon_nano=100,
+                    redescriptions=[], trees=[], extractions=[], mechanism_calls=[])
+    con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
+                "VALUES ('old-run', ?, NULL, '2026-01-01')", (old.to_json(),))
+    con.execute("UPDATE runs SET status = 'done', finished_at = '2026-01-01' "
+                "WHERE run_id = 'old-run'")
+    con.close()
+
+
+def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
+    """A version-2 ledger opens as version 3: its datasets are two-view, their schema reads,
+    its charges and stored results are kept, and a kind can never be changed afterwards."""
+    _v2_ledger(db)
+    led = Ledger(db)
+    record = led.get_dataset("clinic")
+    assert record.kind == "two_view" and record.schema == SCHEMA and record.confirmed
+    assert led.budget("clinic").spent_nano == 100
+    assert [r.run_id for r in led.list_runs("clinic")] == ["old-run"]
+    assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
+    assert [d.name for d in led.list_datasets(kind="two_view")] == ["clinic"]
+    assert led.list_datasets(kind="sequences") == []
+    raw = sqlite3.connect(db)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    with pytest.raises(sqlite3.DatabaseError, match="kind never changes"):
+        raw.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
+    with pytest.raises(sqlite3.IntegrityError):
+        raw.execute("INSERT INTO datasets (name, schema_json, public_demo, confirmed, "
+                    "created_by, created_at, kind) VALUES ('x', '{}', 0, 0, 'o', 't', 'graph')")
+    raw.close()
+
+
+def test_every_dataset_kind_registers_and_reads_back(db):
+    from dpcore.registry import DATASET_KINDS
+    from dpcore.sequences.schema import SequenceSchema
+    from dpcore.synthesis.schema import Feature, TableSchema
+
+    seq = SequenceSchema(name="clicks", alphabet=("home", "news", "sports"), l1=5,
+                         files={"format": "lines", "records": "records.txt"})
+    table = TableSchema(name="pima", label="outcome", classes=(0, 1),
+                        features=(Feature("age", "numeric", bounds=(18.0, 90.0)),
+                                  Feature("sex", "categorical", levels=("F", "M"))),
+                        file="pima.csv", public_demo=True)
+    led = Ledger(db)
+    for name, schema in (("clinic", SCHEMA), ("clicks", seq), ("pima", table)):
+        led.register_dataset(name, schema, f"/data/{name}", 2.0, actor="owner")
+    records = {r.name: r for r in led.list_datasets()}
+    assert {n: r.kind for n, r in records.items()} == dict(zip(("clicks", "clinic", "pima"),
+                                                               ("sequences", "two_view",
+                                                                "table")))
+    assert set(DATASET_KINDS) == {r.kind for r in records.values()}
+    assert records["clicks"].schema == seq and records["pima"].schema == table
+    assert records["pima"].public_demo is True and records["clicks"].public_demo is False
+    assert [r.name for r in led.list_datasets(kind="table")] == ["pima"]
+    sandbox = led.create_sandbox("clicks", "clicks~sandbox", 1.0, actor="owner")
+    assert sandbox.kind == "sequences" and sandbox.schema == seq
+    # a schema of another kind never replaces a dataset's schema; nothing changes
+    before = dump(db)
+    with pytest.raises(DataError, match="sequence dataset.*two-view table"):
+        led.confirm_schema("clicks", SCHEMA, actor="owner")
+    assert dump(db) == before
+    assert led.confirm_schema("clicks", seq, actor="owner").confirmed
+    with pytest.raises(ParameterError, match="kind must be one of"):
+        led.list_datasets(kind="graph")
+
+
+def test_a_schema_of_no_known_type_registers_nothing(db):
+    led = Ledger(db)
+    with pytest.raises(DataError, match="SequenceSchema"):
+        led.register_dataset("odd", {"name": "odd"}, None, 1.0, actor="owner")
+    assert led.list_datasets() == []
 
 
 def test_newer_database_is_refused(db):

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.kinds import kind_of_data
 from dpcore.errors import ParameterError
 from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.roles import ANALYST, OWNER, ROLES, can_see_true_statistics
@@ -212,22 +213,42 @@ def authorize_run(record: DatasetRecord, params, requester: Requester, *,
 _digests: dict[int, str] = {}
 
 
-def content_digest(dataset: TwoViewDataset) -> str:
-    """SHA-256 (hex) of what a miner reads: both views' coded values and their shapes.
+def content_digest(dataset) -> str:
+    """SHA-256 (hex) of what a miner reads, for a dataset of any kind.
 
-    Computed once per dataset object. Two loads of the same files give the same
-    digest; any changed, added or removed value changes it. The digest is owner
-    metadata (it confirms a guess of the whole dataset), never shown to analysts.
+    * two-view (:class:`~dpcore.data.dataset.TwoViewDataset`): both views' coded values and
+      their shapes (the format of every digest recorded before dataset kinds existed);
+    * sequences (:class:`~dpcore.sequences.dataset.SequenceDataset`) and labelled tables
+      (:class:`~dpcore.synthesis.table.SynthesisTable`): the kind, then each of the data's
+      ``content_arrays()`` by name, dtype, shape and bytes (record boundaries and item codes;
+      clipped values, level and class codes and clip counts).
+
+    Computed once per dataset object. Two loads of the same files give the same digest; any
+    changed, added or removed value changes it. The digest is owner metadata (it confirms
+    a guess of the whole dataset), never shown to analysts.
+
+    Raises
+    ------
+    DataError
+        ``dataset`` is none of the three dataset types.
     """
     key = id(dataset)
     if key not in _digests:
-        h = hashlib.sha256(b"dpcore-content-v1")
-        for view in dataset.views:
-            values = np.ascontiguousarray(view.values, dtype=np.float64)
-            # One NaN pattern for every missing value, so the digest is about content.
-            values = np.where(np.isnan(values), np.nan, values)
-            h.update(np.asarray(values.shape, dtype=np.int64).tobytes())
-            h.update(values.tobytes())
+        if isinstance(dataset, TwoViewDataset):
+            h = hashlib.sha256(b"dpcore-content-v1")
+            for view in dataset.views:
+                values = np.ascontiguousarray(view.values, dtype=np.float64)
+                # One NaN pattern for every missing value, so the digest is about content.
+                values = np.where(np.isnan(values), np.nan, values)
+                h.update(np.asarray(values.shape, dtype=np.int64).tobytes())
+                h.update(values.tobytes())
+        else:
+            h = hashlib.sha256(b"dpcore-content-v1/" + kind_of_data(dataset).encode())
+            for name, array in dataset.content_arrays():
+                array = np.ascontiguousarray(array)
+                h.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
+                h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
+                h.update(array.tobytes())
         _digests[key] = h.hexdigest()
         weakref.finalize(dataset, _digests.pop, key, None)
     return _digests[key]

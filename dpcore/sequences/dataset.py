@@ -77,6 +77,13 @@ class SequenceDataset:
                                 row=r) from None
         return cls.from_lists(schema, out)
 
+    def content_arrays(self) -> tuple[tuple[str, np.ndarray], ...]:
+        """What a miner reads, as named arrays (the ledger's content digest hashes them).
+
+        The record boundaries and the item codes. Private: only a digest of them is stored.
+        """
+        return (("indptr", self.indptr), ("items", self.items))
+
     @property
     def n_records(self) -> int:
         """Number of records (private unless public_demo)."""

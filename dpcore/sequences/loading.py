@@ -37,7 +37,8 @@ from dpcore.sequences.schema import (
 )
 
 __all__ = ["read_alphabet_file", "load_record_lines", "load_event_table",
-           "load_sequence_dataset", "write_record_lines", "write_alphabet_file"]
+           "load_sequence_dataset", "load_registered_sequences", "write_record_lines",
+           "write_alphabet_file"]
 
 _CSV_EXT = (".csv", ".csv.gz", ".tsv", ".txt")
 _PARQUET_EXT = (".parquet", ".pq")
@@ -246,9 +247,36 @@ def load_sequence_dataset(path) -> SequenceDataset:
     path = Path(path)
     schema_path = path / SCHEMA_FILE_NAME if path.is_dir() else path
     schema = load_sequence_schema(schema_path)
-    files, folder = schema.files, schema_path.parent
+    return _load_files(schema, schema_path.parent, str(schema_path))
+
+
+def load_registered_sequences(source_path, schema: SequenceSchema) -> SequenceDataset:
+    """The records of a registered sequence dataset, read with its *confirmed* schema.
+
+    Parameters
+    ----------
+    source_path : str or Path
+        The registered dataset folder (or its schema file); the schema's ``files`` are
+        relative to that folder. The schema file on disk is not read: the ledger's
+        confirmed schema is what the records are checked against.
+    schema : SequenceSchema
+        The confirmed public schema (alphabet, l1, files).
+
+    Raises
+    ------
+    DataError
+        A missing or malformed file, or an item outside the declared alphabet (naming the
+        file, line and reason).
+    """
+    path = Path(source_path)
+    folder = path if path.is_dir() else path.parent
+    return _load_files(schema.validate(), folder, str(folder / SCHEMA_FILE_NAME))
+
+
+def _load_files(schema: SequenceSchema, folder: Path, schema_label: str) -> SequenceDataset:
+    files = schema.files
     if not files:
-        raise DataError("the schema names no record file ('files')", file=str(schema_path))
+        raise DataError("the schema names no record file ('files')", file=schema_label)
     if files["format"] == LINES:
         if "alphabet" in files:
             declared = read_alphabet_file(folder / files["alphabet"])
@@ -262,7 +290,7 @@ def load_sequence_dataset(path) -> SequenceDataset:
                                 record_column=files["record_column"],
                                 order_column=files["order_column"],
                                 item_column=files["item_column"])
-    raise DataError(f"unknown record format {files['format']!r}", file=str(schema_path))
+    raise DataError(f"unknown record format {files['format']!r}", file=schema_label)
 
 
 def write_record_lines(dataset: SequenceDataset, path) -> None:

@@ -15,20 +15,23 @@ from dataclasses import asdict, dataclass, fields
 
 from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
-from dpcore.registry import FAITHFUL, MODES, STRICT
+from dpcore.registry import (
+    FAITHFUL,
+    MODES,
+    PFS2,
+    PFS2_BASELINE,
+    SEQUENCE_ALGORITHMS,
+    SEQUENCES,
+    STRICT,
+)
 
 __all__ = ["PFS2", "PFS2_BASELINE", "SEQUENCE_ALGORITHMS", "SEQUENCES", "HELP",
            "SequenceMiningParams", "BudgetSlot", "plan_budget", "mechanism_shares",
            "probe_count", "run_cost_nano", "RECORDS", "LENGTHS", "MAX_LENGTH", "PRUNE",
            "VERIFY"]
 
-# Names to move into dpcore.registry when PFS2 is registered (tests/test_registry.py then
-# forbids these literals here).
-#: The mining family.
-SEQUENCES = "sequences"
-#: PFS2 and the paper's "straightforward approach" (no sampling, no pruning), for teaching.
-PFS2, PFS2_BASELINE = "pfs2", "pfs2_straightforward"
-SEQUENCE_ALGORITHMS = (PFS2, PFS2_BASELINE)
+# The family and algorithm names (SEQUENCES, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS) live in
+# dpcore.registry and are re-exported here.
 
 #: Budget phases, in the order a run spends them.
 RECORDS, LENGTHS, MAX_LENGTH, PRUNE, VERIFY = (

@@ -34,7 +34,16 @@ from dataclasses import asdict, dataclass, fields
 
 from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
-from dpcore.registry import FAITHFUL, MODES, STRICT
+from dpcore.registry import ALGORITHM_LABELS as _LABELS
+from dpcore.registry import (
+    FAITHFUL,
+    FLOOR,
+    MCGEN,
+    MODES,
+    STRICT,
+    SYNTHESIS,
+    SYNTHESIS_ALGORITHMS,
+)
 from dpcore.synthesis.fixedpoint import DEFAULT_BITS, MAX_BITS, MIN_BITS
 
 __all__ = ["SYNTHESIS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALGORITHM_LABELS",
@@ -44,15 +53,10 @@ __all__ = ["SYNTHESIS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALGORITHM_LAB
            "FAITHFUL_MEAN_SHARE", "HELP", "SynthesisParams", "BudgetSlot", "plan_budget",
            "mechanism_shares", "group_epsilons", "run_cost_nano"]
 
-# Names to move into dpcore.registry when the synthesis family is registered
-# (tests/test_registry.py then forbids these literals here).
-#: The mining family.
-SYNTHESIS = "synthesis"
-#: MC-GEN (strict: MC-GEN-DP, spec §2.5; faithful: the paper's pipeline, NOT DP) and the
-#: floor baseline (class-conditional independent noisy marginals; strict only).
-MCGEN, FLOOR = "mcgen", "class_marginals"
-SYNTHESIS_ALGORITHMS = (MCGEN, FLOOR)
-ALGORITHM_LABELS = {MCGEN: "MC-GEN", FLOOR: "independent marginals per class (floor)"}
+# The family and algorithm names (SYNTHESIS, MCGEN, FLOOR, SYNTHESIS_ALGORITHMS) live in
+# dpcore.registry and are re-exported here.
+#: Display names of the synthesis algorithms (from the registry).
+ALGORITHM_LABELS = {key: _LABELS[key] for key in SYNTHESIS_ALGORITHMS}
 
 #: Cell assignment in strict MC-GEN-DP: a public grid over the declared bounds, or one cell.
 GRID, SINGLE = "grid", "single"

@@ -28,7 +28,8 @@ from dpcore.synthesis.schema import (
 )
 
 __all__ = ["SynthesisTable", "table_from_frame", "load_table", "load_synthesis_dataset",
-           "encode", "frame_from_encoded", "decode_columns", "typed_values"]
+           "load_registered_table", "encode", "frame_from_encoded", "decode_columns",
+           "typed_values"]
 
 
 @dataclass
@@ -70,6 +71,19 @@ class SynthesisTable:
         if self._encoded is None:
             self._encoded = encode(self.schema, self.numeric, self.categorical)
         return self._encoded
+
+    def content_arrays(self) -> tuple[tuple[str, np.ndarray], ...]:
+        """What a synthesizer reads, as named arrays (the ledger's content digest hashes them).
+
+        The clipped numeric values, the level and class codes, and the per-feature clip
+        counts (owner diagnostics read them). Private: only a digest of them is stored.
+        """
+        clipped = np.asarray([self.clipped.get(f.name, 0) for f in self.schema.features
+                              if f.is_numeric], dtype=np.int64)
+        return (("numeric", np.ascontiguousarray(self.numeric, dtype=np.float64)),
+                ("categorical", np.ascontiguousarray(self.categorical, dtype=np.int32)),
+                ("labels", np.ascontiguousarray(self.labels, dtype=np.int32)),
+                ("clipped", clipped))
 
     def class_counts(self) -> np.ndarray:
         """True records per class, int64[n_classes] (owner-only)."""
@@ -273,3 +287,32 @@ def load_synthesis_dataset(folder) -> SynthesisTable:
     if schema.file is None:
         raise DataError("the schema names no 'file' to load", file=str(folder / SCHEMA_FILE_NAME))
     return load_table(folder / schema.file, schema, label=schema.file)
+
+
+def load_registered_table(source_path, schema: TableSchema) -> SynthesisTable:
+    """The table of a registered synthesis dataset, read with its *confirmed* schema.
+
+    Parameters
+    ----------
+    source_path : str or Path
+        The registered dataset folder (or its schema file); ``schema.file`` is relative to
+        that folder, or ``source_path`` is the table file itself. The schema file on disk is
+        not read: the ledger's confirmed schema (bounds, classes, levels) is what the table
+        is checked against and clipped to.
+    schema : TableSchema
+        The confirmed public schema.
+
+    Raises
+    ------
+    DataError
+        A missing or malformed file, a missing label, a level or class not declared (naming
+        the file, row and reason).
+    """
+    path = Path(source_path)
+    if path.is_file() and path.name != SCHEMA_FILE_NAME:
+        return load_table(path, schema, label=path.name)
+    folder = path if path.is_dir() else path.parent
+    if schema.file is None:
+        raise DataError("the schema names no 'file' to load", file=str(folder / SCHEMA_FILE_NAME))
+    return load_table(folder / schema.file, schema, label=schema.file)
+

@@ -55,6 +55,7 @@ with their own budget) run on the real data and are meant for owners only.
 from dpcore.privacy.ledger.migrations import SCHEMA_VERSION
 from dpcore.privacy.ledger.migrations import _migrate_v1 as _migrate_v1  # migration tests
 from dpcore.privacy.ledger.migrations import _migrate_v2 as _migrate_v2  # migration tests
+from dpcore.privacy.ledger.migrations import _migrate_v3 as _migrate_v3  # migration tests
 from dpcore.privacy.ledger.records import (
     AUDIENCES,
     MAX_NAME_LENGTH,

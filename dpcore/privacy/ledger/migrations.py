@@ -152,8 +152,30 @@ def _migrate_v2(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v3(con: sqlite3.Connection) -> None:
+    """Version 3: a dataset *kind*, so one ledger holds every mining family's datasets.
+
+    * ``datasets.kind``: ``two_view`` (redescriptions; every dataset registered before
+      version 3), ``sequences`` (frequent sequences) or ``table`` (labelled tables for
+      synthesis) — :data:`dpcore.registry.DATASET_KINDS`. ``schema_json`` is read by kind.
+    * A dataset's kind never changes (a trigger refuses it), so a schema of another kind
+      can never replace a dataset's confirmed one.
+    """
+    statements = [
+        "ALTER TABLE datasets ADD COLUMN kind TEXT NOT NULL DEFAULT 'two_view' "
+        "CHECK (kind IN ('two_view', 'sequences', 'table'))",
+        """CREATE TRIGGER datasets_kind_fixed BEFORE UPDATE OF kind ON datasets
+           WHEN NEW.kind IS NOT OLD.kind
+           BEGIN
+            SELECT RAISE(ABORT, 'a dataset''s kind never changes');
+           END""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

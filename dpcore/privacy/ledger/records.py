@@ -7,9 +7,10 @@ display only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from dpcore.data.schema import Schema
 from dpcore.privacy.units import nano_to_epsilon
+from dpcore.registry import KIND_TWO_VIEW
 
 __all__ = ["RUN_STATUSES", "AUDIENCES", "MAX_NAME_LENGTH", "DatasetRecord", "BudgetStatus",
            "ChargeRecord", "RunRecord", "AuthEvent", "AuditEntry"]
@@ -28,8 +29,11 @@ class DatasetRecord:
     ----------
     name : str
         Dataset name (primary key).
-    schema : Schema
-        The public schema (what may be known without spending ε).
+    schema : Schema, SequenceSchema or TableSchema
+        The public schema (what may be known without spending ε), of the dataset's kind:
+        :class:`dpcore.data.schema.Schema` (two-view),
+        :class:`dpcore.sequences.schema.SequenceSchema` (sequences) or
+        :class:`dpcore.synthesis.schema.TableSchema` (labelled table).
     source_path : str or None
         Where the data lives. **Owner-only**: never show it to analysts.
     public_demo : bool
@@ -45,16 +49,20 @@ class DatasetRecord:
         :func:`dpcore.privacy.policy.content_digest`); None for datasets registered before
         digests existed, until their first run records it. **Owner-only** (a digest
         of private data lets anyone holding a guess of the data confirm it).
+    kind : str
+        The dataset kind (:data:`dpcore.registry.DATASET_KINDS`): which family's algorithms
+        may mine it. Fixed at registration.
     """
 
     name: str
-    schema: Schema
+    schema: Any
     source_path: str | None
     public_demo: bool
     confirmed: bool
     sandbox_of: str | None
     created_at: str
     content_digest: str | None = None
+    kind: str = KIND_TWO_VIEW
 
     @property
     def is_sandbox(self) -> bool:

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dpcore.data.schema import Schema
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
 from dpcore.privacy.ledger.migrations import SCHEMA_VERSION, migrate
 from dpcore.privacy.ledger.records import (
@@ -29,8 +28,9 @@ from dpcore.privacy.ledger.records import (
     DatasetRecord,
     RunRecord,
 )
-from dpcore.privacy.ledger.schemas import schema_from_json, schema_to_json
+from dpcore.privacy.ledger.schemas import schema_from_json, stored_schema
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
+from dpcore.registry import DATASET_KINDS, dataset_kind_spec
 
 __all__ = ["ENV_VAR", "DEFAULT_PATH", "Ledger"]
 
@@ -237,15 +237,17 @@ class Ledger:
     @staticmethod
     def _record(row: sqlite3.Row) -> DatasetRecord:
         return DatasetRecord(name=row["name"],
-                             schema=schema_from_json(row["schema_json"], row["name"]),
+                             schema=schema_from_json(row["schema_json"], row["name"],
+                                                     row["kind"]),
                              source_path=row["source_path"],
                              public_demo=bool(row["public_demo"]),
                              confirmed=bool(row["confirmed"]),
                              sandbox_of=row["sandbox_of"],
                              created_at=row["created_at"],
-                             content_digest=row["content_digest"])
+                             content_digest=row["content_digest"],
+                             kind=row["kind"])
 
-    def register_dataset(self, name: str, schema: Schema, source_path: str | None,
+    def register_dataset(self, name: str, schema, source_path: str | None,
                          cap_epsilon, *, actor: str, confirmed: bool = False,
                          content_digest: str | None = None) -> DatasetRecord:
         """Register a dataset with its public schema and total budget, all or nothing.
@@ -254,8 +256,9 @@ class Ledger:
         ----------
         name : str
             Unique dataset name (non-empty, printable, no outer whitespace, ≤ 128 chars).
-        schema : Schema
-            The public schema; ``schema.public_demo`` sets the dataset's demo flag.
+        schema : Schema, SequenceSchema or TableSchema
+            The public schema; its type sets the dataset's kind (two-view, sequences,
+            labelled table; fixed for good) and ``schema.public_demo`` its demo flag.
         source_path : str or None
             Where the data lives (owner-only).
         cap_epsilon : float
@@ -274,7 +277,7 @@ class Ledger:
         ParameterError
             Bad or taken name, cap ≤ 0 / NaN / inf, bad actor or source path.
         DataError
-            Schema is not a Schema or cannot be stored as JSON.
+            Schema is not one of the three schema types, or cannot be stored as JSON.
         """
         _check_name(name)
         _check_text(actor, "actor")
@@ -283,39 +286,43 @@ class Ledger:
         source = None if source_path is None else os.fspath(source_path)
         cap = _cap_nano(cap_epsilon)
         digest = _check_digest(content_digest)
-        schema_json = schema_to_json(schema)
+        kind, schema_json = stored_schema(schema)
         now = _stamp(_now())
         with self._write() as con:
             if con.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():
                 raise ParameterError(f"a dataset named {name!r} already exists")
             con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
-                        "confirmed, sandbox_of, created_by, created_at, content_digest) "
-                        "VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)",
+                        "confirmed, sandbox_of, created_by, created_at, content_digest, kind) "
+                        "VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)",
                         (name, schema_json, source, int(bool(schema.public_demo)),
-                         int(bool(confirmed)), actor, now, digest))
+                         int(bool(confirmed)), actor, now, digest, kind))
             con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
                         "VALUES (?, ?, ?, ?)", (name, cap, actor, now))
             row = self._dataset_row(con, name)
         return self._record(row)
 
-    def confirm_schema(self, name: str, schema: Schema, *, actor: str) -> DatasetRecord:
+    def confirm_schema(self, name: str, schema, *, actor: str) -> DatasetRecord:
         """Store the owner-confirmed public schema of a dataset and mark it confirmed.
 
-        The schema may differ from the registered (prefilled) one; its
-        ``public_demo`` flag replaces the dataset's.
+        The schema may differ from the registered (prefilled) one, but must be of the
+        dataset's kind; its ``public_demo`` flag replaces the dataset's.
 
         Raises
         ------
         ParameterError
             Unknown dataset or bad actor.
         DataError
-            Schema not storable.
+            Schema not storable, or of another kind than the dataset.
         """
         _check_name(name)
         _check_text(actor, "actor")
-        schema_json = schema_to_json(schema)
+        kind, schema_json = stored_schema(schema)
         with self._write() as con:
-            self._dataset_row(con, name)
+            row = self._dataset_row(con, name)
+            if row["kind"] != kind:
+                raise DataError(f"dataset {name!r} is a "
+                                f"{dataset_kind_spec(row['kind']).label}; a schema of a "
+                                f"{dataset_kind_spec(kind).label} cannot replace its schema")
             con.execute("UPDATE datasets SET schema_json = ?, public_demo = ?, confirmed = 1 "
                         "WHERE name = ?", (schema_json, int(bool(schema.public_demo)), name))
             row = self._dataset_row(con, name)
@@ -350,13 +357,25 @@ class Ledger:
             row = self._dataset_row(con, name)
         return self._record(row)
 
-    def list_datasets(self, *, include_sandboxes: bool = True) -> list[DatasetRecord]:
-        """All datasets by name (sandboxes too unless ``include_sandboxes=False``)."""
-        sql = "SELECT * FROM datasets"
+    def list_datasets(self, *, include_sandboxes: bool = True,
+                      kind: str | None = None) -> list[DatasetRecord]:
+        """All datasets by name (sandboxes too unless ``include_sandboxes=False``).
+
+        ``kind`` (one of :data:`dpcore.registry.DATASET_KINDS`) keeps only that kind's
+        datasets, e.g. the two-view tables a redescription page offers.
+        """
+        where, args = [], []
         if not include_sandboxes:
-            sql += " WHERE sandbox_of IS NULL"
+            where.append("sandbox_of IS NULL")
+        if kind is not None:
+            if kind not in DATASET_KINDS:
+                raise ParameterError(f"dataset kind must be one of {', '.join(DATASET_KINDS)}; "
+                                     f"got {kind!r}")
+            where.append("kind = ?")
+            args.append(kind)
+        sql = "SELECT * FROM datasets" + (" WHERE " + " AND ".join(where) if where else "")
         with self._read() as con:
-            rows = con.execute(sql + " ORDER BY name").fetchall()
+            rows = con.execute(sql + " ORDER BY name", args).fetchall()
         return [self._record(r) for r in rows]
 
     def create_sandbox(self, name: str, sandbox_name: str, cap_epsilon, *,
@@ -382,11 +401,11 @@ class Ledger:
             if con.execute("SELECT 1 FROM datasets WHERE name = ?", (sandbox_name,)).fetchone():
                 raise ParameterError(f"a dataset named {sandbox_name!r} already exists")
             con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
-                        "confirmed, sandbox_of, created_by, created_at, content_digest) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "confirmed, sandbox_of, created_by, created_at, content_digest, kind) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (sandbox_name, parent["schema_json"], parent["source_path"],
                          parent["public_demo"], parent["confirmed"], name, actor, now,
-                         parent["content_digest"]))
+                         parent["content_digest"], parent["kind"]))
             con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
                         "VALUES (?, ?, ?, ?)", (sandbox_name, cap, actor, now))
             row = self._dataset_row(con, sandbox_name)

@@ -1,0 +1,121 @@
+"""Dataset kinds: which kind a folder, a schema or a loaded dataset is, and loading any kind.
+
+Three kinds (:data:`dpcore.registry.DATASET_KINDS`): a two-view table (``schema.json`` /
+``schema.toml``, mined for redescriptions), a sequence dataset (``sequence_schema.json``,
+frequent sequences) and a labelled table (``synthesis_schema.json``, synthetic data). The
+registry's :class:`~dpcore.registry.DatasetKindSpec` names each kind's schema type, data type,
+schema file names and loaders by import path; this module dispatches on them, so it imports no
+mining family itself (the same declarative pattern as the algorithm registry).
+
+Nothing here is private by itself: the loaders return private data, which only a charged run
+(:func:`dpcore.runs.charge_and_mine`) or the owner may read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.loading import load_dataset, sample_data_dir
+from dpcore.errors import DataError
+from dpcore.registry import DATASET_KIND_SPECS, KIND_TWO_VIEW, dataset_kind_spec
+
+__all__ = ["load_two_view", "kind_of_schema", "kind_of_data", "find_schema_file",
+           "load_any_schema", "load_any_dataset", "load_registered_data", "list_sample_folders"]
+
+
+def load_two_view(source_path, schema) -> TwoViewDataset:
+    """The two-view data at ``source_path`` read with the confirmed ``schema``."""
+    return load_dataset(source_path, schema=schema)
+
+
+def _kind_by_type(value, what: str) -> str:
+    for key, spec in DATASET_KIND_SPECS.items():
+        if isinstance(value, spec.resolve(what)):
+            return key
+    names = ", ".join(spec.resolve(what).__name__ for spec in DATASET_KIND_SPECS.values())
+    raise DataError(f"expected one of {names}; got {type(value).__name__}")
+
+
+def kind_of_schema(schema) -> str:
+    """The dataset kind of a public schema object (DataError for anything else)."""
+    return _kind_by_type(schema, "schema_type")
+
+
+def kind_of_data(data) -> str:
+    """The dataset kind of a loaded dataset object (DataError for anything else)."""
+    return _kind_by_type(data, "data_type")
+
+
+def find_schema_file(path) -> tuple[str, Path]:
+    """``(kind, schema file)`` of a dataset folder or schema file.
+
+    A folder is of the first kind (registry order) whose schema file it holds. A file named
+    like one kind's schema file is of that kind; any other file is read as a two-view schema
+    (``schema.json``/``.toml`` under another name, as the two-view loader accepts).
+
+    Raises
+    ------
+    DataError
+        A missing path, or a folder without any schema file (the message lists the names
+        looked for).
+    """
+    path = Path(path)
+    if path.is_dir():
+        for key, spec in DATASET_KIND_SPECS.items():
+            for name in spec.schema_files:
+                if (path / name).is_file():
+                    return key, path / name
+        names = [n for spec in DATASET_KIND_SPECS.values() for n in spec.schema_files]
+        raise DataError(f"no schema file in the folder (looked for {', '.join(names)})",
+                        file=str(path))
+    if not path.is_file():
+        raise DataError(f"no such folder or file (looked for {str(path)!r})", file=str(path))
+    for key, spec in DATASET_KIND_SPECS.items():
+        if path.name in spec.schema_files:
+            return key, path
+    return KIND_TWO_VIEW, path
+
+
+def load_any_schema(path) -> tuple[str, object]:
+    """``(kind, public schema)`` of a dataset folder or schema file (DataError naming the file)."""
+    kind, schema_file = find_schema_file(path)
+    return kind, dataset_kind_spec(kind).resolve("load_schema")(schema_file)
+
+
+def load_any_dataset(path) -> tuple[str, object]:
+    """``(kind, data)`` of a dataset folder or schema file, read with the schema file there.
+
+    For registration by the owner; runs read registered data with the ledger's confirmed
+    schema instead (:func:`load_registered_data`).
+    """
+    kind, schema = load_any_schema(path)
+    return kind, load_registered_data(kind, path, schema)
+
+
+def load_registered_data(kind: str, source_path, schema):
+    """The data of a registered dataset of ``kind``, read with its confirmed ``schema``.
+
+    Raises
+    ------
+    DataError
+        The files are missing or do not validate against the schema (file, line, reason).
+    ParameterError
+        An unknown kind.
+    """
+    return dataset_kind_spec(kind).resolve("load_data")(source_path, schema)
+
+
+def list_sample_folders() -> list[tuple[str, Path]]:
+    """``(kind, folder)`` of every folder under ``sample_data/`` holding a schema file of any
+    kind, by folder name."""
+    root = sample_data_dir()
+    if not root.is_dir():
+        return []
+    out = []
+    for folder in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name):
+        try:
+            out.append((find_schema_file(folder)[0], folder))
+        except DataError:
+            continue
+    return out
