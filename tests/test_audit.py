@@ -1,0 +1,441 @@
+"""Black-box DP audit of every miner on neighbouring datasets (docs/PRIVACY.md, "Black-box
+audit"), and unit tests of the lower-bound estimator ``dpcore.privacy.audit``.
+
+For each miner — MCMCTreePair, AltMCMC, AltExpM, SerenadeES, SerenadeCS, PFS2 and MC-GEN-DP,
+strict mode — the whole miner runs many times on a small dataset D and on its neighbour D′
+(one row or record added, the relation of docs/PRIVACY.md §2), each run with fresh noise and
+a throwaway accountant (never a ledger). A few output events, fixed before the runs, are
+counted on both, and ``dpcore.privacy.audit`` turns the counts into a lower bound ε_lower on
+the run's ε with joint confidence 0.999 (one-sided Clopper–Pearson bounds, Bonferroni over
+events and both directions). Two assertions per miner:
+
+* the real miner: ε_lower ≤ ε (its loss is not detectably above ε);
+* the power half: the same miner with its noise scale divided by a factor f (the accountant
+  hands every calibrated mechanism f·ε while the plan and the ledger still charge ε; Serenade's
+  exponential-mechanism factor is scaled the same way) IS caught: ε_lower > ε.
+
+Every miner's parameters give most of its ε to the release the first event reads, and the
+data make that event as tight as a single release allows (a count that moves by one, the
+discrete Laplace event {count + Z ≥ c + 1}), so half the noise (f = 2) is caught where one
+release carries more than ε/2: MCMCTreePair (ω = 0.1: 0.9ε on the leaf×leaf table),
+SerenadeES (0.89ε on the quality table), PFS2 (0.96ε on the verification), MC-GEN (0.9ε on
+the class counts). AltMCMC and AltExpM split ε into three equal releases and SerenadeCS
+measures a redescription L + 1 ≥ 2 times and releases one measurement, so no single event
+sees more than about ε/2 of their loss: there the audit is shown to catch f = 4.
+
+These are lower-bound estimates, not proofs. Fixed seeds (DPRM_TEST_SEED overrides them);
+the audits are marked slow and run in CI (about 1–2 minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+import reference as R
+
+from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.schema import BOOLEAN, Attribute, Schema, ViewSpec
+from dpcore.errors import ParameterError
+from dpcore.privacy import mechanisms
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.audit import (
+    audit_neighbours,
+    bounds_from_counts,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+    count_events,
+    epsilon_lower_bound,
+)
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import plan_budget as tree_plan
+from dpcore.redescriptions.serenade import miner as serenade_miner
+from dpcore.registry import (
+    ALTEXPM,
+    ALTMCMC,
+    MCGEN,
+    MCMCTREEPAIR,
+    PFS2,
+    SERENADE_CS,
+    SERENADE_ES,
+)
+from dpcore.sequences import miner as sequence_miner
+from dpcore.sequences.dataset import SequenceDataset
+from dpcore.sequences.miner import mine_frequent_sequences
+from dpcore.sequences.params import SequenceMiningParams
+from dpcore.sequences.params import plan_budget as sequence_plan
+from dpcore.sequences.schema import SequenceSchema
+from dpcore.synthesis import mcgen as mcgen_module
+from dpcore.synthesis import moments as moments_module
+from dpcore.synthesis.miner import synthesize
+from dpcore.synthesis.params import SynthesisParams
+from dpcore.synthesis.params import plan_budget as synthesis_plan
+from dpcore.synthesis.schema import schema_from_dict
+from dpcore.synthesis.table import table_from_frame
+
+MSG = R.SEED_MSG
+EPSILON = 1.0
+CONFIDENCE = 0.999
+
+
+# =========================================================================== the estimator
+
+def test_clopper_pearson_edges_are_exact():
+    """k = 0: upper = 1 − α^(1/n); k = n: lower = α^(1/n); the other end is trivial."""
+    n, alpha = 50, 0.01
+    assert clopper_pearson_lower(0, n, alpha) == 0.0
+    assert clopper_pearson_upper(n, n, alpha) == 1.0
+    assert clopper_pearson_upper(0, n, alpha) == pytest.approx(1 - alpha ** (1 / n), rel=1e-9)
+    assert clopper_pearson_lower(n, n, alpha) == pytest.approx(alpha ** (1 / n), rel=1e-9)
+
+
+@pytest.mark.parametrize("k, n", [(1, 10), (37, 200), (500, 1000), (999, 1000)])
+def test_clopper_pearson_matches_the_one_sided_binomial_test(k, n):
+    """Same numbers as scipy's exact one-sided interval, and inside [0, 1] around k/n."""
+    from scipy import stats
+
+    alpha = 0.005
+    lo = stats.binomtest(k, n, alternative="greater").proportion_ci(1 - alpha).low
+    hi = stats.binomtest(k, n, alternative="less").proportion_ci(1 - alpha).high
+    assert clopper_pearson_lower(k, n, alpha) == pytest.approx(lo, rel=1e-9)
+    assert clopper_pearson_upper(k, n, alpha) == pytest.approx(hi, rel=1e-9)
+    assert 0 <= clopper_pearson_lower(k, n, alpha) < k / n < clopper_pearson_upper(k, n, alpha)
+
+
+def test_bound_of_identical_counts_is_zero_and_grows_with_the_gap():
+    assert epsilon_lower_bound(300, 1000, 300, 1000, alpha=0.01) == 0.0
+    assert epsilon_lower_bound(0, 1000, 0, 1000, alpha=0.01) == 0.0
+    bounds = [epsilon_lower_bound(k, 1000, 100, 1000, alpha=0.01) for k in (200, 300, 400)]
+    assert 0 < bounds[0] < bounds[1] < bounds[2] < math.log(4.0)
+
+
+def test_bound_approaches_the_true_ratio_and_never_exceeds_it_with_many_runs():
+    """Known Bernoulli pair p1 = 0.4, p0 = 0.4·e^(−0.7): with the expected counts of 10⁶
+    runs the bound is just below 0.7."""
+    p1, n = 0.4, 1_000_000
+    p0 = p1 * math.exp(-0.7)
+    bound = epsilon_lower_bound(round(p1 * n), n, round(p0 * n), n, alpha=1e-3)
+    assert 0.68 < bound < 0.7
+
+
+def test_bound_covers_the_truth_at_its_confidence():
+    """2,000 simulated audits of Bernoulli pairs with ln(p1/p0) = 0.5 at α = 0.1: the bound
+    exceeds the true 0.5 in at most α of them (binomial slack at 10⁻⁶)."""
+    from scipy import stats
+
+    rng = R.make_rng("audit-coverage")
+    p1, n, alpha, reps = 0.3, 400, 0.1, 2000
+    p0 = p1 * math.exp(-0.5)
+    k1, k0 = rng.binomial(n, p1, reps), rng.binomial(n, p0, reps)
+    above = sum(epsilon_lower_bound(int(a), n, int(b), n, alpha=alpha) > 0.5
+                for a, b in zip(k1, k0))
+    limit = stats.binom.ppf(1 - 1e-6, reps, alpha)
+    assert above <= limit, f"{above} of {reps} bounds exceeded the truth {MSG}"
+    assert above > 0, f"the bound never reached the truth: far too conservative {MSG}"
+
+
+def test_bonferroni_over_events_and_directions():
+    """One event: both directions at α/2 each; more events split α further, so each bound
+    can only drop."""
+    one = bounds_from_counts({"e": 100}, {"e": 200}, 1000, 1000, confidence=0.99)
+    assert one.epsilon_lower == pytest.approx(epsilon_lower_bound(200, 1000, 100, 1000,
+                                                                  alpha=0.005))
+    assert one.worst.direction == "D′ over D" and one.worst.event == "e"
+    three = bounds_from_counts({"e": 100, "f": 5, "g": 7}, {"e": 200, "f": 5, "g": 9},
+                               1000, 1000, confidence=0.99)
+    assert 0 < three.epsilon_lower < one.epsilon_lower
+    assert len(three.bounds) == 6 and "ε ≥" in three.summary()
+
+
+def test_audit_of_randomised_response_finds_its_epsilon():
+    """Randomised response with ε = 1 (P[1|D] = e/(1 + e), P[1|D′] = 1/(1 + e)) loses
+    exactly ε on the event {1}: the audit's bound is ≤ 1 and > 0.8 with 20,000 runs; a
+    mechanism that outputs its input bit (raw data) is caught at ε_lower > 4 (about the
+    most 1,000 runs per side can show)."""
+    rng = R.make_rng("audit-rr")
+    keep = math.e / (1 + math.e)
+    events = {"one": lambda out: out == 1}
+    report = audit_neighbours(lambda: int(rng.random() < keep),
+                              lambda: int(rng.random() >= keep), events, 20_000,
+                              confidence=CONFIDENCE)
+    assert 0.8 < report.epsilon_lower <= 1.0, f"{report.summary()} {MSG}"
+    raw = audit_neighbours(lambda: 1, lambda: 0, events, 1000, confidence=CONFIDENCE)
+    assert raw.epsilon_lower > 4.0  # ln(0.9987 / 0.0083): 1,000 runs cannot show more
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: clopper_pearson_lower(3, 0, 0.1), "trials"),
+    (lambda: clopper_pearson_upper(11, 10, 0.1), "hits"),
+    (lambda: clopper_pearson_upper(True, 10, 0.1), "booleans"),
+    (lambda: epsilon_lower_bound(1, 10, 1, 10, alpha=0.0), "alpha"),
+    (lambda: bounds_from_counts({"a": 1}, {"b": 1}, 10, 10, confidence=0.9), "events"),
+    (lambda: count_events(lambda: 0, {}, 10), "event"),
+])
+def test_bad_arguments_are_refused_naming_them(call, name):
+    with pytest.raises(ParameterError, match=name):
+        call()
+
+
+# =========================================================================== the audits
+
+class ChargePlanned:
+    """Stands in for a run's accountant inside a broken mechanism: the accountant is charged
+    the planned ε (ε_drawn / factor) while the noise is drawn at ε_drawn = factor·ε."""
+
+    def __init__(self, accountant, factor: int):
+        self.accountant, self.factor = accountant, int(factor)
+
+    def spend(self, mechanism, label, epsilon_nano, sensitivity, parallel=1):
+        return self.factor * self.accountant.spend(mechanism, label,
+                                                   int(epsilon_nano) // self.factor,
+                                                   sensitivity, parallel)
+
+
+@pytest.fixture
+def break_noise(monkeypatch):
+    """Turn every miner into its 1/factor-noise variant (a deliberate bug, test-only).
+
+    Every discrete-Laplace release (``mechanisms.discrete_laplace``, which
+    ``mechanisms.noisy_counts`` calls, and the copies the sequence and synthesis modules
+    import) draws its noise at factor·ε while the run's accountant, the plan and the
+    recorded mechanism calls still say ε; Serenade's exponential-mechanism draws are scaled
+    by factor·ε/(2Δ) instead of ε/(2Δ) (``_Miner.factor``). The tree builders' noise is
+    left alone: in these designs the trees are forced, so it cannot move an event."""
+
+    def apply(factor: int) -> None:
+        real = mechanisms.discrete_laplace
+
+        def broken(counts, *, sensitivity, epsilon_nano, rng, accountant, label, parallel=1):
+            return real(counts, sensitivity=sensitivity, epsilon_nano=factor * epsilon_nano,
+                        rng=rng, accountant=ChargePlanned(accountant, factor), label=label,
+                        parallel=parallel)
+
+        for module in (mechanisms, sequence_miner, mcgen_module, moments_module):
+            monkeypatch.setattr(module, "discrete_laplace", broken)
+        original = serenade_miner._Miner.factor
+        monkeypatch.setattr(serenade_miner._Miner, "factor",
+                            lambda self, epsilon: original(self, factor * epsilon))
+
+    return apply
+
+
+@dataclass
+class Audit:
+    """One miner's audit: how to run it once on given data, D and D′, the events."""
+
+    name: str
+    run_once: Callable[[object, np.random.Generator], object]
+    data_d: object
+    data_d2: object
+    events: dict[str, Callable[[object], bool]]
+    trials: int
+    broken_factor: int
+    claim: float  # the ε the privacy argument gives for every event of this design
+
+
+def _audit(audit: Audit, label: str):
+    rng = R.make_rng(f"audit-{audit.name}-{label}")
+    started = time.perf_counter()
+    report = audit_neighbours(lambda: audit.run_once(audit.data_d, rng),
+                              lambda: audit.run_once(audit.data_d2, rng),
+                              audit.events, audit.trials, confidence=CONFIDENCE)
+    print(f"\n[audit] {audit.name} {label}: ε_lower = {report.epsilon_lower:.3f} "
+          f"({2 * audit.trials} runs, {time.perf_counter() - started:.1f} s) "
+          f"{report.summary()}")
+    return report
+
+
+# ------------------------------------------------------------------ tree miners, Serenade
+
+#: Two Boolean attributes, one per view: every tree miner's depth-1 trees are forced (one
+#: candidate split per view), so the released structures do not depend on the data.
+#: D: 15 rows a ∧ b, 15 rows ¬a ∧ ¬b, 5 + 5 mixed (N = 40); D′ adds one row a ∧ b.
+TWO_VIEW_CELLS = {(1, 1): 15, (0, 0): 15, (0, 1): 5, (1, 0): 5}
+C11 = TWO_VIEW_CELLS[(1, 1)]
+
+
+def two_view_dataset(extra_row: bool) -> TwoViewDataset:
+    schema = Schema("audit", (Attribute("a", 0, BOOLEAN), Attribute("b", 1, BOOLEAN)),
+                    (ViewSpec("l"), ViewSpec("r")), grid_bins=1)
+    cells = dict(TWO_VIEW_CELLS)
+    if extra_row:
+        cells[(1, 1)] += 1
+    a = np.concatenate([np.full(n, x, dtype=float) for (x, _), n in cells.items()])
+    b = np.concatenate([np.full(n, y, dtype=float) for (_, y), n in cells.items()])
+    return TwoViewDataset.from_arrays(schema, a[None, :], b[None, :])
+
+
+def tree_params(algorithm: str) -> MiningParams:
+    """One trial, one alternation, depth 1; MCMCTreePair: ω = 0.1, so 0.9ε pays the table."""
+    return MiningParams(algorithm=algorithm, epsilon=EPSILON, omega=0.1, in_tr=1, rm_iter=1,
+                        depth=1, mc_iter=20)
+
+
+def serenade_params(algorithm: str) -> MiningParams:
+    """One initial pair, one round; 0.5 % + 0.5 % of ε for the draws, the rest for the
+    counts (10 % of it for N̂); Γ filters off; CS extends whatever its noisy Jaccard."""
+    return MiningParams(algorithm=algorithm, epsilon=EPSILON, init_pairs=1, es_rounds=1,
+                        cs_rounds=1, budget_init=0.005, budget_ext=0.005, min_acc=0.0,
+                        min_jaccard=0.0, max_pvalue=1.0, min_support=0.0, max_support=1.0)
+
+
+def run_redescriptions(params: MiningParams):
+    total = sum(s.epsilon_nano for s in tree_plan(params))
+
+    def run_once(data, rng):
+        return mine(data, params, rng=rng, accountant=PrivacyAccountant(total))
+    return run_once
+
+
+def _is_true(conditions, attribute: str) -> bool:
+    return any(c.attribute == attribute and c.value is True for c in conditions)
+
+
+def table_cell_ab(result) -> float:
+    """The released noisy count of the leaf×leaf cell 'a ∧ b' (the run's one extraction)."""
+    (extraction,) = result.extractions
+    trees = {t.id: t for t in result.trees}
+    left, right = trees[extraction.left_tree], trees[extraction.right_tree]
+    i = next(k for k, c in enumerate(left.leaf_conditions) if _is_true(c, "a"))
+    j = next(k for k, c in enumerate(right.leaf_conditions) if _is_true(c, "b"))
+    return extraction.noisy_table[i][j]
+
+
+def released_ab(result):
+    """The released redescription [a] ⇔ [b], or None."""
+    return next((r for r in result.redescriptions
+                 if r.left.text == "[a]" and r.right.text == "[b]"), None)
+
+
+TREE_EVENTS = {
+    f"noisy |a ∧ b| ≥ {C11 + 1}": lambda r: table_cell_ab(r) >= C11 + 1,
+    f"noisy N (table sum) ≥ {sum(TWO_VIEW_CELLS.values()) + 1}":
+        lambda r: r.extractions[0].noisy_n >= sum(TWO_VIEW_CELLS.values()) + 1,
+}
+SERENADE_EVENTS = {
+    f"[a] ⇔ [b] released with noisy |E11| ≥ {C11 + 1}":
+        lambda r: (red := released_ab(r)) is not None and red.support_both >= C11 + 1,
+    "[a] ⇔ [b] released with noisy Jaccard ≥ 0.6":
+        lambda r: (red := released_ab(r)) is not None and red.jaccard >= 0.6,
+}
+
+
+# ------------------------------------------------------------------ PFS2
+
+#: One declared item x; D: 30 records "x"; D′: 31. l1 = 1, so lmax = L_f = 1 and the
+#: verification has one candidate (Δ = 1).
+N_RECORDS = 30
+
+
+def sequence_dataset(extra_record: bool) -> SequenceDataset:
+    schema = SequenceSchema("audit", ("x",), l1=1)
+    return SequenceDataset.from_lists(schema, [[0]] * (N_RECORDS + int(extra_record)))
+
+
+SEQUENCE_PARAMS = SequenceMiningParams(algorithm=PFS2, epsilon=EPSILON, budget_records=0.01,
+                                       budget_lengths=0.01, budget_max_length=0.01,
+                                       budget_prune=0.01)
+
+
+def run_pfs2(data, rng):
+    total = sum(s.epsilon_nano for s in sequence_plan(SEQUENCE_PARAMS))
+    return mine_frequent_sequences(data, SEQUENCE_PARAMS, rng=rng,
+                                   accountant=PrivacyAccountant(total))
+
+
+def x_support(result) -> float | None:
+    return next((p.noisy_support for p in result.patterns if p.names == ("x",)), None)
+
+
+SEQUENCE_EVENTS = {
+    f"x frequent with noisy support ≥ {N_RECORDS + 1}":
+        lambda r: (s := x_support(r)) is not None and s >= N_RECORDS + 1,
+    f"N̂ ≥ {N_RECORDS + 1}": lambda r: r.noisy_records >= N_RECORDS + 1,
+}
+
+
+# ------------------------------------------------------------------ MC-GEN-DP
+
+#: One numeric feature a in [0, 1], classes 0 and 1 with 10 rows each; D′ adds a class-0 row.
+N_CLASS0 = 10
+
+
+def synthesis_table(extra_row: bool):
+    schema = schema_from_dict({"name": "audit", "label": {"name": "y", "classes": [0, 1]},
+                               "features": [{"name": "a", "type": "numeric",
+                                             "bounds": [0, 1]}]})
+    y = [0] * (N_CLASS0 + int(extra_row)) + [1] * 10
+    a = np.linspace(0.05, 0.95, len(y))
+    return table_from_frame(pd.DataFrame({"y": y, "a": a}), schema)
+
+
+#: The owner's feature group (public, free); 90 % of ε for the class counts N̂_y.
+SYNTHESIS_PARAMS = SynthesisParams(algorithm=MCGEN, epsilon=EPSILON, feature_groups=[["a"]],
+                                   budget_classes=0.9)
+
+
+def run_mcgen(table, rng):
+    total = sum(s.epsilon_nano for s in synthesis_plan(SYNTHESIS_PARAMS))
+    return synthesize(table, SYNTHESIS_PARAMS, rng=rng, accountant=PrivacyAccountant(total))
+
+
+def synthetic_class0_rows(result) -> int:
+    return int((result.synthetic["y"].astype(str) == "0").sum())
+
+
+SYNTHESIS_EVENTS = {
+    f"synthetic rows of class 0 ≥ {N_CLASS0 + 1}":
+        lambda r: synthetic_class0_rows(r) >= N_CLASS0 + 1,
+    "some synthetic class-0 value a > 0.75":
+        lambda r: bool((r.synthetic.loc[r.synthetic["y"].astype(str) == "0", "a"]
+                        > 0.75).any()),
+}
+
+
+# ------------------------------------------------------------------ the cases
+
+AUDITS = [
+    # name, runner, D, D′, events, runs per dataset, broken factor, claimed ε of the output.
+    # Tree miners: the trees are forced, so the output is post-processing of the one noisy
+    # table, whose ε is 0.9ε (MCMCTreePair, ω = 0.1) or ε/3 (AltMCMC, AltExpM).
+    (MCMCTREEPAIR, lambda: run_redescriptions(tree_params(MCMCTREEPAIR)), two_view_dataset,
+     TREE_EVENTS, 1000, 2, 0.9),
+    (ALTMCMC, lambda: run_redescriptions(tree_params(ALTMCMC)), two_view_dataset,
+     TREE_EVENTS, 2500, 4, 1 / 3),
+    (ALTEXPM, lambda: run_redescriptions(tree_params(ALTEXPM)), two_view_dataset,
+     TREE_EVENTS, 2500, 4, 1 / 3),
+    (SERENADE_ES, lambda: run_redescriptions(serenade_params(SERENADE_ES)), two_view_dataset,
+     SERENADE_EVENTS, 2000, 2, EPSILON),
+    (SERENADE_CS, lambda: run_redescriptions(serenade_params(SERENADE_CS)), two_view_dataset,
+     SERENADE_EVENTS, 2000, 4, EPSILON),
+    (PFS2, lambda: run_pfs2, sequence_dataset, SEQUENCE_EVENTS, 1000, 2, EPSILON),
+    (MCGEN, lambda: run_mcgen, synthesis_table, SYNTHESIS_EVENTS, 500, 2, EPSILON),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, runner, make_data, events, trials, factor, claim",
+                         AUDITS, ids=[a[0] for a in AUDITS])
+def test_miner_passes_the_audit_and_its_broken_variant_is_caught(
+        name, runner, make_data, events, trials, factor, claim, break_noise):
+    audit = Audit(name, runner(), make_data(False), make_data(True), events, trials, factor,
+                  claim)
+    report = _audit(audit, "real")
+    assert report.epsilon_lower <= EPSILON, (
+        f"{name} looks less private than ε = {EPSILON}: ε_lower = {report.epsilon_lower:.3f} "
+        f"at confidence {CONFIDENCE} ({report.summary()}) {MSG}")
+    assert report.epsilon_lower <= claim, (
+        f"{name}: ε_lower = {report.epsilon_lower:.3f} exceeds the {claim:.3f} its privacy "
+        f"argument gives on these data ({report.summary()}) {MSG}")
+
+    break_noise(factor)
+    broken = _audit(audit, f"noise/{factor}")
+    assert broken.epsilon_lower > EPSILON, (
+        f"{name} with 1/{factor} of its noise was NOT caught: ε_lower = "
+        f"{broken.epsilon_lower:.3f} ≤ ε = {EPSILON} ({broken.summary()}) {MSG}")
