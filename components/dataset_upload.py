@@ -38,7 +38,7 @@ from dpcore.data.loading import (
 )
 from dpcore.data.names import check_dataset_name, path_inside
 from dpcore.data.prefill import ColumnNote, prefill
-from dpcore.data.schema import VIEW_KEYS, Schema, save_schema, schema_from_dict, schema_to_dict
+from dpcore.data.schema import VIEW_KEYS, Schema, save_schema
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
 
@@ -239,7 +239,7 @@ def _render_prefill_step(draft: dict) -> None:
         except DataError as exc:
             st.error(str(exc))
         else:
-            draft["schema"], draft["notes"] = schema_to_dict(schema), notes
+            draft["schema"], draft["notes"] = schema, notes   # may be invalid until edited
             st.session_state[DRAFT_KEY] = draft
             st.rerun()
 
@@ -255,9 +255,8 @@ def _render_review_step(ledger: Ledger, draft: dict) -> None:
                    "again, add stray texts to the missing-value texts, or tick *include* on "
                    "the column's row in the editor and choose its type.")
         st.dataframe(notes_frame(notes), hide_index=True, key="up_notes")
-    try:
-        base = schema_from_dict(draft["schema"])
-        schema = render_schema_editor(base, "upload", name=draft["name"],
+    try:     # the prefilled schema may be invalid (e.g. a view left empty): edit it anyway
+        schema = render_schema_editor(draft["schema"], "upload", name=draft["name"],
                                       left_out=[n.proposal for n in notes if n.proposal])
     except DataError as exc:
         st.error(f"The edited schema is not valid: {exc}")

@@ -554,6 +554,124 @@ def test_register_step_checks_the_name_and_file_names_before_writing(ledger_path
     assert not (tmp_path / "x").exists() and not (tmp_path / "datasets" / "left.csv").exists()
 
 
+# --------------------------------------------------------------------------- upload checks and
+# owner set-up (what a newcomer trips over, points 8 and 9)
+
+def _read_two_files(app, left: bytes, right: bytes, name: str) -> str:
+    """Fill the upload form, press "Read the files"; returns the error texts shown."""
+    app.text_input(key="up_name").input(name)
+    app.file_uploader(key="up_left").upload("left.csv", left, "text/csv")
+    app.file_uploader(key="up_right").upload("right.csv", right, "text/csv")
+    app.text_input(key="up_id").input("pid")
+    app.button(key="up_read").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    return " ".join(e.value for e in app.error)
+
+
+def test_upload_of_views_with_different_ids_fails_when_read(app, ledger_path, monkeypatch,
+                                                            tmp_path):
+    """Before, ids in one view only passed "read" and "prefill" and failed at "register",
+    after the owner had reviewed the schema."""
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)])
+    right = _csv([["pid", "lab"]] + [[i, 10 + i] for i in range(1, 31)])
+    errors = _read_two_files(app, left, right, "mismatch")
+    assert "Nothing was registered" in errors and "do not cover the same ids" in errors
+    assert "(e.g. '0', line 2)" in errors and "(e.g. '30', line 31)" in errors
+    assert [b for b in app.button if b.key in ("up_prefill", "up_register")] == []
+    assert "mismatch" not in {d.name for d in Ledger(ledger_path).list_datasets()}
+    assert not (tmp_path / "datasets" / "mismatch").exists()
+
+
+def test_upload_of_a_malformed_csv_names_one_location(app, monkeypatch):
+    """Before, one message said "row 2" and "line 3" for the same place."""
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)])
+    right = b"pid,lab\n0,10\n1,11,99\n2,12\n"
+    errors = _read_two_files(app, left, right, "malformed")
+    assert "line 3 of file 'right.csv'" in errors and "malformed CSV" in errors
+    assert "row" not in errors and errors.count("line") == 1
+
+
+def test_upload_reports_numbers_with_a_stray_text_and_waits_for_the_owner(app, ledger_path,
+                                                                         monkeypatch):
+    """Before, a numeric column with one stray text was dropped without a word and the
+    dataset registered without it."""
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag", "grade"]]
+                + [[i, i % 2, "ab"[i % 3 == 0]] for i in range(40)])
+    rows = [[i, 10 + i, i % 4] for i in range(40)]
+    rows[6][1] = "abc"                                     # data row 7: editor line 8
+    assert _read_two_files(app, left, _csv([["pid", "lab", "stage"]] + rows), "stray") == ""
+    app.button(key="up_prefill").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    notes = table_with(app, "column", "why it was left out")
+    assert notes["column"].tolist() == ["lab"]
+    reason = notes["why it was left out"].iloc[0]
+    assert "1 of its 40 values are not numbers (line 8: 'abc')" in reason
+    assert any("left out of the prefilled schema" in w.value for w in app.warning)
+    assert app.button(key="up_register").disabled          # the owner has to decide
+    app.checkbox(key="up_leave_out").check().run()
+    assert not app.error, [e.value for e in app.error]
+    assert not app.button(key="up_register").disabled
+    app.button(key="up_register").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    record = Ledger(ledger_path).get_dataset("stray")
+    assert [a.name for a in record.schema.attributes] == ["flag", "grade", "stage"]
+
+
+def test_a_view_left_empty_by_the_prefill_can_still_be_reviewed(app, ledger_path, monkeypatch):
+    """The right file's only column has a stray text: the prefill leaves it out, the editor
+    still opens (with the column unticked) and says what is missing; nothing registers."""
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)])
+    rows = [[i, 10 + i] for i in range(30)]
+    rows[3][1] = "n/a?"
+    assert _read_two_files(app, left, _csv([["pid", "lab"]] + rows), "empty_view") == ""
+    app.button(key="up_prefill").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "line 5: 'n/a?'" in table_with(app, "why it was left out").iloc[0, 3]
+    assert any("has no attributes" in e.value for e in app.error)
+    assert app.button(key="up_register").disabled
+    assert app.text_input(key="upload_missing").value == "NA, NaN, nan, ?"
+
+
+def test_owner_pages_show_no_server_paths(app, ledger_path, monkeypatch, tmp_path):
+    """Before, the Data page showed the dataset's and the ledger's absolute paths."""
+    from dpcore.data.loading import sample_data_dir
+
+    _owner(app, monkeypatch)
+    left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)])
+    right = _csv([["pid", "lab"]] + [[i, 10 + i] for i in range(30)])
+    _upload_two_files(app, left, right, name="uploaded")
+    server = [str(sample_data_dir()), str(tmp_path), str(REPO_ROOT), str(Path.home())]
+    for dataset, where in (("clinic", "sample data: `clinic`"),
+                           ("uploaded", "upload folder: `uploaded` (`left.csv`, `right.csv`)")):
+        app.selectbox(key="dataset").set_value(dataset).run()
+        for page in PAGES:
+            run_page(app, page)
+            text, _ = page_text(app)
+            assert not [p for p in server if p in text], (dataset, page)
+            if page == "pages/data.py":
+                assert where in text and "Ledger: the file set by DPRM_LEDGER" in text
+
+
+def test_owner_login_without_a_hash_says_how_to_set_one_up_without_a_restart(app,
+                                                                             monkeypatch):
+    """Before, the message did not say how to make the hash, nor that the app must be
+    restarted (environment) or need not be (secrets file, read at every login)."""
+    app.text_input(key="owner_password").input(OWNER_PASSWORD)
+    app.button(key="owner_login").click().run()
+    errors = " ".join(e.value for e in app.sidebar.error)
+    assert "No owner password hash is configured" in errors
+    assert "python -m dpcore owner-hash --stdin" in errors
+    assert "no restart is needed" in errors and "restart the app" in errors
+    app.secrets[roles.SECRETS_KEY] = hash_password(OWNER_PASSWORD, n=2**4)   # same server
+    app.text_input(key="owner_password").input(OWNER_PASSWORD)
+    app.button(key="owner_login").click().run()
+    assert app.session_state["role"] == "owner"
+
+
 def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_path,
                                                                      monkeypatch):
     """Analysts cannot pick faithful mode on diabetes; the owner's faithful run is hidden
