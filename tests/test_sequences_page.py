@@ -1,0 +1,217 @@
+"""The Sequences page: its form, its tables, charts and exports, and the page under AppTest.
+
+The component tests build releases with the PFS2 core and a throwaway accountant on
+generated clickstreams (no ledger). The AppTest tests drive the page against a temporary
+ledger, through the one run path (dpcore.runs), on the shipped clickstream sample.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from components.sequence_form import field_label, read_form, state_key
+from components.sequence_launch import cost_breakdown, cost_text, launch_blockers
+from components.sequence_results import (
+    ARROW,
+    evaluate_against_truth,
+    export_csv,
+    export_json,
+    length_chart,
+    level_frame,
+    missed_frame,
+    pattern_frame,
+    prefix_tree,
+    truth_frame,
+)
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.ledger import BudgetStatus, DatasetRecord
+from dpcore.registry import (
+    ALGORITHM_SPECS,
+    FAITHFUL,
+    KIND_SEQUENCES,
+    PARAMETER_SYMBOLS,
+    SEQUENCES,
+    STRICT,
+    family_algorithms,
+)
+from dpcore.runs import run_cost
+from dpcore.sequences.evaluate import exact_frequent_sequences
+from dpcore.sequences.samples import generate_clickstream
+
+PFS2_KEY = family_algorithms(SEQUENCES)[0]
+
+
+@pytest.fixture(scope="module")
+def clicks():
+    return generate_clickstream(3000, seed=5, max_length=200)
+
+
+@pytest.fixture(scope="module")
+def release(clicks):
+    spec = ALGORITHM_SPECS[PFS2_KEY]
+    params = spec.resolve("params_type")(epsilon=5.0, theta=0.05)
+    accountant = PrivacyAccountant(run_cost(params))
+    return spec.resolve("miner")(clicks, params, rng=np.random.default_rng(3),
+                                 accountant=accountant, run_id="r1", seed=None, progress=None)
+
+
+# --------------------------------------------------------------------------- form
+
+def test_the_form_shows_the_registry_parameters_with_their_help():
+    for key in family_algorithms(SEQUENCES):
+        spec = ALGORITHM_SPECS[key]
+        for mode in spec.modes:
+            reading = read_form({"seq_algorithm": key, "seq_mode": mode})
+            assert reading.fields == tuple(n for n in spec.parameters_used(mode)
+                                           if n not in ("algorithm", "mode"))
+            assert reading.params is not None and reading.cost_nano == run_cost(reading.params)
+            for name in reading.fields:
+                assert spec.help(name), f"{key}: {name} has no one-line help"
+                assert field_label(name).startswith(PARAMETER_SYMBOLS.get(name, name))
+
+
+@pytest.mark.parametrize("name, typed, needle", [
+    ("theta", 1.5, "theta (θ) must lie in (0, 1)"),
+    ("theta", 0.0, "theta (θ) must lie in (0, 1)"),
+    ("epsilon", -1.0, "epsilon (ε) must be > 0"),
+    ("zeta", 2.0, "zeta (ζ) must lie in (0, 1)"),
+    ("l1", 0, "l1 must be an integer in [1, 1000]"),
+])
+def test_a_refused_number_is_named_on_its_own_field(name, typed, needle):
+    reading = read_form({state_key(name): typed})
+    assert set(reading.problems) == {name} and needle in reading.problems[name]
+    assert reading.params is None and reading.cost_nano is None
+    assert any(m.startswith(field_label(name)) for m in reading.messages)
+
+
+def test_budget_shares_refused_together_are_reported_as_such():
+    reading = read_form({"seq_budget_records": 0.4, "seq_budget_lengths": 0.4,
+                         "seq_budget_prune": 0.3})
+    assert reading.params is None
+    assert not reading.problems and "budget share" in reading.combined
+
+
+def test_faithful_reads_as_strict_when_the_policy_does_not_allow_it(ledger_record):
+    private, demo = ledger_record
+    assert read_form({"seq_mode": FAITHFUL}, private, "analyst").values["mode"] == STRICT
+    assert read_form({"seq_mode": FAITHFUL}, demo, "analyst").values["mode"] == FAITHFUL
+    assert read_form({"seq_mode": FAITHFUL}, private, "owner").values["mode"] == FAITHFUL
+
+
+@pytest.fixture
+def ledger_record(clicks):
+    """A private and a public-demo sequence dataset as the ledger returns them."""
+    def record(name, public_demo):
+        return DatasetRecord(name=name, schema=clicks.schema, source_path=None,
+                             public_demo=public_demo, confirmed=True, sandbox_of=None,
+                             created_at="2026-01-01T00:00:00+00:00", kind=KIND_SEQUENCES)
+
+    return record("clicks", False), record("clicks_demo", True)
+
+
+def test_the_cost_line_names_every_phase_and_sums_to_the_charge():
+    params = read_form({"seq_epsilon": 2.0}).params
+    parts = cost_breakdown(params)
+    assert sum(n for _, n in parts) == run_cost(params) == 2 * 10**9
+    assert len(parts) == 5 and "ε = 2" in cost_text(params, run_cost(params))
+    baseline = read_form({"seq_algorithm": family_algorithms(SEQUENCES)[1]}).params
+    assert len(cost_breakdown(baseline)) == 4             # no pruning phase
+
+
+def test_launch_blockers_name_the_remaining_budget(ledger_record):
+    record, _ = ledger_record
+    tight = BudgetStatus(cap_nano=10**9, spent_nano=9 * 10**8, remaining_nano=10**8)
+    reasons = launch_blockers(tight, 10**9, record)
+    assert len(reasons) == 1 and "only ε = 0.1 remains" in reasons[0]
+    roomy = BudgetStatus(cap_nano=20 * 10**9, spent_nano=0, remaining_nano=20 * 10**9)
+    assert launch_blockers(roomy, 10**9, record) == []
+    assert "being prepared" in launch_blockers(roomy, 10**9, record, engine_ready=False)[0]
+
+
+# --------------------------------------------------------------------------- release views
+
+def test_the_pattern_table_writes_item_names(release, clicks):
+    frame = pattern_frame(release)
+    assert list(frame.columns) == ["pattern", "length", "noisy support"]
+    assert len(frame) == len(release.patterns) > 5
+    by_text = {p.text(ARROW): p for p in release.patterns}
+    for row in frame.to_dict("records"):
+        p = by_text[row["pattern"]]
+        assert row["length"] == p.length == len(row["pattern"].split(ARROW))
+        assert row["noisy support"] == p.noisy_support
+        assert all(name in clicks.schema.alphabet for name in row["pattern"].split(ARROW))
+    assert (frame["length"].diff().dropna() >= 0).all()
+    assert any(ARROW in t for t in frame["pattern"])
+
+
+def test_the_length_chart_counts_patterns_by_length(release):
+    bar = length_chart(release).data[0]
+    counts = pd.Series([p.length for p in release.patterns]).value_counts().sort_index()
+    assert list(bar.x) == list(counts.index) and list(bar.y) == list(counts.values)
+
+
+def test_the_prefix_tree_hangs_each_pattern_under_its_prefix(release):
+    trace = prefix_tree(release).data[0]
+    ids, parents = list(trace.ids), list(trace.parents)
+    assert len(ids) == len(set(ids)) >= len(release.patterns)
+    known = set(ids)
+    for node, parent in zip(ids, parents):
+        items = node.split()
+        assert parent == (" ".join(items[:-1]) if len(items) > 1 else "")
+        assert parent == "" or parent in known
+    icicle = prefix_tree(release, kind="icicle").data[0]
+    assert icicle.type == "icicle" and list(icicle.ids) == ids
+
+
+def test_the_levels_table_comes_from_dp_outputs(release):
+    frame = level_frame(release)
+    assert list(frame["length k"]) == [lv.length for lv in release.levels]
+    assert (frame["pruned on the sample"] == frame["candidates"]
+            - frame["kept after pruning"]).all()
+    assert frame["frequent (released)"].sum() == len(release.patterns)
+
+
+def test_exports_hold_the_release_and_not_the_diagnostics(release):
+    table = pd.read_csv(io.StringIO(export_csv(release)))
+    assert len(table) == len(release.patterns)
+    assert set(table["pattern"]) == {p.text(ARROW) for p in release.patterns}
+    assert (table["epsilon_charged"] == release.epsilon).all()
+    doc = json.loads(export_json(release))
+    assert doc["run"]["algorithm"] == PFS2_KEY and doc["epsilon_charged"] == 5.0
+    assert [p["noisy_support"] for p in doc["patterns"]] == [
+        p.noisy_support for p in release.patterns]
+    text = export_json(release) + export_csv(release)
+    assert "true_supports" not in text and "diagnostics" not in text
+
+
+def test_the_truth_comparison_matches_exact_mining(release, clicks):
+    truth = evaluate_against_truth(release, clicks)
+    exact = exact_frequent_sequences(clicks, theta=0.05)
+    assert truth.exact == exact
+    released = set(release.supports())
+    assert set(truth.missed) == set(exact) - released
+    assert set(truth.false) == released - set(exact)
+    correct = len(released & set(exact))
+    p, r = correct / len(released), correct / len(exact)
+    assert truth.f_score == pytest.approx(2 * p * r / (p + r))
+    errors = [abs(s - exact_or(truth, k)) / exact_or(truth, k) for k, s in
+              release.supports().items() if exact_or(truth, k) > 0]
+    assert truth.median_relative_error == pytest.approx(float(np.median(errors)))
+    frame = truth_frame(release, truth)
+    assert {"true support", "relative error"} <= set(frame.columns)
+    row = frame.iloc[0]
+    assert row["relative error"] == pytest.approx(
+        abs(row["noisy support"] - row["true support"]) / row["true support"])
+    missed = missed_frame(truth, clicks.schema.alphabet)
+    assert len(missed) == len(truth.missed)
+    assert all(not math.isnan(v) for v in missed["true support"])
+
+
+def exact_or(truth, items):
+    return truth.true_supports[items]
