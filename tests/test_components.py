@@ -515,3 +515,124 @@ def test_warmup_reports_progress_and_an_estimate():
     run_warmup(failed, [("x", boom)])
     assert failed.ready and "RuntimeError" in failed.error
     assert "compile on first use" in progress_text(failed)
+
+
+# --------------------------------------------------------------------------- Data page pieces
+# (what a newcomer trips over, points 8 and 9): no server paths, the owner decides about
+# every column the prefill left out.
+
+def test_hide_server_paths_keeps_names_and_drops_the_server_file_system(tmp_path,
+                                                                        monkeypatch):
+    from components.data_locations import hide_server_paths
+    from dpcore.data.loading import sample_data_dir
+    from dpcore.privacy.ledger import Ledger
+
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "uploads"))
+    ledger = Ledger(tmp_path / "state" / "ledger.sqlite")
+    text = (f"line 3 of file '{sample_data_dir() / 'clinic' / 'labs.csv'}': bad; "
+            f"file '{tmp_path / 'uploads' / 'mine' / 'left.csv'}'; "
+            f"'{tmp_path / 'state' / 'x.json'}'; '/opt/elsewhere/data/views.csv'; "
+            "expected 1/0 or true/false")
+    shown = hide_server_paths(text, ledger)
+    assert "'sample data/clinic/labs.csv'" in shown
+    assert "'upload folder/mine/left.csv'" in shown
+    assert "'ledger folder/x.json'" in shown and "'views.csv'" in shown
+    assert "1/0 or true/false" in shown
+    assert str(tmp_path) not in shown and "/opt" not in shown
+    assert str(sample_data_dir()) not in shown
+
+
+def test_data_location_text_names_folders_relative_to_what_the_app_knows(tmp_path,
+                                                                         monkeypatch):
+    from components.data_locations import data_location_text
+    from dpcore.data.loading import sample_data_dir
+    from dpcore.data.schema import load_schema
+    from dpcore.privacy.ledger import Ledger
+
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "uploads"))
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    clinic = sample_data_dir() / "clinic"
+    schema = load_schema(next(clinic.glob("schema.*")))
+    for path, expected in ((clinic, "sample data: `clinic`"),
+                           (tmp_path / "uploads" / "ds", "upload folder: `ds`"),
+                           (tmp_path / "other", "a folder on the server (its path is not "
+                                                "shown)")):
+        ledger.register_dataset(path.name, schema, str(path), 1.0, actor="t")
+        text = data_location_text(ledger.get_dataset(path.name), ledger)
+        assert text.startswith(expected) and str(tmp_path) not in text
+        assert str(sample_data_dir()) not in text
+        assert all(f"`{v.file}`" in text for v in schema.views)
+
+
+def _stray_draft(tmp_path):
+    """An upload whose right view's only numeric column has one stray text."""
+    from components.dataset_upload import prefill_draft
+    from dpcore.data.loading import read_table
+
+    left = "pid,flag\n" + "".join(f"{i},{i % 2}\n" for i in range(30))
+    right_rows = [f"{i},{10 + i},{i % 3}" for i in range(30)]
+    right_rows[3] = "3,n/a?,0"                                     # editor line 5
+    right = "pid,lab,stage\n" + "\n".join(right_rows) + "\n"
+    (tmp_path / "left.csv").write_text(left)
+    (tmp_path / "right.csv").write_text(right)
+    draft = {"layout": "two", "name": "stray", "id_column": "pid",
+             "files": ["left.csv", "right.csv"], "bytes": [left.encode(), right.encode()],
+             "frames": [read_table(tmp_path / "left.csv", label="left.csv"),
+                        read_table(tmp_path / "right.csv", label="right.csv")],
+             "schema": None, "notes": []}
+    schema, notes = prefill_draft(draft, None)
+    return draft, schema, notes
+
+
+def test_left_out_columns_come_into_the_editor_unticked_and_wait_for_a_decision(tmp_path):
+    from components.dataset_upload import notes_frame, undecided_columns
+    from components.schema_editor import editor_frame_to_schema, schema_to_editor_frame
+
+    _, schema, notes = _stray_draft(tmp_path)
+    assert [n.column for n in notes] == ["lab"]
+    assert "line 5: 'n/a?'" in notes_frame(notes)["why it was left out"].iloc[0]
+    frame = schema_to_editor_frame(schema, [n.proposal for n in notes])
+    assert frame[["name", "include"]].values.tolist() == [["flag", True], ["stage", True],
+                                                          ["lab", False]]
+    assert frame.loc[2, "type"] == "numeric" and frame.loc[2, "domain_lo"] <= 10
+    assert undecided_columns(notes, schema) == ["lab"]
+    kept = editor_frame_to_schema(frame, schema, name="stray", description="",
+                                  provenance="", public_demo=False,
+                                  view_names=("L", "R"), grid_bins=32, target_bins=4)
+    assert [a.name for a in kept.attributes] == ["flag", "stage"]    # unticked: left out
+
+
+def test_owner_includes_a_stray_text_column_by_declaring_the_text_missing(tmp_path,
+                                                                           monkeypatch):
+    """The decision path: tick include, add the stray text to the missing-value texts,
+    register; without the missing text the register step names the line and writes nothing."""
+    from components.dataset_upload import register_draft, undecided_columns
+    from components.schema_editor import (
+        editor_frame_to_schema,
+        parse_missing_values,
+        schema_to_editor_frame,
+    )
+    from dpcore.errors import DataError
+    from dpcore.privacy.ledger import Ledger
+
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
+    draft, schema, notes = _stray_draft(tmp_path)
+    frame = schema_to_editor_frame(schema, [n.proposal for n in notes])
+    frame.loc[frame["name"] == "lab", "include"] = True
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+
+    def edited(missing_text):
+        return editor_frame_to_schema(frame, schema, name="stray", description="",
+                                      provenance="", public_demo=False,
+                                      view_names=("L", "R"), grid_bins=32, target_bins=4,
+                                      missing_values=parse_missing_values(missing_text))
+
+    with pytest.raises(DataError) as info:
+        register_draft(ledger, draft, edited("NA"), 1.0)
+    assert "line 5 of file 'right.csv', column 'lab'" in str(info.value)
+    assert not (tmp_path / "datasets" / "stray").exists() and ledger.list_datasets() == []
+    chosen = edited("NA, n/a?")
+    assert chosen.missing_values == ("", "NA", "n/a?") and undecided_columns(notes, chosen) == []
+    register_draft(ledger, draft, chosen, 1.0)
+    record = ledger.get_dataset("stray")
+    assert [a.name for a in record.schema.attributes] == ["flag", "stage", "lab"]
