@@ -117,30 +117,34 @@ def _record_lines(text: str, sep: str) -> tuple[list[int], list[int]]:
     return starts, widths
 
 
-def _row_lines(text: str, sep: str, n_rows: int) -> np.ndarray | None:
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8-sig")
+
+
+def _row_lines(raw: bytes, sep: str, n_rows: int) -> np.ndarray | None:
     """The editor line of each of the ``n_rows`` data rows, or None if it cannot be told.
 
     Fast path: a file with exactly one line per row (plus the header) has row r on line
     r + 1. Otherwise (blank lines, line breaks inside quoted cells) the records are scanned.
     """
-    n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-    if "\r" not in text.replace("\r\n", "") and n_lines == n_rows + 1:
+    n_lines = raw.count(b"\n") + (0 if raw.endswith(b"\n") or not raw else 1)
+    if raw.count(b"\r") in (0, raw.count(b"\r\n")) and n_lines == n_rows + 1:
         return np.arange(2, n_rows + 2, dtype=np.int64)
-    starts, _ = _record_lines(text, sep)
+    starts, _ = _record_lines(_decode(raw), sep)
     if len(starts) != n_rows + 1:
         return None
     return np.asarray(starts[1:], dtype=np.int64)
 
 
-def _malformed_csv(text: str | None, sep: str, pandas_message: str, label: str) -> DataError:
+def _malformed_csv(raw: bytes | None, sep: str, pandas_message: str, label: str) -> DataError:
     """A DataError for a CSV record with the wrong number of fields, at its editor line."""
     m = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", pandas_message)
     if m is None:
         return DataError(f"malformed CSV ({pandas_message})", file=label)
     expected, saw = int(m.group(1)), int(m.group(3))
     line = row = None
-    if text is not None:
-        starts, widths = _record_lines(text, sep)
+    if raw is not None:
+        starts, widths = _record_lines(_decode(raw), sep)
         bad = [k for k in range(1, len(widths)) if widths[k] > widths[0]]
         if bad:
             line, row = starts[bad[0]], bad[0]
@@ -167,29 +171,29 @@ def read_table(path, *, label: str | None = None) -> pd.DataFrame:
     kind = _file_kind(path)
     plain = kind == "csv" and path.name.lower().endswith(_PLAIN_TEXT_EXT)
     sep = "\t" if path.name.lower().endswith(".tsv") else ","
-    text = None
+    raw = None
     try:
         if kind == "parquet":
             frame = pd.read_parquet(path).reset_index(drop=True)
         elif plain:
-            text = path.read_bytes().decode("utf-8-sig")
-            frame = pd.read_csv(io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
-                                na_filter=False)
+            raw = path.read_bytes()
+            frame = pd.read_csv(io.BytesIO(raw), sep=sep, dtype=str, keep_default_na=False,
+                                na_filter=False, encoding="utf-8-sig")
         else:
             frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
                                 na_filter=False, encoding="utf-8-sig")
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty (no header row)", file=label) from None
     except pd.errors.ParserError as e:
-        raise _malformed_csv(text, sep, str(e).strip(), label) from None
+        raise _malformed_csv(raw, sep, str(e).strip(), label) from None
     except UnicodeDecodeError as e:
         raise DataError(f"the file is not UTF-8 text (byte offset {e.start}); save it as "
                         f"UTF-8 CSV", file=label) from None
     except (OSError, ValueError) as e:  # pyarrow errors for bad Parquet are ValueError/OSError
         raise DataError(f"cannot read the file: {e}", file=label) from None
     frame.columns = [str(c).strip() for c in frame.columns]
-    if text is not None:
-        lines = _row_lines(text, sep, len(frame))
+    if raw is not None:
+        lines = _row_lines(raw, sep, len(frame))
         if lines is not None:
             frame.index = pd.Index(lines, name=LINE_INDEX_NAME)
     return frame

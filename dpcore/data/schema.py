@@ -75,7 +75,8 @@ class Attribute:
         is ``grid_bins`` equal-width thresholds inside ``domain``.
     true_value, false_value : str, optional
         Boolean only: the cell texts meaning true/false when they are not one of
-        the usual spellings (1/0, true/false, t/f, yes/no, y/n) — e.g. "1"/"2".
+        the usual spellings (:data:`TRUE_TEXTS` / :data:`FALSE_TEXTS`: 1/0, true/false,
+        t/f, yes/no, y/n, any case) — e.g. "1"/"2".
     unit, description : str
         Free text shown to users.
     """
