@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import threading
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
-from dpcore.errors import BudgetExceededError, DpcoreError
+from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import PolicyError, Requester, content_digest
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions import mining
 from dpcore.redescriptions.params import MiningParams
-from dpcore.runs import RunInProgressError, charge_and_mine, load_result, run_cost
+from dpcore.registry import FAITHFUL, FLOOR, MCGEN, PFS2, PFS2_BASELINE
+from dpcore.runs import (
+    RESULT_FORMAT,
+    RunInProgressError,
+    charge_and_mine,
+    load_result,
+    readable_runs,
+    run_cost,
+)
+from dpcore.sequences.params import SequenceMiningParams
+from dpcore.synthesis.params import SynthesisParams
 
 SMALL = dict(in_tr=2, mc_iter=300)
 
@@ -116,3 +130,232 @@ def test_the_app_closes_runs_a_killed_process_left_charged(ledger):
     run = ledger.get_run("orphan")
     assert run.status == "failed" and "stale" in run.error
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(0.5), "never refunded"
+
+
+# --------------------------------------------------------------------------- every family
+# The same run path for frequent sequences (PFS2) and synthetic data (MC-GEN): data loaded by
+# the dataset's kind, charged before any noise, stored before returned, read back by family.
+
+OWNER_REQ = Requester(role="owner", actor="owner")
+
+
+def _sequence_folder(root):
+    """A small private sequence dataset folder (300 Markov clickstreams, 17 items)."""
+    from dpcore.sequences.loading import write_record_lines
+    from dpcore.sequences.samples import generate_clickstream
+    from dpcore.sequences.schema import save_sequence_schema
+
+    data = generate_clickstream(300, seed=7, max_length=40, name="clicks")
+    schema = replace(data.schema, l1=6, files={"format": "lines", "records": "records.txt"})
+    folder = root / "clicks"
+    folder.mkdir()
+    save_sequence_schema(schema, folder / "sequence_schema.json")
+    write_record_lines(data, folder / "records.txt")
+    return folder
+
+
+def _table_folder(root, *, public_demo: bool):
+    """A small labelled table folder (300 rows of the Pima-shaped sample)."""
+    from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
+    from dpcore.synthesis.schema import save_table_schema
+
+    schema = replace(pima_like_schema(), name="pima", file="pima.csv", public_demo=public_demo)
+    folder = root / ("pima_demo" if public_demo else "pima_private")
+    folder.mkdir()
+    save_table_schema(schema, folder / "synthesis_schema.json")
+    generate_pima_like(300, seed=11).to_csv(folder / "pima.csv", index=False)
+    return folder
+
+
+@pytest.fixture()
+def family_ledger(tmp_path):
+    """A ledger with one dataset of each new kind: private sequences, a public-demo table and
+    a private table (each registered with its content digest, as the CLI and bootstrap do)."""
+    from dpcore.data.kinds import load_any_dataset, load_any_schema
+
+    led = Ledger(tmp_path / "families.sqlite")
+    folders = {"clicks": _sequence_folder(tmp_path),
+               "pima_demo": _table_folder(tmp_path, public_demo=True),
+               "pima_private": _table_folder(tmp_path, public_demo=False)}
+    for name, folder in folders.items():
+        _, schema = load_any_schema(folder)
+        _, data = load_any_dataset(folder)
+        led.register_dataset(name, schema, str(folder), 5.0, actor="owner", confirmed=True,
+                             content_digest=content_digest(data))
+    led.folders = folders
+    return led
+
+
+def _spent(led, name):
+    return led.budget(name).spent_nano
+
+
+@pytest.mark.parametrize("algorithm", [PFS2, PFS2_BASELINE])
+def test_pfs2_runs_are_charged_before_mining_and_stored_before_returned(family_ledger,
+                                                                        monkeypatch, algorithm):
+    from dpcore.sequences import miner
+    from dpcore.sequences.results import SequenceRunResult
+
+    real = miner.mine_frequent_sequences
+    seen = {}
+
+    def watched(data, params, **kwargs):
+        seen["spent_at_start"] = _spent(family_ledger, "clicks")
+        seen["status"] = family_ledger.get_run(kwargs["run_id"]).status
+        seen["cap"] = kwargs["accountant"].cap_nano
+        return real(data, params, **kwargs)
+
+    monkeypatch.setattr(miner, "mine_frequent_sequences", watched)
+    params = SequenceMiningParams(algorithm=algorithm, epsilon=1.0, theta=0.05)
+    result = charge_and_mine(family_ledger, "clicks", params, run_id="seq-1")
+    assert seen["spent_at_start"] == run_cost(params) == epsilon_to_nano(1.0)
+    assert seen["status"] == "charged" and seen["cap"] == run_cost(params)
+    assert isinstance(result, SequenceRunResult) and result.patterns
+    assert result.algorithm == algorithm and result.seed is None
+    assert result.spent_nano + result.unspent_nano == run_cost(params)
+    stored = json.loads(family_ledger.get_result("seq-1")[0])
+    assert stored["family"] == "sequences" and stored["result_format"] == RESULT_FORMAT
+    assert "diagnostics" not in stored
+    back = load_result(family_ledger, "seq-1", role="analyst")
+    assert isinstance(back, SequenceRunResult) and back.to_dict() == result.to_dict()
+    with pytest.raises(PolicyError, match="owner"):
+        load_result(family_ledger, "seq-1", role="analyst", include_diagnostics=True)
+    owner_view = load_result(family_ledger, "seq-1", role="owner", include_diagnostics=True)
+    assert owner_view.diagnostics.true_records == 300
+    assert family_ledger.get_run("seq-1").status == "done"
+
+
+@pytest.mark.parametrize("algorithm", [MCGEN, FLOOR])
+def test_synthesis_runs_go_through_the_same_path(family_ledger, algorithm):
+    from dpcore.synthesis.results import SynthesisResult
+
+    params = SynthesisParams(algorithm=algorithm, epsilon=1.0, k=50)
+    result = charge_and_mine(family_ledger, "pima_private", params, run_id="syn-1")
+    assert isinstance(result, SynthesisResult) and len(result.synthetic) > 0
+    assert _spent(family_ledger, "pima_private") == run_cost(params) == result.epsilon_nano
+    assert result.spent_nano == result.epsilon_nano, "synthesis spends exactly its plan"
+    back = load_result(family_ledger, "syn-1", role="analyst")
+    assert isinstance(back, SynthesisResult)
+    assert back.to_dict() == result.to_dict()
+    assert list(back.synthetic.columns) == list(result.synthetic.columns)
+    assert json.loads(family_ledger.get_result("syn-1")[0])["family"] == "synthesis"
+    owner = load_result(family_ledger, "syn-1", role="owner", include_diagnostics=True)
+    assert owner.diagnostics.true_rows == 300
+    assert [r.run_id for r in readable_runs(family_ledger, "pima_private", "analyst")] == \
+        ["syn-1"]
+
+
+def test_a_seed_on_a_public_demo_table_reproduces_the_synthetic_table(family_ledger):
+    params = SynthesisParams(epsilon=1.0, k=50)
+    a = charge_and_mine(family_ledger, "pima_demo", params, seed=5)
+    b = charge_and_mine(family_ledger, "pima_demo", params, seed=5)
+    assert a.seed == b.seed == 5
+    assert a.synthetic.equals(b.synthetic)
+    c = charge_and_mine(family_ledger, "pima_demo", params)
+    assert c.seed is None and not c.synthetic.equals(a.synthetic)
+
+
+@pytest.mark.parametrize("dataset, params, kinds", [
+    ("pima_demo", SequenceMiningParams(), "PFS2 mines a sequence dataset.*labelled table"),
+    ("clicks", SynthesisParams(), "MC-GEN mines a labelled table.*sequence dataset"),
+    ("clicks", MiningParams(), "two-view table.*'clicks' is a sequence dataset"),
+])
+def test_an_algorithm_on_the_wrong_kind_of_dataset_is_refused_and_charges_nothing(
+        family_ledger, dataset, params, kinds):
+    with pytest.raises(DataError, match=kinds) as info:
+        charge_and_mine(family_ledger, dataset, params, requester=OWNER_REQ)
+    assert "Nothing was charged" in str(info.value)
+    assert _spent(family_ledger, dataset) == 0 and family_ledger.list_runs(dataset) == []
+
+
+@pytest.mark.parametrize("dataset, params, message", [
+    ("clicks", SequenceMiningParams(theta=1.5), r"theta \(θ\) must lie in \(0, 1\)"),
+    ("clicks", SequenceMiningParams(epsilon=0.0), r"epsilon \(ε\) must be > 0"),
+    ("clicks", SequenceMiningParams(budget_prune=0.95), "budget share"),
+    ("pima_private", SynthesisParams(feature_groups=[["glucose"], ["nonsense"]]),
+     "unknown feature.*nonsense"),
+    ("pima_private", SynthesisParams(algorithm=FLOOR, mode=FAITHFUL), "strict mode only"),
+    ("pima_private", SynthesisParams(k=0), r"k must be an integer"),
+])
+def test_bad_parameters_of_the_new_families_are_named_and_charge_nothing(family_ledger,
+                                                                         dataset, params,
+                                                                         message):
+    with pytest.raises(ParameterError, match=message):
+        charge_and_mine(family_ledger, dataset, params, requester=OWNER_REQ)
+    assert _spent(family_ledger, dataset) == 0 and family_ledger.list_runs(dataset) == []
+
+
+def test_the_policy_holds_for_the_new_families(family_ledger):
+    """Faithful on private data is the owner's (and its result too); seeds only on public
+    demo data; nothing charged on a refusal."""
+    faithful = SequenceMiningParams(mode=FAITHFUL, theta=0.05)
+    with pytest.raises(PolicyError, match="faithful mode on the private dataset"):
+        charge_and_mine(family_ledger, "clicks", faithful)
+    with pytest.raises(PolicyError, match="seed is accepted only on public demo"):
+        charge_and_mine(family_ledger, "clicks", SequenceMiningParams(theta=0.05), seed=3)
+    with pytest.raises(PolicyError, match="seed is accepted only on public demo"):
+        charge_and_mine(family_ledger, "pima_private", SynthesisParams(k=50), seed=3)
+    assert _spent(family_ledger, "clicks") == _spent(family_ledger, "pima_private") == 0
+    result = charge_and_mine(family_ledger, "clicks", faithful, requester=OWNER_REQ,
+                             run_id="faithful-1")
+    assert result.not_dp and result.audience == "owner"
+    assert readable_runs(family_ledger, "clicks", "analyst") == []
+    with pytest.raises(PolicyError, match="owner only"):
+        load_result(family_ledger, "faithful-1", role="analyst")
+    assert load_result(family_ledger, "faithful-1", role="owner").not_dp
+    syn = charge_and_mine(family_ledger, "pima_private", SynthesisParams(mode=FAITHFUL, k=50),
+                          requester=OWNER_REQ)
+    assert syn.audience == "owner" and syn.not_dp
+
+
+def test_changed_files_of_a_new_kind_are_refused_before_the_charge(family_ledger):
+    records = family_ledger.folders["clicks"] / "records.txt"
+    lines = records.read_text(encoding="utf-8").splitlines()
+    records.write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(PolicyError, match="changed since it was registered"):
+        charge_and_mine(family_ledger, "clicks", SequenceMiningParams(theta=0.05))
+    table = family_ledger.folders["pima_private"] / "pima.csv"
+    table.write_text(table.read_text(encoding="utf-8").replace(",", ";", 3), encoding="utf-8")
+    with pytest.raises((DataError, PolicyError)):
+        charge_and_mine(family_ledger, "pima_private", SynthesisParams(k=50))
+    assert _spent(family_ledger, "clicks") == _spent(family_ledger, "pima_private") == 0
+
+
+def test_data_handed_in_must_be_of_the_dataset_s_kind(family_ledger, clinic_dataset):
+    from dpcore.data.kinds import load_any_dataset
+
+    with pytest.raises(DataError, match="two-view table; dataset 'pima_demo' is a labelled"):
+        charge_and_mine(family_ledger, "pima_demo", SynthesisParams(k=50), data=clinic_dataset)
+    _, table = load_any_dataset(family_ledger.folders["pima_demo"])
+    result = charge_and_mine(family_ledger, "pima_demo", SynthesisParams(k=50), data=table)
+    assert len(result.synthetic) > 0
+
+
+def test_results_stored_before_the_envelope_still_read(ledger, clinic_dataset):
+    """A redescription result stored as bare JSON (format 1, before other families) reads; a
+    newer format or a family that contradicts the algorithm is refused by name."""
+    params = MiningParams(algorithm="altexpm", epsilon=0.25, **SMALL)
+    fresh = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="new")
+    for run_id, text in (("old", fresh.to_json()),
+                         ("future", json.dumps({"result_format": RESULT_FORMAT + 1,
+                                                "family": "redescriptions",
+                                                **json.loads(fresh.to_json())})),
+                         ("mixed", json.dumps({"result_format": RESULT_FORMAT,
+                                               "family": "synthesis",
+                                               **json.loads(fresh.to_json())}))):
+        ledger.charge(run_id, "clinic", params.algorithm, [run_cost(params)], params.to_dict())
+        release = json.loads(text)
+        release["run_id"] = run_id
+        ledger.store_result(run_id, json.dumps(release))
+    old = load_result(ledger, "old", role="analyst")
+    assert old.redescriptions == fresh.redescriptions and old.run_id == "old"
+    with pytest.raises(DataError, match="format"):
+        load_result(ledger, "future", role="analyst")
+    with pytest.raises(DataError, match="family 'synthesis'"):
+        load_result(ledger, "mixed", role="analyst")
+
+
+def test_pfs2_supports_in_a_stored_result_are_integers_in_strict_mode(family_ledger):
+    result = charge_and_mine(family_ledger, "clicks", SequenceMiningParams(theta=0.05))
+    supports = np.array([p.noisy_support for p in result.patterns])
+    assert np.all(supports == np.round(supports)), "strict mode draws integer noise only"
