@@ -1,5 +1,14 @@
-"""Shared fixtures: the shipped synthetic clinic dataset and the reference-data folder."""
+"""Shared fixtures: the shipped synthetic clinic dataset, the reference-data folder, and a
+PostgreSQL server for the ledger tests."""
 
+import glob
+import itertools
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,3 +44,110 @@ def compiled_kernels():
     from dpcore.redescriptions.warmup import warm_kernels
 
     return warm_kernels()
+
+
+# --------------------------------------------------------------------------- PostgreSQL ledger
+
+def _running_in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+class PostgresServer:
+    """A throw-away PostgreSQL server for the test session (Debian's ``postgresql`` package).
+
+    ``initdb`` and ``pg_ctl`` from ``/usr/lib/postgresql/*/bin`` build and start a cluster in
+    a temporary folder, listening on 127.0.0.1 at a free port (trust authentication, no
+    fsync: a test server). ``initdb`` refuses to run as root, so as root the cluster belongs
+    to the ``postgres`` system user (created by the package) and is run through ``runuser``.
+    """
+
+    SUPERUSER = "dprm"
+
+    def __init__(self):
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"),
+                      key=lambda p: int(Path(p).parent.parent.name)
+                      if Path(p).parent.parent.name.isdigit() else 0)
+        if not bins:
+            raise RuntimeError("no /usr/lib/postgresql/*/bin/pg_ctl: install Debian's "
+                               "postgresql package (tests/run.sh does)")
+        self.bin = Path(bins[-1]).parent
+        self.folder = Path(tempfile.mkdtemp(prefix="dprm-pg-"))
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                owner = pwd.getpwnam("postgres")
+            except KeyError:
+                raise RuntimeError("running as root and there is no 'postgres' user to run "
+                                   "the server as") from None
+            runuser = shutil.which("runuser")
+            if runuser is None:
+                raise RuntimeError("running as root and runuser is missing")
+            os.chown(self.folder, owner.pw_uid, owner.pw_gid)
+            self.prefix = [runuser, "-u", "postgres", "--"]
+        self.data = self.folder / "data"
+        self._run("initdb", "-D", str(self.data), "-U", self.SUPERUSER, "--auth=trust",
+                  "--no-sync", "--encoding=UTF8", "--locale=C.UTF-8")
+        self.port = self._start()
+        self._counter = itertools.count()
+        self._admin = f"postgresql://{self.SUPERUSER}@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, tool: str, *args: str) -> None:
+        done = subprocess.run([*self.prefix, str(self.bin / tool), *args], capture_output=True,
+                              text=True, timeout=120, cwd=self.folder)
+        if done.returncode != 0:
+            raise RuntimeError(f"{tool} failed ({done.returncode}): "
+                               f"{(done.stderr or done.stdout).strip()[-2000:]}")
+
+    def _start(self) -> int:
+        last = None
+        for _ in range(5):
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            options = (f"-p {port} -k {self.folder} -c listen_addresses=127.0.0.1 "
+                       "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                       "-c max_connections=300 -c shared_buffers=32MB")
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"),
+                          "-o", options, "-w", "-t", "60", "start")
+                return port
+            except RuntimeError as exc:          # the port was taken meanwhile: try another
+                last = exc
+        raise RuntimeError(f"the PostgreSQL server did not start: {last}")
+
+    def new_database(self) -> str:
+        """A fresh, empty database; its URL (``postgresql://dprm@127.0.0.1:PORT/NAME``)."""
+        import psycopg
+
+        name = f"ledger_{os.getpid()}_{next(self._counter)}"
+        with psycopg.connect(self._admin, autocommit=True) as con:
+            con.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 STRATEGY FILE_COPY')
+        return f"postgresql://{self.SUPERUSER}@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        try:
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The session's PostgreSQL server; skips (outside CI) or fails (in CI) if it cannot start."""
+    try:
+        server = PostgresServer()
+    except Exception as exc:  # noqa: BLE001 - any reason the server cannot run is reported
+        if _running_in_ci():
+            pytest.fail(f"PostgreSQL ledger tests need a server, and it did not start: {exc}")
+        pytest.skip(f"no PostgreSQL server for the ledger tests: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def ledger_location(request, tmp_path):
+    """A new, empty ledger location on each backend: a SQLite file or a fresh PostgreSQL
+    database of the session's server (the same tests run on both)."""
+    if request.param == "sqlite":
+        return tmp_path / "ledger.sqlite"
+    return request.getfixturevalue("postgres_server").new_database()

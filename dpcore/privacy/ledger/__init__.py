@@ -1,26 +1,33 @@
-"""The privacy ledger: datasets, budgets, charges, runs and results in one SQLite file.
+"""The privacy ledger: datasets, budgets, charges, runs and results, in SQLite or PostgreSQL.
 
-Three modules, one concept each: :mod:`~dpcore.privacy.ledger.records` (the frozen records
+Modules, one concept each: :mod:`~dpcore.privacy.ledger.records` (the frozen records
 the ledger returns), :mod:`~dpcore.privacy.ledger.migrations` (the SQL schema, one migration
-per version), :mod:`~dpcore.privacy.ledger.store` (:class:`Ledger`: connections and every
-read and write); :mod:`~dpcore.privacy.ledger.schemas` stores public schemas as JSON. Import
-everything from ``dpcore.privacy.ledger``.
+per version; :mod:`~dpcore.privacy.ledger.postgres_migrations` the same in PostgreSQL's
+dialect), :mod:`~dpcore.privacy.ledger.store` (:class:`Ledger`: every read and write, SQL
+written once), :mod:`~dpcore.privacy.ledger.backends` (a location → its backend:
+:mod:`~dpcore.privacy.ledger.sqlite_backend` or
+:mod:`~dpcore.privacy.ledger.postgres_backend`, which own connections, transactions and
+locking), :mod:`~dpcore.privacy.ledger.copying` (copy a whole ledger to another backend);
+:mod:`~dpcore.privacy.ledger.schemas` stores public schemas as JSON. Import everything
+from ``dpcore.privacy.ledger``.
 
 Every ε a dataset spends is recorded here, and the budget meter, the run
 launcher and the command line all read it from here (never from session state).
 
 Guarantees
 ----------
-* **Charge before noise.** :meth:`Ledger.charge` runs one ``BEGIN IMMEDIATE``
-  transaction that takes the database write lock, reads the cap and the sum of
-  all charges, and either refuses with :class:`~dpcore.errors.BudgetExceededError`
-  (nothing written) or inserts the charge and the run. Any number of threads and
-  processes may race; the sum of the charges never exceeds the cap.
+* **Charge before noise.** :meth:`Ledger.charge` runs one transaction that first takes
+  a lock (SQLite: ``BEGIN IMMEDIATE``, the database write lock; PostgreSQL: the dataset's
+  row, ``SELECT … FOR UPDATE``), reads the cap and the sum of all charges, and either
+  refuses with :class:`~dpcore.errors.BudgetExceededError` (nothing written) or inserts
+  the charge and the run. Any number of threads, processes and app servers may race; the
+  sum of the charges never exceeds the cap.
 * **Exact arithmetic.** ε is stored as integer nano-ε (see :mod:`dpcore.privacy.units`);
   caps are rounded down, spends are given as integers by the caller (normally
   the parts of :func:`dpcore.redescriptions.params.plan_budget`), so ω-splits add up exactly.
 * **Append-only, never refunded.** Triggers make ``charges`` (and the cap
-  history in ``budgets``) reject ``UPDATE`` and ``DELETE``. A run's status goes
+  history in ``budgets``) reject ``UPDATE`` and ``DELETE`` (and ``TRUNCATE`` on
+  PostgreSQL). A run's status goes
   once from ``charged`` to ``done`` or ``failed``; a failed run keeps its charge.
 * **Idempotent per run id.** ``UNIQUE(run_id)``: charging the same run twice
   (a double click, a Streamlit rerun) returns the first charge.
@@ -30,17 +37,19 @@ Guarantees
 
 Connections
 -----------
-A new connection is opened for every operation (``isolation_level=None``,
-``journal_mode=WAL``, ``synchronous=FULL``, ``foreign_keys=ON``,
-``busy_timeout=30000``) and closed afterwards; a :class:`Ledger` object holds
-only the file path, so one may be shared between threads (Streamlit sessions),
-but a connection never is. Keep the file on a local disk: WAL does not work on
-network file systems.
+A new connection is opened for every operation and closed afterwards; a :class:`Ledger`
+object holds only its location, so one may be shared between threads (Streamlit sessions),
+but a connection never is. SQLite settings: ``isolation_level=None``,
+``journal_mode=WAL``, ``synchronous=FULL``, ``foreign_keys=ON``, ``busy_timeout=30000``;
+keep the file on a local disk (WAL does not work on network file systems). Several app
+servers share one ledger through PostgreSQL.
 
 Location
 --------
-``Ledger(path)``; without a path the environment variable ``DPRM_LEDGER``;
-without that ``~/.local/share/dprm/ledger.sqlite`` (outside the repository).
+``Ledger(location)`` or ``Ledger.open(location)``: a SQLite file path (or ``sqlite:PATH``)
+or ``postgresql://user:password@host:port/database``; without one the environment
+variable ``DPRM_LEDGER``; without that ``~/.local/share/dprm/ledger.sqlite`` (outside the
+repository).
 
 What an analyst may see
 -----------------------

@@ -1,7 +1,9 @@
-"""The ledger store: :class:`Ledger`, one SQLite file, a fresh connection per operation.
+"""The ledger store: :class:`Ledger`, every read and write, on either backend.
 
 See :mod:`dpcore.privacy.ledger` for the guarantees (charge before noise, exact
-arithmetic, append-only, idempotent per run id, results before display).
+arithmetic, append-only, idempotent per run id, results before display). The SQL here is
+written once for both backends (:mod:`dpcore.privacy.ledger.backends`): what differs —
+connections, transactions, locking, the schema's DDL — lives in the backend.
 """
 
 from __future__ import annotations
@@ -10,15 +12,13 @@ import json
 import math
 import numbers
 import os
-import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
-from dpcore.privacy.ledger.migrations import SCHEMA_VERSION, migrate
+from dpcore.privacy.ledger.backends import backend_for
 from dpcore.privacy.ledger.records import (
     AUDIENCES,
     AuditEntry,
@@ -68,26 +68,6 @@ def _check_name(name, what: str = "dataset name") -> str:
     return check_dataset_name(name, what)
 
 
-def _use_wal(con: sqlite3.Connection, timeout: float = 30.0) -> None:
-    """Put the database in WAL mode (persistent, so usually already done).
-
-    Switching needs an exclusive lock and SQLite reports "database is locked" at once,
-    without its busy handler, while another connection creates or migrates the file;
-    so retry until ``timeout``.
-    """
-    if con.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
-        return
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            con.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-
-
 def _check_digest(digest) -> str | None:
     if digest is None:
         return None
@@ -132,110 +112,87 @@ def _check_parts(epsilon_parts) -> tuple[int, ...]:
 # --------------------------------------------------------------------------- the ledger
 
 class Ledger:
-    """The privacy ledger in one SQLite file (see module docstring).
+    """The privacy ledger (see :mod:`dpcore.privacy.ledger`), in SQLite or PostgreSQL.
 
     Parameters
     ----------
-    path : str or os.PathLike, optional
-        Database file. Default: ``$DPRM_LEDGER``, else ``~/.local/share/dprm/ledger.sqlite``.
-        Parent folders are created. The tables are created (or migrated) on first use.
+    location : str or os.PathLike, optional
+        A SQLite file (a path or ``sqlite:PATH``; parent folders are created) or a
+        PostgreSQL database (``postgresql://user:password@host:port/database``). Default:
+        ``$DPRM_LEDGER``, else ``~/.local/share/dprm/ledger.sqlite``. The tables are created
+        (or migrated) on first use. The object holds the location only, never a
+        connection: it is cheap to keep and may be shared between threads.
+
+    Attributes
+    ----------
+    path : pathlib.Path or None
+        The SQLite file; None for a PostgreSQL ledger.
+    backend : str
+        ``"sqlite"`` or ``"postgresql"``.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None):
-        if path is None:
-            path = os.environ.get(ENV_VAR) or DEFAULT_PATH
-        text = os.fspath(path)
-        if not text or text == ":memory:" or text.startswith("file:"):
-            raise ParameterError("the ledger needs a file path (an in-memory database cannot "
-                                 f"be shared between connections); got {text!r}")
-        self.path = Path(text).expanduser().resolve()
-        self._ready = False
+    def __init__(self, location: str | os.PathLike | None = None):
+        if location is None:
+            location = os.environ.get(ENV_VAR) or DEFAULT_PATH
+        self._backend = backend_for(location)
+        self.path: Path | None = getattr(self._backend, "path", None)
+        self.backend: str = self._backend.name
+
+    @classmethod
+    def open(cls, location: str | os.PathLike | None = None) -> Ledger:
+        """The ledger at ``location`` (as the constructor; ``sqlite:PATH`` or a URL)."""
+        return cls(location)
+
+    @property
+    def location(self) -> str:
+        """Where the ledger is: ``sqlite:PATH`` or the URL without its password."""
+        return self._backend.location
+
+    @property
+    def folder(self) -> Path:
+        """The local folder for files kept beside the ledger (uploads by default).
+
+        The SQLite file's folder; for PostgreSQL the default SQLite location's folder.
+        """
+        return (self.path or Path(DEFAULT_PATH).expanduser().resolve()).parent
 
     def __repr__(self) -> str:
-        return f"Ledger({str(self.path)!r})"
+        return repr(self._backend)
 
     # -- connections ---------------------------------------------------------------
 
-    def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-        try:
-            con.execute("PRAGMA busy_timeout = 30000")
-            _use_wal(con)
-            con.execute("PRAGMA synchronous = FULL")
-            con.execute("PRAGMA foreign_keys = ON")
-            con.row_factory = sqlite3.Row
-        except BaseException:
-            con.close()
-            raise
-        return con
-
-    def _ensure_schema(self) -> None:
-        if self._ready:
-            return
-        con = self._open()
-        try:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                con.execute("BEGIN IMMEDIATE")
-                try:
-                    migrate(con, con.execute("PRAGMA user_version").fetchone()[0])
-                    con.execute("COMMIT")
-                except BaseException:
-                    if con.in_transaction:
-                        con.execute("ROLLBACK")
-                    raise
-                version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise DataError(f"ledger {str(self.path)!r} has schema version {version}, "
-                                f"newer than this dpcore understands ({SCHEMA_VERSION})")
-        finally:
-            con.close()
-        self._ready = True
+    @contextmanager
+    def _read(self) -> Iterator:
+        """A fresh connection in a read transaction: one consistent snapshot."""
+        with self._backend.read() as con:
+            yield con
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """A fresh connection inside a deferred (read) transaction: one consistent snapshot."""
-        self._ensure_schema()
-        con = self._open()
-        try:
-            con.execute("BEGIN")
-            try:
-                yield con
-            finally:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-        finally:
-            con.close()
+    def _write(self) -> Iterator:
+        """A fresh connection in a write transaction; COMMIT on success, else ROLLBACK.
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """A fresh connection inside ``BEGIN IMMEDIATE``; COMMIT on success, else ROLLBACK."""
-        self._ensure_schema()
-        con = self._open()
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        finally:
-            con.close()
+        Rows read to decide a write are selected with ``self._lock`` appended (a row lock
+        on PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises every writer).
+        """
+        with self._backend.write() as con:
+            yield con
+
+    @property
+    def _lock(self) -> str:
+        return self._backend.row_lock
 
     # -- datasets ------------------------------------------------------------------
 
     @staticmethod
-    def _dataset_row(con: sqlite3.Connection, name: str) -> sqlite3.Row:
-        row = con.execute("SELECT * FROM datasets WHERE name = ?", (name,)).fetchone()
+    def _dataset_row(con, name: str, lock: str = ""):
+        """The dataset's row (``lock``: the backend's row lock, held until commit)."""
+        row = con.execute("SELECT * FROM datasets WHERE name = ?" + lock, (name,)).fetchone()
         if row is None:
             raise ParameterError(f"unknown dataset {name!r}")
         return row
 
     @staticmethod
-    def _record(row: sqlite3.Row) -> DatasetRecord:
+    def _record(row) -> DatasetRecord:
         return DatasetRecord(name=row["name"],
                              schema=schema_from_json(row["schema_json"], row["name"],
                                                      row["kind"]),
@@ -318,7 +275,7 @@ class Ledger:
         _check_text(actor, "actor")
         kind, schema_json = stored_schema(schema)
         with self._write() as con:
-            row = self._dataset_row(con, name)
+            row = self._dataset_row(con, name, self._lock)
             if row["kind"] != kind:
                 raise DataError(f"dataset {name!r} is a "
                                 f"{dataset_kind_spec(row['kind']).label}; a schema of a "
@@ -348,7 +305,7 @@ class Ledger:
         _check_name(name)
         digest = _check_digest(digest)
         with self._write() as con:
-            row = self._dataset_row(con, name)
+            row = self._dataset_row(con, name, self._lock)
             if row["content_digest"] is None:
                 con.execute("UPDATE datasets SET content_digest = ? WHERE name = ? "
                             "AND content_digest IS NULL", (digest, name))
@@ -414,7 +371,7 @@ class Ledger:
     # -- budgets -------------------------------------------------------------------
 
     @staticmethod
-    def _budget(con: sqlite3.Connection, name: str) -> BudgetStatus:
+    def _budget(con, name: str) -> BudgetStatus:
         cap, spent = con.execute(
             "SELECT (SELECT cap_nano FROM budgets WHERE dataset = ? ORDER BY id DESC LIMIT 1), "
             "(SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges WHERE dataset = ?)",
@@ -451,7 +408,7 @@ class Ledger:
         _check_text(actor, "actor")
         cap = _cap_nano(cap_epsilon)
         with self._write() as con:
-            self._dataset_row(con, name)
+            self._dataset_row(con, name, self._lock)
             spent = self._budget(con, name).spent_nano
             if cap < spent:
                 raise ParameterError(
@@ -465,7 +422,7 @@ class Ledger:
     # -- charges and runs ----------------------------------------------------------
 
     @staticmethod
-    def _charge_record(row: sqlite3.Row, replayed: bool) -> ChargeRecord:
+    def _charge_record(row, replayed: bool) -> ChargeRecord:
         return ChargeRecord(id=row["id"], run_id=row["run_id"], dataset=row["dataset"],
                             algorithm=row["algorithm"], epsilon_nano=row["epsilon_nano"],
                             parts_nano=tuple(json.loads(row["parts_json"])),
@@ -525,7 +482,10 @@ class Ledger:
         parts_json = json.dumps(list(parts))
         params_json = _dumps(params, "params")
         with self._write() as con:
-            ds = self._dataset_row(con, dataset)
+            # The dataset's row lock (PostgreSQL) is held from before the cap and the sum of
+            # charges are read until the new charge commits: no two charges of one dataset
+            # overlap (docs/PRIVACY.md).
+            ds = self._dataset_row(con, dataset, self._lock)
             old = con.execute("SELECT * FROM charges WHERE run_id = ?", (run_id,)).fetchone()
             if old is not None:
                 if old["dataset"] != dataset or old["epsilon_nano"] != total:
@@ -544,7 +504,7 @@ class Ledger:
                                           nano_to_epsilon(max(status.remaining_nano, 0)),
                                           what=f"run {run_id!r} on dataset {dataset!r}")
             now = _stamp(_now())
-            cur = con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
+            con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
                               "parts_json, params_json, actor, created_at) "
                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               (run_id, dataset, algorithm, total, parts_json, params_json,
@@ -553,11 +513,11 @@ class Ledger:
                         "error, created_at, finished_at, audience) "
                         "VALUES (?, ?, ?, 'charged', ?, NULL, ?, NULL, ?)",
                         (run_id, dataset, algorithm, params_json, now, audience))
-            row = con.execute("SELECT * FROM charges WHERE id = ?", (cur.lastrowid,)).fetchone()
+            row = con.execute("SELECT * FROM charges WHERE run_id = ?", (run_id,)).fetchone()
         return self._charge_record(row, replayed=False)
 
     @staticmethod
-    def _run_record(row: sqlite3.Row) -> RunRecord:
+    def _run_record(row) -> RunRecord:
         return RunRecord(run_id=row["run_id"], dataset=row["dataset"],
                          algorithm=row["algorithm"], status=row["status"],
                          epsilon_nano=row["epsilon_nano"], params=json.loads(row["params_json"]),
@@ -628,7 +588,8 @@ class Ledger:
             raise ParameterError("result_json contains owner-only diagnostics (computed from "
                                  "true data); store them as diagnostics_json instead")
         with self._write() as con:
-            run = con.execute(self._RUN_SELECT + " WHERE r.run_id = ?", (run_id,)).fetchone()
+            run = con.execute(self._RUN_SELECT + " WHERE r.run_id = ?" + self._lock,
+                              (run_id,)).fetchone()
             if run is None:
                 raise ParameterError(f"unknown run {run_id!r}: charge it before storing a result")
             if isinstance(release, dict):
@@ -687,7 +648,8 @@ class Ledger:
         _check_text(run_id, "run_id")
         message = str(error) if error is not None else "failed"
         with self._write() as con:
-            row = con.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = con.execute("SELECT status FROM runs WHERE run_id = ?" + self._lock,
+                              (run_id,)).fetchone()
             if row is None:
                 raise ParameterError(f"unknown run {run_id!r}")
             if row["status"] == "failed":
@@ -716,7 +678,7 @@ class Ledger:
         with self._write() as con:
             ids = [r[0] for r in con.execute(
                 "SELECT run_id FROM runs WHERE status = 'charged' AND created_at <= ? "
-                "ORDER BY created_at", (cutoff,))]
+                "ORDER BY created_at" + self._lock, (cutoff,))]
             for run_id in ids:
                 con.execute("UPDATE runs SET status = 'failed', error = ?, finished_at = ? "
                             "WHERE run_id = ?",
