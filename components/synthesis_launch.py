@@ -1,0 +1,221 @@
+"""Launching a synthesis run: cost → confirm once → charge and synthesize → progress → rerun.
+
+The run goes through :func:`dpcore.runs.charge_and_mine` (the policy, the registered data and
+its digest, the charge of the plan's ε before any noise, the result stored before it is
+returned) in a background job (:mod:`components.jobs`); the page only polls the job's
+progress, so a rerun never interrupts a paid-for run. The run id is drawn when the confirm
+step opens: a double click starts the same job, and the ledger charges a run id once.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from dpcore.errors import DpcoreError, ParameterError
+from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.policy import authorize_run
+from dpcore.privacy.units import nano_to_epsilon
+from dpcore.registry import ALGORITHM_LABELS, FAITHFUL
+from dpcore.runs import charge_and_mine, new_run_id, run_cost
+from dpcore.synthesis.params import (
+    CLASSES,
+    FEATURES,
+    GROUPS,
+    MARGINALS,
+    SynthesisParams,
+    plan_budget,
+)
+
+from .budget_meter import fmt_eps
+from .jobs import Job, forget_job, get_job, start_job
+from .session import can_see_truth, current_requester, set_flash
+from .synthesis_form import demo_seed_from_state, form_problems, params_from_state
+
+__all__ = ["LAUNCH_KEY", "SHOWN_KEY", "cost_breakdown", "cost_text", "launch_blockers",
+           "render_synthesis_launch"]
+
+LAUNCH_KEY = "syn_launch"
+#: The run the page shows (set when a run is stored, or picked among the stored runs).
+SHOWN_KEY = "syn_shown_run"
+
+#: What each phase of the budget plan pays for, in spending order.
+_PHASE_PURPOSES = ((CLASSES, "the noisy class counts"),
+                   (FEATURES, "the noisy correlations that build the feature groups"),
+                   (GROUPS, "the cells' noisy counts, sums and second moments"),
+                   (MARGINALS, "the noisy per-class histograms"))
+
+
+def cost_breakdown(params: SynthesisParams) -> list[tuple[str, int]]:
+    """The run's charge per purpose, ``[(what it pays for, nano-ε), ...]`` (validates)."""
+    totals: dict[str, int] = {}
+    for slot in plan_budget(params):
+        totals[slot.phase] = totals.get(slot.phase, 0) + slot.epsilon_nano
+    return [(purpose, totals[phase]) for phase, purpose in _PHASE_PURPOSES if phase in totals]
+
+
+def cost_text(params: SynthesisParams, cost_nano: int) -> str:
+    """The pre-launch cost line: the total and what each part pays for."""
+    parts = [f"ε = {fmt_eps(nano_to_epsilon(nano))} for {purpose}"
+             for purpose, nano in cost_breakdown(params)]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    text = f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: {listed}."
+    if params.mode == FAITHFUL:
+        text += (" Faithful MC-GEN charges this ε but is not ε-DP: the charge does not bound "
+                 "what it reveals.")
+    return text
+
+
+def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord
+                    ) -> list[str]:
+    """Why the run cannot be launched now (empty: it can). Pure: the caller reads the
+    remaining budget from the ledger."""
+    reasons = []
+    if not remaining.fits(cost_nano):
+        reasons.append(
+            f"This run costs ε = {fmt_eps(nano_to_epsilon(cost_nano))} but only ε = "
+            f"{fmt_eps(remaining.remaining)} remains on `{record.name}`: the ledger would "
+            "refuse it. Lower ε, or ask the data owner for more budget.")
+    if not record.confirmed:
+        reasons.append("The owner has not confirmed this dataset's public schema yet; the "
+                       "ledger refuses runs until then.")
+    return reasons
+
+
+def _work(ledger: Ledger, dataset: str, params: SynthesisParams, run_id: str, seed, requester):
+    def work(progress):
+        result = charge_and_mine(ledger, dataset, params, requester=requester, seed=seed,
+                                 run_id=run_id, progress=progress)
+        return len(result.synthetic)
+    return work
+
+
+def render_synthesis_launch(ledger: Ledger, record: DatasetRecord) -> None:
+    """The cost line, the Launch button (disabled, with the reason, when the run cannot go),
+    the confirm step and the progress of a running run."""
+    state = st.session_state.get(LAUNCH_KEY)
+    if state is not None and state.get("dataset") != record.name and state["stage"] == "confirm":
+        st.session_state.pop(LAUNCH_KEY, None)
+        state = None
+    if state is not None and state["stage"] == "running":
+        _follow(ledger, record, state)
+        return
+
+    problems = form_problems(record)
+    if problems:
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.button("Launch", type="primary", key="syn_launch_button", disabled=True,
+                  help="Fix the refused values first.")
+        st.error("Launch is disabled until these values are fixed (each is explained next to "
+                 "its box):  \n" + "  \n".join(f"• {p}" for p in problems))
+        return
+    try:
+        params = params_from_state(record).validate()
+        cost = run_cost(params)
+        seed = demo_seed_from_state(record)
+        authorize_run(record, params, current_requester(), seed=seed)
+    except (DpcoreError, TypeError, ValueError) as exc:
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.error(f"This run cannot be launched: {exc}")
+        return
+    remaining = ledger.budget(record.name)
+    st.markdown(cost_text(params, cost)
+                + f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
+    if seed is not None:
+        st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public "
+                "demos only; real releases always use fresh randomness.")
+    blockers = launch_blockers(remaining, cost, record)
+    if state is not None and (state["params"] != params.to_dict() or state["seed"] != seed
+                              or blockers):
+        st.session_state.pop(LAUNCH_KEY, None)        # parameters or budget changed: ask again
+        state = None
+    label = ALGORITHM_LABELS[params.algorithm]
+    if state is None:
+        if st.button(f"Launch {label} (ε = {fmt_eps(nano_to_epsilon(cost))})", type="primary",
+                     key="syn_launch_button", disabled=bool(blockers),
+                     help=" ".join(blockers) or None):
+            st.session_state[LAUNCH_KEY] = {
+                "stage": "confirm", "run_id": new_run_id(), "dataset": record.name,
+                "params": params.to_dict(), "seed": seed, "cost_nano": cost}
+            st.rerun()
+        for reason in blockers:
+            st.warning(f"Launch is disabled: {reason}")
+        return
+
+    st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
+               f"`{record.name}` on this {label} run? The ledger charges it before any noise "
+               "is drawn, and spent budget is never refunded.")
+    c1, c2 = st.columns(2)
+    confirm = c1.button("Confirm and run", type="primary", key="syn_confirm")
+    if c2.button("Cancel", key="syn_cancel"):
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.rerun()
+    if confirm:
+        state = {**state, "stage": "running"}
+        st.session_state[LAUNCH_KEY] = state
+        start_job(Job(run_id=state["run_id"], dataset=record.name),
+                  _work(ledger, record.name, SynthesisParams.from_dict(state["params"]),
+                        state["run_id"], state["seed"], current_requester()))
+        _follow(ledger, record, state)
+
+
+def _finish(state: dict, ok: bool, message: str) -> None:
+    st.session_state.pop(LAUNCH_KEY, None)
+    forget_job(state["run_id"])
+    if ok:
+        st.session_state[SHOWN_KEY] = state["run_id"]
+    set_flash("success" if ok else "error", message)
+    st.rerun()          # refresh the budget meter from the ledger
+
+
+def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
+    """Show the progress of the running run until it ends, then rerun the page."""
+    run_id = state["run_id"]
+    job = get_job(run_id)
+    if job is None:
+        _follow_in_ledger(ledger, state)
+        return
+    st.caption(f"Run `{run_id[:8]}` on `{state['dataset']}` — charged before any noise; the "
+               "result is stored in the ledger before it is shown, so leaving this page "
+               "loses nothing.")
+    bar = st.progress(0.0, text="starting…")
+    while True:
+        done = job.done
+        bar.progress(min(1.0, max(0.0, job.fraction)), text=job.message)
+        if done:
+            break
+        time.sleep(0.15)
+    if job.ok:
+        _finish(state, True, f"Run `{run_id[:8]}` is stored: a synthetic table of "
+                             f"{job.outcome} rows (a DP release: you may download it).")
+    elif job.error_kind == "budget":
+        _finish(state, False, f"Refused by the ledger: {job.error}")
+    elif job.error_kind == "data":
+        detail = job.error if can_see_truth(record) else "ask the data owner to check it"
+        _finish(state, False, f"The data could not be loaded; nothing was charged ({detail}).")
+    elif job.error_kind == "parameter":
+        _finish(state, False, f"The run was refused: {job.error}")
+    else:
+        _finish(state, False, f"The run failed: {job.error}")
+
+
+def _follow_in_ledger(ledger: Ledger, state: dict) -> None:
+    """No job here (another process, or a restarted server): read the ledger instead."""
+    run_id = state["run_id"]
+    try:
+        run = ledger.get_run(run_id)
+    except ParameterError:
+        st.session_state.pop(LAUNCH_KEY, None)
+        st.info("That run was never charged; nothing was spent.")
+        return
+    if run.status == "done":
+        _finish(state, True, f"Run `{run_id[:8]}` is stored.")
+    elif run.status == "failed":
+        _finish(state, False, f"Run `{run_id[:8]}` failed: {run.error}")
+    else:
+        st.info(f"Run `{run_id[:8]}` is still running elsewhere; it will be listed under "
+                "the stored runs when its result is stored.")
+        if st.button("Stop waiting", key="syn_stop_waiting"):
+            st.session_state.pop(LAUNCH_KEY, None)
+            st.rerun()
