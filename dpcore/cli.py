@@ -1,11 +1,26 @@
-"""Command line: ``python -m dpcore {register,budget,mine,result,runs,experiment,owner-hash} ...``.
+"""Command line: ``python -m dpcore {register,budget,mine,synthesize,result,runs,experiment,
+owner-hash} ...``.
 
-``mine --algorithm`` takes any of :data:`dpcore.redescriptions.params.ALGORITHMS`: the tree
-miners (mcmctreepair, altmcmc, altexpm) and Serenade (serenade_es, serenade_cs,
-with ``--init-pairs``, ``--es-rounds``, ``--cs-rounds``, ``--steepness``,
-``--budget-init``, ``--budget-ext``, ``--min-acc``, ``--memo-age``,
-``--max-attributes``). Flags that do not apply to the chosen algorithm are
-validated but have no effect.
+``register`` takes a dataset folder of any kind: a two-view table (``schema.json`` /
+``schema.toml``), a sequence dataset (``sequence_schema.json``) or a labelled table
+(``synthesis_schema.json``).
+
+``mine --algorithm`` takes any registered algorithm (:data:`dpcore.registry.ALL_ALGORITHMS`):
+the redescription miners (the tree miners and Serenade, with ``--init-pairs``,
+``--es-rounds``, ``--cs-rounds``, ``--steepness``, ``--budget-init``, ``--budget-ext``,
+``--min-acc``, ``--memo-age``, ``--max-attributes``) on a two-view dataset; PFS2 and its
+straightforward baseline (``--theta``, ``--zeta``, ``--eta``, ``--l1`` and the budget
+shares) on a sequence dataset; MC-GEN and the floor (``--k``, ``--feature-groups``,
+``--cells``, ...) on a labelled table — ``synthesize`` is ``mine`` with MC-GEN as the
+default. The flags of the sequence and synthesis families come from the registry (each
+algorithm's parameters, defaults and help); a flag of another family than the chosen
+algorithm's is refused by name. Redescription flags that do not apply to the chosen
+redescription algorithm are validated but have no effect.
+
+``--out`` is a file whose extension says the format: ``.json`` (or ``-``, stdout) the
+result JSON; ``.csv`` the frequent sequences (pattern, length, noisy support) or the
+synthetic table; ``.parquet`` the synthetic table with the result in its metadata. A format
+the result cannot have is refused before anything is charged.
 
 Every ``mine`` goes through the same privacy policy as the app
 (:mod:`dpcore.privacy.policy`): it mines the dataset's registered data, refuses a seed
@@ -31,17 +46,32 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from dpcore.data.loading import load_dataset
+from dpcore.data.kinds import load_any_dataset
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read, content_digest
 from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command, unlock_owner
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
-from dpcore.registry import ALGORITHMS, FAITHFUL, STRICT, presets
+from dpcore.registry import (
+    ALGORITHM_SPECS,
+    ALGORITHMS,
+    ALL_ALGORITHMS,
+    FAITHFUL,
+    MCGEN,
+    REDESCRIPTIONS,
+    SEQUENCES,
+    STRICT,
+    SYNTHESIS,
+    algorithm_spec,
+    dataset_kind_spec,
+    family_algorithms,
+    presets,
+)
 from dpcore.runs import (
     RunInProgressError,
     charge_and_mine,
+    check_dataset_kind,
     check_registered_data,
     load_result,
     new_run_id,
@@ -73,8 +103,84 @@ SERENADE_FLAGS = (("init_pairs", int), ("es_rounds", int), ("cs_rounds", int),
                   ("min_acc", float), ("memo_age", int), ("max_attributes", int))
 
 
-def _params(args) -> MiningParams:
-    """The validated MiningParams of ``mine``'s flags (raises ParameterError naming a bad one)."""
+#: Redescription flags (MiningParams fields) beside ε and mode; refused with another family
+#: when set to anything but their default.
+_REDESCRIPTION_FLAGS = ("omega", "in_tr", "rm_iter", "depth", "mc_iter", "sigma",
+                        "sigma_window", "min_jaccard", "max_pvalue", "min_support",
+                        "max_support", "max_clauses") + tuple(n for n, _ in SERENADE_FLAGS)
+
+
+def _parse_groups(text: str) -> list[list[str]]:
+    """``a,b;c`` → ``[["a", "b"], ["c"]]`` (feature groups on the command line)."""
+    groups = [[x.strip() for x in part.split(",") if x.strip()] for part in text.split(";")]
+    if not text.strip() or any(not g for g in groups):
+        raise argparse.ArgumentTypeError(f"--feature-groups: expected groups of feature names "
+                                         f"like 'a,b;c'; got {text!r}")
+    return groups
+
+
+#: Flag types of parameters whose default is None (the rest take their default's type).
+_NONE_DEFAULT_TYPES = {"l1": int, "feature_groups": _parse_groups}
+
+
+def _family_flags() -> dict[str, tuple[type, str, tuple[str, ...]]]:
+    """Every sequence/synthesis parameter flag from the registry: name → (type, help,
+    algorithms that use it). ε and mode are shared with the redescription flags."""
+    flags: dict[str, tuple[type, str, tuple[str, ...]]] = {}
+    for spec in ALGORITHM_SPECS.values():
+        if spec.family == REDESCRIPTIONS:
+            continue
+        defaults = spec.defaults()
+        for mode in spec.modes:
+            for name in spec.parameters_used(mode)[2:]:
+                kind, text, users = flags.get(name, (None, spec.help(name), ()))
+                if kind is None:
+                    default = defaults[name]
+                    kind = _NONE_DEFAULT_TYPES[name] if default is None else type(default)
+                if spec.key not in users:
+                    users += (spec.key,)
+                flags[name] = (kind, text, users)
+    return flags
+
+
+#: name → (type, help, algorithms), for the flags of the sequence and synthesis families.
+FAMILY_FLAGS = _family_flags()
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _family_params(args, spec):
+    """The validated parameters of a sequence or synthesis algorithm from ``mine``'s flags:
+    the registry's defaults, then every flag given (a flag of another family is refused)."""
+    given = {name: getattr(args, name) for name in FAMILY_FLAGS
+             if getattr(args, name, None) is not None}
+    foreign = [n for n in given if spec.key not in FAMILY_FLAGS[n][2]]
+    foreign += [n for n in _REDESCRIPTION_FLAGS
+                if getattr(args, n, getattr(DEFAULTS, n)) != getattr(DEFAULTS, n)]
+    if getattr(args, "stable", None) is not None:
+        foreign.append("stable")
+    if foreign:
+        own = dict.fromkeys(n for mode in spec.modes for n in spec.parameters_used(mode)[2:])
+        raise ParameterError(f"{', '.join(_flag(n) for n in foreign)}: not a parameter of "
+                             f"{spec.label}; its parameters: "
+                             f"{', '.join(_flag(n) for n in own)}. Nothing was charged")
+    values = {**spec.defaults(), **given, "algorithm": spec.key, "epsilon": args.epsilon,
+              "mode": args.mode}
+    return spec.resolve("params_type")(**values).validate()
+
+
+def _params(args):
+    """The validated parameters of ``mine``'s flags (raises ParameterError naming a bad one):
+    MiningParams for a redescription algorithm, else the algorithm's registered type."""
+    spec = algorithm_spec(args.algorithm)
+    if spec.family != REDESCRIPTIONS:
+        return _family_params(args, spec)
+    foreign = [n for n in FAMILY_FLAGS if getattr(args, n, None) is not None]
+    if foreign:
+        raise ParameterError(f"{', '.join(_flag(n) for n in foreign)}: not a parameter of "
+                             f"{spec.label} (a redescription miner). Nothing was charged")
     in_tr, rm_iter = args.in_tr, args.rm_iter
     if args.stable is not None:
         in_tr, rm_iter = args.stable, 1
@@ -123,15 +229,16 @@ def _count_progress(bar: tqdm):
 
 def cmd_register(args) -> int:
     _owner_or_exit(args)
-    dataset = load_dataset(args.data)
+    kind, dataset = load_any_dataset(args.data)
     name = args.name or dataset.schema.name
     # The schema file is the owner's written declaration of what is public; registering
     # it from the command line confirms it. The content digest pins the data mined later.
     Ledger(args.ledger).register_dataset(name, dataset.schema, str(Path(args.data).resolve()),
                                          args.cap, actor="owner", confirmed=True,
                                          content_digest=content_digest(dataset))
-    print(f"registered {name!r} with a budget of ε = {args.cap}; its schema file is now "
-          "its confirmed public declaration", file=sys.stderr)
+    print(f"registered {name!r} ({dataset_kind_spec(kind).label}) with a budget of "
+          f"ε = {args.cap}; its schema file is now its confirmed public declaration",
+          file=sys.stderr)
     return 0
 
 
@@ -148,6 +255,26 @@ def _requester(args) -> Requester:
         _owner_or_exit(args)
         return Requester(role=OWNER, actor=args.actor)
     return Requester(role=ANALYST, actor=args.actor)
+
+
+#: What ``--out`` may be, by family: file extension → format.
+_OUT_FORMATS = {REDESCRIPTIONS: {".json": "json"},
+                SEQUENCES: {".json": "json", ".csv": "csv"},
+                SYNTHESIS: {".json": "json", ".csv": "csv", ".parquet": "parquet"}}
+
+
+def _out_format(out: str, family: str) -> str:
+    """The export format of ``--out`` for a result of ``family`` (ParameterError if it has
+    none). Redescription results are JSON whatever the name (as before other families)."""
+    if out == "-" or family == REDESCRIPTIONS:
+        return "json"
+    suffix = Path(out).suffix.lower()
+    formats = _OUT_FORMATS[family]
+    if suffix not in formats:
+        raise ParameterError(f"--out {out!r}: a {family} result is written as "
+                             f"{', '.join(formats)}; name the file with one of these "
+                             "extensions")
+    return formats[suffix]
 
 
 def _check_out(out: str) -> Path | None:
@@ -170,26 +297,63 @@ def _write_out(path: Path | None, text: str) -> None:
     if path is None:
         print(text)
         return
+    _write_atomically(path, lambda tmp: Path(tmp).write_text(text + "\n", encoding="utf-8"))
+
+
+def _write_atomically(path: Path, write) -> None:
+    """``write(tmp)`` into a temporary file beside ``path``, then rename it to ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def _patterns_frame(result):
+    """The frequent sequences of a PFS2 result as a table (DP release: noisy supports)."""
+    import pandas as pd
+
+    return pd.DataFrame({"pattern": [p.text() for p in result.patterns],
+                         "length": [p.length for p in result.patterns],
+                         "noisy_support": [p.noisy_support for p in result.patterns]},
+                        columns=["pattern", "length", "noisy_support"])
+
+
+def _export(result, family: str, path: Path | None, fmt: str) -> None:
+    """Write a result (never its owner diagnostics) in ``fmt`` to ``path`` (stdout: JSON)."""
+    if fmt == "json":
+        _write_out(path, result.to_json())
+    elif fmt == "csv":
+        frame = _patterns_frame(result) if family == SEQUENCES else result.synthetic
+        _write_atomically(path, lambda tmp: frame.to_csv(tmp, index=False))
+    else:
+        _write_atomically(path, lambda tmp: result.write_parquet(tmp))
+
+
+def _summary(result, family: str) -> str:
+    if family == SEQUENCES:
+        return f"{len(result.patterns)} frequent sequences"
+    if family == SYNTHESIS:
+        return f"a synthetic table of {len(result.synthetic)} rows"
+    return f"{len(result.redescriptions)} redescriptions"
+
+
 def cmd_mine(args) -> int:
     params = _params(args)
+    family = algorithm_spec(params.algorithm).family
+    fmt = _out_format(args.out, family)
     out = _check_out(args.out)
     requester = _requester(args)
     ledger = Ledger(args.ledger)
-    data = load_dataset(args.data) if args.data else None
+    data = load_any_dataset(args.data)[1] if args.data else None
     name = args.dataset or (data.schema.name if data is not None else None)
     if name is None:
         raise ParameterError("give --dataset (a registered dataset name)")
     record = ledger.get_dataset(name)
+    check_dataset_kind(record, params.algorithm)
     authorize_run(record, params, requester, seed=args.seed)
     if data is not None:
         # --data only names which files the caller believes were registered (owner or public
@@ -214,27 +378,30 @@ def cmd_mine(args) -> int:
         raise DpcoreError(f"the registered data of {name!r} could not be loaded or checked; "
                           "ask the data owner. Nothing was charged.") from None
     try:
-        _write_out(out, result.to_json())
+        _export(result, family, out, fmt)
     except OSError as exc:
         print(f"error: the result of run {run_id} is stored in the ledger but could not be "
               f"written to {args.out!r} ({exc}); fetch it with "
               f"`python -m dpcore result {run_id} --out FILE`", file=sys.stderr)
         return 1
     if out is not None:
-        print(f"run {run_id}: {len(result.redescriptions)} redescriptions written to "
-              f"{args.out}", file=sys.stderr)
+        print(f"run {run_id}: {_summary(result, family)} written to {args.out}",
+              file=sys.stderr)
     return 0
 
 
 def cmd_result(args) -> int:
     out = _check_out(args.out)
     role = _requester(args).role
+    ledger = Ledger(args.ledger)
+    family = algorithm_spec(ledger.get_run(args.run_id).algorithm).family
+    fmt = _out_format(args.out, family)
     try:
-        result = load_result(Ledger(args.ledger), args.run_id, role=role)
+        result = load_result(ledger, args.run_id, role=role)
     except RunInProgressError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
-    _write_out(out, result.to_json())
+    _export(result, family, out, fmt)
     return 0
 
 
@@ -245,7 +412,7 @@ def cmd_runs(args) -> int:
     if not runs:
         print(f"{args.dataset}: no runs yet")
         return 0
-    print(f"{'run id':32}  {'started (UTC)':19}  {'algorithm':12}  {'mode':8}  "
+    print(f"{'run id':32}  {'started (UTC)':19}  {'algorithm':20}  {'mode':8}  "
           f"{'ε charged':>10}  status")
     for run in runs:
         hidden = not can_read(run.audience, role)
@@ -255,7 +422,7 @@ def cmd_runs(args) -> int:
         if run.audience == OWNER_ONLY:
             status += " [owner only]"
         print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
-              f"{run.algorithm:12}  {run.params.get('mode', STRICT):8}  "
+              f"{run.algorithm:20}  {run.params.get('mode', STRICT):8}  "
               f"{run.epsilon:>10.6g}  {status}")
     return 0
 
@@ -287,6 +454,66 @@ def cmd_experiment(args) -> int:
     return 0
 
 
+def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
+                        default: str) -> None:
+    """The flags of ``mine`` / ``synthesize``: the redescription flags (if ``choices`` has a
+    redescription miner), then every sequence and synthesis parameter of ``choices`` from the
+    registry (not given: the algorithm's registered default)."""
+    mine.add_argument("--dataset", help="registered dataset name (default: the schema name "
+                                        "of --data)")
+    mine.add_argument("--data", help="optional check: a dataset folder or schema file that "
+                                     "must hold the registered data (refused otherwise); the "
+                                     "registered copy is always what is mined")
+    mine.add_argument("--algorithm", choices=choices, default=default,
+                      help="; ".join(f"{k}: {ALGORITHM_SPECS[k].blurb}" for k in choices))
+    mine.add_argument("--epsilon", type=float, default=DEFAULTS.epsilon, help=HELP["epsilon"])
+    mine.add_argument("--mode", choices=(STRICT, FAITHFUL), default=DEFAULTS.mode,
+                      help=HELP["mode"])
+    if any(algorithm_spec(k).family == REDESCRIPTIONS for k in choices):
+        mine.add_argument("--omega", type=float, default=DEFAULTS.omega, help=HELP["omega"])
+        mine.add_argument("--in-tr", type=int, default=DEFAULTS.in_tr, help=HELP["in_tr"])
+        mine.add_argument("--rm-iter", type=int, default=DEFAULTS.rm_iter, help=HELP["rm_iter"])
+        mine.add_argument("--stable", type=int, metavar="K",
+                          help="paper's 'stable' setting for AltMCMC/AltExpM: InTr = K, RMIter = 1")
+        mine.add_argument("--depth", type=int, default=DEFAULTS.depth, help=HELP["depth"])
+        mine.add_argument("--mc-iter", type=int, default=DEFAULTS.mc_iter, help=HELP["mc_iter"])
+        mine.add_argument("--sigma", type=float, default=DEFAULTS.sigma, help=HELP["sigma"])
+        mine.add_argument("--sigma-window", type=int, default=DEFAULTS.sigma_window,
+                          help=HELP["sigma_window"])
+        mine.add_argument("--min-jaccard", type=float, default=DEFAULTS.min_jaccard,
+                          help=HELP["min_jaccard"])
+        mine.add_argument("--max-pvalue", type=float, default=DEFAULTS.max_pvalue,
+                          help=HELP["max_pvalue"])
+        mine.add_argument("--min-support", type=float, default=DEFAULTS.min_support,
+                          help=HELP["min_support"])
+        mine.add_argument("--max-support", type=float, default=DEFAULTS.max_support,
+                          help=HELP["max_support"])
+        mine.add_argument("--max-clauses", type=int, default=DEFAULTS.max_clauses,
+                          help=HELP["max_clauses"])
+        for name, kind in SERENADE_FLAGS:
+            mine.add_argument("--" + name.replace("_", "-"), type=kind,
+                              default=getattr(DEFAULTS, name),
+                              help=HELP[name].replace("%", "%%"))  # argparse formats help with %
+    mine.add_argument("--seed", type=int, help="fixed seed: public demo datasets only "
+                                               "(refused on private data, which always "
+                                               "draws fresh OS entropy)")
+    mine.add_argument("--owner", action="store_true",
+                      help="run as the data owner (asks for the owner password); needed for "
+                           "faithful mode on private data, whose result only the owner reads")
+    mine.add_argument("--actor", default="cli", help="who spends (audit log)")
+    for name, (kind, text, users) in FAMILY_FLAGS.items():
+        if set(users) & set(choices):
+            default_value = algorithm_spec(users[0]).defaults()[name]
+            mine.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS,
+                              help=f"{text} [{', '.join(users)}; default {default_value}]"
+                              .replace("%", "%%"))
+    mine.add_argument("--out", default="-",
+                      help="output file ('-' = JSON on stdout); .json: the result JSON, .csv: "
+                           "the frequent sequences or the synthetic table, .parquet: the "
+                           "synthetic table. Checked before anything is charged")
+    mine.set_defaults(func=cmd_mine)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -297,7 +524,10 @@ def build_parser() -> argparse.ArgumentParser:
     reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap; "
                                           "its schema file becomes the confirmed public "
                                           "declaration")
-    reg.add_argument("--data", required=True, help="dataset folder with schema.json/.toml")
+    reg.add_argument("--data", required=True,
+                     help="dataset folder with schema.json/.toml (two-view table), "
+                          "sequence_schema.json (sequences) or synthesis_schema.json "
+                          "(labelled table)")
     reg.add_argument("--name", help="dataset name in the ledger (default: the schema's name)")
     reg.add_argument("--cap", type=float, required=True, help="total ε the dataset may spend")
     reg.set_defaults(func=cmd_register)
@@ -306,57 +536,21 @@ def build_parser() -> argparse.ArgumentParser:
     bud.add_argument("name")
     bud.set_defaults(func=cmd_budget)
 
-    mine = sub.add_parser("mine", help="run one DP miner, charged to the ledger",
+    mine = sub.add_parser("mine", help="run one DP miner (any family), charged to the ledger",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    mine.add_argument("--dataset", help="registered dataset name (default: the schema name "
-                                        "of --data)")
-    mine.add_argument("--data", help="optional check: a dataset folder or schema file that "
-                                     "must hold the registered data (refused otherwise); the "
-                                     "registered copy is always what is mined")
-    mine.add_argument("--algorithm", choices=ALGORITHMS, default=DEFAULTS.algorithm,
-                      help=HELP["algorithm"])
-    mine.add_argument("--epsilon", type=float, default=DEFAULTS.epsilon, help=HELP["epsilon"])
-    mine.add_argument("--omega", type=float, default=DEFAULTS.omega, help=HELP["omega"])
-    mine.add_argument("--mode", choices=(STRICT, FAITHFUL), default=DEFAULTS.mode,
-                      help=HELP["mode"])
-    mine.add_argument("--in-tr", type=int, default=DEFAULTS.in_tr, help=HELP["in_tr"])
-    mine.add_argument("--rm-iter", type=int, default=DEFAULTS.rm_iter, help=HELP["rm_iter"])
-    mine.add_argument("--stable", type=int, metavar="K",
-                      help="paper's 'stable' setting for AltMCMC/AltExpM: InTr = K, RMIter = 1")
-    mine.add_argument("--depth", type=int, default=DEFAULTS.depth, help=HELP["depth"])
-    mine.add_argument("--mc-iter", type=int, default=DEFAULTS.mc_iter, help=HELP["mc_iter"])
-    mine.add_argument("--sigma", type=float, default=DEFAULTS.sigma, help=HELP["sigma"])
-    mine.add_argument("--sigma-window", type=int, default=DEFAULTS.sigma_window,
-                      help=HELP["sigma_window"])
-    mine.add_argument("--min-jaccard", type=float, default=DEFAULTS.min_jaccard,
-                      help=HELP["min_jaccard"])
-    mine.add_argument("--max-pvalue", type=float, default=DEFAULTS.max_pvalue,
-                      help=HELP["max_pvalue"])
-    mine.add_argument("--min-support", type=float, default=DEFAULTS.min_support,
-                      help=HELP["min_support"])
-    mine.add_argument("--max-support", type=float, default=DEFAULTS.max_support,
-                      help=HELP["max_support"])
-    mine.add_argument("--max-clauses", type=int, default=DEFAULTS.max_clauses,
-                      help=HELP["max_clauses"])
-    for name, kind in SERENADE_FLAGS:
-        mine.add_argument("--" + name.replace("_", "-"), type=kind,
-                          default=getattr(DEFAULTS, name),
-                          help=HELP[name].replace("%", "%%"))  # argparse formats help with %
-    mine.add_argument("--seed", type=int, help="fixed seed: public demo datasets only "
-                                               "(refused on private data, which always "
-                                               "draws fresh OS entropy)")
-    mine.add_argument("--owner", action="store_true",
-                      help="run as the data owner (asks for the owner password); needed for "
-                           "faithful mode on private data, whose result only the owner reads")
-    mine.add_argument("--actor", default="cli", help="who spends (audit log)")
-    mine.add_argument("--out", default="-", help="result JSON file ('-' = stdout); checked "
-                                                 "before anything is charged")
-    mine.set_defaults(func=cmd_mine)
+    _add_mine_arguments(mine, ALL_ALGORITHMS, DEFAULTS.algorithm)
+    synth = sub.add_parser("synthesize", help="generate a DP synthetic table (MC-GEN, the "
+                                              "floor) from a labelled table, charged to the "
+                                              "ledger",
+                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _add_mine_arguments(synth, family_algorithms(SYNTHESIS), MCGEN)
 
     res = sub.add_parser("result", help="fetch a stored result as JSON (0 ε: it was paid "
                                         "for when it was mined)")
     res.add_argument("run_id")
-    res.add_argument("--out", default="-", help="JSON file ('-' = stdout)")
+    res.add_argument("--out", default="-", help="output file ('-' = JSON on stdout): .json, "
+                                                "or .csv (frequent sequences, synthetic table) "
+                                                "or .parquet (synthetic table)")
     res.add_argument("--owner", action="store_true",
                      help="read as the owner (owner-only results; asks for the password)")
     res.add_argument("--actor", default="cli", help=argparse.SUPPRESS)

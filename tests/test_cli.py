@@ -139,3 +139,163 @@ def test_owner_commands_back_off_after_repeated_wrong_passwords(ledger_path, mon
     outcomes = [e.outcome for e in Ledger(ledger_path).auth_events()]
     assert outcomes == ["failure"] * 5 + ["throttled"]
     assert b"s3cret" not in ledger_path.read_bytes() and Ledger(ledger_path).list_datasets() == []
+
+
+# --------------------------------------------------------------------------- every family
+HOUSE_POWER = str(REPO / "sample_data" / "house_power")   # sequences, public demo
+PIMA = str(REPO / "sample_data" / "pima_like")            # labelled table, public demo
+
+
+def _run_id(err: str) -> str:
+    return err.split("run ", 1)[1].split(":", 1)[0]
+
+
+def test_register_takes_every_kind_of_dataset_folder(ledger_path, monkeypatch, capsys):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    for folder in (CLINIC, HOUSE_POWER, PIMA):
+        assert main(["register", "--data", folder, "--cap", "2"]) == 0
+    assert "(sequence dataset)" in capsys.readouterr().err
+    kinds = {d.name: d.kind for d in Ledger(ledger_path).list_datasets()}
+    assert kinds == {"clinic": "two_view", "house_power": "sequences", "pima_like": "table"}
+    assert all(d.content_digest for d in Ledger(ledger_path).list_datasets())
+
+
+def test_mine_pfs2_prints_the_run_id_and_exports_patterns(ledger_path, monkeypatch, tmp_path,
+                                                         capsys):
+    import pandas as pd
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", HOUSE_POWER, "--cap", "3"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "patterns.csv"
+    assert main(["mine", "--dataset", "house_power", "--algorithm", "pfs2", "--theta", "0.3",
+                 "--epsilon", "1", "--seed", "4", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    run_id = _run_id(err)
+    assert len(run_id) == 32 and "frequent sequences written to" in err
+    table = pd.read_csv(out)
+    assert list(table.columns) == ["pattern", "length", "noisy_support"] and len(table) > 0
+    assert (table["length"] == table["pattern"].str.count("→") + 1).all()
+    assert Ledger(ledger_path).budget("house_power").spent_nano == epsilon_to_nano(1)
+    # the stored result again, 0 ε: as JSON and as CSV (the same patterns)
+    again = tmp_path / "again.json"
+    assert main(["result", run_id, "--out", str(again)]) == 0
+    stored = json.loads(again.read_text())
+    assert stored["algorithm"] == "pfs2" and stored["params"]["theta"] == 0.3
+    assert "diagnostics" not in stored
+    assert len(stored["patterns"]) == len(table)
+    csv_again = tmp_path / "again.csv"
+    assert main(["result", run_id, "--out", str(csv_again)]) == 0
+    assert pd.read_csv(csv_again).equals(table)
+    assert Ledger(ledger_path).budget("house_power").spent_nano == epsilon_to_nano(1)
+
+
+def test_the_straightforward_baseline_runs_from_the_cli(ledger_path, monkeypatch, tmp_path):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", HOUSE_POWER, "--cap", "3"]) == 0
+    out = tmp_path / "base.json"
+    assert main(["mine", "--dataset", "house_power", "--algorithm", "pfs2_straightforward",
+                 "--theta", "0.3", "--epsilon", "0.5", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["algorithm"] == "pfs2_straightforward"
+    assert all(level["prune_sensitivity"] == 0 for level in result["levels"])
+
+
+@pytest.mark.parametrize("command", [["synthesize"], ["mine", "--algorithm", "mcgen"]])
+def test_synthesize_exports_the_synthetic_table_as_csv_and_parquet(ledger_path, monkeypatch,
+                                                                   tmp_path, capsys, command):
+    import pandas as pd
+
+    from dpcore.synthesis.results import SynthesisResult
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", PIMA, "--cap", "3"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "synthetic.parquet"
+    assert main([*command, "--dataset", "pima_like", "--epsilon", "1", "--k", "50",
+                 "--feature-groups", "glucose,insulin;pregnancies,age;blood_pressure,"
+                 "skin_thickness,bmi,pedigree", "--out", str(out)]) == 0
+    run_id = _run_id(capsys.readouterr().err)
+    back = SynthesisResult.read_parquet(out)
+    assert back.algorithm == "mcgen" and back.run_id == run_id and len(back.synthetic) > 0
+    assert back.feature_groups == [["glucose", "insulin"], ["pregnancies", "age"],
+                                   ["blood_pressure", "skin_thickness", "bmi", "pedigree"]]
+    csv = tmp_path / "synthetic.csv"
+    assert main(["result", run_id, "--out", str(csv)]) == 0
+    table = pd.read_csv(csv)
+    assert list(table.columns) == list(back.synthetic.columns)
+    assert len(table) == len(back.synthetic)
+    assert Ledger(ledger_path).budget("pima_like").spent_nano == epsilon_to_nano(1)
+
+
+def test_the_floor_runs_from_synthesize(ledger_path, monkeypatch, tmp_path):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", PIMA, "--cap", "3"]) == 0
+    out = tmp_path / "floor.json"
+    assert main(["synthesize", "--dataset", "pima_like", "--algorithm", "class_marginals",
+                 "--marginal-bins", "8", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["algorithm"] == "class_marginals" and result["params"]["marginal_bins"] == 8
+
+
+@pytest.mark.parametrize("args, message", [
+    (["mine", "--dataset", "pima_like", "--algorithm", "pfs2"],
+     "PFS2 mines a sequence dataset; dataset 'pima_like' is a labelled table"),
+    (["mine", "--dataset", "house_power", "--algorithm", "mcgen"],
+     "MC-GEN mines a labelled table; dataset 'house_power' is a sequence dataset"),
+    (["mine", "--dataset", "house_power", "--algorithm", "pfs2", "--k", "5"],
+     "--k: not a parameter of PFS2"),
+    (["mine", "--dataset", "house_power", "--algorithm", "pfs2", "--omega", "0.3"],
+     "--omega: not a parameter of PFS2"),
+    (["mine", "--dataset", "clinic", "--algorithm", "altexpm", "--theta", "0.3"],
+     "--theta: not a parameter of AltExpM"),
+    (["mine", "--dataset", "house_power", "--algorithm", "pfs2", "--theta", "2"],
+     r"theta \(θ\) must lie in \(0, 1\)"),
+    (["synthesize", "--dataset", "pima_like", "--algorithm", "class_marginals", "--mode",
+      "faithful"], "strict mode only"),
+    (["synthesize", "--dataset", "pima_like", "--feature-groups", "glucose;nonsense"],
+     "unknown feature.*nonsense"),
+    (["mine", "--dataset", "house_power", "--algorithm", "pfs2", "--out", "patterns.parquet"],
+     "a sequences result is written as .json, .csv"),
+    (["synthesize", "--dataset", "pima_like", "--out", "table.xlsx"],
+     "a synthesis result is written as .json, .csv, .parquet"),
+])
+def test_bad_input_of_the_new_families_is_named_and_charges_nothing(ledger_path, monkeypatch,
+                                                                    capsys, tmp_path, args,
+                                                                    message):
+    import re
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    monkeypatch.chdir(tmp_path)
+    for folder in (CLINIC, HOUSE_POWER, PIMA):
+        main(["register", "--data", folder, "--cap", "3"])
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "error: " in err and re.search(message, err), err
+    ledger = Ledger(ledger_path)
+    assert [ledger.budget(n).spent_nano for n in ("clinic", "house_power", "pima_like")] == \
+        [0, 0, 0]
+    assert ledger.audit_log() == [] and not list(tmp_path.glob("*.parquet"))
+
+
+def test_an_unwritable_out_is_refused_before_the_charge(ledger_path, monkeypatch, tmp_path,
+                                                        capsys):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    main(["register", "--data", PIMA, "--cap", "3"])
+    assert main(["synthesize", "--dataset", "pima_like",
+                 "--out", str(tmp_path / "missing" / "t.csv")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert Ledger(ledger_path).budget("pima_like").spent_nano == 0
+
+
+def test_help_lists_the_new_families_flags_with_their_defaults():
+    out = subprocess.run([sys.executable, "-m", "dpcore", "mine", "--help"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    for flag in ("--theta", "--zeta", "--eta", "--l1", "--budget-prune", "--k",
+                 "--feature-groups", "--cells", "--marginal-bins"):
+        assert flag in out
+    assert "pfs2" in out and "class_marginals" in out and "default 0.02" in out
+    synth = subprocess.run([sys.executable, "-m", "dpcore", "synthesize", "--help"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout
+    assert "--k" in synth and "--theta" not in synth and "--omega" not in synth
