@@ -9,11 +9,12 @@ popcount of two ANDed bitsets. A move at node ``h`` recomputes only the
 bitsets below ``h`` and the counts of the leaves there, so it costs
 O(N/64 × leaves under h) word operations with no per-row gathers.
 
-Same chains as the row-based kernels in ``kernels.py`` (which faithful mode
-uses, because its per-tree data-derived candidates are too many for bitsets):
-the same proposal distribution, scores, sensitivities and Metropolis–Hastings
-acceptance rule, with the same proposal ratio (``kernels.log_proposal_ratio``),
-drawing the same random numbers in the same order.
+Same chains as the row-based kernels in ``kernels.row_chains`` (which faithful mode
+uses, because its per-tree data-derived candidates are too many for bitsets): the
+same moves and step (``kernels.moves.apply_move``, then
+``kernels.hastings.hastings_accept`` with the same proposal ratio), scores and
+sensitivities, drawing the same random numbers in the same order; only the counting
+differs.
 Nothing here is private by itself; see ``trees.py`` for how ε is charged.
 """
 
@@ -23,7 +24,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from dpcore.redescriptions.kernels import (
+from dpcore.redescriptions.kernels.hastings import hastings_accept, hastings_workspace
+from dpcore.redescriptions.kernels.layout import (
     ABSENT,
     ATTR,
     KIND,
@@ -34,17 +36,16 @@ from dpcore.redescriptions.kernels import (
     SPLIT,
     THR,
     THRESHOLD,
-    _accept,
-    gini_contribution,
-    grow_structure,
-    hastings_workspace,
     init_tree,
-    log_proposal_ratio,
-    propose_move,
-    propose_pair_move,
-    replace_split,
     subtree_leaves,
 )
+from dpcore.redescriptions.kernels.moves import (
+    apply_move,
+    grow_structure,
+    propose_move,
+    propose_pair_move,
+)
+from dpcore.redescriptions.kernels.scores import gini_contribution
 
 
 def popcount(x):
@@ -234,15 +235,13 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             continue
         if stats is not None:
             stats[0] += count_bits(node_bits[h])
-        saved_nodes[:, :] = nodes
         saved_contrib[:] = contrib
         old_part = 0.0
         for u in subtree_leaves(h, nodes, fanout):
             old_part += contrib[u]
             contrib[u] = 0.0
-        replace_split(h, s_new, nodes, cands, fanout)
-        grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, False, no_perm,
-                       no_codes, y, 0)
+        apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
+                   False, no_perm, no_codes, y, 0)
         fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
         new_part = 0.0
         for u in subtree_leaves(h, nodes, fanout):
@@ -250,11 +249,8 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             contrib[u] = gini_contribution(hist[u])
             new_part += contrib[u]
         new_score = score - old_part + new_part
-        log_q = 0.0
-        if hastings:
-            log_q = log_proposal_ratio(h, saved_nodes, nodes, no_tree, cands, fanout,
-                                       depth_of, max_depth, True, work)
-        if _accept(new_score - score, epsilon, 2.0, log_q, rng):
+        if hastings_accept(new_score - score, epsilon, 2.0, hastings, h, saved_nodes, nodes,
+                           no_tree, cands, fanout, depth_of, max_depth, True, work, rng):
             score = new_score
         else:
             nodes[:, :] = saved_nodes
@@ -361,10 +357,17 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         if h < 0:
             trace[it] = score
             continue
+        # The moved tree's arrays (the other tree is not touched by this step).
+        if on_left:
+            cands, child_bits, offset, fanout, depth_of = (cands_l, child_bits_l, offset_l,
+                                                           fanout_l, depth_l)
+            nodes, saved, bits, other_nodes, work = nodes_l, saved_l, bits_l, nodes_r, work_l
+        else:
+            cands, child_bits, offset, fanout, depth_of = (cands_r, child_bits_r, offset_r,
+                                                           fanout_r, depth_r)
+            nodes, saved, bits, other_nodes, work = nodes_r, saved_r, bits_r, nodes_l, work_r
         if stats is not None:
-            stats[0] += count_bits(bits_l[h] if on_left else bits_r[h])
-        saved_l[:, :] = nodes_l
-        saved_r[:, :] = nodes_r
+            stats[0] += count_bits(bits[h])
         saved_hist[:, :] = hist
         saved_table[:, :] = table
         saved_size[:] = size_r
@@ -372,46 +375,32 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             for u in subtree_leaves(h, nodes_l, fanout_l):
                 hist[u, :] = 0
                 table[:, u] = 0
-            replace_split(h, s_new, nodes_l, cands_l, fanout_l)
-            grow_structure(h, nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, False,
-                           no_perm, no_codes, y, 0)
-            fill_node_bits(h, nodes_l, cands_l, fanout_l, child_bits_l, offset_l, bits_l)
-            for u in subtree_leaves(h, nodes_l, fanout_l):
-                _leaf_hist(u, bits_l, cls, hist)
-                _pair_column(u, nodes_r, bits_r, bits_l, table)
         else:
             for j in subtree_leaves(h, nodes_r, fanout_r):
                 table[j, :] = 0
                 size_r[j] = 0
-            replace_split(h, s_new, nodes_r, cands_r, fanout_r)
-            grow_structure(h, nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, False,
-                           no_perm, no_codes, y, 0)
-            fill_node_bits(h, nodes_r, cands_r, fanout_r, child_bits_r, offset_r, bits_r)
+        apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng, False,
+                   no_perm, no_codes, y, 0)
+        fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
+        if on_left:
+            for u in subtree_leaves(h, nodes_l, fanout_l):
+                _leaf_hist(u, bits_l, cls, hist)
+                _pair_column(u, nodes_r, bits_r, bits_l, table)
+        else:
             for j in subtree_leaves(h, nodes_r, fanout_r):
                 size_r[j] = count_bits(bits_r[j])
                 _pair_row(j, nodes_l, bits_r, bits_l, table)
         new_g_l = _purity_l(nodes_l, hist, n_rows) if on_left else g_l
         new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, n_rows)
         new_score = new_g_l * (1.0 + new_g_r) / 2.0
-        log_q = 0.0
-        if hastings:
-            if on_left:
-                log_q = log_proposal_ratio(h, saved_l, nodes_l, nodes_r, cands_l, fanout_l,
-                                           depth_l, max_depth, True, work_l)
-            else:
-                log_q = log_proposal_ratio(h, saved_r, nodes_r, nodes_l, cands_r, fanout_r,
-                                           depth_r, max_depth, True, work_r)
-        if _accept(new_score - score, epsilon, 1.0, log_q, rng):
+        if hastings_accept(new_score - score, epsilon, 1.0, hastings, h, saved, nodes,
+                           other_nodes, cands, fanout, depth_of, max_depth, True, work, rng):
             score, g_l, g_r = new_score, new_g_l, new_g_r
         else:
-            nodes_l[:, :] = saved_l
-            nodes_r[:, :] = saved_r
+            nodes[:, :] = saved
             hist[:, :] = saved_hist
             table[:, :] = saved_table
             size_r[:] = saved_size
-            if on_left:
-                fill_node_bits(h, nodes_l, cands_l, fanout_l, child_bits_l, offset_l, bits_l)
-            else:
-                fill_node_bits(h, nodes_r, cands_r, fanout_r, child_bits_r, offset_r, bits_r)
+            fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
         trace[it] = score
     return mc_iter

@@ -1,0 +1,65 @@
+"""Tree scores: the Gini score of a classification tree and the purity of a tree pair.
+
+Sensitivities (docs/PRIVACY.md, S1 and S2): −Σ_leaves |leaf|·gini(leaf) has Δ = 2;
+the pair score g(T_L)(1 + g(T_R))/2 has Δ = 1. These functions read true (private) counts;
+their values only ever enter a mechanism charged beforehand.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dpcore.redescriptions.kernels.layout import END, LEAF, SPLIT, START
+
+
+@njit(cache=True, nogil=True)
+def gini_contribution(counts):
+    """−|leaf|·gini(leaf) = −(n − Σ_c n_c²/n); 0 for an empty leaf."""
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    sq = 0.0
+    for c in range(counts.size):
+        sq += counts[c] * counts[c]
+    return -(n - sq / n)
+
+
+@njit(cache=True, nogil=True)
+def purity_contribution(counts, n_rows):
+    """(|leaf|/N)·Σ_c (n_c/|leaf|)² = Σ_c n_c² / (|leaf|·N); 0 for an empty leaf."""
+    n = counts.sum()
+    if n == 0:
+        return 0.0
+    sq = 0.0
+    for c in range(counts.size):
+        sq += counts[c] * counts[c]
+    return sq / (n * n_rows)
+
+
+@njit(cache=True, nogil=True)
+def pair_table(nodes_r, leaf_r, leaf_l, cap_l, n_rows):
+    """Leaf×leaf table (R-leaf rows, L-leaf columns + a 'no L-leaf' column) and Σ² per row."""
+    table = np.zeros((nodes_r.shape[1], cap_l + 1), dtype=np.int64)
+    for r in range(n_rows):
+        j = leaf_r[r]
+        if j >= 0:
+            c = leaf_l[r]
+            table[j, c if c >= 0 else cap_l] += 1
+    sumsq = np.zeros(nodes_r.shape[1], dtype=np.int64)
+    for j in range(nodes_r.shape[1]):
+        for c in range(cap_l + 1):
+            sumsq[j] += table[j, c] * table[j, c]
+    return table, sumsq
+
+
+@njit(cache=True, nogil=True)
+def purity_from_table(nodes_r, sumsq, n_rows):
+    """g(T_R) with T_L's leaves as classes, from the incremental Σ² per R-leaf."""
+    g = 0.0
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] == LEAF:
+            n = nodes_r[END, j] - nodes_r[START, j]
+            if n > 0:
+                g += sumsq[j] / (n * n_rows)
+    return g
