@@ -1,22 +1,24 @@
 """A plain-NumPy MCMCTreePair chain: the speed reference for the numba kernels.
 
 Same chain as ``dpcore.redescriptions.bitset_mcmc.mcmc_tree_pair_bits`` (strict mode): the
-same coded
-views and split candidates (``dpcore.redescriptions.mining.strict_coding``), the same
-proposal (an internal
-node drawn uniformly from both trees, a split drawn uniformly among the candidates used
-neither on the path to it nor in the subtrees kept below it, new children grown at random to
-depth ``d``), the same score g(T1)·(1 + g(T2))/2 with sensitivity 1 and the same Metropolis
-test min(1, exp(ε·ΔS/2)). What differs is the implementation, on purpose the naive one:
+same coded views and split candidates (``dpcore.redescriptions.mining.strict_coding``), the
+same proposal (an internal node drawn uniformly from both trees, a split drawn uniformly
+among the candidates used neither on the path to it nor in the subtrees kept below it and
+leaving every threshold test on a path useful, new children grown at random to depth
+``d``), the same score g(T1)·(1 + g(T2))/2 with sensitivity 1 and the same
+Metropolis–Hastings test min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)), with the proposal ratio
+counted as ``kernels.hastings.log_proposal_ratio`` defines it (docs/PRIVACY.md §7). What
+differs is the implementation, on purpose the naive one:
 
 * no numba, no bitsets, no incremental bookkeeping;
 * every step re-partitions ALL rows through the changed tree (vectorised NumPy gathers, one
-  level at a time) and recomputes both purities from scratch with ``np.bincount``.
+  level at a time) and recomputes both purities from scratch with ``np.bincount``;
+* the allowed splits and the proposal ratio are found by testing every candidate.
 
 It reads private (coded) data and releases nothing; it exists only to time a step. It does
 not draw the same random numbers as the numba chain, so the chains are not identical; the
 score function is checked against the numba chain's own score on the numba chain's final
-trees (:func:`pair_score`).
+trees (:func:`pair_score`), and the proposal ratio against the kernel's by a test.
 """
 
 from __future__ import annotations
@@ -25,10 +27,9 @@ import time
 
 import numpy as np
 
-# Tree layout and candidate kinds as documented in dpcore/redescriptions/kernels.py and
-# dpcore/redescriptions/coding.py
-# (restated, not imported: importing dpcore.redescriptions.kernels would pull numba into
-# this module).
+# Tree layout and candidate kinds as documented in dpcore.redescriptions.kernels.layout and
+# dpcore.redescriptions.coding (restated, not imported: importing the kernels would pull
+# numba into this module).
 LEAF, ABSENT, GROW = -1, -2, -3
 THRESHOLD, MULTIWAY, EQUALS = 0, 1, 2
 MISSING = 65535
@@ -131,44 +132,76 @@ def _path_splits(c: CodedArrays, split, u) -> set:
     return out
 
 
-def _subtree_splits(c: CodedArrays, split, h) -> set:
-    out, stack = set(), list(_children(c, split, h))
+def _useful(c: CodedArrays, split, u, s) -> bool:
+    """A threshold split s at u leaves no child empty by the path's tests on its attribute."""
+    if c.kind[s] != THRESHOLD:
+        return True
+    lo, hi = 0, 1 << 62
+    v = u
+    while v > 0:
+        p = (v - 1) // c.fanout
+        sp = split[p]
+        if sp >= 0 and c.attr[sp] == c.attr[s] and c.kind[sp] == THRESHOLD:
+            if (v - 1) % c.fanout == 0:
+                hi = min(hi, c.thr[sp])
+            else:
+                lo = max(lo, c.thr[sp] + 1)
+        v = p
+    return lo <= c.thr[s] < hi
+
+
+def _subtree_nodes(c: CodedArrays, split, root) -> list:
+    out, stack = [], [root]
     while stack:
         u = stack.pop()
-        if split[u] >= 0:
-            out.add(int(split[u]))
+        if u < c.cap and split[u] != ABSENT:
+            out.append(u)
             stack.extend(_children(c, split, u))
     return out
 
 
-def _draw_candidate(c: CodedArrays, banned: set, rng) -> int:
-    if len(banned) >= c.n_cand:
-        allowed = [s for s in range(c.n_cand) if s not in banned]
-        return int(allowed[rng.integers(0, len(allowed))]) if allowed else -1
-    while True:
-        s = int(rng.integers(0, c.n_cand))
-        if s not in banned:
-            return s
+def _growth_options(c: CodedArrays, split, u) -> list:
+    """Splits random growth may give u: unused on its path and useful there."""
+    path = _path_splits(c, split, u)
+    return [s for s in range(c.n_cand) if s not in path and _useful(c, split, u, s)]
+
+
+def _move_options(c: CodedArrays, split, h) -> list:
+    """Splits a move may give internal node h (its current one included)."""
+    path = _path_splits(c, split, h)
+    old = split[h]
+    out = []
+    for s in range(c.n_cand):
+        if s in path or not _useful(c, split, h, s):
+            continue
+        kept = min(c.nchild[old], c.nchild[s])
+        below = [u for i in range(kept) for u in _subtree_nodes(c, split, c.fanout * h + 1 + i)]
+        if any(split[u] == s for u in below):
+            continue
+        split[h] = s
+        ok = all(split[u] < 0 or _useful(c, split, u, split[u]) for u in below)
+        split[h] = old
+        if ok:
+            out.append(s)
+    return out
 
 
 def _grow(c: CodedArrays, split, h, rng):
-    """Every GROW node below h gets a uniformly random split unused on its path, to depth d."""
+    """Every GROW node below h gets a uniformly random growth option, to depth d."""
     stack = [h]
     while stack:
         u = stack.pop()
         if split[u] == GROW:
-            if c.depth_of[u] >= c.depth:
+            options = _growth_options(c, split, u) if c.depth_of[u] < c.depth else []
+            if not options:
                 split[u] = LEAF
             else:
-                s = _draw_candidate(c, _path_splits(c, split, u), rng)
-                if s < 0:
-                    split[u] = LEAF
-                else:
-                    split[u] = s
-                    for i in range(c.nchild[s]):
-                        ch = c.fanout * u + 1 + i
-                        _mark_absent(c, split, ch)
-                        split[ch] = GROW
+                s = options[int(rng.integers(0, len(options)))]
+                split[u] = s
+                for i in range(c.nchild[s]):
+                    ch = c.fanout * u + 1 + i
+                    _mark_absent(c, split, ch)
+                    split[ch] = GROW
         stack.extend(_children(c, split, u))
 
 
@@ -181,10 +214,10 @@ def random_tree(c: CodedArrays, rng) -> np.ndarray:
 
 def propose(c: CodedArrays, split, h, rng) -> bool:
     """Replace the split of internal node h in place (kept children keep their subtrees)."""
-    banned = _path_splits(c, split, h) | _subtree_splits(c, split, h)
-    s_new = _draw_candidate(c, banned, rng)
-    if s_new < 0:
+    options = _move_options(c, split, h)
+    if not options:
         return False
+    s_new = options[int(rng.integers(0, len(options)))]
     old_nc, new_nc = c.nchild[split[h]], c.nchild[s_new]
     split[h] = s_new
     for i in range(new_nc, old_nc):
@@ -195,6 +228,32 @@ def propose(c: CodedArrays, split, h, rng) -> bool:
         split[ch] = GROW
     _grow(c, split, h, rng)
     return True
+
+
+def _log_growth(c: CodedArrays, split, h, first_child, last_child) -> float:
+    """log P(random growth grows children first_child … last_child − 1 of h as they are)."""
+    lp = 0.0
+    for i in range(first_child, last_child):
+        for u in _subtree_nodes(c, split, c.fanout * h + 1 + i):
+            if split[u] >= 0:
+                lp -= np.log(len(_growth_options(c, split, u)))
+            elif c.depth_of[u] < c.depth and _growth_options(c, split, u):
+                return -np.inf    # strict growth would have split this leaf
+    return lp
+
+
+def log_proposal_ratio(c: CodedArrays, old, new, h, n_internal_other: int) -> float:
+    """log q(T′→T) − log q(T→T′) for the move at h that turned ``old`` into ``new``
+    (strict growth), by counting every option; ``n_internal_other``: the other tree's
+    internal nodes (they count in the node draw)."""
+    a, b = c.nchild[old[h]], c.nchild[new[h]]
+    if a == b:
+        return 0.0
+    k = min(a, b)
+    lr = (np.log(np.count_nonzero(old >= 0) + n_internal_other)
+          - np.log(np.count_nonzero(new >= 0) + n_internal_other))
+    lr += np.log(len(_move_options(c, old, h))) - np.log(len(_move_options(c, new, h)))
+    return lr + _log_growth(c, old, h, k, a) - _log_growth(c, new, h, k, b)
 
 
 def run_chain(coded_first, coded_second, y: np.ndarray, n_classes: int, depth: int,
@@ -237,7 +296,9 @@ def run_chain(coded_first, coded_second, y: np.ndarray, n_classes: int, depth: i
             new_g1 = g1
         new_g2 = purity_second(new_leaf2, new_leaf1, c1.cap, c2.cap)
         new_score = new_g1 * (1.0 + new_g2) / 2.0
-        x = epsilon * (new_score - score) / 2.0
+        other = split2 if first else split1
+        x = epsilon * (new_score - score) / 2.0 + log_proposal_ratio(
+            c, saved, split, h, int(np.count_nonzero(other >= 0)))
         u = rng.random()
         if x >= 0.0 or u < np.exp(x):
             score, g1, g2, leaf1, leaf2 = new_score, new_g1, new_g2, new_leaf1, new_leaf2
