@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -154,3 +155,272 @@ def test_feature_groups_parse_and_name_what_is_wrong():
                         ("a, b", "missing: c"), ("a;; b, c", "empty group")]:
         with pytest.raises(ParameterError, match=re.escape(words)):
             parse_groups(text, names)
+
+
+# --------------------------------------------------------------------------- the page (AppTest)
+
+APP = str(REPO_ROOT / "app.py")
+PAGE = "pages/synthesis.py"
+OWNER_PASSWORD = "correct horse battery staple"
+SAMPLE = "pima_like"
+
+
+@pytest.fixture(autouse=True)
+def _navigation_with_pages_folder(monkeypatch):
+    """The AppTest workaround of tests/test_app.py (streamlit 1.67: ``st.navigation`` with a
+    ``pages/`` folder runs only the page from the second run on)."""
+    import streamlit.testing.v1.app_test as app_test_module
+    from streamlit.runtime.pages_manager import PagesManager
+
+    class _PagesManager(PagesManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(app_test_module, "PagesManager", _PagesManager)
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """AppTest leaves a fake ``__main__`` behind (see tests/test_app.py); put the real one back."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
+@pytest.fixture
+def ledger_path(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("DPRM_LEDGER", str(path))
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
+    return path
+
+
+@pytest.fixture
+def app(ledger_path):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _open_sample(at):
+    """The Synthesis page on the sample table, chosen the way a new user does: the page
+    says the current dataset is not a table and offers the table datasets."""
+    _ok(at.switch_page(PAGE).run())
+    if at.session_state["dataset"] != SAMPLE:
+        assert any("not a labelled table" in i.value for i in at.main.info)
+        at.selectbox(key="syn_table_pick").set_value(SAMPLE)
+        _ok(at.button(key="syn_use_table").click().run())
+    assert at.session_state["dataset"] == SAMPLE
+    assert at.sidebar.selectbox(key="dataset").value == SAMPLE      # the meter follows
+    return at
+
+
+def _launch(at):
+    _ok(at.button(key="syn_launch_button").click().run())
+    pending = dict(at.session_state["syn_launch"])
+    _ok(at.button(key="syn_confirm").click().run())
+    return pending
+
+
+def _meter(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.sidebar.metric}
+
+
+def _owner(at, monkeypatch):
+    from dpcore.privacy.roles import hash_password
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    at.text_input(key="owner_password").input(OWNER_PASSWORD)
+    _ok(at.button(key="owner_login").click().run())
+    assert at.session_state["role"] == "owner"
+
+
+def _frames(at) -> list[pd.DataFrame]:
+    return [f.value for f in at.dataframe]
+
+
+@pytest.fixture
+def media_storages(monkeypatch) -> list:
+    """AppTest's in-memory media storages (one per script run), kept so a download button's
+    file can be read after the run (AppTest drops its mock runtime when a run ends)."""
+    import streamlit.testing.v1.app_test as app_test_module
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    kept = []
+
+    class _Kept(MemoryMediaFileStorage):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            kept.append(self)
+
+    monkeypatch.setattr(app_test_module, "MemoryMediaFileStorage", _Kept)
+    return kept
+
+
+def _media_file(storages: list, url: str) -> bytes:
+    """The bytes behind a download button's URL (``/mock/media/<id>.<ext>``)."""
+    file_id = url.rsplit("/", 1)[-1].split(".", 1)[0]
+    return storages[-1].get_file(file_id).content
+
+
+def test_an_analyst_synthesises_the_sample_sees_the_preview_and_downloads_csv(
+        media_storages, app, ledger_path):
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.runs import load_result
+
+    _open_sample(app)
+    app.number_input(key="syn_epsilon").set_value(2.0)
+    _ok(app.run())
+    assert any("This run costs **ε = 2**" in m.value for m in app.main.markdown)
+    pending = _launch(app)
+    ledger = Ledger(ledger_path)
+    runs = ledger.list_runs(SAMPLE)
+    assert [r.status for r in runs] == ["done"] and runs[0].run_id == pending["run_id"]
+    assert ledger.budget(SAMPLE).spent == pytest.approx(2.0)
+    assert _meter(app)["Spent ε"] == "2"
+    assert any("is stored: a synthetic table of" in s.value for s in app.success)
+
+    result = load_result(ledger, pending["run_id"], role="analyst")
+    preview = next(f for f in _frames(app) if list(f.columns) == result.columns)
+    assert len(preview) == min(200, len(result.synthetic))
+    assert np.allclose(preview.to_numpy(dtype=float),
+                       result.synthetic.head(200).to_numpy(dtype=float))
+    labels = [b.label for b in app.get("download_button")]
+    assert labels == ["Download CSV", "Download Parquet"]
+    csv_button = app.get("download_button")[0]
+    downloaded = _media_file(media_storages, csv_button.proto.url)
+    assert downloaded == csv_bytes(result)
+    assert len(pd.read_csv(io.BytesIO(downloaded))) == sum(result.noisy_class_counts.values())
+    # The same confirm step again (a second click, a second tab with the same run id).
+    spent = ledger.budget(SAMPLE).spent_nano
+    app.session_state["syn_launch"] = pending
+    _ok(app.run())
+    _ok(app.button(key="syn_confirm").click().run())
+    assert ledger.budget(SAMPLE).spent_nano == spent
+    assert len(ledger.list_runs(SAMPLE)) == 1
+
+
+PRIVATE = "clinic_table"
+
+
+@pytest.fixture
+def private_table(ledger_path, tmp_path, pima):
+    """The sample's rows registered as a PRIVATE table (not a public demo) in the ledger."""
+    from dpcore.privacy.ledger import Ledger
+    from dpcore.privacy.policy import content_digest
+    from dpcore.synthesis.schema import SCHEMA_FILE_NAME, save_table_schema, schema_to_dict
+    from dpcore.synthesis.table import load_registered_table
+
+    folder = tmp_path / PRIVATE
+    folder.mkdir()
+    schema = schema_from_dict({**schema_to_dict(pima.schema), "name": PRIVATE,
+                               "public_demo": False})
+    pima.to_frame().to_csv(folder / schema.file, index=False)
+    save_table_schema(schema, folder / SCHEMA_FILE_NAME)
+    data = load_registered_table(folder, schema)
+    Ledger(ledger_path).register_dataset(PRIVATE, schema, str(folder), 20.0, actor="test",
+                                         confirmed=True, content_digest=content_digest(data))
+    return PRIVATE
+
+
+def _truth_shown(at) -> bool:
+    return (any("not private" in m.value for m in at.main.markdown)
+            or any("true rows (not private)" in f.columns for f in _frames(at))
+            or any(b.key == "syn_utility_button" for b in at.button))
+
+
+def test_the_owner_sees_the_utility_report_an_analyst_does_not(private_table, app,
+                                                                ledger_path, monkeypatch):
+    """On a private table an analyst gets the DP release only; the owner also sees the real
+    table's histograms and associations, the true class counts and the utility report."""
+    from dpcore.privacy.ledger import Ledger
+
+    app.sidebar.selectbox(key="dataset").set_value(private_table)
+    _ok(app.switch_page(PAGE).run())
+    from dpcore.registry import MODE_LABELS, STRICT
+
+    mode = app.selectbox(key="syn_mode")                               # faithful: owner only
+    assert mode.options == [MODE_LABELS[STRICT]] and mode.disabled
+    _launch(app)
+    assert [r.status for r in Ledger(ledger_path).list_runs(private_table)] == ["done"]
+    assert [b.label for b in app.get("download_button")] == ["Download CSV", "Download Parquet"]
+    assert not _truth_shown(app)
+
+    _owner(app, monkeypatch)
+    _ok(app.switch_page(PAGE).run())
+    assert _truth_shown(app)
+    assert len(app.selectbox(key="syn_mode").options) == 2        # faithful offered, labelled
+    assert any("true rows (not private)" in f.columns for f in _frames(app))
+    _ok(app.button(key="syn_utility_button").click().run())
+    report = next(f for f in _frames(app) if "SVM" in f.columns)
+    methods = set(report["method"])
+    assert any(m.startswith("real data") for m in methods)
+    assert any(m.startswith("floor") for m in methods)
+    assert set(report["scenario"]) == {1, 2}
+    assert ((report["SVM"] >= 0) & (report["SVM"] <= 1)).all()
+    assert len(Ledger(ledger_path).list_runs(private_table)) == 1    # the report charged nothing
+
+
+@pytest.mark.parametrize("typed", [0.0, -1.0])
+def test_a_bad_epsilon_is_named_next_to_its_box_and_charges_nothing(app, ledger_path, typed):
+    from dpcore.privacy.ledger import Ledger
+
+    _open_sample(app)
+    app.number_input(key="syn_epsilon").set_value(typed)
+    _ok(app.run())
+    assert app.number_input(key="syn_epsilon").value == typed            # not snapped back
+    errors = [e.value for e in app.main.error]
+    assert any(e.startswith(f"ε (privacy budget of this run): {typed:g} is refused")
+               for e in errors), errors
+    assert app.button(key="syn_launch_button").disabled
+    ledger = Ledger(ledger_path)
+    assert ledger.budget(SAMPLE).spent_nano == 0 and ledger.list_runs(SAMPLE) == []
+
+
+def test_an_epsilon_above_the_remaining_budget_disables_launch(app, ledger_path):
+    from dpcore.privacy.ledger import Ledger
+
+    _open_sample(app)
+    app.number_input(key="syn_epsilon").set_value(50.0)
+    _ok(app.run())
+    assert any("ε = 50 is more than the ε = 20 that remains" in e.value for e in app.main.error)
+    assert app.button(key="syn_launch_button").disabled
+    assert Ledger(ledger_path).list_runs(SAMPLE) == []
+
+
+def test_bad_feature_groups_are_named_and_charge_nothing(app, ledger_path):
+    from dpcore.privacy.ledger import Ledger
+
+    _open_sample(app)
+    app.text_input(key="syn_feature_groups").input("glucose, insulin; nonsense")
+    _ok(app.run())
+    assert any("unknown feature(s) nonsense" in e.value for e in app.main.error)
+    assert app.button(key="syn_launch_button").disabled
+    assert Ledger(ledger_path).list_runs(SAMPLE) == []
+
+
+def test_a_stored_run_can_be_reopened(app, ledger_path):
+    _open_sample(app)
+    first = _launch(app)["run_id"]
+    from dpcore.registry import SYNTHESIS, family_algorithms
+
+    app.selectbox(key="syn_algorithm").set_value(family_algorithms(SYNTHESIS)[1])  # the floor
+    _ok(app.run())
+    second = _launch(app)["run_id"]
+    picker = app.selectbox(key="syn_run_pick")
+    assert picker.value == second                                # the new run is shown
+    assert second[:8] in picker.options[0] and first[:8] in picker.options[1]
+    picker.set_value(first)
+    _ok(app.run())
+    assert any(first[:8] in c.value for c in app.main.caption)
