@@ -1,10 +1,13 @@
 """First-start bootstrapping: register the built-in sample datasets in the ledger.
 
-Each folder of ``sample_data/`` holding a ``schema.json``/``schema.toml`` is
-registered under its schema name with :data:`DEFAULT_SAMPLE_CAP` total ε, its
+Each folder of ``sample_data/`` holding a schema file of any dataset kind —
+``schema.json``/``schema.toml`` (two-view tables: clinic, cms_small, diabetes),
+``sequence_schema.json`` (sequences: clickstream, house_power) or
+``synthesis_schema.json`` (labelled tables: pima_like), see :mod:`dpcore.data.kinds` — is
+registered under its schema name with :data:`DEFAULT_SAMPLE_CAP` total ε, its kind, its
 schema marked confirmed (the sample schemas are hand-written, vetted public
-declarations: domains chosen from general knowledge, not from the data) and the
-content digest of its data (runs on other data are refused).
+declarations: domains, alphabets and bounds chosen from general knowledge, not from the
+data) and the content digest of its data (runs on other data are refused).
 
 Idempotent and race-safe: any number of sessions and processes may call it at
 once. A dataset already registered is left alone (its cap, spends and schema are
@@ -15,8 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dpcore.data.loading import SCHEMA_FILE_NAMES, list_sample_datasets, load_dataset
-from dpcore.data.schema import load_schema
+from dpcore.data.kinds import list_sample_folders, load_any_schema, load_registered_data
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
@@ -71,10 +73,9 @@ def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE
     """
     report = BootstrapReport()
     existing = {d.name for d in ledger.list_datasets()}
-    for folder in list_sample_datasets():
-        schema_path = next(folder / n for n in SCHEMA_FILE_NAMES if (folder / n).is_file())
+    for kind, folder in list_sample_folders():
         try:
-            schema = load_schema(schema_path)
+            _, schema = load_any_schema(folder)
         except DataError as exc:
             report.problems.append(f"{folder.name}: {exc}")
             continue
@@ -82,7 +83,7 @@ def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE
             report.present.append(schema.name)
             continue
         try:
-            digest = content_digest(load_dataset(folder, schema=schema))
+            digest = content_digest(load_registered_data(kind, folder, schema))
             ledger.register_dataset(schema.name, schema, str(folder), cap_epsilon,
                                     actor=BOOTSTRAP_ACTOR, confirmed=True,
                                     content_digest=digest)

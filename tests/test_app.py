@@ -772,7 +772,8 @@ def test_bootstrap_is_race_safe(tmp_path):
                                 range(8)))
     assert all(not r.problems for r in reports)
     registered = [n for r in reports for n in r.registered]
-    assert sorted(registered) == ["clinic", "cms_small", "diabetes"]
+    assert sorted(registered) == ["clickstream", "clinic", "cms_small", "diabetes",
+                                  "house_power", "pima_like"]
     assert len(ledger.audit_log()) == 0
 
 

@@ -316,9 +316,11 @@ class Ledger:
 
     def list_datasets(self, *, include_sandboxes: bool = True,
                       kind: str | None = None) -> list[DatasetRecord]:
-        """All datasets by name (sandboxes too unless ``include_sandboxes=False``).
+        """All datasets, by kind then name (sandboxes too unless ``include_sandboxes=False``).
 
-        ``kind`` (one of :data:`dpcore.registry.DATASET_KINDS`) keeps only that kind's
+        Kinds come in registry order (:data:`dpcore.registry.DATASET_KINDS`: two-view
+        tables first), so a picker's first entry stays a two-view table when sequence and
+        labelled-table datasets are registered beside them. ``kind`` keeps only that kind's
         datasets, e.g. the two-view tables a redescription page offers.
         """
         where, args = [], []
@@ -333,7 +335,9 @@ class Ledger:
         sql = "SELECT * FROM datasets" + (" WHERE " + " AND ".join(where) if where else "")
         with self._read() as con:
             rows = con.execute(sql + " ORDER BY name", args).fetchall()
-        return [self._record(r) for r in rows]
+        order = {k: i for i, k in enumerate(DATASET_KINDS)}
+        # sorted() is stable: by name within each kind
+        return sorted((self._record(r) for r in rows), key=lambda r: order[r.kind])
 
     def create_sandbox(self, name: str, sandbox_name: str, cap_epsilon, *,
                        actor: str) -> DatasetRecord:
