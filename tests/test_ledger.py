@@ -1,4 +1,9 @@
-"""Ledger: exact integer budgets, idempotent append-only charges, atomic errors, results."""
+"""Ledger: exact integer budgets, idempotent append-only charges, atomic errors, results.
+
+Every test that takes ``db`` or ``ledger`` runs on both backends (``ledger_location`` in
+tests/conftest.py): a SQLite file and a fresh database of the session's PostgreSQL server.
+Raw checks go through the driver directly, not through dpcore.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
-from dpcore.privacy.ledger import SCHEMA_VERSION, BudgetStatus, Ledger
+from dpcore.privacy.ledger import SCHEMA_VERSION, BudgetStatus, Ledger, postgres_migrations
+from dpcore.privacy.ledger import migrations as sqlite_migrations
+from dpcore.privacy.ledger.postgres_backend import PgConnection
 from dpcore.privacy.units import NANO, epsilon_to_nano, split_evenly
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.redescriptions.results import (
@@ -38,22 +46,71 @@ SCHEMA = Schema(
 )
 
 
-def dump(path: Path) -> dict:
-    """Every table's rows (and the schema version) with a raw connection."""
-    con = sqlite3.connect(path)
+#: What either driver raises when a trigger, UNIQUE or CHECK refuses a write.
+INTEGRITY = (sqlite3.IntegrityError, psycopg.IntegrityError)
+DB_ERROR = (sqlite3.DatabaseError, psycopg.Error)
+
+
+def on_postgres(db) -> bool:
+    """A PostgreSQL URL (str) rather than a SQLite file (Path)."""
+    return isinstance(db, str)
+
+
+def raw(db):
+    """A raw autocommit driver connection to the ledger's database (no ledger code), whose
+    ``execute`` takes ``?`` placeholders on both backends."""
+    if on_postgres(db):
+        return PgConnection(psycopg.connect(db, autocommit=True))
+    return sqlite3.connect(db, isolation_level=None)
+
+
+def migration(db, version: int):
+    """The backend's migration that brings a database to ``version``."""
+    module = postgres_migrations if on_postgres(db) else sqlite_migrations
+    return module.MIGRATIONS[version - 1]
+
+
+def set_version(con, db, version: int) -> None:
+    """Write the stored schema version, as the backend keeps it."""
+    if on_postgres(db):
+        con.execute("CREATE TABLE IF NOT EXISTS ledger_schema (version INTEGER NOT NULL)")
+        con.execute("DELETE FROM ledger_schema")
+        con.execute("INSERT INTO ledger_schema (version) VALUES (?)", (version,))
+    else:
+        con.execute(f"PRAGMA user_version = {version:d}")
+
+
+def stored_version(db) -> int:
+    con = raw(db)
     try:
-        tables = [r[0] for r in con.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        out = {t: con.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables}
-        out["user_version"] = con.execute("PRAGMA user_version").fetchone()[0]
-        return out
+        if on_postgres(db):
+            return con.execute("SELECT version FROM ledger_schema").fetchone()[0]
+        return con.execute("PRAGMA user_version").fetchone()[0]
     finally:
         con.close()
 
 
+def dump(db) -> dict:
+    """Every table's rows (and the schema version) with a raw connection."""
+    con = raw(db)
+    try:
+        if on_postgres(db):
+            sql = "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+        else:
+            sql = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        tables = [r[0] for r in con.execute(sql)]
+        out = {t: [tuple(r) for r in con.execute(f'SELECT * FROM "{t}" ORDER BY 1')]
+               for t in tables}
+    finally:
+        con.close()
+    out["version"] = stored_version(db)
+    return out
+
+
 @pytest.fixture
-def db(tmp_path) -> Path:
-    return tmp_path / "ledger.sqlite"
+def db(ledger_location) -> Path | str:
+    """A new ledger location: a SQLite file (Path) or a PostgreSQL database URL (str)."""
+    return ledger_location
 
 
 @pytest.fixture
@@ -78,14 +135,31 @@ def test_path_from_env_and_default(tmp_path, monkeypatch):
         Ledger(":memory:")
 
 
+def test_the_location_picks_the_backend(tmp_path, monkeypatch):
+    """A postgresql:// URL selects PostgreSQL (nothing connects until first use); a path or
+    sqlite:PATH selects SQLite; the password never shows in the ledger's repr."""
+    url = "postgresql://dprm:s3cret@db.example:5432/ledger"
+    monkeypatch.setenv("DPRM_LEDGER", url)
+    led = Ledger()
+    assert led.backend == "postgresql" and led.path is None
+    assert "s3cret" not in repr(led) and "s3cret" not in led.location
+    assert led.location == "postgresql://dprm:***@db.example:5432/ledger"
+    assert Ledger.open("postgres://h/d").backend == "postgresql"
+    file = Ledger.open(f"sqlite:{tmp_path / 'a.sqlite'}")
+    assert file.backend == "sqlite" and file.path == (tmp_path / "a.sqlite").resolve()
+    assert file.location == f"sqlite:{file.path}" and file.folder == tmp_path.resolve()
+    with pytest.raises(ParameterError, match="postgresql://"):
+        Ledger("sqlite:")
+
+
 def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
     """A version-1 ledger opens as version 2: charges kept, faithful runs on private data
     become owner-only, everything else stays readable by everyone, triggers still hold."""
-    from dpcore.privacy.ledger import _migrate_v1, _schema_to_json
+    from dpcore.privacy.ledger import _schema_to_json
 
-    con = sqlite3.connect(db, isolation_level=None)
-    _migrate_v1(con)
-    con.execute("PRAGMA user_version = 1")
+    con = raw(db)
+    migration(db, 1)(con)
+    set_version(con, db, 1)
     demo = replace(SCHEMA, name="demo", public_demo=True)
     for name, schema, flag in (("clinic", SCHEMA, 0), ("demo", demo, 1)):
         con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, "
@@ -108,33 +182,34 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
     assert audiences == {"f-priv": "owner", "s-priv": "everyone", "f-demo": "everyone"}
     assert led.budget("clinic").spent_nano == 20
     assert led.get_dataset("clinic").content_digest is None
-    raw = sqlite3.connect(db)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    with pytest.raises(sqlite3.DatabaseError, match="only changes status once"):
-        raw.execute("UPDATE runs SET audience = 'everyone' WHERE run_id = 'f-priv'")
-    raw.close()
+    assert stored_version(db) == SCHEMA_VERSION
+    con = raw(db)
+    with pytest.raises(DB_ERROR, match="only changes status once"):
+        con.execute("UPDATE runs SET audience = 'everyone' WHERE run_id = 'f-priv'")
+    con.close()
 
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
-    con = sqlite3.connect(db)
-    assert con.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
-    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    con.close()
+    assert stored_version(db) == SCHEMA_VERSION == 3
+    if not on_postgres(db):
+        con = sqlite3.connect(db)
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        con.close()
     before = dump(db)
     again = Ledger(db)
     assert again.budget("clinic").cap_nano == NANO
     assert dump(db) == before
 
 
-def _v2_ledger(db: Path) -> None:
-    """A version-2 ledger file as dpcore wrote it before dataset kinds: a dataset, a charged
+def _v2_ledger(db) -> None:
+    """A version-2 ledger as dpcore wrote it before dataset kinds: a dataset, a charged
     and finished run with a stored redescription result (the JSON of that time)."""
-    from dpcore.privacy.ledger import _migrate_v1, _migrate_v2, _schema_to_json
+    from dpcore.privacy.ledger import _schema_to_json
 
-    con = sqlite3.connect(db, isolation_level=None)
-    _migrate_v1(con)
-    _migrate_v2(con)
-    con.execute("PRAGMA user_version = 2")
+    con = raw(db)
+    migration(db, 1)(con)
+    migration(db, 2)(con)
+    set_version(con, db, 2)
     con.execute("INSERT INTO datasets (name, schema_json, source_path, public_demo, confirmed, "
                 "sandbox_of, created_by, created_at, content_digest) VALUES ('clinic', ?, "
                 "'/data/clinic', 0, 1, NULL, 'owner', '2026-01-01', NULL)",
@@ -169,14 +244,14 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
     assert [d.name for d in led.list_datasets(kind="two_view")] == ["clinic"]
     assert led.list_datasets(kind="sequences") == []
-    raw = sqlite3.connect(db)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
-    with pytest.raises(sqlite3.DatabaseError, match="kind never changes"):
-        raw.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
-    with pytest.raises(sqlite3.IntegrityError):
-        raw.execute("INSERT INTO datasets (name, schema_json, public_demo, confirmed, "
+    assert stored_version(db) == SCHEMA_VERSION == 3
+    con = raw(db)
+    with pytest.raises(DB_ERROR, match="kind never changes"):
+        con.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
+    with pytest.raises(INTEGRITY):
+        con.execute("INSERT INTO datasets (name, schema_json, public_demo, confirmed, "
                     "created_by, created_at, kind) VALUES ('x', '{}', 0, 0, 'o', 't', 'graph')")
-    raw.close()
+    con.close()
 
 
 def test_every_dataset_kind_registers_and_reads_back(db):
@@ -203,6 +278,9 @@ def test_every_dataset_kind_registers_and_reads_back(db):
     assert [r.name for r in led.list_datasets(kind="table")] == ["pima"]
     sandbox = led.create_sandbox("clicks", "clicks~sandbox", 1.0, actor="owner")
     assert sandbox.kind == "sequences" and sandbox.schema == seq
+    # listed by kind (registry order), then by name
+    assert [r.name for r in led.list_datasets()] == ["clinic", "clicks", "clicks~sandbox",
+                                                     "pima"]
     # a schema of another kind never replaces a dataset's schema; nothing changes
     before = dump(db)
     with pytest.raises(DataError, match="sequence dataset.*two-view table"):
@@ -222,8 +300,8 @@ def test_a_schema_of_no_known_type_registers_nothing(db):
 
 def test_newer_database_is_refused(db):
     Ledger(db).list_datasets()
-    con = sqlite3.connect(db)
-    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    con = raw(db)
+    set_version(con, db, SCHEMA_VERSION + 1)
     con.close()
     with pytest.raises(DataError, match="newer"):
         Ledger(db).list_datasets()
@@ -307,7 +385,7 @@ def test_set_cap_raise_and_lower_but_never_below_spent(ledger, db):
         ledger.set_cap("clinic", 0.5, actor="owner")
     assert "already spent" in str(err.value)
     assert dump(db) == before
-    con = sqlite3.connect(db)
+    con = raw(db)
     caps = [r[0] for r in con.execute("SELECT cap_nano FROM budgets ORDER BY id")]
     con.close()
     assert caps == [NANO, 2 * NANO, 600_000_000]       # history kept
@@ -352,17 +430,24 @@ def test_charge_is_idempotent_per_run_id(ledger, db):
 
 def test_charges_are_append_only(ledger, db):
     ledger.charge("run-1", "clinic", "altexpm", [5], {})
-    con = sqlite3.connect(db, isolation_level=None)
+    ledger.record_auth_event(actor="owner", entry="app", outcome="success")
+    con = raw(db)
     try:
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(INTEGRITY, match="append-only"):
             con.execute("UPDATE charges SET epsilon_nano = 1")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(INTEGRITY, match="append-only"):
             con.execute("DELETE FROM charges")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(INTEGRITY, match="append-only"):
             con.execute("DELETE FROM budgets")
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(INTEGRITY):
             con.execute("DELETE FROM runs")
-        with pytest.raises(sqlite3.IntegrityError):   # a second charge of the same run id
+        with pytest.raises(INTEGRITY, match="append-only"):
+            con.execute("DELETE FROM auth_events")
+        if on_postgres(db):                           # TRUNCATE skips row triggers
+            for table in ("charges", "budgets", "runs", "auth_events"):
+                with pytest.raises(INTEGRITY):
+                    con.execute(f"TRUNCATE {table} CASCADE")
+        with pytest.raises(INTEGRITY):   # a second charge of the same run id
             con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
                         "parts_json, params_json, actor, created_at) "
                         "SELECT run_id, dataset, algorithm, 1, '[1]', '{}', actor, created_at "
