@@ -24,6 +24,7 @@ page = st.navigation([
     st.Page("pages/mine.py", title="Mine", icon=":material/rocket_launch:"),
     st.Page("pages/explore.py", title="Explore", icon=":material/scatter_plot:"),
     st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
+    st.Page("pages/sequences.py", title="Sequences", icon=":material/timeline:"),
     st.Page("pages/synthesis.py", title="Synthesis", icon=":material/table_view:"),
     st.Page("pages/teaching.py", title="Owner & teaching", icon=":material/school:"),
 ])

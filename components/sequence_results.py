@@ -32,7 +32,7 @@ from dpcore.sequences.results import FrequentSequence, SequenceRunResult, patter
 from .export import json_safe
 
 __all__ = ["ARROW", "PATTERN", "LENGTH", "NOISY", "TRUE", "REL_ERROR", "pattern_text",
-           "pattern_frame", "level_frame", "length_chart", "prefix_tree",
+           "pattern_frame", "top_paths", "level_frame", "length_chart", "prefix_tree",
            "export_frame", "export_csv", "export_json", "TruthComparison",
            "evaluate_against_truth", "truth_frame", "missed_frame"]
 
@@ -60,6 +60,12 @@ def pattern_frame(result: SequenceRunResult) -> pd.DataFrame:
         frame = frame.sort_values([LENGTH, NOISY], ascending=[True, False],
                                   kind="stable").reset_index(drop=True)
     return frame
+
+
+def top_paths(result: SequenceRunResult, n: int = 5) -> list[FrequentSequence]:
+    """The ``n`` released patterns of two items or more with the largest noisy supports."""
+    paths = [p for p in result.patterns if p.length >= 2]
+    return sorted(paths, key=lambda p: (-p.noisy_support, p.items))[:n]
 
 
 def level_frame(result: SequenceRunResult) -> pd.DataFrame:

@@ -42,7 +42,9 @@ from .sequence_results import (
     level_frame,
     missed_frame,
     pattern_frame,
+    pattern_text,
     prefix_tree,
+    top_paths,
     truth_frame,
 )
 from .session import can_see_truth, current_role, dataset_records, load_data
@@ -165,6 +167,11 @@ def _show_result(record: DatasetRecord, result: SequenceRunResult, truth_allowed
     if not result.patterns:
         st.info("No pattern reached the threshold: try a lower θ or a larger ε.")
         return
+    paths = top_paths(result)
+    if paths:
+        st.markdown("**Most frequent paths**  \n" + "  \n".join(
+            f"{pattern_text(p.names)} — noisy support {p.noisy_support:,.0f}"
+            for p in paths))
     st.markdown("**Frequent patterns** (noisy supports in records; click a column to sort)")
     st.dataframe(pattern_frame(result), hide_index=True, width="stretch",
                  column_config={"noisy support": st.column_config.NumberColumn(format="%.0f")})

@@ -10,6 +10,9 @@ from __future__ import annotations
 import io
 import json
 import math
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,6 +30,7 @@ from components.sequence_results import (
     missed_frame,
     pattern_frame,
     prefix_tree,
+    top_paths,
     truth_frame,
 )
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -35,6 +39,7 @@ from dpcore.registry import (
     ALGORITHM_SPECS,
     FAITHFUL,
     KIND_SEQUENCES,
+    MODE_LABELS,
     PARAMETER_SYMBOLS,
     SEQUENCES,
     STRICT,
@@ -150,6 +155,13 @@ def test_the_pattern_table_writes_item_names(release, clicks):
     assert any(ARROW in t for t in frame["pattern"])
 
 
+def test_the_most_frequent_paths_are_the_longer_patterns_with_top_supports(release):
+    paths = top_paths(release, n=3)
+    longer = sorted((p.noisy_support for p in release.patterns if p.length >= 2), reverse=True)
+    assert [p.noisy_support for p in paths] == longer[:3]
+    assert all(p.length >= 2 and ARROW in p.text(ARROW) for p in paths)
+
+
 def test_the_length_chart_counts_patterns_by_length(release):
     bar = length_chart(release).data[0]
     counts = pd.Series([p.length for p in release.patterns]).value_counts().sort_index()
@@ -215,3 +227,183 @@ def test_the_truth_comparison_matches_exact_mining(release, clicks):
 
 def exact_or(truth, items):
     return truth.true_supports[items]
+
+
+# --------------------------------------------------------------------------- the page (AppTest)
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGE = "pages/sequences.py"
+OWNER_PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(autouse=True)
+def _navigation_with_pages_folder(monkeypatch):
+    """The AppTest workaround of tests/test_app.py (streamlit 1.67: ``st.navigation`` with a
+    ``pages/`` folder runs only the page file from the second run on)."""
+    import streamlit.testing.v1.app_test as app_test_module
+    from streamlit.runtime.pages_manager import PagesManager
+
+    class _PagesManager(PagesManager):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(app_test_module, "PagesManager", _PagesManager)
+
+
+@pytest.fixture(autouse=True)
+def _restore_main_module():
+    """AppTest leaves a fake ``__main__`` behind (see tests/test_app.py); put the real one back."""
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main
+
+
+@pytest.fixture
+def ledger_path(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("DPRM_LEDGER", str(path))
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
+    return path
+
+
+@pytest.fixture
+def app(ledger_path):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _sequences_page(at, dataset: str = "clickstream"):
+    """Pick ``dataset`` in the sidebar, open the Sequences page, wait for its kernels."""
+    _ok(at.switch_page(PAGE).run())
+    _ok(at.selectbox(key="dataset").set_value(dataset).run())
+    deadline = time.monotonic() + 180
+    while at.button(key="seq_launch_button").disabled:      # the sequence miner warms up
+        assert time.monotonic() < deadline, "the sequence kernels did not get ready"
+        time.sleep(0.5)
+        _ok(at.run())
+    return at
+
+
+def _launch(at):
+    _ok(at.button(key="seq_launch_button").click().run())
+    _ok(at.button(key="seq_confirm").click().run())
+    return at
+
+
+def _texts(at) -> str:
+    out = []
+    for node in (*at.main.markdown, *at.main.caption, *at.main.subheader, *at.main.info,
+                 *at.main.warning, *at.main.error, *at.main.success):
+        out.append(str(node.value))
+    out += [f"{m.label} {m.value}" for m in at.main.metric]
+    out += [frame.value.to_csv() for frame in at.main.dataframe]
+    return "\n".join(out)
+
+
+def _pattern_table(at) -> pd.DataFrame:
+    for frame in at.main.dataframe:
+        if list(frame.value.columns)[:3] == ["pattern", "length", "noisy support"]:
+            return frame.value
+    raise AssertionError("no pattern table on the page")
+
+
+def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, ledger_path):
+    from dpcore.privacy.ledger import Ledger
+
+    ledger = Ledger(ledger_path)
+    assert ledger.get_dataset("clickstream").public_demo is False
+    _sequences_page(app)
+    assert app.selectbox(key="seq_mode").options == [MODE_LABELS[STRICT]]   # no faithful
+    assert app.selectbox(key="seq_mode").value == STRICT
+    cost = run_cost(read_form({}).params)
+    assert any("This run costs **ε = 1**" in m.value for m in app.main.markdown)
+    _launch(app)
+    assert any("is stored:" in s.value for s in app.success)
+    runs = ledger.list_runs("clickstream")
+    assert [r.status for r in runs] == ["done"] and runs[0].algorithm == PFS2_KEY
+    assert ledger.budget("clickstream").spent_nano == cost          # charged once ...
+    _ok(app.run())
+    _ok(app.run())
+    assert ledger.budget("clickstream").spent_nano == cost          # ... and only once
+    assert {m.label: m.value for m in app.sidebar.metric}["Spent ε"] == "1"
+
+    table = _pattern_table(app)
+    alphabet = set(ledger.get_dataset("clickstream").schema.alphabet)
+    paths = [p for p in table["pattern"] if ARROW in p]
+    assert paths, "frequent paths of two pages or more are released"
+    assert all(set(p.split(ARROW)) <= alphabet for p in table["pattern"])
+    assert len(app.main.get("plotly_chart")) == 2                   # by length, prefix tree
+    assert [b.label for b in app.main.get("download_button")] == ["Download CSV",
+                                                                  "Download JSON"]
+    text = _texts(app)
+    for private in ("F-score", "true support", "Median relative error", "Missed"):
+        assert private not in text, f"an analyst sees {private!r} on private data"
+
+
+def test_the_owner_sees_the_truth_and_the_analyst_does_not(app, ledger_path, monkeypatch):
+    from dpcore.privacy.roles import hash_password
+
+    _sequences_page(app)
+    _launch(app)
+    assert "F-score" not in _texts(app)
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    app.text_input(key="owner_password").input(OWNER_PASSWORD)
+    _ok(app.button(key="owner_login").click().run())
+    assert app.session_state["role"] == "owner"
+    metrics = {m.label: m.value for m in app.main.metric}
+    assert 0.0 <= float(metrics["F-score"]) <= 1.0
+    assert metrics["Median relative error"].endswith("%")
+    truth = next(f.value for f in app.main.dataframe if "true support" in f.value.columns)
+    assert len(truth) == len(_pattern_table(app)) and (truth["true support"] > 0).all()
+    assert app.selectbox(key="seq_mode").options == [MODE_LABELS[STRICT],
+                                                     MODE_LABELS[FAITHFUL]]
+
+
+def test_a_bad_theta_is_named_next_to_its_field_and_charges_nothing(app, ledger_path):
+    from dpcore.privacy.ledger import Ledger
+
+    _sequences_page(app)
+    _ok(app.number_input(key="seq_theta").set_value(1.5).run())
+    assert any("theta (θ) must lie in (0, 1); got 1.5" in e.value for e in app.main.error)
+    assert app.button(key="seq_launch_button").disabled
+    _ok(app.number_input(key="seq_epsilon").set_value(0.0).run())
+    assert any("epsilon (ε) must be > 0" in e.value for e in app.main.error)
+    ledger = Ledger(ledger_path)
+    assert ledger.list_runs("clickstream") == []
+    assert ledger.budget("clickstream").spent_nano == 0
+
+
+def test_another_kind_of_dataset_points_to_its_page_and_offers_sequence_datasets(app):
+    _ok(app.switch_page(PAGE).run())                   # the current dataset is a two-view one
+    assert any("use the **Mine** page" in i.value for i in app.main.info)
+    picker = app.selectbox(key="seq_dataset_pick")
+    assert set(picker.options) >= {"clickstream", "house_power"}
+    _ok(picker.set_value("house_power").run())
+    assert app.selectbox(key="dataset").value == "house_power"
+    assert app.number_input(key="seq_theta").value == pytest.approx(0.02)
+
+
+def test_a_stored_run_can_be_reopened(app, ledger_path):
+    _sequences_page(app)
+    _launch(app)
+    first = app.selectbox(key="seq_result_run").value
+    _ok(app.number_input(key="seq_theta").set_value(0.05).run())
+    _launch(app)
+    runs = app.selectbox(key="seq_result_run")
+    assert len(runs.options) == 2 and runs.value != first          # the newest, just launched
+    newest = _pattern_table(app)
+    _ok(runs.set_value(first).run())
+    assert app.selectbox(key="seq_result_run").value == first
+    assert len(_pattern_table(app)) >= len(newest)          # θ = 0.02 keeps at least as many
