@@ -121,7 +121,7 @@ class PostgresServer:
 
         name = f"ledger_{os.getpid()}_{next(self._counter)}"
         with psycopg.connect(self._admin, autocommit=True) as con:
-            con.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 STRATEGY FILE_COPY')
+            con.execute(f'CREATE DATABASE "{name}"')      # a copy of the empty template1
         return f"postgresql://{self.SUPERUSER}@127.0.0.1:{self.port}/{name}"
 
     def stop(self) -> None:

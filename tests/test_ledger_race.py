@@ -7,6 +7,10 @@
   the run failed, the budget stays spent.
 * A process SIGKILLed inside an open store_result-like transaction (result row
   inserted, not committed): no partial row is left and the result can be stored.
+
+Every test runs on both backends (``ledger_location`` in tests/conftest.py): a SQLite file
+and a fresh database of the session's PostgreSQL server; on PostgreSQL the race also covers
+separate processes each holding its own :class:`Ledger` (as separate app servers do).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import sqlite3
 import time
 from datetime import UTC, datetime
 
+import psycopg
 import pytest
 
 from dpcore.data.schema import Attribute, Schema, ViewSpec
@@ -65,17 +70,25 @@ def _charge_then_hang(path, run_id, parts, charged):
 
 
 def _die_inside_store_result(path, run_id, inserted):
-    """Do what store_result does with raw sqlite, but get killed before COMMIT."""
-    con = sqlite3.connect(path, isolation_level=None, timeout=30)
-    con.execute("PRAGMA busy_timeout = 30000")
-    con.execute("PRAGMA journal_mode = WAL")
-    con.execute("PRAGMA synchronous = FULL")
-    con.execute("BEGIN IMMEDIATE")
+    """Do what store_result does with the raw driver, but get killed before COMMIT."""
     now = datetime.now(UTC).isoformat()
-    con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
-                "VALUES (?, ?, NULL, ?)", (run_id, '{"partial": true}', now))
-    con.execute("UPDATE runs SET status = 'done', finished_at = ? WHERE run_id = ?",
-                (now, run_id))
+    if _on_postgres(path):
+        con = psycopg.connect(path)               # a transaction opens with the first statement
+        con.execute("SELECT 1 FROM runs WHERE run_id = %s FOR UPDATE", (run_id,))
+        con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
+                    "VALUES (%s, %s, NULL, %s)", (run_id, '{"partial": true}', now))
+        con.execute("UPDATE runs SET status = 'done', finished_at = %s WHERE run_id = %s",
+                    (now, run_id))
+    else:
+        con = sqlite3.connect(path, isolation_level=None, timeout=30)
+        con.execute("PRAGMA busy_timeout = 30000")
+        con.execute("PRAGMA journal_mode = WAL")
+        con.execute("PRAGMA synchronous = FULL")
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
+                    "VALUES (?, ?, NULL, ?)", (run_id, '{"partial": true}', now))
+        con.execute("UPDATE runs SET status = 'done', finished_at = ? WHERE run_id = ?",
+                    (now, run_id))
     inserted.set()
     time.sleep(600)          # never commits
 
@@ -107,27 +120,48 @@ def _kill(proc) -> None:
     assert proc.exitcode == -signal.SIGKILL
 
 
-def _charges_sum(path, dataset="race") -> int:
-    con = sqlite3.connect(path)
+def _on_postgres(location) -> bool:
+    return isinstance(location, str) and location.startswith("postgresql://")
+
+
+def _scalar(location, sql: str, args=()):
+    """One value read with the raw driver (no ledger code); ``?`` placeholders."""
+    if _on_postgres(location):
+        with psycopg.connect(location) as con:
+            return con.execute(sql.replace("?", "%s"), args).fetchone()[0]
+    con = sqlite3.connect(location)
     try:
-        return con.execute("SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges "
-                           "WHERE dataset = ?", (dataset,)).fetchone()[0]
+        return con.execute(sql, args).fetchone()[0]
     finally:
         con.close()
 
 
+def _charges_sum(path, dataset="race") -> int:
+    return int(_scalar(path, "SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges "
+                             "WHERE dataset = ?", (dataset,)))
+
+
 # ---------------------------------------------------------------- tests
 
-def test_equal_requests_race(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_equal_requests_race(ledger_location):
+    _equal_requests_race(ledger_location, N_PROCESSES)
+
+
+@pytest.mark.slow
+def test_32_processes_race_on_one_postgresql_ledger(postgres_server):
+    """Twice the processes, each its own Ledger object and connection, on the shared backend."""
+    _equal_requests_race(postgres_server.new_database(), 2 * N_PROCESSES)
+
+
+def _equal_requests_race(path, n_processes: int) -> None:
     ledger = _register(path, cap=1.0)
     ask = 150_000_000                                   # ε = 0.15: exactly 6 fit in 1.0
-    out = _race(path, {f"run-{i:02d}": [ask // 3, ask - ask // 3] for i in range(N_PROCESSES)})
+    out = _race(path, {f"run-{i:02d}": [ask // 3, ask - ask // 3] for i in range(n_processes)})
     outcomes = [o[1] for o in out]
     assert set(outcomes) <= {"ok", "BudgetExceededError"}, outcomes
     winners = [o for o in out if o[1] == "ok"]
     assert len(winners) == NANO // ask == 6
-    assert outcomes.count("BudgetExceededError") == N_PROCESSES - 6
+    assert outcomes.count("BudgetExceededError") == n_processes - 6
     assert _charges_sum(path) == 6 * ask <= NANO
     status = ledger.budget("race")
     assert status.spent_nano == 6 * ask and status.remaining_nano == NANO - 6 * ask
@@ -135,8 +169,8 @@ def test_equal_requests_race(tmp_path):
     assert len({o[3] for o in winners}) == 6
 
 
-def test_mixed_requests_race(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_mixed_requests_race(ledger_location):
+    path = ledger_location
     ledger = _register(path, cap=1.0)
     sizes = [50_000_000, 100_000_000, 150_000_000, 230_000_000, 333_333_334]
     requests = {f"mix-{i:02d}": [sizes[i % len(sizes)]] for i in range(N_PROCESSES)}
@@ -153,8 +187,8 @@ def test_mixed_requests_race(tmp_path):
     assert all(o[2] > remaining for o in losers)
 
 
-def test_same_run_id_race_charges_once(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_same_run_id_race_charges_once(ledger_location):
+    path = ledger_location
     ledger = _register(path, cap=1.0)
     barrier = CTX.Barrier(8)
     results = CTX.Queue()
@@ -172,8 +206,8 @@ def test_same_run_id_race_charges_once(tmp_path):
     assert len(ledger.audit_log("race")) == 1
 
 
-def test_killed_after_charge_keeps_the_charge(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_killed_after_charge_keeps_the_charge(ledger_location):
+    path = ledger_location
     ledger = _register(path, cap=1.0)
     charged = CTX.Event()
     proc = CTX.Process(target=_charge_then_hang,
@@ -195,8 +229,8 @@ def test_killed_after_charge_keeps_the_charge(tmp_path):
     assert ledger.fail_stale_runs(0) == []
 
 
-def test_killed_inside_store_result_leaves_no_partial_row(tmp_path):
-    path = tmp_path / "ledger.sqlite"
+def test_killed_inside_store_result_leaves_no_partial_row(ledger_location):
+    path = ledger_location
     ledger = _register(path, cap=1.0)
     ledger.charge("half", "race", "altexpm", [100_000_000], {})
     inserted = CTX.Event()
@@ -209,12 +243,9 @@ def test_killed_inside_store_result_leaves_no_partial_row(tmp_path):
         assert ledger.get_run("half").status == "charged"
     finally:
         _kill(proc)
-    con = sqlite3.connect(path)
-    try:
-        assert con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 0
-        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    finally:
-        con.close()
+    assert _scalar(path, "SELECT COUNT(*) FROM results") == 0
+    if not _on_postgres(path):
+        assert _scalar(path, "PRAGMA integrity_check") == "ok"
     assert ledger.get_run("half").status == "charged"
     assert ledger.get_result("half") is None
     # The dead writer's lock is gone: the real store_result now works.

@@ -31,8 +31,9 @@ SMALL = dict(in_tr=2, mc_iter=300)
 
 
 @pytest.fixture()
-def ledger(tmp_path, clinic_dataset):
-    led = Ledger(tmp_path / "ledger.sqlite")
+def ledger(ledger_location, clinic_dataset):
+    """The clinic sample in a new ledger, on each backend (SQLite file, PostgreSQL database)."""
+    led = Ledger(ledger_location)
     led.register_dataset("clinic", clinic_dataset.schema, None, 3.0, actor="owner",
                          confirmed=True)
     return led
