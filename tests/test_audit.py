@@ -9,10 +9,12 @@ counted on both, and ``dpcore.privacy.audit`` turns the counts into a lower boun
 the run's ε with joint confidence 0.999 (one-sided Clopper–Pearson bounds, Bonferroni over
 events and both directions). Two assertions per miner:
 
-* the real miner: ε_lower ≤ ε (its loss is not detectably above ε);
-* the power half: the same miner with its noise scale divided by a factor f (the accountant
-  hands every calibrated mechanism f·ε while the plan and the ledger still charge ε; Serenade's
-  exponential-mechanism factor is scaled the same way) IS caught: ε_lower > ε.
+* the real miner: ε_lower ≤ ε (its loss is not detectably above ε), and ≤ the ε its privacy
+  argument gives for the design (the tree miners' trees are forced: 0.9ε or ε/3);
+* the power half: the same miner with its noise scale divided by a factor f (every
+  discrete-Laplace release draws at f·ε while the accountant, the plan and the recorded calls
+  still say ε; Serenade's exponential-mechanism factor is scaled the same way) IS caught:
+  ε_lower > ε.
 
 Every miner's parameters give most of its ε to the release the first event reads, and the
 data make that event as tight as a single release allows (a count that moves by one, the
