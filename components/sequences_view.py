@@ -19,19 +19,17 @@ from dpcore.errors import DataError, DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.registry import (
     ALGORITHM_LABELS,
-    DATASET_KIND_SPECS,
     FAITHFUL,
     KIND_SEQUENCES,
     MODE_LABELS,
-    REDESCRIPTIONS,
     SEQUENCES,
-    SYNTHESIS,
     family_algorithms,
 )
 from dpcore.runs import RunInProgressError, load_result, readable_runs
 from dpcore.sequences.results import SequenceRunResult
 
 from .budget_meter import fmt_eps
+from .family_pages import other_kind_text
 from .sequence_form import render_sequence_form
 from .sequence_launch import PICK_KEY, render_sequence_launch
 from .sequence_results import (
@@ -49,11 +47,9 @@ from .sequence_results import (
 )
 from .session import can_see_truth, current_role, dataset_records, load_data
 
-__all__ = ["FAMILY_PAGES", "RUN_KEY", "sequence_runs", "render_sequences_page",
+__all__ = ["RUN_KEY", "sequence_runs", "render_sequences_page",
            "render_sequence_results"]
 
-#: The page that mines each family (its title in the app's navigation).
-FAMILY_PAGES = {REDESCRIPTIONS: "Mine", SEQUENCES: "Sequences", SYNTHESIS: "Synthesis"}
 #: Session key of the results section's run picker.
 RUN_KEY = "seq_result_run"
 _DATASET_PICK_KEY = "seq_dataset_pick"
@@ -72,12 +68,7 @@ def _pick_dataset() -> None:
 
 
 def _other_kind(ledger: Ledger, record: DatasetRecord) -> None:
-    kind = DATASET_KIND_SPECS.get(record.kind)
-    label = kind.label if kind else record.kind
-    page = FAMILY_PAGES.get(kind.family) if kind else None
-    st.info(f"`{record.name}` holds a {label}"
-            + (f": use the **{page}** page for it." if page else ".")
-            + " Frequent sequences are mined from a sequence dataset.")
+    st.info(other_kind_text(record) + " Frequent sequences are mined from a sequence dataset.")
     names = [r.name for r in dataset_records(ledger) if r.kind == KIND_SEQUENCES]
     if not names:
         st.warning("No sequence dataset is registered yet; an owner can add one on the Data "

@@ -2,9 +2,11 @@
 
 import streamlit as st
 
+from components.family_pages import other_kind_text
 from components.launcher import render_launch
 from components.params_form import render_params_form
 from components.session import current_dataset, get_ledger, show_flash
+from dpcore.registry import KIND_TWO_VIEW
 
 ledger = get_ledger()
 record = current_dataset(ledger)
@@ -12,6 +14,8 @@ st.title("Mine")
 show_flash()
 if record is None:
     st.info("Pick a dataset in the sidebar first.")
+elif record.kind != KIND_TWO_VIEW:
+    st.info(other_kind_text(record) + " The Mine page finds redescriptions in two-view data.")
 else:
     st.caption(f"Dataset `{record.name}` · the budget meter in the sidebar shows what this "
                "run would cost against what remains.")

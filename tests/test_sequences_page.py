@@ -407,3 +407,12 @@ def test_a_stored_run_can_be_reopened(app, ledger_path):
     _ok(runs.set_value(first).run())
     assert app.selectbox(key="seq_result_run").value == first
     assert len(_pattern_table(app)) >= len(newest)          # θ = 0.02 keeps at least as many
+
+
+def test_the_mine_page_points_sequence_and_table_datasets_to_their_pages(app):
+    _ok(app.switch_page("pages/mine.py").run())
+    assert app.button(key="mine_launch_button")                      # two-view: the form
+    for dataset, page in (("clickstream", "Sequences"), ("pima_like", "Synthesis")):
+        _ok(app.selectbox(key="dataset").set_value(dataset).run())
+        assert any(f"use the **{page}** page" in i.value for i in app.main.info)
+        assert not app.main.button, "no Launch on a dataset the Mine page cannot mine"
