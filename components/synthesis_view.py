@@ -154,7 +154,7 @@ def render_synthesis_result(ledger: Ledger, record: DatasetRecord, run_id: str) 
 
     real = _real_frame(record) if truth else None
     true_counts = result.diagnostics.true_class_counts if truth else None
-    c1, c2 = st.columns([1, 3])
+    c1, c2 = st.columns([4, 9])
     c1.markdown("**Rows per class**")
     c1.dataframe(class_count_table(result, true_counts or None), hide_index=True)
     c2.markdown(f"**Synthetic table** (first {min(PREVIEW_ROWS, len(result.synthetic))} of "
@@ -197,18 +197,18 @@ def _render_associations(result: SynthesisResult, schema: TableSchema,
     if released is not None:
         cols[0].plotly_chart(association_heatmap(
             released, schema, groups=result.feature_groups,
-            title="Released (DP) associations, chosen groups outlined"), key="syn_heat_dp")
+            title="Released (DP), groups outlined"), key="syn_heat_dp")
     else:
         cols[0].info("This run released no association strengths: its feature groups were "
                      "given, or it models every feature alone (the floor), or it is a "
                      "faithful run (raw correlations, not released).")
     cols[1].plotly_chart(association_heatmap(
         association_matrix(result.synthetic, schema), schema, groups=result.feature_groups,
-        title="Synthetic table's associations"), key="syn_heat_synthetic")
+        title="Synthetic table"), key="syn_heat_synthetic")
     if real is not None:
         cols[2].plotly_chart(association_heatmap(
             association_matrix(real, schema), schema, groups=result.feature_groups,
-            title="Real table's associations (not private)"), key="syn_heat_real")
+            title="Real table (not private)"), key="syn_heat_real")
 
 
 def _render_histograms(result: SynthesisResult, schema: TableSchema,
