@@ -595,6 +595,21 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(asks twice; --stdin: read it from a pipe)")
     own.add_argument("--stdin", action="store_true", help="read the password from stdin")
     own.set_defaults(func=lambda args: hash_command(stdin=args.stdin))
+
+    # Ledger maintenance: copy a whole ledger to another backend (dpcore.privacy.ledger.copying).
+    from dpcore.privacy.ledger.copying import copy_command
+    ledger_cmd = sub.add_parser("ledger", help="ledger maintenance: 'ledger copy' moves a "
+                                               "whole ledger to another backend")
+    ledger_sub = ledger_cmd.add_subparsers(dest="ledger_command", required=True)
+    copy = ledger_sub.add_parser("copy", help="copy datasets, caps, charges, runs, results "
+                                              "and the login log into a new, empty ledger "
+                                              "(refused if the target holds anything)")
+    copy.add_argument("--from", dest="source", required=True,
+                      help="source ledger: sqlite:PATH (or a path) or postgresql://…")
+    copy.add_argument("--to", dest="target", required=True,
+                      help="target ledger, empty: postgresql://user:password@host:port/db "
+                           "or sqlite:PATH")
+    copy.set_defaults(func=lambda args: copy_command(args.source, args.target))
     return parser
 
 

@@ -674,3 +674,103 @@ def test_audit_log_and_list_runs(ledger):
         ledger.list_runs("nope")
     with pytest.raises(ParameterError):
         ledger.audit_log("nope")
+
+
+# ------------------------------------------------------------------ copying a ledger
+
+def _busy_ledger(location) -> Ledger:
+    """A ledger with something in every table: datasets of every kind and a sandbox, a cap
+    history, done / failed / still-charged runs (one owner-only), stored results with owner
+    diagnostics, and owner logins."""
+    from dpcore.sequences.schema import SequenceSchema
+
+    led = Ledger(location)
+    seq = SequenceSchema(name="clicks", alphabet=("home", "news"), l1=5,
+                         files={"format": "lines", "records": "records.txt"})
+    led.register_dataset("clinic", SCHEMA, "/data/clinic", 1.0, actor="owner", confirmed=True,
+                         content_digest="ab" * 32)
+    led.register_dataset("clicks", seq, "/data/clicks", 2.0, actor="owner")
+    led.confirm_schema("clicks", seq, actor="owner")
+    led.create_sandbox("clinic", "clinic~sandbox", 0.5, actor="owner")
+    led.set_cap("clinic", 1.5, actor="owner")
+    done = make_result("run-done", 300_000_000)
+    led.charge("run-done", "clinic", "mcmctreepair", [100_000_000, 200_000_000],
+               {"epsilon": 0.3}, actor="alice")
+    led.store_result("run-done", done.to_json(), json.dumps(asdict(done.diagnostics)))
+    led.charge("run-failed", "clinic", "altexpm", [50_000_000], {}, actor="bob")
+    led.mark_failed("run-failed", "numba exploded")
+    led.charge("run-open", "clicks", "pfs2", [7], {"theta": 0.1}, audience="owner")
+    led.charge("run-sb", "clinic~sandbox", "altmcmc", [123], {}, actor="owner")
+    for outcome in ("failure", "success"):
+        led.record_auth_event(actor="owner", entry="cli", outcome=outcome, detail=outcome)
+    return led
+
+
+def _rows(location) -> dict:
+    """Every row of every ledger table, in a fixed column order (through the driver)."""
+    from dpcore.privacy.ledger.copying import TABLES
+
+    con = raw(location)
+    try:
+        return {t: [tuple(r) for r in con.execute(
+                    f"SELECT {', '.join(cols)} FROM {t} ORDER BY {order}")]
+                for t, (cols, order) in TABLES.items()}
+    finally:
+        con.close()
+
+
+def _same_ledger(a: Ledger, b: Ledger) -> None:
+    """Record by record: what every reading method returns, and every stored row."""
+    assert a.list_datasets() == b.list_datasets()
+    for d in a.list_datasets():
+        assert a.budget(d.name) == b.budget(d.name)
+        assert a.list_runs(d.name) == b.list_runs(d.name)
+        for run in a.list_runs(d.name):
+            assert a.get_result(run.run_id) == b.get_result(run.run_id)
+    assert a.audit_log() == b.audit_log()
+    assert a.auth_events() == b.auth_events()
+
+
+def test_ledger_copy_from_sqlite_to_postgresql_keeps_every_record(tmp_path, postgres_server,
+                                                                  capsys):
+    from dpcore.cli import main
+
+    source = _busy_ledger(tmp_path / "ledger.sqlite")
+    url = postgres_server.new_database()
+    assert main(["ledger", "copy", "--from", f"sqlite:{source.path}", "--to", url]) == 0
+    said = capsys.readouterr().out
+    assert "copied 3 datasets, 4 caps, 4 charges, 4 runs, 1 results and 2 owner-login" in said
+    target = Ledger(url)
+    assert target.backend == "postgresql"
+    _same_ledger(source, target)
+    assert _rows(source.path) == _rows(url)
+    assert target.get_run("run-open").audience == "owner"
+    # the copy goes on as a ledger: ids continue, the cap still holds, triggers still refuse
+    assert target.charge("after", "clinic", "altexpm", [1], {}).id == 5
+    with pytest.raises(BudgetExceededError):
+        target.charge("too-much", "clinic", "altexpm", [1_150_000_000], {})
+    with pytest.raises(ParameterError, match="already has a stored result"):
+        target.store_result("run-done", '{"run_id": "run-done"}')
+    # never into a ledger that holds anything: refused, nothing written
+    before = dump(url)
+    assert main(["ledger", "copy", "--from", str(source.path), "--to", url]) == 2
+    assert "is not empty" in capsys.readouterr().err
+    assert dump(url) == before
+    # and back into a new SQLite file: the same rows again
+    back = tmp_path / "back.sqlite"
+    assert main(["ledger", "copy", "--from", url, "--to", f"sqlite:{back}"]) == 0
+    assert _rows(back) == _rows(url)
+
+
+def test_ledger_copy_refuses_the_same_ledger_and_a_used_sqlite_target(tmp_path):
+    from dpcore.privacy.ledger.copying import copy_ledger
+
+    source = _busy_ledger(tmp_path / "a.sqlite")
+    with pytest.raises(ParameterError, match="same ledger"):
+        copy_ledger(source, Ledger(f"sqlite:{source.path}"))
+    used = Ledger(tmp_path / "b.sqlite")
+    used.record_auth_event(actor="owner", entry="app", outcome="failure")
+    before = dump(used.path)
+    with pytest.raises(ParameterError, match=r"not empty \(1 auth_events\)"):
+        copy_ledger(source, used)
+    assert dump(used.path) == before
