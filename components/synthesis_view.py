@@ -21,20 +21,14 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
-from dpcore.registry import (
-    ALGORITHM_LABELS,
-    DATASET_KIND_SPECS,
-    FAITHFUL,
-    KIND_TABLE,
-    REDESCRIPTIONS,
-    SEQUENCES,
-)
+from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, KIND_TABLE
 from dpcore.runs import RunInProgressError, load_registered, load_result, readable_runs
 from dpcore.synthesis.results import SynthesisResult
 from dpcore.synthesis.schema import TableSchema
 from dpcore.synthesis.utility import REAL, standard_methods, summary_table, utility_report
 
 from .budget_meter import fmt_eps
+from .family_pages import other_kind_text
 from .session import can_see_truth, current_role, dataset_records
 from .synthesis_charts import (
     association_heatmap,
@@ -53,8 +47,6 @@ __all__ = ["is_table", "render_kind_gate", "stored_runs", "render_stored_run_pic
            "render_synthesis_result", "UTILITY_KEY", "PREVIEW_ROWS"]
 
 UTILITY_KEY = "syn_utility"
-#: The page that mines each family's datasets (by its title in the navigation).
-_FAMILY_PAGES = {REDESCRIPTIONS: "Mine", SEQUENCES: "Sequences"}
 #: Rows of the synthetic table shown in the preview (the download has them all).
 PREVIEW_ROWS = 200
 _HIST_COLUMNS = 3
@@ -72,10 +64,8 @@ def render_kind_gate(ledger: Ledger, record: DatasetRecord | None) -> DatasetRec
         return record
     tables = [r.name for r in dataset_records(ledger) if is_table(r)]
     if record is not None:
-        kind = DATASET_KIND_SPECS[record.kind]
-        st.info(f"`{record.name}` holds a {kind.label}, not a labelled table: use the "
-                f"{_FAMILY_PAGES.get(kind.family, 'matching')} page for it. Synthesis works on "
-                "labelled tables.")
+        st.info(other_kind_text(record) + " Synthesis makes private copies of labelled "
+                "tables; pick one below.")
     if not tables:
         st.warning("No table dataset is registered. An owner can register one (a CSV or "
                    "Parquet file with a declared label column and public feature bounds).")

@@ -218,7 +218,8 @@ def _open_sample(at):
     says the current dataset is not a table and offers the table datasets."""
     _ok(at.switch_page(PAGE).run())
     if at.session_state["dataset"] != SAMPLE:
-        assert any("not a labelled table" in i.value for i in at.main.info)
+        assert any("page for it" in i.value and "labelled tables" in i.value
+                   for i in at.main.info)
         at.selectbox(key="syn_table_pick").set_value(SAMPLE)
         _ok(at.button(key="syn_use_table").click().run())
     assert at.session_state["dataset"] == SAMPLE
