@@ -22,6 +22,7 @@ import signal
 import sqlite3
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -262,3 +263,75 @@ def test_queue_is_drained_helper_sanity():
     assert q.get(timeout=5) == 1
     with pytest.raises(queue.Empty):
         q.get(timeout=0.01)
+
+
+# ---------------------------------------------------------------- two app servers, one ledger
+
+def _app_server(url, server, data_folder, barrier, results):
+    """One 'app server': its own process and its own Ledger per launch (as each Streamlit
+    session holds one), launching 4 runs at once through dpcore.runs.charge_and_mine."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dpcore.data.loading import load_dataset
+    from dpcore.redescriptions.params import MiningParams
+    from dpcore.registry import ALTEXPM
+    from dpcore.runs import charge_and_mine
+
+    data = load_dataset(data_folder)
+    params = MiningParams(algorithm=ALTEXPM, epsilon=0.25, in_tr=2, mc_iter=300)
+
+    def launch(i):
+        run_id = f"{server}-{i}"
+        try:
+            result = charge_and_mine(Ledger(url), "clinic", params, data=data, run_id=run_id)
+            return run_id, "ok", result.epsilon_nano
+        except BudgetExceededError:
+            return run_id, "BudgetExceededError", 0
+        except BaseException as exc:  # noqa: BLE001 - report anything unexpected
+            return run_id, f"{type(exc).__name__}: {exc}", 0
+
+    try:
+        barrier.wait(timeout=TIMEOUT)
+        with ThreadPoolExecutor(4) as pool:
+            for outcome in pool.map(launch, range(4)):
+                results.put(outcome)
+    except BaseException as exc:  # noqa: BLE001 - a broken barrier must not hang the parent
+        results.put((server, f"{type(exc).__name__}: {exc}", 0))
+
+
+@pytest.mark.slow
+def test_two_app_servers_race_launches_on_one_postgresql_ledger(postgres_server,
+                                                                clinic_dataset):
+    """Two processes, each launching 4 runs of ε = 0.25 at once on a cap of ε = 1: exactly
+    4 runs are charged, mined and stored, the other 4 are refused and charge nothing."""
+    from dpcore.runs import load_result
+
+    url = postgres_server.new_database()
+    ledger = Ledger(url)
+    ledger.register_dataset("clinic", clinic_dataset.schema, None, 1.0, actor="owner",
+                            confirmed=True)
+    folder = Path(__file__).resolve().parent.parent / "sample_data" / "clinic"
+    barrier = CTX.Barrier(2)
+    results = CTX.Queue()
+    servers = [CTX.Process(target=_app_server, args=(url, name, str(folder), barrier, results))
+               for name in ("server-a", "server-b")]
+    for p in servers:
+        p.start()
+    try:
+        out = [results.get(timeout=4 * TIMEOUT) for _ in range(8)]
+    finally:
+        for p in servers:
+            p.join(timeout=TIMEOUT)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert {o[1] for o in out} == {"ok", "BudgetExceededError"}, out
+    won = sorted(o[0] for o in out if o[1] == "ok")
+    assert len(won) == 4 and {w.split("-")[1] for w in won} <= {"a", "b"}
+    assert sum(o[2] for o in out) == NANO == ledger.budget("clinic").spent_nano
+    assert _charges_sum(url, "clinic") == NANO
+    runs = ledger.list_runs("clinic")
+    assert sorted(r.run_id for r in runs) == won
+    assert all(r.status == "done" for r in runs)
+    for run_id in won:
+        assert load_result(ledger, run_id, role="analyst").run_id == run_id
