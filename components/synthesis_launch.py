@@ -17,7 +17,7 @@ from dpcore.errors import DpcoreError, ParameterError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.registry import ALGORITHM_LABELS, FAITHFUL
+from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, by_mode
 from dpcore.runs import charge_and_mine, new_run_id, run_cost
 from dpcore.synthesis.params import (
     CLASSES,
@@ -40,11 +40,13 @@ LAUNCH_KEY = "syn_launch"
 #: The run the page shows (set when a run is stored, or picked among the stored runs).
 SHOWN_KEY = "syn_shown_run"
 
-#: What each phase of the budget plan pays for, in spending order.
+#: What each phase of the budget plan pays for, in spending order (strict; faithful MC-GEN
+#: spends its one phase on the MDAV clusters' noisy means and covariances).
 _PHASE_PURPOSES = ((CLASSES, "the noisy class counts"),
                    (FEATURES, "the noisy correlations that build the feature groups"),
                    (GROUPS, "the cells' noisy counts, sums and second moments"),
                    (MARGINALS, "the noisy per-class histograms"))
+_FAITHFUL_GROUPS = "the clusters' noisy means and covariances"
 
 
 def cost_breakdown(params: SynthesisParams) -> list[tuple[str, int]]:
@@ -52,7 +54,13 @@ def cost_breakdown(params: SynthesisParams) -> list[tuple[str, int]]:
     totals: dict[str, int] = {}
     for slot in plan_budget(params):
         totals[slot.phase] = totals.get(slot.phase, 0) + slot.epsilon_nano
-    return [(purpose, totals[phase]) for phase, purpose in _PHASE_PURPOSES if phase in totals]
+    out = []
+    for phase, purpose in _PHASE_PURPOSES:
+        if phase in totals:
+            if phase == GROUPS:
+                purpose = by_mode(params.mode, strict=purpose, faithful=_FAITHFUL_GROUPS)
+            out.append((purpose, totals[phase]))
+    return out
 
 
 def cost_text(params: SynthesisParams, cost_nano: int) -> str:
@@ -187,8 +195,11 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
             break
         time.sleep(0.15)
     if job.ok:
+        what = by_mode(state["params"]["mode"],
+                       strict="a DP release: anyone may view and download it",
+                       faithful="faithful mode: NOT ε-DP, for the owner or public demo data")
         _finish(state, True, f"Run `{run_id[:8]}` is stored: a synthetic table of "
-                             f"{job.outcome} rows (a DP release: you may download it).")
+                             f"{job.outcome} rows ({what}).")
     elif job.error_kind == "budget":
         _finish(state, False, f"Refused by the ledger: {job.error}")
     elif job.error_kind == "data":

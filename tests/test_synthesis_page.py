@@ -157,6 +157,40 @@ def test_feature_groups_parse_and_name_what_is_wrong():
             parse_groups(text, names)
 
 
+def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
+    from components.synthesis_launch import cost_breakdown, cost_text, launch_blockers
+    from dpcore.privacy.ledger import BudgetStatus, DatasetRecord
+    from dpcore.registry import FAITHFUL, SYNTHESIS, family_algorithms
+    from dpcore.runs import run_cost
+
+    mcgen, floor = family_algorithms(SYNTHESIS)
+    strict = SynthesisParams(algorithm=mcgen, epsilon=2.0)
+    parts = cost_breakdown(strict)
+    assert [p for p, _ in parts] == ["the noisy class counts",
+                                     "the noisy correlations that build the feature groups",
+                                     "the cells' noisy counts, sums and second moments"]
+    assert [n for _, n in parts] == [200_000_000, 300_000_000, 1_500_000_000]
+    assert sum(n for _, n in parts) == run_cost(strict)
+    assert cost_text(strict, run_cost(strict)).startswith("This run costs **ε = 2**: ε = 0.2 ")
+    given = SynthesisParams(algorithm=mcgen, feature_groups=[["a"], ["b"]])
+    assert len(cost_breakdown(given)) == 2                    # given groups cost nothing
+    assert cost_breakdown(SynthesisParams(algorithm=floor))[-1][0] == \
+        "the noisy per-class histograms"
+    faithful = SynthesisParams(algorithm=mcgen, mode=FAITHFUL)
+    assert [p for p, _ in cost_breakdown(faithful)] == ["the clusters' noisy means and "
+                                                         "covariances"]
+    assert "not ε-DP" in cost_text(faithful, run_cost(faithful))
+
+    record = DatasetRecord(name="t", schema=None, source_path=None, public_demo=False,
+                           confirmed=True, sandbox_of=None, created_at="")
+    fits = BudgetStatus(cap_nano=3 * 10**9, spent_nano=0, remaining_nano=3 * 10**9)
+    short = BudgetStatus(cap_nano=3 * 10**9, spent_nano=2_500_000_000,
+                         remaining_nano=500_000_000)
+    assert launch_blockers(fits, run_cost(strict), record) == []
+    (reason,) = launch_blockers(short, run_cost(strict), record)
+    assert "costs ε = 2 but only ε = 0.5 remains on `t`" in reason
+
+
 # --------------------------------------------------------------------------- the page (AppTest)
 
 APP = str(REPO_ROOT / "app.py")
