@@ -2,8 +2,9 @@
 
 Read from the ledger on every rerun (never from session state): a run charged in
 another tab or by the command line shows up at the next interaction. The cost is
-:func:`dpcore.runs.run_cost` of the run configured on the Mine page
-(:func:`components.params_form.params_from_state`).
+:func:`dpcore.runs.run_cost` of the run configured on the page that mines the current
+dataset's kind (:func:`configured_params`): the Mine page for a two-view dataset, the
+Sequences page for a sequence dataset, the Synthesis page for a labelled table.
 """
 
 from __future__ import annotations
@@ -12,14 +13,19 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dpcore.errors import DpcoreError
+from dpcore.errors import DpcoreError, ParameterError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
+from dpcore.registry import KIND_SEQUENCES, KIND_TABLE
 from dpcore.runs import run_cost
 
+from .family_pages import page_for
 from .params_form import params_from_state
+from .sequence_form import read_form
+from .synthesis_form import params_from_state as synthesis_params_from_state
 
-__all__ = ["fmt_eps", "MeterReading", "read_meter", "render_budget_meter"]
+__all__ = ["fmt_eps", "MeterReading", "configured_params", "read_meter",
+           "render_budget_meter"]
 
 METRIC_LABELS = ("Total ε", "Spent ε", "Remaining ε", "This run ε")
 
@@ -47,11 +53,26 @@ class MeterReading:
         return self.cost_nano is not None and self.status.fits(self.cost_nano)
 
 
-def read_meter(ledger: Ledger, dataset: str) -> MeterReading:
-    """Read the budget from the ledger and price the configured run."""
+def configured_params(record: DatasetRecord | None = None):
+    """The run configured on the page that mines ``record``'s kind (not validated; the Mine
+    page's without a record). Raises ParameterError when that page's form refuses it."""
+    kind = record.kind if record is not None else None
+    if kind == KIND_SEQUENCES:
+        reading = read_form(st.session_state)
+        if reading.params is None:
+            raise ParameterError("; ".join(reading.messages))
+        return reading.params
+    if kind == KIND_TABLE:
+        return synthesis_params_from_state(record)
+    return params_from_state()
+
+
+def read_meter(ledger: Ledger, dataset: str, record: DatasetRecord | None = None
+               ) -> MeterReading:
+    """Read the budget from the ledger and price the run configured for ``record``'s kind."""
     status = ledger.budget(dataset)
     try:
-        cost, problem = run_cost(params_from_state().validate()), None
+        cost, problem = run_cost(configured_params(record).validate()), None
     except (DpcoreError, TypeError, ValueError) as exc:
         cost, problem = None, str(exc)
     return MeterReading(status, cost, problem)
@@ -61,7 +82,7 @@ def render_budget_meter(ledger: Ledger, record: DatasetRecord | None) -> MeterRe
     """Draw the meter in the sidebar; return the reading (None without a dataset)."""
     if record is None:
         return None
-    reading = read_meter(ledger, record.name)
+    reading = read_meter(ledger, record.name, record)
     status = reading.status
     with st.sidebar:
         st.markdown(f"**Privacy budget of `{record.name}`**")
@@ -75,7 +96,8 @@ def render_budget_meter(ledger: Ledger, record: DatasetRecord | None) -> MeterRe
         share = status.spent_nano / status.cap_nano if status.cap_nano > 0 else 1.0
         st.progress(min(1.0, max(0.0, share)), text=f"{share:.0%} of the budget spent")
         if reading.problem is not None:
-            st.warning(f"The run configured on the Mine page is invalid: {reading.problem}")
+            st.warning(f"The run configured on the {page_for(record) or 'Mine'} page is "
+                       f"invalid: {reading.problem}")
         elif not reading.fits:
             st.warning(f"The configured run (ε = {fmt_eps(nano_to_epsilon(reading.cost_nano))}) "
                        f"does not fit: only ε = {fmt_eps(status.remaining)} remains. The "

@@ -68,9 +68,16 @@ def _specs() -> list[AlgorithmSpec]:
     return [ALGORITHM_SPECS[k] for k in family_algorithms(SEQUENCES)]
 
 
+def _value(state: MutableMapping, key: str, default=None):
+    """A form value: the widget's, else the one saved when the page was last drawn."""
+    if key in state:
+        return state[key]
+    return state.get(SAVED_KEY, {}).get(key, default)
+
+
 def _spec(state: MutableMapping) -> AlgorithmSpec:
     keys = family_algorithms(SEQUENCES)
-    key = state.get(ALGORITHM_KEY)
+    key = _value(state, ALGORITHM_KEY)
     return ALGORITHM_SPECS[key if key in keys else keys[0]]
 
 
@@ -127,12 +134,15 @@ def read_form(state: MutableMapping, record: DatasetRecord | None = None,
               role: str | None = None) -> FormReading:
     """Read and check the configured run from ``state`` (pure: draws nothing).
 
+    A value is the widget's, or, off the page (widgets forget their values there), the
+    one saved when the form was last drawn; else the default.
+
     ``record`` and ``role`` restrict the mode to what the policy allows
     (:func:`dpcore.privacy.policy.allowed_modes`); a mode not allowed reads as strict.
     """
     spec = _spec(state)
     defaults = spec.defaults()
-    mode = state.get(MODE_KEY, defaults["mode"])
+    mode = _value(state, MODE_KEY, defaults["mode"])
     allowed = spec.modes if record is None or role is None else tuple(
         m for m in spec.modes if m in allowed_modes(record, role))
     if mode not in allowed:
@@ -140,9 +150,7 @@ def read_form(state: MutableMapping, record: DatasetRecord | None = None,
     fields = tuple(n for n in spec.parameters_used(mode) if n not in _CHOSEN)
     values = {**defaults, "algorithm": spec.key, "mode": mode}
     for name in fields:
-        key = state_key(name)
-        if key in state:
-            values[name] = state[key]
+        values[name] = _value(state, state_key(name), values[name])
     problems = {}
     for name in fields:
         try:

@@ -312,6 +312,10 @@ def _texts(at) -> str:
     return "\n".join(out)
 
 
+def _meter(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.sidebar.metric}
+
+
 def _pattern_table(at) -> pd.DataFrame:
     for frame in at.main.dataframe:
         if list(frame.value.columns)[:3] == ["pattern", "length", "noisy support"]:
@@ -329,6 +333,13 @@ def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, 
     assert app.selectbox(key="seq_mode").value == STRICT
     cost = run_cost(read_form({}).params)
     assert any("This run costs **ε = 1**" in m.value for m in app.main.markdown)
+    _ok(app.number_input(key="seq_epsilon").set_value(2.5).run())   # the meter prices this
+    assert _meter(app)["This run ε"] == "2.5"                       # page's run ...
+    _ok(app.switch_page("pages/runs.py").run())
+    assert _meter(app)["This run ε"] == "2.5"                       # ... on every page
+    _ok(app.switch_page(PAGE).run())
+    assert app.number_input(key="seq_epsilon").value == 2.5         # the form kept it
+    _ok(app.number_input(key="seq_epsilon").set_value(1.0).run())
     _launch(app)
     assert any("is stored:" in s.value for s in app.success)
     runs = ledger.list_runs("clickstream")
@@ -378,6 +389,9 @@ def test_a_bad_theta_is_named_next_to_its_field_and_charges_nothing(app, ledger_
     _ok(app.number_input(key="seq_theta").set_value(1.5).run())
     assert any("theta (θ) must lie in (0, 1); got 1.5" in e.value for e in app.main.error)
     assert app.button(key="seq_launch_button").disabled
+    assert _meter(app)["This run ε"] == "—"
+    assert any("configured on the Sequences page is invalid" in w.value
+               for w in app.sidebar.warning)
     _ok(app.number_input(key="seq_epsilon").set_value(0.0).run())
     assert any("epsilon (ε) must be > 0" in e.value for e in app.main.error)
     ledger = Ledger(ledger_path)
