@@ -374,3 +374,51 @@ def test_a_new_user_synthesises_the_sample_table_and_downloads_it(served_app):
         page.get_by_text("Feature groups and associations").scroll_into_view_if_needed()
         page.wait_for_timeout(500)
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "synthesis.png"))
+
+
+@pytest.fixture
+def sequence_kernels():
+    """The sequence kernels compiled into this run's numba cache before the server starts, as
+    they are on any server after its first start (a first start compiles them once, about a
+    minute, with a progress bar on the Sequences page)."""
+    from components.sequence_warmup import sequence_warmup_steps
+
+    for _, action in sequence_warmup_steps():
+        action()
+
+
+@pytest.mark.browser
+def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, served_app):
+    """Issue 16's 'done when': a new user picks the clickstream sample, launches PFS2 and
+    reads frequent paths (item names joined by arrows) within a minute of opening the app."""
+    with app_page(served_app) as page:
+        started = time.monotonic()
+        dataset = page.get_by_test_id("stSelectbox").filter(has_text="Dataset").first
+        dataset.locator("input").click()
+        page.get_by_role("option", name="clickstream", exact=True).click()
+        _wait_idle(page)
+        page.get_by_role("link", name="Sequences").click()
+        launch = page.get_by_role("button", name=re.compile(r"^Launch PFS2 \(ε = 1\)"))
+        launch.wait_for()
+        expect_enabled = launch.is_enabled
+        deadline = time.monotonic() + 60
+        while not expect_enabled():                 # the sequence kernels warm up first
+            assert time.monotonic() < deadline, "Launch stayed disabled"
+            page.wait_for_timeout(500)
+        launch.click()
+        page.get_by_role("button", name="Confirm and run").click()
+        page.get_by_text(re.compile(r"is stored: \d+ frequent sequences")).wait_for()
+        _wait_idle(page)
+        page.get_by_text("Most frequent paths").wait_for()
+        paths = re.findall(r"^(\S+(?: → \S+)+) — noisy support",
+                           page.locator("body").inner_text(), flags=re.MULTILINE)
+        elapsed = time.monotonic() - started
+        assert paths, "frequent paths of two pages or more are shown"
+        assert all(set(p.split(" → ")) <= {"frontpage", "news", "tech", "local", "opinion",
+                                           "on-air", "misc", "weather", "msn-news", "health",
+                                           "living", "business", "msn-sports", "sports",
+                                           "summary", "bbs", "travel"} for p in paths)
+        assert elapsed < 60, f"a new user waited {elapsed:.0f} s for the frequent paths"
+        assert _metric(page, "Spent ε") == "1"
+        page.locator(".stPlotlyChart").nth(1).wait_for()       # the prefix tree
+        page.screenshot(path=str(REPO_ROOT / "artifacts" / "sequences.png"), full_page=True)
