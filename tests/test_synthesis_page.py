@@ -318,6 +318,7 @@ def test_an_analyst_synthesises_the_sample_sees_the_preview_and_downloads_csv(
     app.number_input(key="syn_epsilon").set_value(2.0)
     _ok(app.run())
     assert any("This run costs **ε = 2**" in m.value for m in app.main.markdown)
+    assert _meter(app)["This run ε"] == "2"                # the meter prices this page's run
     pending = _launch(app)
     ledger = Ledger(ledger_path)
     runs = ledger.list_runs(SAMPLE)
