@@ -38,7 +38,7 @@ from dpcore.redescriptions.serenade.quality import (
     quality,
     quality_sensitivity,
 )
-from dpcore.runs import charge_and_mine
+from dpcore.runs import charge_and_mine, load_result
 
 TINY = dict(init_pairs=4, es_rounds=6, cs_rounds=2)
 LOOSE = dict(min_support=0.0, min_jaccard=0.0, max_pvalue=1.0, max_support=1.0)
@@ -320,7 +320,7 @@ def test_a_charged_serenade_run_is_stored_and_round_trips(tmp_path, clinic_datas
     params = MiningParams(algorithm="serenade_es", epsilon=2.0, **TINY, **LOOSE)
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="s1", seed=1)
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(2.0)
-    stored = RunResult.from_json(ledger.get_result("s1")[0])
+    stored = load_result(ledger, "s1", role="analyst")
     assert stored.to_dict() == result.to_dict() and stored.redescriptions
     red = stored.redescriptions[0]
     assert red.extraction == -1 and red.left.tree == -1 and red.left.tests

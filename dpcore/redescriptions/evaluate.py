@@ -14,7 +14,13 @@ import numpy as np
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.redescriptions.extract import marg_pvalues
-from dpcore.redescriptions.results import AttributeTest, Condition, Query, RunResult, TreeRecord
+from dpcore.redescriptions.results import (
+    AttributeTest,
+    Condition,
+    RunResult,
+    SerenadeQuery,
+    TreeRecord,
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ def test_mask(dataset: TwoViewDataset, view: int, test: AttributeTest) -> np.nda
     return out
 
 
-def serenade_query_mask(dataset: TwoViewDataset, query: Query) -> np.ndarray:
+def serenade_query_mask(dataset: TwoViewDataset, query: SerenadeQuery) -> np.ndarray:
     """Rows satisfying a Serenade query, its tests combined left to right."""
     if not query.tests:
         return np.zeros(dataset.n_rows, dtype=bool)

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-from dpcore.redescriptions.results import Condition, Literal, Query, Redescription, TreeRecord
+from dpcore.redescriptions.results import (
+    Condition,
+    Literal,
+    Redescription,
+    TreeQuery,
+    TreeRecord,
+)
 
 __all__ = [
     "marg_pvalues",
@@ -402,7 +408,7 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
     left_tree, right_tree : TreeRecord
         The released trees; their leaf counts must be m and k.
     left_tree_index, right_tree_index : int
-        Indices of the trees in ``RunResult.trees`` (stored in each Query).
+        Indices of the trees in ``RunResult.trees`` (stored in each TreeQuery).
     trial, step, extraction : int
         Provenance stored in each Redescription.
     first_id : int
@@ -473,12 +479,12 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
             kept.append((lits_l, lits_r, stats))
 
     for lits_l, lits_r, (ql, qr, e11, j, p) in kept:
-        lq = Query(0, left_tree_index, tuple(lits_l),
-                   tuple(int(x) for x in np.flatnonzero(query_mask(m, lits_l))),
-                   query_text(left_tree, lits_l))
-        rq = Query(1, right_tree_index, tuple(lits_r),
-                   tuple(int(x) for x in np.flatnonzero(query_mask(k, lits_r))),
-                   query_text(right_tree, lits_r))
+        lq = TreeQuery(0, left_tree_index, tuple(lits_l),
+                       tuple(int(x) for x in np.flatnonzero(query_mask(m, lits_l))),
+                       query_text(left_tree, lits_l))
+        rq = TreeQuery(1, right_tree_index, tuple(lits_r),
+                       tuple(int(x) for x in np.flatnonzero(query_mask(k, lits_r))),
+                       query_text(right_tree, lits_r))
         out.append(Redescription(first_id + len(out), lq, rq, ql, qr, e11, j, p,
                                  trial, step, extraction))
     return out

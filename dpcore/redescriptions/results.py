@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from dpcore.errors import DataError
 from dpcore.privacy.policy import NEIGHBOURING_RELATION
 
 
@@ -112,26 +113,42 @@ def formula_text(tests, operators) -> str:
     return text
 
 
+class _QueryType(type):
+    """Calling :class:`Query` itself builds the query of the right family (format 1's fields)."""
+
+    def __call__(cls, *args, **kwargs):
+        if cls is Query:
+            return query_of_fields(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+class Query(metaclass=_QueryType):
+    """One side of a redescription, of either family: a :class:`TreeQuery` or a
+    :class:`SerenadeQuery`.
+
+    ``Query(side, tree, literals, leaves, text, tests=(), operators=())`` — the single
+    query type of results format 1 — still builds one, by :func:`query_of_fields`.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
-class Query:
-    """One side of a redescription: leaves of a tree, or (Serenade) attribute tests.
+class TreeQuery(Query):
+    """One side of a tree miner's redescription: a disjunction of (negated) leaves of a tree.
 
     Attributes
     ----------
     side : int
         0 = left view, 1 = right view.
     tree : int
-        Index into ``RunResult.trees``; −1 for a Serenade query.
+        Index into ``RunResult.trees``.
     literals : tuple of Literal
-        Tree queries: the disjunction of (negated) leaves.
+        The disjunction of (negated) leaves.
     leaves : tuple of int
-        Tree queries: leaf indices (0..m-1, the tree's leaf order) the query covers.
+        Leaf indices (0..m-1, the tree's leaf order) the query covers.
     text : str
         Readable form, e.g. ``[SP_CHF] ∨ ¬[SP_CNCR]``.
-    tests : tuple of AttributeTest
-        Serenade queries: the literals, combined left to right by ``operators``.
-    operators : tuple of str
-        ``"and"`` / ``"or"``, one fewer than ``tests``.
     """
 
     side: int
@@ -139,8 +156,68 @@ class Query:
     literals: tuple[Literal, ...]
     leaves: tuple[int, ...]
     text: str
-    tests: tuple[AttributeTest, ...] = ()
+
+    @property
+    def tests(self) -> tuple[AttributeTest, ...]:
+        """No attribute tests (those are :class:`SerenadeQuery`'s)."""
+        return ()
+
+    @property
+    def operators(self) -> tuple[str, ...]:
+        """No operators (those are :class:`SerenadeQuery`'s)."""
+        return ()
+
+
+@dataclass(frozen=True)
+class SerenadeQuery(Query):
+    """One side of a Serenade redescription: attribute tests joined left to right.
+
+    Attributes
+    ----------
+    side : int
+        0 = left view, 1 = right view.
+    text : str
+        Readable form, e.g. ``([A] ∧ [B = x]) ∨ [C > 2]``.
+    tests : tuple of AttributeTest
+        The literals, combined left to right by ``operators``.
+    operators : tuple of str
+        ``"and"`` / ``"or"``, one fewer than ``tests``.
+    """
+
+    side: int
+    text: str
+    tests: tuple[AttributeTest, ...]
     operators: tuple[str, ...] = ()
+
+    @property
+    def tree(self) -> int:
+        """−1: a Serenade query belongs to no tree."""
+        return -1
+
+    @property
+    def literals(self) -> tuple[Literal, ...]:
+        """No tree leaves (those are :class:`TreeQuery`'s)."""
+        return ()
+
+    @property
+    def leaves(self) -> tuple[int, ...]:
+        """No tree leaves (those are :class:`TreeQuery`'s)."""
+        return ()
+
+
+def query_of_fields(side: int, tree: int, literals=(), leaves=(), text: str = "", tests=(),
+                    operators=()) -> TreeQuery | SerenadeQuery:
+    """The query with format 1's fields: a Serenade query when it has attribute tests or
+    belongs to no tree (``tree`` −1), else a tree query."""
+    if tests or tree == -1:
+        return SerenadeQuery(side, text, tuple(tests), tuple(operators))
+    return TreeQuery(side, tree, tuple(literals), tuple(leaves), text)
+
+#: Version of :meth:`RunResult.to_dict`'s own fields (key ``redescriptions_format``; the run
+#: envelope around it, ``result_format``, is :mod:`dpcore.runs`'s). 1 (no key, version 0.2.0
+#: and before): one query type with the fields of both families. 2: each query has its
+#: family's fields only. :meth:`RunResult.from_dict` reads both.
+REDESCRIPTIONS_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -279,8 +356,9 @@ class RunResult:
         return self.epsilon_nano / 10**9
 
     def to_dict(self, include_diagnostics: bool = False) -> dict:
-        """Plain dict; diagnostics (non-private) only when asked for."""
-        data = asdict(self)
+        """Plain dict in format :data:`REDESCRIPTIONS_FORMAT`; diagnostics (non-private) only
+        when asked for."""
+        data = {"redescriptions_format": REDESCRIPTIONS_FORMAT, **asdict(self)}
         if not include_diagnostics:
             data.pop("diagnostics")
         return data
@@ -290,7 +368,12 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> RunResult:
+        """Read a result of any stored format (see :data:`REDESCRIPTIONS_FORMAT`)."""
         d = dict(data)
+        version = d.pop("redescriptions_format", 1)
+        if version not in (1, REDESCRIPTIONS_FORMAT):
+            raise DataError(f"this redescription result has format {version!r}; this version "
+                            f"of dpcore reads formats 1 to {REDESCRIPTIONS_FORMAT}")
         d["trees"] = [_tree_from_dict(t) for t in d["trees"]]
         d["extractions"] = [ExtractionRecord(**{**e, "noisy_table": tuple(tuple(r) for r in
                                                 e["noisy_table"]),
@@ -318,10 +401,13 @@ def _tree_from_dict(t: dict) -> TreeRecord:
 
 
 def _query_from_dict(q: dict) -> Query:
-    return Query(q["side"], q["tree"], tuple(Literal(**lit) for lit in q["literals"]),
-                 tuple(q["leaves"]), q["text"],
-                 tuple(AttributeTest(**t) for t in q.get("tests", ())),
-                 tuple(q.get("operators", ())))
+    """A query of either format: Serenade queries have attribute tests (format 1 also
+    stored ``tree`` −1 and empty leaves with them); tree queries have a tree's leaves."""
+    tests = tuple(AttributeTest(**t) for t in q.get("tests", ()))
+    if "literals" not in q:  # format 2, Serenade
+        return SerenadeQuery(q["side"], q["text"], tests, tuple(q.get("operators", ())))
+    return query_of_fields(q["side"], q["tree"], tuple(Literal(**lit) for lit in q["literals"]),
+                           tuple(q["leaves"]), q["text"], tests, tuple(q.get("operators", ())))
 
 
 def _red_from_dict(r: dict) -> Redescription:

@@ -48,7 +48,7 @@ from dpcore.privacy.mechanisms import gumbel_max_index, noisy_counts
 from dpcore.redescriptions.coding import CodedView
 from dpcore.redescriptions.extract import _clip_stats, marg_pvalues
 from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget
-from dpcore.redescriptions.results import Query, Redescription, formula_text
+from dpcore.redescriptions.results import Redescription, SerenadeQuery, formula_text
 from dpcore.redescriptions.serenade.kernels import (
     extension_scores,
     log_sum_exp,
@@ -336,10 +336,10 @@ class _Miner:
         return _Measure(math.nan, math.nan, i_, jac, math.nan, float(self.n_rows))
 
     # ---------------------------------------------------------------- release
-    def query(self, red: _Red, side: int) -> Query:
+    def query(self, red: _Red, side: int) -> SerenadeQuery:
         tests = tuple(self.lits[side].test(k) for k in red.lits[side])
         ops = tuple(red.ops[side])
-        return Query(side, -1, (), (), formula_text(tests, ops), tests, ops)
+        return SerenadeQuery(side, formula_text(tests, ops), tests, ops)
 
     def release(self, reds: list[_Red], measures: list[_Measure]) -> list[Redescription]:
         """Γ filters and de-duplication on released values only (post-processing)."""
