@@ -150,6 +150,11 @@ def test_the_location_picks_the_backend(tmp_path, monkeypatch):
     assert file.location == f"sqlite:{file.path}" and file.folder == tmp_path.resolve()
     with pytest.raises(ParameterError, match="postgresql://"):
         Ledger("sqlite:")
+    # a server that is not there: a clear DataError naming the ledger, never the password
+    gone = Ledger("postgresql://dprm:s3cret@127.0.0.1:1/ledger")
+    with pytest.raises(DataError, match=r"cannot connect to the PostgreSQL ledger") as err:
+        gone.list_datasets()
+    assert "s3cret" not in str(err.value)
 
 
 def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
