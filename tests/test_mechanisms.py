@@ -247,9 +247,10 @@ def test_discrete_laplace_shape_dtype_and_reference_sampler():
                              accountant=PrivacyAccountant(EPS1), label="t")
     assert out.shape == (2, 3) and out.dtype == np.int64
     np.testing.assert_array_equal(counts, orig)
-    p = 1.0 - math.exp(-0.5 / 2)
-    g = make_rng("dref").geometric(p, size=(2, 2, 3)) - 1
-    np.testing.assert_array_equal(out, counts + g[0] - g[1], err_msg=SEED_MSG)
+    s, t = m.discrete_laplace_scale(2, EPS1 // 2)
+    assert (s, t) == (1, 4)  # Δ/ε = 2/0.5 as an exact fraction
+    noise = m.discrete_laplace_sample(s, t, make_rng("dref"), size=6).reshape(2, 3)
+    np.testing.assert_array_equal(out, counts + noise, err_msg=SEED_MSG)
 
 
 def test_discrete_laplace_accepts_integral_floats_and_scalars():
@@ -261,7 +262,8 @@ def test_discrete_laplace_accepts_integral_floats_and_scalars():
     assert isinstance(out0, np.ndarray) and out0.shape == () and out0.dtype == np.int64
 
 
-def test_discrete_laplace_huge_epsilon_adds_no_noise():
+def test_discrete_laplace_huge_epsilon_noise_is_almost_surely_zero():
+    # Exact sampler: P(noise ≠ 0) = 2a/(1 + a), a = e^-1000, so 50 draws are all 0.
     counts = np.arange(50)
     out = m.discrete_laplace(counts, sensitivity=1, epsilon_nano=1000 * EPS1, rng=make_rng("h"),
                              accountant=PrivacyAccountant(1000 * EPS1), label="t")
@@ -350,38 +352,43 @@ def test_exponential_mechanism_equals_uncharged_core():
     u = np.array([0.3, -np.inf, 2.0, 1.1])
     rng1, rng2 = make_rng("same2"), make_rng("same2")
     a = [_em(u, rng1, eps_nano=700_000_000, sens=2.0) for _ in range(200)]
-    b = [m.gumbel_max_choice(u, 0.7, 2.0, rng2) for _ in range(200)]
+    b = [m.exponential_choice(u, 0.7, 2.0, rng2) for _ in range(200)]
     assert a == b
     assert rng1.bit_generator.state == rng2.bit_generator.state
 
 
-def test_exponential_mechanism_reference_gumbel_max():
+def test_exponential_mechanism_reference_inversion():
+    # The draw is inversion of the float CDF: first i whose running sum of
+    # exp(ε(u_i − max u)/(2Δ)) exceeds U·total, with one U = rng.random() per draw.
     u = np.array([0.0, 1.0, 3.0, -np.inf, 2.0])
     eps, sens = 0.8, 2.0
     rng = make_rng("gref")
     ref = make_rng("gref")
     for _ in range(100):
         got = _em(u, rng, eps_nano=800_000_000, sens=sens)
-        e = ref.standard_exponential(len(u))
-        with np.errstate(invalid="ignore"):
-            keys = np.where(np.isfinite(u), eps * u / (2 * sens) - np.log(e), -np.inf)
-        assert got == int(np.argmax(keys)), SEED_MSG
+        running, cum = 0.0, []
+        for x in u:
+            running += math.exp((x - 3.0) * (eps / (2 * sens))) if x != -np.inf else 0.0
+            cum.append(running)
+        target = ref.random() * running
+        assert got == next(i for i, c in enumerate(cum) if c > target), SEED_MSG
+    assert rng.bit_generator.state == ref.bit_generator.state
 
 
 # --------------------------------------------------------------------------- uncharged cores
 
-def test_gumbel_max_choice_charges_nothing_and_validates():
+def test_exponential_choice_charges_nothing_and_validates():
     with pytest.raises(ParameterError):
-        m.gumbel_max_choice([], 1.0, 1.0, make_rng("x"))
+        m.exponential_choice([], 1.0, 1.0, make_rng("x"))
     with pytest.raises(ParameterError):
-        m.gumbel_max_choice([1.0], 0.0, 1.0, make_rng("x"))
+        m.exponential_choice([1.0], 0.0, 1.0, make_rng("x"))
     with pytest.raises(ParameterError):
-        m.gumbel_max_choice([1.0], 1.0, -1.0, make_rng("x"))
+        m.exponential_choice([1.0], 1.0, -1.0, make_rng("x"))
     with pytest.raises(ParameterError):
-        m.gumbel_max_choice([1.0], 1.0, 1.0, np.random.RandomState(0))
+        m.exponential_choice([1.0], 1.0, 1.0, np.random.RandomState(0))
 
 
-def test_gumbel_max_index_matches_python_core_and_stream():
+def test_exponential_index_matches_python_core_and_stream():
     gen = make_rng("utilities")
     for trial in range(200):
         n = int(gen.integers(1, 12))
@@ -391,22 +398,37 @@ def test_gumbel_max_index_matches_python_core_and_stream():
             u[0] = 0.0
         eps, sens = float(gen.uniform(0.01, 5)), float(gen.choice([1.0, 2.0, 0.5]))
         r1, r2 = make_rng(f"nb{trial}"), make_rng(f"nb{trial}")
-        a = m.gumbel_max_choice(u, eps, sens, r1)
-        b = m.gumbel_max_index(u, eps / (2 * sens), r2)
+        a = m.exponential_choice(u, eps, sens, r1)
+        b = m.exponential_index(u, eps / (2 * sens), r2)
         assert a == b, f"trial {trial}: {u} {SEED_MSG}"
         assert r1.bit_generator.state == r2.bit_generator.state
 
 
-def test_gumbel_max_index_edge_cases():
+def test_exponential_index_edge_cases():
     rng = make_rng("nbedge")
-    assert m.gumbel_max_index(np.zeros(0), 1.0, rng) == -1
-    assert m.gumbel_max_index(np.full(3, -np.inf), 1.0, rng) == -1
-    assert m.gumbel_max_index(np.array([-np.inf, 2.0, -np.inf]), 1.0, rng) == 1
-    assert m.gumbel_max_index(np.array([1e308, -1e308, -1.7e308]), 1e300, rng) == 0
+    assert m.exponential_index(np.zeros(0), 1.0, rng) == -1
+    assert m.exponential_index(np.full(3, -np.inf), 1.0, rng) == -1
+    assert m.exponential_index(np.array([-np.inf, 2.0, -np.inf]), 1.0, rng) == 1
+    assert m.exponential_index(np.array([1e308, -1e308, -1.7e308]), 1e300, rng) == 0
     with pytest.raises(ValueError):
-        m.gumbel_max_index(np.array([1.0, np.nan]), 1.0, rng)
+        m.exponential_index(np.array([1.0, np.nan]), 1.0, rng)
     with pytest.raises(ValueError):
-        m.gumbel_max_index(np.array([1.0, np.inf]), 1.0, rng)
+        m.exponential_index(np.array([1.0, np.inf]), 1.0, rng)
+
+
+def test_former_names_are_the_same_functions():
+    # The kernels still call the draw by its former name.
+    assert m.gumbel_max_index is m.exponential_index
+    assert m.gumbel_max_choice is m.exponential_choice
+
+
+def test_exponential_index_draws_one_uniform_whatever_the_scores():
+    for scores in (np.zeros(0), np.full(3, -np.inf), np.array([5.0, -1e300, 2.0]),
+                   np.linspace(-50, 0, 4000)):
+        r1, r2 = make_rng("stream"), make_rng("stream")
+        m.exponential_index(scores, 0.25, r1)
+        r2.random()
+        assert r1.bit_generator.state == r2.bit_generator.state
 
 
 # --------------------------------------------------------------------------- MCMC acceptance
@@ -447,3 +469,247 @@ def test_mcmc_accept_threshold_and_jit_agree():
 def test_mcmc_accept_rejects_bad_arguments(args):
     with pytest.raises(ParameterError):
         m.mcmc_accept(*args)
+
+
+# --------------------------------------------------------------------------- exact samplers
+
+def test_discrete_laplace_scale_is_the_charged_fraction():
+    from fractions import Fraction
+    for delta, eps_nano in [(1, EPS1), (1, 333_333_333), (2, EPS1 // 2), (7, 12_345),
+                            (3 * 2**30, 450_000_000), (10**6, 10**12)]:
+        s, t = m.discrete_laplace_scale(delta, eps_nano)
+        assert math.gcd(s, t) == 1
+        assert Fraction(s, t) == Fraction(eps_nano, delta * 10**9)  # ε/Δ exactly
+
+
+def test_discrete_laplace_uses_the_exact_sampler_at_the_charged_scale():
+    # A sensitivity so large that the scale's numerator needs two 62-bit limbs
+    # (MC-GEN's second moments): same sampler, same stream, as discrete_laplace_sample.
+    for delta, eps_nano in [(1, EPS1), (5 * 2**30, 333_333_333), (7, 12_345_678)]:
+        s, t = m.discrete_laplace_scale(delta, eps_nano)
+        out = m.discrete_laplace(np.zeros(30, dtype=np.int64), sensitivity=delta,
+                                 epsilon_nano=eps_nano, rng=make_rng(f"at{delta}"),
+                                 accountant=PrivacyAccountant(eps_nano), label="t")
+        ref = m.discrete_laplace_sample(s, t, make_rng(f"at{delta}"), size=30)
+        np.testing.assert_array_equal(out, ref, err_msg=SEED_MSG)
+        scale = delta * 10**9 / eps_nano
+        assert np.all(np.abs(out) < 60 * scale)
+        assert np.count_nonzero(out) > 0 or scale < 0.2
+
+
+def test_float_geometric_cut_that_the_exact_sampler_removes():
+    # The former sampler: p = 1 − e^{−ε/Δ} rounds to exactly 1.0 once ε/Δ ≥ 38 (e^-38 is
+    # below half the float spacing under 1), and NumPy's geometric(1.0) is always 1, so the
+    # noise was exactly 0 with probability 1.
+    assert -math.expm1(-38.0) == 1.0 and -math.expm1(-37.0) < 1.0
+    assert np.all(make_rng("cut").geometric(1.0, size=1000) == 1)
+
+
+class ScriptedIntegers:
+    """A stand-in generator for the Python-int path: ``integers(0, n)`` returns scripted
+    values (checked to lie in range), so one exact path of the sampler can be replayed."""
+
+    def __init__(self, values):
+        self.values = list(values)
+        self.bit_generator = None
+
+    def integers(self, low, high):
+        value = self.values.pop(0)
+        assert low == 0 and 0 <= value < high, (value, high)
+        return value
+
+
+# One Bernoulli(e^-1) draw of CKS20 Algorithm 1 with γ = 1 (num = den = 1):
+# K = 1 → Bernoulli(1/1) always succeeds (draw 0 of 1); K = 2 → Bernoulli(1) (0 of 1) and
+# Bernoulli(1/2) (0 of 2) succeed; K = 3 → Bernoulli(1) succeeds, Bernoulli(1/3) fails (1 of
+# 3): the loop stops at odd K → True. Stopping at K = 2 (1 of 2) → False.
+_EXP1_TRUE = [0, 0, 0, 0, 1]
+_EXP1_FALSE = [0, 0, 1]
+
+
+@pytest.mark.parametrize("eps_over_delta,v,expected", [(40, 45, 1), (40, 39, 0), (41, 130, 3),
+                                                       (100, 250, 2)])
+def test_noise_beyond_the_float_cut_is_reachable(eps_over_delta, v, expected):
+    """At ε/Δ ≥ 40 (scale t/s = 1/40) the sampler returns ±⌊V/40⌋ where V counts the
+    successes of Bernoulli(e^-1) before the first failure, a loop without a cap: a path with
+    V = 45 gives noise 1, V = 130 at ε/Δ = 41 gives 3. So P(noise ≠ 0) is P(V ≥ ε/Δ)·(sign
+    acceptance) = 2a/(1 + a) with a = e^{−ε/Δ} (the V law is tested statistically in
+    test_mechanisms_statistical.py), not 0 as with the float sampler."""
+    s, t = eps_over_delta, 1
+    script = [0,        # U uniform on {0} (t = 1)
+              0]        # Bernoulli(exp(−0/1)): Bernoulli(0/1) fails at K = 1 → odd → accept
+    script += _EXP1_TRUE * v + _EXP1_FALSE
+    script += [0]       # sign: positive (y = 0 with a positive sign is the output 0)
+    rng = ScriptedIntegers(script)
+    assert m._discrete_laplace_py(s, t, rng) == expected
+    assert rng.values == []
+
+
+@pytest.mark.parametrize("gamma_num,gamma_den", [(40, 1), (1000, 7), (10**6, 3)])
+def test_bernoulli_exp_large_gamma_path_is_reachable(gamma_num, gamma_den):
+    """Bernoulli(exp(−γ)) at large γ is ⌊γ⌋ Bernoulli(e^-1) draws and one for the
+    fractional part: True exactly when all succeed (probability e^{−γ}, no float cut)."""
+    whole, frac = divmod(gamma_num, gamma_den)
+    script = _EXP1_TRUE * whole
+    # fractional part γ_f = frac/den: Bernoulli(γ_f) fails at K = 1 → odd → True
+    # (γ = whole exactly: the last of the `whole` draws is the unit-interval one.)
+    script += [gamma_den - 1] if frac else []
+    rng = ScriptedIntegers(script)
+    assert m._bernoulli_exp_py(gamma_num, gamma_den, rng) is True
+    assert rng.values == []
+    # and the first failure of a Bernoulli(e^-1) ends it: False
+    assert m._bernoulli_exp_py(gamma_num, gamma_den,
+                               ScriptedIntegers(_EXP1_TRUE * 3 + _EXP1_FALSE)) is False
+
+
+def test_bernoulli_exp_validates_and_handles_any_size():
+    rng = make_rng("bexp")
+    assert m.bernoulli_exp(0, 5, rng) is True  # exp(0) = 1
+    for bad in [(-1, 2), (1, 0), (1.5, 2), (True, 3)]:
+        with pytest.raises(ParameterError):
+            m.bernoulli_exp(*bad, rng)
+    assert isinstance(m.bernoulli_exp(3 * 2**70, 2**72, rng), bool)  # Python-int path
+
+
+# --------------------------------------------------------------------------- float-path bounds
+# The exponential mechanism and the MCMC acceptance keep float arithmetic with a stated
+# bound (docs/PRIVACY.md, "Numerics of each sampler"). These tests compute the *exact*
+# output distribution of the float code (u = rng.random() is uniform on the 2^53 multiples
+# of 2^-53 in [0, 1), and the draw is monotone in u, so each probability is a count of grid
+# points found by bisection) and compare it with the exact distribution computed in
+# 60-digit decimal arithmetic on the same float inputs.
+
+_GRID = 2**53
+
+
+def _grid_points_below(c: float, total: float) -> int:
+    """#{k ∈ [0, 2^53): fl(k·2^-53·total) < c}: the smallest k with fl(...) ≥ c."""
+    lo, hi = 0, _GRID
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if (mid * 2.0**-53) * total >= c:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _float_em_counts(scores, factor):
+    """Exact output distribution of exponential_index, in grid points (sum 2^53)."""
+    cum = m.exponential_cumulative_weights(np.asarray(scores, dtype=np.float64), factor)
+    total = float(cum[-1])
+    bounds = [0] + [_grid_points_below(float(c), total) for c in cum]
+    return [bounds[i + 1] - bounds[i] for i in range(len(cum))]
+
+
+def _exact_em_probabilities(scores, factor):
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 60
+        finite = [s for s in scores if s != -math.inf]
+        top = Decimal(max(finite))
+        w = [((Decimal(s) - top) * Decimal(factor)).exp() if s != -math.inf else Decimal(0)
+             for s in scores]
+        total = sum(w)
+        return [x / total for x in w]
+
+
+def _em_tv_in_grid_units(scores, factor):
+    from decimal import Decimal, localcontext
+    counts = _float_em_counts(scores, factor)
+    exact = _exact_em_probabilities(scores, factor)
+    assert sum(counts) == _GRID
+    with localcontext() as ctx:
+        ctx.prec = 60
+        return sum(abs(Decimal(c) - p * _GRID) for c, p in zip(counts, exact)) / 2
+
+
+def _extreme_utilities():
+    gen = make_rng("extreme")
+    yield "CMS candidates, small ε", gen.normal(0, 300, 4864), 0.005 / 4
+    yield "Gini-like, sharp", gen.uniform(0, 7200, 4864), 0.25
+    yield "huge magnitudes", np.array([1e308, 1e308, -1e308, 5e307, -1.7e308]), 1e-300
+    yield "huge factor", np.array([0.0, 1e-10, -1e-10, 2e-10, 2e-10]), 1e12
+    yield "near-ties", 1.0 + np.arange(3000) * 1e-15, 1.0
+    yield "half −inf", np.where(gen.random(1000) < 0.5, -np.inf, gen.normal(0, 5, 1000)), 1.0
+    yield "tails below 2^-53", -np.arange(2000, dtype=np.float64), 1.0
+    yield "tails at the float cut", np.array([0.0, -36.0, -37.0, -38.0, -40.0, -44.0, -745.0,
+                                              -746.0]), 1.0
+    yield "20000 equal", np.full(20000, 3.25), 0.5
+    yield "two candidates, one at 2^-60", np.array([0.0, -60 * math.log(2)]), 1.0
+
+
+@pytest.mark.parametrize("case", list(_extreme_utilities()), ids=lambda c: c[0])
+def test_exponential_index_total_variation_bound_holds_exactly(case):
+    _, scores, factor = case
+    n = len(scores)
+    tv_units = _em_tv_in_grid_units(list(map(float, scores)), factor)
+    bound_units = 4 * n + 2  # TV ≤ (4n + 2)·2^-53 = EXPONENTIAL_TV_BOUND_UNIT·(4n + 2)
+    assert m.EXPONENTIAL_TV_BOUND_UNIT == 2.0**-53
+    assert tv_units <= bound_units, f"TV = {float(tv_units)}·2^-53 > {bound_units}·2^-53"
+
+
+def test_exponential_bound_test_catches_a_biased_sampler():
+    # Power: a sampler that forgot the factor 2 (ε/Δ instead of ε/(2Δ)) is far outside.
+    scores = [0.0, 1.0, 2.0, 3.0]
+    counts = _float_em_counts(scores, 1.0)
+    exact = _exact_em_probabilities(scores, 0.5)
+    tv = sum(abs(c / _GRID - float(p)) for c, p in zip(counts, exact)) / 2
+    assert tv > 1e3 * (4 * 4 + 2) * 2.0**-53
+
+
+def _float_accept_probability(x_delta, eps, sens):
+    """Exact P(mcmc_accept_jit(x_delta, eps, sens, u)) for u = rng.random(), in grid points."""
+    lo, hi = 0, _GRID  # accept ⇔ u < threshold: find the first grid point rejected
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if m.mcmc_accept_jit(x_delta, eps, sens, mid * 2.0**-53):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _exact_accept_probability(delta, eps, sens, log_ratio=0.0):
+    from decimal import Decimal, localcontext
+    with localcontext() as ctx:
+        ctx.prec = 60
+        x = Decimal(eps) * Decimal(delta) / (2 * Decimal(sens)) + Decimal(log_ratio)
+        return Decimal(1) if x >= 0 else x.exp()
+
+
+MCMC_CASES = [(-1.0, 1.0, 1.0), (-0.3, 2.0, 2.0), (-5e-300, 1.0, 1.0), (-1e-16, 0.7, 2.0),
+              (-36.7, 2.0, 1.0), (-37.5, 2.0, 1.0), (-40.0, 2.0, 1.0), (-44.0, 2.0, 1.0),
+              (-700.0, 2.0, 1.0), (-745.1, 2.0, 1.0), (-746.0, 2.0, 1.0), (-1e300, 1e-5, 3.0),
+              (-1e308, 10.0, 1e-300), (-3.0, 1e-9, 1.0), (-123.456, 0.005, 2.0),
+              (0.0, 1.0, 1.0), (2.5, 1.0, 1.0)]
+
+
+@pytest.mark.parametrize("delta,eps,sens", MCMC_CASES)
+def test_mcmc_accept_deviation_bound_holds_exactly(delta, eps, sens):
+    from decimal import Decimal
+    accepted = _float_accept_probability(delta, eps, sens)
+    exact = _exact_accept_probability(delta, eps, sens)
+    deviation = abs(Decimal(accepted) / _GRID - exact)
+    assert deviation <= Decimal(m.MCMC_ACCEPT_TV_BOUND), (delta, eps, sens, float(deviation))
+
+
+@pytest.mark.parametrize("log_ratio", [-20.0, -5.3, -0.7, 0.7, 5.3, 20.0])
+@pytest.mark.parametrize("delta,eps,sens", MCMC_CASES[:12])
+def test_mcmc_hastings_shift_deviation_bound_holds_exactly(delta, eps, sens, log_ratio):
+    """The kernels shift Δs by (2Δ/ε)·log r before the test; bound 2^-51 + 2^-50·|log r|."""
+    from decimal import Decimal
+    shifted = delta + log_ratio * (2.0 * sens / eps)  # the kernels' float arithmetic
+    accepted = _float_accept_probability(shifted, eps, sens)
+    exact = _exact_accept_probability(delta, eps, sens, log_ratio)
+    deviation = abs(Decimal(accepted) / _GRID - exact)
+    bound = Decimal(m.MCMC_ACCEPT_TV_BOUND) + Decimal(2.0**-50) * Decimal(abs(log_ratio))
+    assert deviation <= bound, (delta, eps, sens, log_ratio, float(deviation))
+
+
+def test_mcmc_bound_test_catches_a_biased_acceptance():
+    # Power: an acceptance that forgot the factor 2 (exp(εΔs/Δ)) deviates by ~0.23 here.
+    from decimal import Decimal
+    accepted = _float_accept_probability(-1.0, 2.0, 1.0)  # exp(−1) in the float code
+    wrong_exact = _exact_accept_probability(-1.0, 1.0, 1.0)  # exp(−0.5)
+    assert abs(Decimal(accepted) / _GRID - wrong_exact) > 10**6 * Decimal(m.MCMC_ACCEPT_TV_BOUND)

@@ -23,21 +23,32 @@ What is DP here
 * :func:`laplace`, :func:`discrete_laplace`, :func:`noisy_counts` and
   :func:`exponential_mechanism` are ε-DP releases (ε = ``epsilon_nano``·10⁻⁹) when
   Δ is a true bound of the sensitivity. They charge the accountant themselves.
-* :func:`gumbel_max_choice`, :func:`gumbel_max_index`, :func:`mcmc_accept` and
-  :func:`mcmc_accept_jit` charge **nothing**. They are the sampling cores for
+* :func:`exponential_choice`, :func:`exponential_index` (also under their former
+  names ``gumbel_max_choice`` / ``gumbel_max_index``), :func:`bernoulli_exp`,
+  :func:`discrete_laplace_sample`, :func:`mcmc_accept` and :func:`mcmc_accept_jit`
+  charge **nothing**. They are the sampling cores for
   algorithms that have already charged the accountant for the draws they make
   (e.g. createDTExpMech charges each tree level once and draws at every node of
   that level: parallel composition over disjoint rows). Calling them on private
   data without such a charge is a privacy leak.
 
-Floating point (docs/PRIVACY.md §9)
----------------------------------
-Continuous Laplace noise from a float sampler is *idealised numerics*: the
-textbook proof assumes real arithmetic, and the low-order bits of a float
-Laplace sample can leak (Mironov, CCS 2012). Use :func:`discrete_laplace`
-(the default ``noise="discrete"`` of :class:`dpcore.redescriptions.params.MiningParams`) for
-counts. The exponential mechanism (Gumbel-max) and the MCMC acceptance test
-also use floats; they release only an index / a decision, not a float.
+Numerics (docs/PRIVACY.md, "Numerics of each sampler")
+------------------------------------------------------
+* :func:`discrete_laplace` (and so :func:`noisy_counts` with ``kind="discrete"``) is
+  **exact**: the sampler of Canonne, Kamath & Steinke (NeurIPS 2020) with integer
+  arithmetic only (uniform integers and Bernoulli(exp(−γ)) for rational γ), so every
+  integer k has exactly the probability ∝ exp(−ε|k|/Δ), with an unbounded support.
+* :func:`exponential_index` (the exponential mechanism, by inversion of the float CDF)
+  and :func:`mcmc_accept_jit` (the MCMC acceptance) use float64 arithmetic with a
+  **stated, tested bound** on their deviation from the exact distribution:
+  total variation ≤ (4n + 2)·2⁻⁵³ for n candidates (:data:`EXPONENTIAL_TV_BOUND_UNIT`)
+  and ≤ 2⁻⁵¹ per accept/reject decision (:data:`MCMC_ACCEPT_TV_BOUND`).
+* :func:`laplace` (continuous, float) is idealised numerics; the low-order bits
+  of a float Laplace sample can leak (Mironov, CCS 2012). Strict mode never uses it.
+
+Randomness: every mechanism draws from the ``np.random.Generator`` it is given;
+:func:`dpcore.privacy.randomness.run_generator` chooses it (a ChaCha20 CSPRNG for
+private data, a seeded PCG64 for public demo data and tests).
 """
 
 from __future__ import annotations
@@ -56,25 +67,42 @@ __all__ = [
     "discrete_laplace",
     "noisy_counts",
     "exponential_mechanism",
+    "exponential_choice",
+    "exponential_index",
+    "exponential_cumulative_weights",
     "gumbel_max_choice",
     "gumbel_max_index",
+    "bernoulli_exp",
+    "discrete_laplace_sample",
+    "discrete_laplace_scale",
     "mcmc_accept_probability",
     "mcmc_accept",
     "mcmc_accept_jit",
     "NOISE_KINDS",
+    "EXPONENTIAL_TV_BOUND_UNIT",
+    "MCMC_ACCEPT_TV_BOUND",
 ]
 
 NOISE_KINDS = ("discrete", "continuous")
 
 # Largest noise scale Δ/ε accepted by discrete_laplace: beyond it the int64
-# arithmetic of counts + noise could overflow (geometric tails reach ~40 scales
-# with probability 2^-58).
+# arithmetic of counts + noise could overflow with a non-negligible probability
+# (|noise| ≥ 2^62 has probability exp(−2^62/scale) < e^-4600 at this scale).
 _MAX_DISCRETE_SCALE = 1e15
 
-# Smallest positive float64: Exp(1) draws of exactly 0.0 (possible with
-# probability ~2^-53 in NumPy's ziggurat) are raised to it so that the Gumbel
-# variable −log(E) stays finite (≤ 708.4) and no NaN can appear.
-_TINY = float(np.finfo(np.float64).tiny)
+# The exact sampler runs in numba int64 while the scale's numerator and denominator
+# stay below this (so that every intermediate sum stays below 2^63); larger ones (huge
+# sensitivities such as MC-GEN's second moments) run the same algorithm on Python ints.
+_INT64_SAMPLER_LIMIT = 1 << 62
+
+#: Total-variation bound of :func:`exponential_index` per candidate: the float draw's
+#: distribution is within ``EXPONENTIAL_TV_BOUND_UNIT · (4n + 2)`` of the exact
+#: exponential mechanism over n candidates (docs/PRIVACY.md, "Numerics of each sampler").
+EXPONENTIAL_TV_BOUND_UNIT = 2.0**-53
+
+#: Bound on |P(accept) − min(1, exp(ε·Δs/(2Δ)))| of one :func:`mcmc_accept_jit` decision
+#: with u = ``rng.random()`` (docs/PRIVACY.md, "Numerics of each sampler").
+MCMC_ACCEPT_TV_BOUND = 2.0**-51
 
 
 # --------------------------------------------------------------------------- validation
@@ -249,19 +277,290 @@ def laplace(values, *, sensitivity, epsilon_nano, rng, accountant, label, parall
     return arr
 
 
+# --------------------------------------------------------------------------- exact samplers (CKS20)
+
+@njit(cache=True, nogil=True)
+def _bernoulli_exp_unit(num, den, rng):
+    """Bernoulli(exp(−num/den)) for 0 ≤ num ≤ den (γ ∈ [0, 1]), exactly.
+
+    Canonne, Kamath & Steinke 2020, Algorithm 1: K = 1, 2, ... while Bernoulli(γ/K)
+    succeeds; return whether the final K is odd. Bernoulli(γ/K) is drawn as
+    Bernoulli(num/den) AND Bernoulli(1/K) (independent uniform integers), so no
+    product den·K is ever formed.
+    """
+    k = 1
+    while True:
+        if not rng.integers(0, den) < num:
+            break
+        if k > 1 and not rng.integers(0, k) < 1:
+            break
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True, nogil=True)
+def _bernoulli_exp_jit(num, den, rng):
+    """Bernoulli(exp(−num/den)) for integers num ≥ 0, den ≥ 1, exactly (CKS20 Alg. 1).
+
+    γ > 1 is split into ⌊γ⌋ independent Bernoulli(exp(−1)) draws (stopping at the first
+    failure, so the expected cost is O(1) whatever γ) and one Bernoulli(exp(−(γ − ⌊γ⌋))).
+    """
+    while num > den:
+        if not _bernoulli_exp_unit(1, 1, rng):
+            return False
+        num -= den
+    return _bernoulli_exp_unit(num, den, rng)
+
+
+@njit(cache=True, nogil=True)
+def _discrete_laplace_jit(s, t, rng):
+    """One exact draw of the discrete Laplace with P(y) ∝ exp(−|y|·s/t), t, s < 2^62.
+
+    CKS20 Algorithm 2: U uniform on {0..t−1} accepted with probability exp(−U/t);
+    V ≥ 0 the number of successes of Bernoulli(exp(−1)) before the first failure
+    (uncapped); X = U + t·V is geometric with P(X ≥ x) = exp(−x/t); Y = ⌊X/s⌋ is
+    geometric with P(Y ≥ y) = exp(−y·s/t); a fair sign, rejecting (−, 0).
+    ⌊(U + t·V)/s⌋ is accumulated one V at a time so no intermediate exceeds 2^63.
+    """
+    q = t // s
+    r = t % s
+    while True:
+        u = rng.integers(0, t)
+        if not _bernoulli_exp_jit(u, t, rng):
+            continue
+        y = u // s
+        rem = u % s
+        while _bernoulli_exp_unit(1, 1, rng):
+            y += q
+            rem += r
+            if rem >= s:
+                rem -= s
+                y += 1
+            if y > 4611686018427387904:  # 2^62: probability below exp(−2^62/scale)
+                raise OverflowError("discrete Laplace draw beyond the int64 range")
+        negative = rng.integers(0, 2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+@njit(cache=True, nogil=True)
+def _add_discrete_laplace_jit(flat, s, t, rng):
+    """Adds one exact discrete Laplace draw (scale t/s) to every element, in index order."""
+    for i in range(flat.shape[0]):
+        flat[i] += _discrete_laplace_jit(s, t, rng)
+
+
+@njit(cache=True, nogil=True)
+def _uniform_below_wide(t_hi, t_lo, rng):
+    """Uniform integer on {0, ..., t−1}, t = t_hi·2^62 + t_lo with 1 ≤ t_hi < 2^62, exactly.
+
+    Draws (hi, lo) uniform on {0..t_hi} × {0..2^62−1} and keeps the pairs below t
+    (acceptance ≥ 1/2). Returns the pair (hi, lo) of the value hi·2^62 + lo.
+    """
+    while True:
+        hi = rng.integers(0, t_hi + 1)
+        lo = rng.integers(0, 4611686018427387904)
+        if hi < t_hi or (hi == t_hi and lo < t_lo):
+            return hi, lo
+
+
+@njit(cache=True, nogil=True)
+def _bernoulli_exp_unit_wide(u_hi, u_lo, t_hi, t_lo, rng):
+    """:func:`_bernoulli_exp_unit` for γ = u/t ≤ 1 with u, t two 62-bit limbs each."""
+    k = 1
+    while True:
+        w_hi, w_lo = _uniform_below_wide(t_hi, t_lo, rng)
+        if not (w_hi < u_hi or (w_hi == u_hi and w_lo < u_lo)):  # Bernoulli(u/t)
+            break
+        if k > 1 and not rng.integers(0, k) < 1:
+            break
+        k += 1
+    return k % 2 == 1
+
+
+@njit(cache=True, nogil=True)
+def _discrete_laplace_wide_jit(s, t_hi, t_lo, q, r, rng):
+    """:func:`_discrete_laplace_jit` for 2^62 ≤ t < 2^124 (two 62-bit limbs), s < 2^62.
+
+    ``q, r = divmod(t, s)`` are precomputed (q < 2^62: the scale t/s is bounded). U is
+    drawn as two limbs, ⌊U/s⌋ and U mod s by binary long division (U < t implies
+    U_hi < s, so the remainder stays below 2^63), then V is added as in the narrow case.
+    """
+    while True:
+        u_hi, u_lo = _uniform_below_wide(t_hi, t_lo, rng)
+        if not _bernoulli_exp_unit_wide(u_hi, u_lo, t_hi, t_lo, rng):
+            continue
+        rem = u_hi
+        y = 0
+        for b in range(61, -1, -1):
+            rem = 2 * rem + ((u_lo >> b) & 1)
+            y = 2 * y
+            if rem >= s:
+                rem -= s
+                y += 1
+        while _bernoulli_exp_unit(1, 1, rng):
+            y += q
+            rem += r
+            if rem >= s:
+                rem -= s
+                y += 1
+            if y > 4611686018427387904:
+                raise OverflowError("discrete Laplace draw beyond the int64 range")
+        negative = rng.integers(0, 2) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+@njit(cache=True, nogil=True)
+def _add_discrete_laplace_wide_jit(flat, s, t_hi, t_lo, q, r, rng):
+    for i in range(flat.shape[0]):
+        flat[i] += _discrete_laplace_wide_jit(s, t_hi, t_lo, q, r, rng)
+
+
+def _uniform_below(n: int, rng: np.random.Generator) -> int:
+    """Uniform integer on {0, ..., n−1} for any Python int n ≥ 1, exactly (rejection)."""
+    if n < _INT64_SAMPLER_LIMIT:
+        return int(rng.integers(0, n))
+    bits = (n - 1).bit_length()
+    words = -(-bits // 64)
+    while True:
+        raw = rng.bit_generator.random_raw(words)
+        value = 0
+        for word in np.atleast_1d(raw).tolist():
+            value = (value << 64) | int(word)
+        value >>= 64 * words - bits
+        if value < n:
+            return value
+
+
+def _bernoulli_exp_unit_py(num: int, den: int, rng) -> bool:
+    k = 1
+    while _uniform_below(den, rng) < num and (k == 1 or _uniform_below(k, rng) < 1):
+        k += 1
+    return k % 2 == 1
+
+
+def _bernoulli_exp_py(num: int, den: int, rng) -> bool:
+    while num > den:
+        if not _bernoulli_exp_unit_py(1, 1, rng):
+            return False
+        num -= den
+    return _bernoulli_exp_unit_py(num, den, rng)
+
+
+def _discrete_laplace_py(s: int, t: int, rng) -> int:
+    """:func:`_discrete_laplace_jit` on Python ints (any size): the same algorithm."""
+    while True:
+        u = _uniform_below(t, rng)
+        if not _bernoulli_exp_py(u, t, rng):
+            continue
+        v = 0
+        while _bernoulli_exp_unit_py(1, 1, rng):
+            v += 1
+        y = (u + t * v) // s
+        negative = _uniform_below(2, rng) == 1
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def bernoulli_exp(num: int, den: int, rng: np.random.Generator) -> bool:
+    """Exact Bernoulli(exp(−num/den)) draw (Canonne, Kamath & Steinke 2020, Algorithm 1).
+
+    Parameters
+    ----------
+    num, den : int
+        γ = num/den ≥ 0 as integers (num ≥ 0, den ≥ 1), any size.
+    rng : numpy.random.Generator
+        Source of the uniform integers.
+
+    Returns
+    -------
+    bool
+        True with probability exactly exp(−γ) (given exactly uniform integers). The
+        expected number of uniform draws is O(1) for every γ.
+
+    Raises
+    ------
+    ParameterError
+        num < 0, den < 1 or non-integers.
+    """
+    _check_rng(rng)
+    for name, value, low in (("num", num, 0), ("den", den, 1)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ParameterError(f"{name} must be an int ≥ {low}; got {value!r}")
+    num, den = int(num), int(den)
+    if num < _INT64_SAMPLER_LIMIT and den < _INT64_SAMPLER_LIMIT:
+        return bool(_bernoulli_exp_jit(np.int64(num), np.int64(den), rng))
+    return _bernoulli_exp_py(num, den, rng)
+
+
+def discrete_laplace_scale(sensitivity: int, epsilon_nano: int) -> tuple[int, int]:
+    """The noise scale Δ/ε as a reduced fraction t/s of integers (ε = epsilon_nano·10⁻⁹).
+
+    Returns
+    -------
+    (s, t) : tuple of int
+        P(k) ∝ exp(−|k|·s/t) = exp(−ε|k|/Δ) exactly, with t = Δ·10⁹/g, s = epsilon_nano/g
+        and g their greatest common divisor.
+    """
+    t = int(sensitivity) * 10**9
+    s = int(epsilon_nano)
+    g = math.gcd(s, t)
+    return s // g, t // g
+
+
+def discrete_laplace_sample(s: int, t: int, rng: np.random.Generator, size: int = 1
+                            ) -> np.ndarray:
+    """``size`` exact discrete Laplace draws with P(k) ∝ exp(−|k|·s/t); **charges nothing**.
+
+    The sampling core of :func:`discrete_laplace` (which charges first); exposed for tests
+    and for callers that have already charged. Integers s, t ≥ 1 of any size: the draws
+    run in numba on int64 (t, s < 2^62) or on two 62-bit limbs (t < 2^124, as MC-GEN's
+    second moments need), otherwise on Python ints; the same algorithm in each case.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (size,)
+    """
+    _check_rng(rng)
+    s, t = int(s), int(t)
+    if s < 1 or t < 1:
+        raise ParameterError(f"discrete Laplace needs integers s, t ≥ 1; got s={s}, t={t}")
+    out = np.zeros(int(size), dtype=np.int64)
+    _add_discrete_laplace(out, s, t, rng)
+    return out
+
+
+def _add_discrete_laplace(flat: np.ndarray, s: int, t: int, rng) -> None:
+    """Adds exact discrete Laplace noise of scale t/s to ``flat`` (int64, 1-D) in place."""
+    if s < _INT64_SAMPLER_LIMIT and t < _INT64_SAMPLER_LIMIT:
+        _add_discrete_laplace_jit(flat, np.int64(s), np.int64(t), rng)
+        return
+    q, r = divmod(t, s)
+    if s < _INT64_SAMPLER_LIMIT and t < _INT64_SAMPLER_LIMIT**2 and q < _INT64_SAMPLER_LIMIT:
+        t_hi, t_lo = divmod(t, _INT64_SAMPLER_LIMIT)
+        _add_discrete_laplace_wide_jit(flat, np.int64(s), np.int64(t_hi), np.int64(t_lo),
+                                       np.int64(q), np.int64(r), rng)
+        return
+    for i in range(flat.shape[0]):
+        flat[i] += _discrete_laplace_py(s, t, rng)
+
+
 # --------------------------------------------------------------------------- discrete Laplace
 
 def discrete_laplace(counts, *, sensitivity, epsilon_nano, rng, accountant, label, parallel=1):
-    """Discrete Laplace (two-sided geometric) mechanism on integer counts.
+    """Discrete Laplace (two-sided geometric) mechanism on integer counts, sampled exactly.
 
     Adds to every count an independent integer ``Z`` with
 
     .. math:: P(Z = k) = \\frac{1 - a}{1 + a}\\, a^{|k|}, \\quad a = e^{-ε/Δ},\\ k ∈ ℤ,
 
-    i.e. P(k) ∝ exp(−ε|k|/Δ): the discrete Laplace distribution with scale
-    Δ/ε, the same distribution as OpenDP's discrete Laplace mechanism
-    (``make_laplace`` on integers) and as the sampler of Canonne, Kamath &
-    Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020.
+    i.e. P(k) ∝ exp(−ε|k|/Δ): the discrete Laplace distribution with scale Δ/ε, drawn by
+    the exact sampler of Canonne, Kamath & Steinke, "The Discrete Gaussian for
+    Differential Privacy", NeurIPS 2020 (the one OpenDP's integer ``make_laplace`` uses).
 
     Parameters
     ----------
@@ -273,8 +572,8 @@ def discrete_laplace(counts, *, sensitivity, epsilon_nano, rng, accountant, labe
     epsilon_nano : int
         ε of this release in nano-ε (> 0).
     rng : numpy.random.Generator
-        Source of the noise. Draws ``2·counts.size`` geometric variates in one
-        ``rng.geometric`` call.
+        Source of the uniform integers the sampler consumes (a variable number per
+        element; the elements are drawn in C order).
     accountant : PrivacyAccountant
         Charged ``spend("discrete_laplace", label, epsilon_nano, sensitivity,
         parallel)`` before any noise is drawn.
@@ -298,19 +597,19 @@ def discrete_laplace(counts, *, sensitivity, epsilon_nano, rng, accountant, labe
 
     Notes
     -----
-    Sampling: ``Z = X − Y`` with X, Y i.i.d. geometric on {0, 1, ...} with
-    success probability p = 1 − e^{−ε/Δ} (``rng.geometric(p) − 1``); the
-    difference of two such variables has exactly the pmf above.
+    Sampling: the scale is the exact rational Δ/ε = t/s with ε = epsilon_nano·10⁻⁹ (the
+    charged amount, not a float); :func:`discrete_laplace_sample` draws with integer
+    arithmetic only, so every k ∈ ℤ has exactly the pmf above (given exactly uniform
+    integers from ``rng``). The support is unbounded: there is no tail cut, and the noise
+    is non-zero with probability 2a/(1 + a) however large ε/Δ is.
 
     Privacy: P(Z = k)/P(Z = k + δ) ≤ a^{−|δ|} = exp(ε|δ|/Δ), so the release is
     ε-DP for neighbours whose counts differ by at most Δ in L1 norm.
 
-    Caveat: the output is an integer, so it does not leak float low-order
-    bits the way continuous Laplace does; but NumPy's geometric sampler itself
-    computes with floats (inversion with ``log1p`` for small p, a float
-    search for large p), so the sampled distribution equals the exact pmf only
-    up to float rounding. OpenDP / CKS20 sample with exact rational arithmetic
-    and avoid even that.
+    Why not OpenDP itself: its integer Laplace cannot take a seeded generator (public
+    demo runs and tests must be reproducible), cannot run inside numba, costs about
+    0.5 ms per call plus 33 µs per element, and installs 265 MB; the algorithm here is
+    the same (docs/PRIVACY.md, "Numerics of each sampler").
     """
     delta = _check_int_sensitivity(sensitivity)
     epsilon_nano, label, parallel = _check_call(epsilon_nano, rng, accountant, label, parallel)
@@ -322,11 +621,11 @@ def discrete_laplace(counts, *, sensitivity, epsilon_nano, rng, accountant, labe
             f"discrete Laplace scale Δ/ε = {delta / epsilon_check:.3g} is too large "
             f"(max {_MAX_DISCRETE_SCALE:.0e}): the noisy counts could overflow int64")
 
-    epsilon = float(accountant.spend("discrete_laplace", label, epsilon_nano, delta, parallel))
-    p = -math.expm1(-epsilon / delta)  # 1 − e^{−ε/Δ}, accurate for small ε/Δ
-    p = min(p, 1.0)
-    geo = rng.geometric(p, size=(2,) + arr.shape).astype(np.int64, copy=False) - 1
-    arr += geo[0] - geo[1]  # in place: a 0-d input stays an ndarray
+    accountant.spend("discrete_laplace", label, epsilon_nano, delta, parallel)
+    s, t = discrete_laplace_scale(delta, epsilon_nano)  # the charged ε, exactly
+    noise = np.zeros(arr.size, dtype=np.int64)
+    _add_discrete_laplace(noise, s, t, rng)
+    arr += noise.reshape(arr.shape)  # in place: a 0-d input stays an ndarray
     return arr
 
 
@@ -371,28 +670,124 @@ def noisy_counts(counts, *, kind="discrete", sensitivity, epsilon_nano, rng, acc
 
 # --------------------------------------------------------------------------- exponential mechanism
 
-def _gumbel_max(u: np.ndarray, factor: float, rng: np.random.Generator) -> int:
-    """Gumbel-max draw on validated utilities (finite or −inf, at least one finite)."""
-    n = u.shape[0]
-    e = rng.standard_exponential(n)  # one Exp(1) per candidate, −inf ones included
-    np.maximum(e, _TINY, out=e)
-    gumbel = -np.log(e)
-    finite = np.isfinite(u)
-    top = np.max(u[finite])
-    # Shift by the best finite utility first so that huge utilities cannot overflow;
-    # a difference that overflows to −inf has probability e^{-huge} = 0 anyway.
-    with np.errstate(over="ignore"):
-        shifted = np.where(finite, u - top, -np.inf)
-        keys = np.full(n, -np.inf)
-        keys[finite] = shifted[finite] * factor + gumbel[finite]
-    return int(np.argmax(keys))
+@njit(cache=True, nogil=True)
+def exponential_cumulative_weights(scores, factor):
+    """Float cumulative weights C_i = Σ_{j≤i} exp(factor·(s_j − max s)); charges nothing.
+
+    The first half of :func:`exponential_index`, exposed so that tests can compute the
+    exact output distribution of the float sampler (docs/PRIVACY.md, "Numerics of each
+    sampler"). −inf scores (and differences that overflow to −inf) get weight 0; the best
+    score gets weight exp(0) = 1 exactly, so the total is ≥ 1 whenever a score is finite.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray of float64, 1-D
+        Utilities; −inf marks a candidate that is never chosen.
+    factor : float
+        ε/(2Δ) ≥ 0 for the exponential mechanism (ε in ε units, Δ in score units).
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The running sums, same length as ``scores`` (all 0 when every score is −inf).
+
+    Raises
+    ------
+    ValueError
+        A score is NaN or +inf.
+    """
+    # Scalars are converted with float(): the arithmetic is the same IEEE float64, and
+    # under NUMBA_DISABLE_JIT=1 Python floats overflow to ±inf silently instead of
+    # raising NumPy's RuntimeWarning (tests turn warnings into errors).
+    n = scores.shape[0]
+    fac = float(factor)
+    top = -np.inf
+    for i in range(n):
+        s = float(scores[i])
+        if np.isnan(s) or s == np.inf:
+            raise ValueError("exponential_index: scores must be finite or -inf")
+        if s > top:
+            top = s
+    cum = np.zeros(n)
+    total = 0.0
+    for i in range(n):
+        s = float(scores[i])
+        if s != -np.inf:
+            shifted = s - top
+            if shifted != -np.inf:
+                total += np.exp(shifted * fac)
+        cum[i] = total
+    return cum
 
 
-def gumbel_max_choice(utilities, scale_epsilon, sensitivity, rng) -> int:
+@njit(cache=True, nogil=True)
+def exponential_index(scores, factor, rng):
+    """Exponential-mechanism draw for jitted kernels, by inversion; **charges nothing**.
+
+    Returns index i with probability ∝ exp(factor·s_i): the float cumulative weights of
+    :func:`exponential_cumulative_weights`, one uniform u = ``rng.random()`` (a multiple
+    of 2⁻⁵³), and the first i with C_i > u·C_n. For the exponential mechanism pass
+    ``factor = ε / (2Δ)``. The caller must already have charged the accountant for this
+    draw (see :func:`exponential_choice`).
+
+    Parameters
+    ----------
+    scores : numpy.ndarray of float64, 1-D, contiguous
+        Utilities; −inf marks a candidate that is never chosen.
+    factor : float
+        ε/(2Δ) > 0.
+    rng : numpy.random.Generator
+        Passed into nopython code. Draws exactly one uniform per call, whatever the
+        scores (so the stream never depends on the data): the same stream, and so the
+        same choice, as :func:`exponential_choice` with ``scale_epsilon / (2·sensitivity)
+        = factor``.
+
+    Returns
+    -------
+    int
+        The chosen index, or −1 if ``scores`` is empty or all −inf (no exception, so
+        kernels can branch on it).
+
+    Raises
+    ------
+    ValueError
+        A score is NaN or +inf.
+
+    Notes
+    -----
+    Numerics: the output distribution is within total variation (4n + 2)·2⁻⁵³ of the
+    exact exponential mechanism on the same float scores and factor (n candidates; the
+    bound of docs/PRIVACY.md, "Numerics of each sampler", checked exactly by the tests on
+    extreme utilities). Candidates whose exact probability is below about 2⁻⁵³ may get
+    probability 0 or a multiple of 2⁻⁵³; that deviation is inside the bound.
+    """
+    cum = exponential_cumulative_weights(scores, factor)
+    u = rng.random()  # always drawn: the stream ignores the scores
+    n = cum.shape[0]
+    if n == 0 or cum[n - 1] == 0.0:
+        return -1
+    target = u * cum[n - 1]
+    for i in range(n):
+        if cum[i] > target:
+            return i
+    # Unreachable: u ≤ 1 − 2⁻⁵³ makes u·C_n round below C_n. Kept so that a violated
+    # assumption returns the last candidate with weight instead of an invalid index.
+    for i in range(n - 1, -1, -1):
+        if i == 0 or cum[i] > cum[i - 1]:
+            return i
+    return 0
+
+
+#: The former name of :func:`exponential_index` (the kernels call it by this name). The
+#: draw is by inversion, not Gumbel-max, since the exact-numerics work (docs/PRIVACY.md).
+gumbel_max_index = exponential_index
+
+
+def exponential_choice(utilities, scale_epsilon, sensitivity, rng) -> int:
     """Exponential-mechanism draw **without charging the accountant**.
 
-    Returns index i with probability ∝ exp(ε·u_i/(2Δ)) using the Gumbel-max
-    trick, exactly like :func:`exponential_mechanism` but spending nothing.
+    Returns index i with probability ∝ exp(ε·u_i/(2Δ)) by :func:`exponential_index`,
+    exactly like :func:`exponential_mechanism` but spending nothing.
 
     .. warning::
        The caller must already have charged the accountant for this draw, e.g.
@@ -411,8 +806,8 @@ def gumbel_max_choice(utilities, scale_epsilon, sensitivity, rng) -> int:
     sensitivity : float
         Δ > 0 of the utility function.
     rng : numpy.random.Generator
-        Draws exactly ``len(utilities)`` Exp(1) variates
-        (``rng.standard_exponential(n)``); the same stream as :func:`gumbel_max_index`.
+        Draws exactly one uniform (``rng.random()``); the same stream as
+        :func:`exponential_index`.
 
     Returns
     -------
@@ -429,17 +824,19 @@ def gumbel_max_choice(utilities, scale_epsilon, sensitivity, rng) -> int:
     sensitivity = _check_sensitivity(sensitivity)
     _check_rng(rng)
     u = _as_utilities(utilities)
-    return _gumbel_max(u, epsilon / (2.0 * sensitivity), rng)
+    return int(exponential_index(u, epsilon / (2.0 * sensitivity), rng))
+
+
+#: The former name of :func:`exponential_choice`.
+gumbel_max_choice = exponential_choice
 
 
 def exponential_mechanism(utilities, *, sensitivity, epsilon_nano, rng, accountant, label,
                           parallel=1) -> int:
-    """Exponential mechanism (McSherry & Talwar 2007) by Gumbel-max.
+    """Exponential mechanism (McSherry & Talwar 2007), drawn by inversion.
 
-    Chooses candidate i with probability
-    exp(ε·u_i/(2Δ)) / Σ_j exp(ε·u_j/(2Δ)), drawn as
-    argmax_i (ε·u_i/(2Δ) + G_i) with G_i = −log(E_i), E_i ~ Exp(1) i.i.d.
-    (G_i is standard Gumbel, so the argmax follows the softmax exactly).
+    Chooses candidate i with probability exp(ε·u_i/(2Δ)) / Σ_j exp(ε·u_j/(2Δ)), by
+    :func:`exponential_index` (float cumulative weights and one uniform).
 
     Parameters
     ----------
@@ -453,7 +850,7 @@ def exponential_mechanism(utilities, *, sensitivity, epsilon_nano, rng, accounta
     epsilon_nano : int
         ε of this draw in nano-ε (> 0).
     rng : numpy.random.Generator
-        Draws exactly ``len(utilities)`` Exp(1) variates.
+        Draws exactly one uniform.
     accountant : PrivacyAccountant
         Charged ``spend("exponential", label, epsilon_nano, sensitivity,
         parallel)`` before anything is drawn.
@@ -478,80 +875,18 @@ def exponential_mechanism(utilities, *, sensitivity, epsilon_nano, rng, accounta
     Notes
     -----
     Privacy: ε-DP when every utility has sensitivity ≤ Δ (the factor 2 covers
-    the change of the normaliser). Utilities are shifted by their finite
-    maximum before scaling, so huge scores cannot overflow; all-equal
-    utilities give a uniform choice. Only the index is released, but the
-    Gumbel keys are floats: the usual idealised-numerics caveat applies.
+    the change of the normaliser), for the exact distribution. Utilities are shifted by
+    their finite maximum before scaling, so huge scores cannot overflow; all-equal
+    utilities give a uniform choice. Numerics: the float draw is within total variation
+    τ = (4n + 2)·2⁻⁵³ of the exact one, so the release is (ε, (1 + e^ε)·τ)-DP
+    (docs/PRIVACY.md, "Numerics of each sampler").
     """
     sensitivity = _check_sensitivity(sensitivity)
     epsilon_nano, label, parallel = _check_call(epsilon_nano, rng, accountant, label, parallel)
     u = _as_utilities(utilities)
 
     epsilon = float(accountant.spend("exponential", label, epsilon_nano, sensitivity, parallel))
-    return _gumbel_max(u, epsilon / (2.0 * sensitivity), rng)
-
-
-@njit(cache=True)
-def gumbel_max_index(scores, factor, rng):
-    """Numba Gumbel-max draw for jitted kernels; **charges nothing**.
-
-    Returns argmax_i (factor·(s_i − max s) + G_i), G_i = −log(E_i),
-    E_i ~ Exp(1): index i with probability ∝ exp(factor·s_i). For the
-    exponential mechanism pass ``factor = ε / (2Δ)``. The caller must already
-    have charged the accountant for this draw (see :func:`gumbel_max_choice`).
-
-    Parameters
-    ----------
-    scores : numpy.ndarray of float64, 1-D, contiguous
-        Utilities; −inf marks a candidate that is never chosen.
-    factor : float
-        ε/(2Δ) > 0.
-    rng : numpy.random.Generator
-        Passed into nopython code (numba supports Generator arguments and
-        reproduces NumPy's streams). Draws exactly ``len(scores)`` Exp(1)
-        variates, in index order: the same stream, and so the same choice, as
-        :func:`gumbel_max_choice` with ``scale_epsilon / (2·sensitivity) = factor``.
-
-    Returns
-    -------
-    int
-        The chosen index, or −1 if ``scores`` is empty or all −inf (no
-        exception, so kernels can branch on it).
-
-    Raises
-    ------
-    ValueError
-        A score is NaN or +inf.
-    """
-    # Scalars are converted with float(): the arithmetic is the same IEEE float64, and
-    # under NUMBA_DISABLE_JIT=1 Python floats overflow to ±inf silently instead of
-    # raising NumPy's RuntimeWarning (tests turn warnings into errors).
-    n = scores.shape[0]
-    fac = float(factor)
-    top = -np.inf
-    for i in range(n):
-        s = float(scores[i])
-        if np.isnan(s) or s == np.inf:
-            raise ValueError("gumbel_max_index: scores must be finite or -inf")
-        if s > top:
-            top = s
-    best = -1
-    best_key = -np.inf
-    for i in range(n):
-        e = float(rng.standard_exponential())  # always drawn: the stream ignores the scores
-        if e < 2.2250738585072014e-308:
-            e = 2.2250738585072014e-308
-        s = float(scores[i])
-        if s == -np.inf:
-            continue
-        shifted = s - top
-        if shifted == -np.inf:
-            continue
-        key = shifted * fac - np.log(e)
-        if best == -1 or key > best_key:
-            best = i
-            best_key = key
-    return best
+    return int(exponential_index(u, epsilon / (2.0 * sensitivity), rng))
 
 
 # --------------------------------------------------------------------------- MCMC acceptance
@@ -623,6 +958,15 @@ def mcmc_accept_jit(delta_score, epsilon, sensitivity, u):
     Same decision as :func:`mcmc_accept` for valid inputs (ε > 0, Δ > 0,
     u ∈ [0, 1)); it does not validate them. A NaN ``delta_score`` is never
     accepted.
+
+    Numerics: with u = ``rng.random()`` (uniform on the multiples of 2⁻⁵³ in [0, 1))
+    the probability of accepting differs from the exact min(1, exp(ε·Δs/(2Δ))) (real
+    arithmetic on the same float inputs) by at most :data:`MCMC_ACCEPT_TV_BOUND` = 2⁻⁵¹:
+    2⁻⁵³ from the grid of u, and |x|·e^x·2⁻⁵² + 2⁻⁵³ ≤ 0.87·2⁻⁵² from rounding
+    x = ε·Δs/(2Δ) (two roundings) and exp (one). A chain of T steps is then within total
+    variation T·2⁻⁵¹ of the same chain in exact arithmetic (coupling, step by step);
+    docs/PRIVACY.md, "Numerics of each sampler". A Hastings shift of Δs by
+    (2Δ/ε)·log r adds a few roundings of |log r| to x (bound 2⁻⁵¹ + 2⁻⁵⁰·|log r|).
     """
     x = epsilon * delta_score / (2.0 * sensitivity)
     if x >= 0.0:
