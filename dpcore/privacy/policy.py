@@ -49,6 +49,7 @@ from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.kinds import kind_of_data
 from dpcore.errors import ParameterError
 from dpcore.privacy.ledger import DatasetRecord
+from dpcore.privacy.randomness import run_generator
 from dpcore.privacy.roles import ANALYST, OWNER, ROLES, can_see_true_statistics
 from dpcore.registry import FAITHFUL, MODES, STRICT, algorithm_spec
 
@@ -115,13 +116,11 @@ class RunPermit:
     def rng(self) -> np.random.Generator:
         """The run's random source.
 
-        A seeded generator only on public-demo data; otherwise NumPy's PCG64
-        seeded with 128 bits from the operating system's CSPRNG (``secrets``),
-        fresh for every run and never recorded.
+        A seeded generator only on public-demo data; otherwise a ChaCha20 CSPRNG
+        keyed from the operating system's CSPRNG, fresh for every run and never
+        recorded (:func:`dpcore.privacy.randomness.run_generator` chooses).
         """
-        if self.seed is not None:
-            return np.random.default_rng(self.seed)
-        return np.random.default_rng()
+        return run_generator(public_demo=self.dataset.public_demo is True, seed=self.seed)
 
 
 def seed_allowed(record: DatasetRecord) -> bool:
