@@ -240,7 +240,11 @@ def render_sidebar(ledger: Ledger) -> DatasetRecord | None:
             else:
                 st.caption("Analyst (default): you see only differentially private outputs "
                            "and the public schema.")
-                st.text_input("Owner password", type="password", key=_PASSWORD_KEY)
+                st.text_input("Owner password", type="password", key=_PASSWORD_KEY,
+                              help="Checked against the server's owner password hash, looked "
+                                   "up at every login: a hash added to .streamlit/secrets.toml "
+                                   "works at once; one set in the environment variable "
+                                   f"{ENV_VAR} needs a restart of the app.")
                 st.button("Log in as owner", key="owner_login", on_click=_login)
                 error = st.session_state.pop(_LOGIN_ERROR_KEY, None)
                 if error:

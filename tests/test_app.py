@@ -660,6 +660,8 @@ def test_owner_login_without_a_hash_says_how_to_set_one_up_without_a_restart(app
                                                                              monkeypatch):
     """Before, the message did not say how to make the hash, nor that the app must be
     restarted (environment) or need not be (secrets file, read at every login)."""
+    assert "works at once" in app.text_input(key="owner_password").help
+    assert "needs a restart" in app.text_input(key="owner_password").help
     app.text_input(key="owner_password").input(OWNER_PASSWORD)
     app.button(key="owner_login").click().run()
     errors = " ".join(e.value for e in app.sidebar.error)
