@@ -402,7 +402,7 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
         Faithful mode only: separately noised ``|A_i|`` (length m), ``|B_j|``
         (length k) and ``N``; pass all three or none. Strict mode (none) uses
         the table's row sums, column sums and total.
-    params : MiningParams
+    params : TreeParams
         Uses ``min_jaccard``, ``max_pvalue``, ``min_support``, ``max_support``
         and ``max_clauses`` (Γ).
     left_tree, right_tree : TreeRecord

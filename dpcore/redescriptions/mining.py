@@ -34,7 +34,14 @@ from dpcore.redescriptions.coding import (
     code_view_segments,
 )
 from dpcore.redescriptions.extract import extract_redescriptions
-from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget
+from dpcore.redescriptions.params import (
+    BudgetSlot,
+    RedescriptionParams,
+    SerenadeParams,
+    TreeParams,
+    family_params,
+    plan_budget,
+)
 from dpcore.redescriptions.results import ExtractionRecord, OwnerDiagnostics, RunResult
 from dpcore.redescriptions.serenade.miner import mine_serenade
 from dpcore.redescriptions.targets import make_target, pick_attribute
@@ -67,7 +74,7 @@ def strict_coding(dataset: TwoViewDataset) -> tuple[CodedView, CodedView]:
 class _Run:
     """State of one run: budget slots, released trees/extractions, diagnostics."""
 
-    def __init__(self, dataset, params, rng, accountant, progress):
+    def __init__(self, dataset, params: TreeParams, rng, accountant, progress):
         self.dataset, self.params, self.rng = dataset, params, rng
         self.accountant, self.progress = accountant, progress or (lambda f, m: None)
         self.slots = {(s.trial, s.step, s.role): s for s in plan_budget(params)}
@@ -230,7 +237,7 @@ def _mine_tree_pairs(run: _Run) -> None:
         run.extract(t1, id1, t2, id2, trial, 0)
 
 
-def mine(dataset: TwoViewDataset, params: MiningParams, *,
+def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
          rng: np.random.Generator | None = None, accountant: PrivacyAccountant | None = None,
          run_id: str | None = None, seed: int | None = None,
          progress: Progress | None = None) -> RunResult:
@@ -241,8 +248,10 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
     dataset : TwoViewDataset
         Private data; only DP releases leave this function (plus owner-only
         ``diagnostics``).
-    params : MiningParams
-        Validated here; ``plan_budget(params)`` is what gets spent.
+    params : MiningParams, TreeParams or SerenadeParams
+        Validated here; ``plan_budget(params)`` is what gets spent. The miner reads the
+        family's type (:func:`~dpcore.redescriptions.params.family_params`); the result
+        stores ``params.to_dict()``.
     rng : numpy.random.Generator, optional
         Source of all randomness. Default: fresh OS entropy (real releases).
         Pass a seeded generator only in tests and labelled demos, and give the
@@ -265,8 +274,11 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
         accountant = PrivacyAccountant(total)
     if rng is None:
         rng = np.random.default_rng()
+    stored = params.to_dict()
+    params = family_params(params)
     if params.is_serenade:
-        return _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress)
+        return _mine_serenade(dataset, params, stored, rng, accountant, run_id, seed,
+                              progress)
     run = _Run(dataset, params, rng, accountant, progress)
     if params.algorithm == MCMCTREEPAIR:
         _mine_tree_pairs(run)
@@ -276,7 +288,7 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
                       f"{len(run.redescriptions)} redescriptions")
     return RunResult(
         run_id=run_id or uuid.uuid4().hex, dataset=dataset.schema.name,
-        algorithm=params.algorithm, mode=params.mode, params=params.to_dict(),
+        algorithm=params.algorithm, mode=params.mode, params=stored,
         version=__version__, created_at=datetime.now(UTC).isoformat(),
         epsilon_nano=accountant.spent_nano, redescriptions=run.redescriptions,
         trees=run.trees, extractions=run.extractions,
@@ -287,7 +299,8 @@ def mine(dataset: TwoViewDataset, params: MiningParams, *,
                                      mcmc_rows_touched=int(run.mcmc_stats[0])))
 
 
-def _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress) -> RunResult:
+def _mine_serenade(dataset, params: SerenadeParams, stored: dict, rng, accountant, run_id,
+                   seed, progress) -> RunResult:
     started = time.perf_counter()
     coded = (strict_coding(dataset) if params.mode == STRICT
              else tuple(code_view_segments(v) for v in dataset.views))
@@ -298,7 +311,7 @@ def _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress) -> 
                       f"{len(out.redescriptions)} redescriptions")
     return RunResult(
         run_id=run_id or uuid.uuid4().hex, dataset=dataset.schema.name,
-        algorithm=params.algorithm, mode=params.mode, params=params.to_dict(),
+        algorithm=params.algorithm, mode=params.mode, params=stored,
         version=__version__, created_at=datetime.now(UTC).isoformat(),
         epsilon_nano=accountant.spent_nano, redescriptions=out.redescriptions, trees=[],
         extractions=[], mechanism_calls=accountant.to_records(), seed=seed,
@@ -306,7 +319,7 @@ def _mine_serenade(dataset, params, rng, accountant, run_id, seed, progress) -> 
                                      phase_seconds={"prepare": prepare, **out.phase_seconds}))
 
 
-def check_runnable(dataset: TwoViewDataset, params: MiningParams) -> None:
+def check_runnable(dataset: TwoViewDataset, params: RedescriptionParams) -> None:
     """Build everything a run needs before its charge, so nothing fails after it.
 
     Strict mode splits numeric attributes on :meth:`Schema.split_grid` and turns them

@@ -20,6 +20,7 @@ from dpcore.registry import (
     SERENADE_ALGORITHMS,
     SERENADE_ES,
     STRICT,
+    TREE_ALGORITHMS,
 )
 
 #: Share of ε_qual that pays the noisy row count N̂ behind x0 = 0.1·N̂ (strict Serenade).
@@ -73,9 +74,92 @@ HELP = {
 
 
 @dataclass(frozen=True)
-class MiningParams:
-    """Parameters of one mining run; ``validate()`` checks every range.
+class TreeParams:
+    """Parameters of a tree miner's run (MCMCTreePair, AltMCMC, AltExpM; paper Table 6).
 
+    Units: ε in ε; supports in rows; ``max_support`` a share of the noisy row count.
+    ``validate()`` checks every range (:class:`~dpcore.errors.ParameterError` names the
+    parameter).
+    """
+
+    algorithm: str = MCMCTREEPAIR
+    epsilon: float = 1.0
+    omega: float = 0.1
+    mode: str = STRICT
+    in_tr: int = 4
+    rm_iter: int = 1
+    depth: int = 4
+    mc_iter: int = 10_000
+    sigma: float = 0.005
+    sigma_window: int = 500
+    min_jaccard: float = 0.1
+    max_pvalue: float = 0.01
+    min_support: float = 10.0
+    max_support: float = 0.8
+    max_clauses: int = 3
+    noise: str = "discrete"
+
+    is_serenade = False
+
+    def validate(self) -> TreeParams:
+        """Return self if every parameter is in range, else raise ParameterError naming it."""
+        _check_common(self, TREE_ALGORITHMS)
+        _check_tree_fields(self)
+        _check_constraints(self)
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SerenadeParams:
+    """Parameters of a Serenade run (SerenadeES, SerenadeCS).
+
+    Units: ε in ε; supports in rows; ``max_support`` a share of the noisy row count;
+    ``budget_init`` / ``budget_ext`` shares of ε. ``validate()`` checks every range.
+    """
+
+    algorithm: str = SERENADE_ES
+    epsilon: float = 1.0
+    mode: str = STRICT
+    min_jaccard: float = 0.1
+    max_pvalue: float = 0.01
+    min_support: float = 10.0
+    max_support: float = 0.8
+    noise: str = "discrete"
+    init_pairs: int = 20
+    es_rounds: int = 80
+    cs_rounds: int = 4
+    steepness: float = 0.02
+    budget_init: float = 0.45
+    budget_ext: float = 0.45
+    min_acc: float = 0.3
+    memo_age: int = 40
+    max_attributes: int = 4
+
+    is_serenade = True
+
+    def validate(self) -> SerenadeParams:
+        """Return self if every parameter is in range, else raise ParameterError naming it."""
+        _check_common(self, SERENADE_ALGORITHMS)
+        _check_constraints(self)
+        _check_serenade_fields(self)
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MiningParams:
+    """What the Mine form, the command line and a stored run give: the fields of both
+    families with their defaults (the registry's parameter type of every redescription
+    algorithm). The miners use :meth:`family_params`, a :class:`TreeParams` or a
+    :class:`SerenadeParams`.
+
+    ``validate()`` checks every field, whatever the algorithm, so a value out of range is
+    refused even where the algorithm ignores it. ``to_dict()`` is what a result stores.
     Units: ε in ε; supports in rows; ``max_support`` a share of the noisy row count.
     """
 
@@ -111,58 +195,16 @@ class MiningParams:
 
     def validate(self) -> MiningParams:
         """Return self if every parameter is in range, else raise ParameterError naming it."""
-        if self.algorithm not in ALGORITHMS:
-            raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHMS)}; "
-                                 f"got {self.algorithm!r}")
-        if self.mode not in MODES:
-            raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
-        if self.noise not in ("discrete", "continuous"):
-            raise ParameterError(f"noise must be 'discrete' or 'continuous'; got {self.noise!r}")
-        if self.mode == STRICT and self.noise != "discrete":
-            raise ParameterError(
-                "strict mode draws integer (discrete Laplace) noise only: textbook float "
-                "Laplace noise at full precision is open to Mironov's floating-point attack "
-                "and is not ε-DP. Faithful mode (owner only on private data) uses it, labelled.")
-        _finite_positive("epsilon (ε)", self.epsilon)
-        omega = _number("omega (ω)", self.omega)
-        if not 0.0 <= omega <= 1.0:
-            raise ParameterError(f"omega (ω) must lie in [0, 1]; got {self.omega!r}")
-        if self.algorithm == MCMCTREEPAIR and omega in (0.0, 1.0):
-            raise ParameterError("omega (ω) must lie strictly between 0 and 1 for "
-                                 "MCMCTreePair: both the tree sampling and the counts need ε")
-        _int_range("in_tr (InTr)", self.in_tr, 1, 10_000)
-        _int_range("rm_iter (RMIter)", self.rm_iter, 1, 1_000)
-        _int_range("depth (d)", self.depth, 1, 8)
-        _int_range("mc_iter (MCIter)", self.mc_iter, 1, 10_000_000)
-        _int_range("sigma_window", self.sigma_window, 2, 10_000_000)
-        _int_range("max_clauses", self.max_clauses, 1, 10)
-        if not _number("sigma (σ)", self.sigma) > 0:
-            raise ParameterError(f"sigma (σ) must be > 0; got {self.sigma!r}")
-        if not 0.0 <= _number("min_jaccard", self.min_jaccard) <= 1.0:
-            raise ParameterError(f"min_jaccard must lie in [0, 1]; got {self.min_jaccard!r}")
-        if not 0.0 < _number("max_pvalue", self.max_pvalue) <= 1.0:
-            raise ParameterError(f"max_pvalue must lie in (0, 1]; got {self.max_pvalue!r}")
-        if not _number("min_support", self.min_support) >= 0:
-            raise ParameterError(f"min_support must be ≥ 0; got {self.min_support!r}")
-        if not 0.0 < _number("max_support", self.max_support) <= 1.0:
-            raise ParameterError(f"max_support must lie in (0, 1]; got {self.max_support!r}")
-        _int_range("init_pairs (I)", self.init_pairs, 1, 1_000)
-        _int_range("es_rounds (K)", self.es_rounds, 1, 100_000)
-        _int_range("cs_rounds (L)", self.cs_rounds, 1, 1_000)
-        _int_range("memo_age", self.memo_age, 1, 100_000)
-        _int_range("max_attributes", self.max_attributes, 1, 16)
-        if not 0.0 < _number("steepness (s)", self.steepness) <= 1.0:
-            raise ParameterError(f"steepness (s) must lie in (0, 1]; got {self.steepness!r}")
-        init, ext = _number("budget_init", self.budget_init), _number("budget_ext",
-                                                                      self.budget_ext)
-        if not (0.0 < init < 1.0 and 0.0 < ext < 1.0 and init + ext < 1.0):
-            raise ParameterError("the Serenade budget split needs 0 < budget_init, "
-                                 "0 < budget_ext and budget_init + budget_ext < 1 (the rest "
-                                 f"pays the noisy counts); got {self.budget_init!r} and "
-                                 f"{self.budget_ext!r}")
-        if not 0.0 <= _number("min_acc", self.min_acc) <= 1.0:
-            raise ParameterError(f"min_acc must lie in [0, 1]; got {self.min_acc!r}")
+        _check_common(self, ALGORITHMS)
+        _check_tree_fields(self)
+        _check_constraints(self)
+        _check_serenade_fields(self)
         return self
+
+    def family_params(self) -> TreeParams | SerenadeParams:
+        """The fields of this algorithm's family, in the family's own type."""
+        family = SerenadeParams if self.is_serenade else TreeParams
+        return family(**{f.name: getattr(self, f.name) for f in fields(family)})
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -174,6 +216,78 @@ class MiningParams:
         if unknown:
             raise ParameterError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
         return cls(**data)
+
+
+#: Any redescription parameter object: the form's :class:`MiningParams` or a family's type.
+RedescriptionParams = MiningParams | TreeParams | SerenadeParams
+
+
+def family_params(params: RedescriptionParams) -> TreeParams | SerenadeParams:
+    """``params`` in its family's type (a family type is returned as it is)."""
+    return params.family_params() if isinstance(params, MiningParams) else params
+
+
+def _check_common(params, algorithms: tuple[str, ...]) -> None:
+    if params.algorithm not in algorithms:
+        raise ParameterError(f"algorithm must be one of {', '.join(algorithms)}; "
+                             f"got {params.algorithm!r}")
+    if params.mode not in MODES:
+        raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {params.mode!r}")
+    if params.noise not in ("discrete", "continuous"):
+        raise ParameterError(f"noise must be 'discrete' or 'continuous'; got {params.noise!r}")
+    if params.mode == STRICT and params.noise != "discrete":
+        raise ParameterError(
+            "strict mode draws integer (discrete Laplace) noise only: textbook float "
+            "Laplace noise at full precision is open to Mironov's floating-point attack "
+            "and is not ε-DP. Faithful mode (owner only on private data) uses it, labelled.")
+    _finite_positive("epsilon (ε)", params.epsilon)
+
+
+def _check_tree_fields(params) -> None:
+    omega = _number("omega (ω)", params.omega)
+    if not 0.0 <= omega <= 1.0:
+        raise ParameterError(f"omega (ω) must lie in [0, 1]; got {params.omega!r}")
+    if params.algorithm == MCMCTREEPAIR and omega in (0.0, 1.0):
+        raise ParameterError("omega (ω) must lie strictly between 0 and 1 for "
+                             "MCMCTreePair: both the tree sampling and the counts need ε")
+    _int_range("in_tr (InTr)", params.in_tr, 1, 10_000)
+    _int_range("rm_iter (RMIter)", params.rm_iter, 1, 1_000)
+    _int_range("depth (d)", params.depth, 1, 8)
+    _int_range("mc_iter (MCIter)", params.mc_iter, 1, 10_000_000)
+    _int_range("sigma_window", params.sigma_window, 2, 10_000_000)
+    _int_range("max_clauses", params.max_clauses, 1, 10)
+    if not _number("sigma (σ)", params.sigma) > 0:
+        raise ParameterError(f"sigma (σ) must be > 0; got {params.sigma!r}")
+
+
+def _check_constraints(params) -> None:
+    if not 0.0 <= _number("min_jaccard", params.min_jaccard) <= 1.0:
+        raise ParameterError(f"min_jaccard must lie in [0, 1]; got {params.min_jaccard!r}")
+    if not 0.0 < _number("max_pvalue", params.max_pvalue) <= 1.0:
+        raise ParameterError(f"max_pvalue must lie in (0, 1]; got {params.max_pvalue!r}")
+    if not _number("min_support", params.min_support) >= 0:
+        raise ParameterError(f"min_support must be ≥ 0; got {params.min_support!r}")
+    if not 0.0 < _number("max_support", params.max_support) <= 1.0:
+        raise ParameterError(f"max_support must lie in (0, 1]; got {params.max_support!r}")
+
+
+def _check_serenade_fields(params) -> None:
+    _int_range("init_pairs (I)", params.init_pairs, 1, 1_000)
+    _int_range("es_rounds (K)", params.es_rounds, 1, 100_000)
+    _int_range("cs_rounds (L)", params.cs_rounds, 1, 1_000)
+    _int_range("memo_age", params.memo_age, 1, 100_000)
+    _int_range("max_attributes", params.max_attributes, 1, 16)
+    if not 0.0 < _number("steepness (s)", params.steepness) <= 1.0:
+        raise ParameterError(f"steepness (s) must lie in (0, 1]; got {params.steepness!r}")
+    init, ext = _number("budget_init", params.budget_init), _number("budget_ext",
+                                                                    params.budget_ext)
+    if not (0.0 < init < 1.0 and 0.0 < ext < 1.0 and init + ext < 1.0):
+        raise ParameterError("the Serenade budget split needs 0 < budget_init, "
+                             "0 < budget_ext and budget_init + budget_ext < 1 (the rest "
+                             f"pays the noisy counts); got {params.budget_init!r} and "
+                             f"{params.budget_ext!r}")
+    if not 0.0 <= _number("min_acc", params.min_acc) <= 1.0:
+        raise ParameterError(f"min_acc must lie in [0, 1]; got {params.min_acc!r}")
 
 
 def _number(name: str, value) -> float:
@@ -205,7 +319,7 @@ class BudgetSlot:
     epsilon_nano: int
 
 
-def plan_budget(params: MiningParams) -> list[BudgetSlot]:
+def plan_budget(params: RedescriptionParams) -> list[BudgetSlot]:
     """Divide the run's ε exactly among its mechanism calls (docs/ALGORITHMS.md §5).
 
     AltExpM / AltMCMC: InTr·(2·RMIter + 1) equal parts, per trial one initial tree
@@ -229,9 +343,9 @@ def faithful_extraction_cost(nominal_nano: int) -> int:
     return 3 * (-(-int(nominal_nano) // 2))
 
 
-def nominal_budget(params: MiningParams) -> list[BudgetSlot]:
+def nominal_budget(params: RedescriptionParams) -> list[BudgetSlot]:
     """The paper's split of ε (what ``plan_budget`` charges in strict mode)."""
-    params.validate()
+    params = family_params(params.validate())
     total = epsilon_to_nano(params.epsilon, name="epsilon (ε)")
     if params.is_serenade:
         return serenade_budget(params, total)
@@ -258,7 +372,7 @@ def nominal_budget(params: MiningParams) -> list[BudgetSlot]:
     return slots
 
 
-def serenade_budget(params: MiningParams, total: int) -> list[BudgetSlot]:
+def serenade_budget(params: SerenadeParams, total: int) -> list[BudgetSlot]:
     """Serenade's split of ε (docs/ALGORITHMS.md §5): ε_init / ε_ext / ε_qual, then per mechanism.
 
     * ``rows`` (strict only): ``SERENADE_ROWS_SHARE`` of ε_qual for the noisy row
@@ -302,6 +416,6 @@ def serenade_budget(params: MiningParams, total: int) -> list[BudgetSlot]:
     return slots
 
 
-def run_cost_nano(params: MiningParams) -> int:
+def run_cost_nano(params: RedescriptionParams) -> int:
     """Total nano-ε a run with these parameters will be charged."""
     return sum(s.epsilon_nano for s in plan_budget(params))

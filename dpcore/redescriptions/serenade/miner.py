@@ -47,7 +47,7 @@ from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import gumbel_max_index, noisy_counts
 from dpcore.redescriptions.coding import CodedView
 from dpcore.redescriptions.extract import _clip_stats, marg_pvalues
-from dpcore.redescriptions.params import BudgetSlot, MiningParams, plan_budget
+from dpcore.redescriptions.params import BudgetSlot, SerenadeParams, plan_budget
 from dpcore.redescriptions.results import Redescription, SerenadeQuery, formula_text
 from dpcore.redescriptions.serenade.kernels import (
     extension_scores,
@@ -361,7 +361,7 @@ class _Miner:
         return out
 
 
-def mine_serenade(coded: tuple[CodedView, CodedView], params: MiningParams,
+def mine_serenade(coded: tuple[CodedView, CodedView], params: SerenadeParams,
                   rng: np.random.Generator, accountant: PrivacyAccountant,
                   progress=None) -> SerenadeOutput:
     """Run SerenadeES or SerenadeCS (``params.algorithm``) on coded views.
@@ -370,7 +370,7 @@ def mine_serenade(coded: tuple[CodedView, CodedView], params: MiningParams,
     ----------
     coded : (CodedView, CodedView)
         Left and right views: the public grid (strict) or data segments (faithful).
-    params : MiningParams
+    params : SerenadeParams
         Validated Serenade parameters; ``plan_budget(params)`` is what may be spent.
     rng : numpy.random.Generator
         All randomness.
