@@ -519,12 +519,12 @@ class ScriptedIntegers:
         return value
 
 
-# One Bernoulli(e^-1) draw of CKS20 Algorithm 1 with γ = 1 (num = den = 1):
-# K = 1 → Bernoulli(1/1) always succeeds (draw 0 of 1); K = 2 → Bernoulli(1) (0 of 1) and
-# Bernoulli(1/2) (0 of 2) succeed; K = 3 → Bernoulli(1) succeeds, Bernoulli(1/3) fails (1 of
-# 3): the loop stops at odd K → True. Stopping at K = 2 (1 of 2) → False.
-_EXP1_TRUE = [0, 0, 0, 0, 1]
-_EXP1_FALSE = [0, 0, 1]
+# One Bernoulli(e^-1) draw of CKS20 Algorithm 1 with γ = 1 (num = den = 1): every
+# Bernoulli(γ/K) is Bernoulli(1/1)·Bernoulli(1/K), and Bernoulli(1) takes no draw. K = 2 →
+# Bernoulli(1/2) succeeds (0 of 2); K = 3 → Bernoulli(1/3) fails (1 of 3): the loop stops at
+# odd K → True. Stopping at K = 2 (1 of 2) → False.
+_EXP1_TRUE = [0, 1]
+_EXP1_FALSE = [1]
 
 
 @pytest.mark.parametrize("eps_over_delta,v,expected", [(40, 45, 1), (40, 39, 0), (41, 130, 3),
@@ -536,9 +536,8 @@ def test_noise_beyond_the_float_cut_is_reachable(eps_over_delta, v, expected):
     acceptance) = 2a/(1 + a) with a = e^{−ε/Δ} (the V law is tested statistically in
     test_mechanisms_statistical.py), not 0 as with the float sampler."""
     s, t = eps_over_delta, 1
-    script = [0,        # U uniform on {0} (t = 1)
-              0]        # Bernoulli(exp(−0/1)): Bernoulli(0/1) fails at K = 1 → odd → accept
-    script += _EXP1_TRUE * v + _EXP1_FALSE
+    # U = 0 (t = 1) and Bernoulli(exp(−0/1)) = 1 take no draw; then V, then the sign.
+    script = _EXP1_TRUE * v + _EXP1_FALSE
     script += [0]       # sign: positive (y = 0 with a positive sign is the output 0)
     rng = ScriptedIntegers(script)
     assert m._discrete_laplace_py(s, t, rng) == expected

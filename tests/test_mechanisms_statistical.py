@@ -24,6 +24,7 @@ import zlib
 
 import numpy as np
 import pytest
+from numba import njit
 from scipy import special, stats
 
 from dpcore.privacy import mechanisms as m
@@ -167,6 +168,102 @@ def test_discrete_laplace_chi2_calibration_and_power(eps, sens):
                                f"(p = {p_bad:.3g}) {SEED_MSG}")
 
 
+# Exact CKS20 sampler on its three arithmetic paths: int64, two 62-bit limbs, Python ints.
+CKS_CASES = [
+    # (s, t, draws): P(k) ∝ exp(−|k|·s/t), scale t/s
+    (1, 1, 200_000),
+    (3, 10, 200_000),
+    (7, 2, 200_000),                                   # scale 0.29: mostly 0
+    (1, 10**6, 200_000),                               # scale 10^6: binned tails
+    (333_333_333, 5 * 2**30 * 10**9, 100_000),         # two limbs (MC-GEN moments), 1.6e10
+    ((1 << 62) // 2 + 7, (1 << 62) + 12_345, 200_000),  # two limbs, scale ~2
+    ((1 << 64) + 1, 3 * (1 << 64) + 5, 20_000),        # s ≥ 2^62: Python ints, scale ~3
+]
+
+
+def discrete_laplace_scale_binned(samples: np.ndarray, scale: float, bins: int = 12):
+    """Observed counts and exact probabilities for large scales: 0, then signed bins of
+    |Z| ∈ [m_j, m_{j+1}) with m_j = max(1, round(j·scale/2)), the last one open-ended.
+    P(Z ≥ m) = a^m/(1 + a) for m ≥ 1, a = e^{−1/scale}."""
+    edges = sorted({max(1, round(j * scale / 2)) for j in range(bins)})
+    def tail(m):  # P(Z ≥ m), m ≥ 1
+        return math.exp(-m / scale) / (1 + math.exp(-1 / scale))
+    p_zero = 1 - 2 * tail(1)
+    probs, observed = [p_zero], [int(np.count_nonzero(samples == 0))]
+    for sign in (1, -1):
+        z = samples * sign
+        for lo, hi in zip(edges, edges[1:] + [None]):
+            if hi is None:
+                probs.append(tail(lo))
+                observed.append(int(np.count_nonzero(z >= lo)))
+            else:
+                probs.append(tail(lo) - tail(hi))
+                observed.append(int(np.count_nonzero((z >= lo) & (z < hi))))
+    return np.array(observed), np.array(probs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("s,t,n", CKS_CASES)
+def test_cks_discrete_laplace_exact_pmf_chi2(s, t, n):
+    """χ² of the exact sampler's draws against the exact pmf (tails pooled; bins of half a
+    scale when the scale is large), α = 1e-6, with the power check that the same draws
+    reject scales ×0.97 and ×1.03."""
+    noise = m.discrete_laplace_sample(s, t, make_rng(f"cks{s},{t}"), size=n)
+    scale = t / s
+    binned = discrete_laplace_binned if scale < 50 else discrete_laplace_scale_binned
+    observed, probs = binned(noise, scale)
+    p_ok = chi2_pvalue(observed, probs, n)
+    assert p_ok > ALPHA, f"CKS scale {scale:.4g} rejected: p = {p_ok:.3g} {SEED_MSG}"
+    if n >= 200_000 and scale > 0.5:
+        for factor in (0.97, 1.03):
+            observed_b, probs_b = binned(noise, factor * scale)
+            p_bad = chi2_pvalue(observed_b, probs_b, n)
+            assert p_bad < ALPHA, (f"χ² cannot tell scale ×{factor} (p = {p_bad:.3g}) "
+                                   f"{SEED_MSG}")
+
+
+@njit
+def _bernoulli_exp_successes(num, den, rng, n):
+    hits = 0
+    for _ in range(n):
+        hits += m._bernoulli_exp_jit(num, den, rng)
+    return hits
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num,den,n", [(0, 5, 10_000), (3, 10, 2_000_000), (1, 1, 2_000_000),
+                                       (5, 2, 2_000_000), (7, 3, 2_000_000),
+                                       (39, 4, 10_000_000), (12, 1, 30_000_000)])
+def test_bernoulli_exp_rate_is_exp_minus_gamma(num, den, n):
+    """Bernoulli(exp(−γ)) (CKS20 Algorithm 1) hits exp(−num/den), down to e^-12 ≈ 6·10⁻⁶:
+    the integer-γ cases are also the law P(V ≥ k) = e^{−k} of the uncapped geometric loop
+    that makes the discrete Laplace's support unbounded."""
+    hits = int(_bernoulli_exp_successes(np.int64(num), np.int64(den), make_rng(f"bx{num}"), n))
+    p = math.exp(-num / den)
+    if p == 1.0:
+        assert hits == n
+        return
+    pval = stats.binomtest(hits, n, p).pvalue
+    assert pval > ALPHA, f"{hits}/{n} vs e^-{num}/{den} = {p:.4g} (p = {pval:.3g}) {SEED_MSG}"
+    if n >= 2_000_000:  # power: exp(−1.1γ) is rejected by the same counts
+        assert stats.binomtest(hits, n, math.exp(-1.1 * num / den)).pvalue < ALPHA
+
+
+@pytest.mark.slow
+def test_noise_is_nonzero_at_large_epsilon_with_the_exact_probability():
+    """At ε/Δ = 12 (the float sampler still draws here; it rounds to 0 from ~38 on) the exact
+    sampler's P(noise ≠ 0) = 2a/(1 + a), a = e^-12, about 1.2·10⁻⁵."""
+    n = 20_000_000
+    noise = m.discrete_laplace_sample(12, 1, make_rng("nonzero12"), size=n)
+    a = math.exp(-12.0)
+    p = 2 * a / (1 + a)
+    nonzero = int(np.count_nonzero(noise))
+    assert nonzero > 0
+    pval = stats.binomtest(nonzero, n, p).pvalue
+    assert pval > ALPHA, f"{nonzero}/{n} non-zero vs {p:.4g} (p = {pval:.3g}) {SEED_MSG}"
+    assert set(np.unique(noise)) <= {-2, -1, 0, 1, 2}
+
+
 def test_discrete_laplace_pmf_helper_is_a_distribution():
     ks = np.arange(-2000, 2001)
     for scale in (0.5, 1.0, 3.0, 20.0):
@@ -300,13 +397,13 @@ def test_exponential_mechanism_neighbour_epsilon_bound():
 
 
 @pytest.mark.slow
-def test_gumbel_max_index_matches_softmax():
+def test_exponential_index_matches_softmax():
     """The numba kernel used inside createDTExpMech follows the softmax too."""
     u = np.array([0.0, 1.5, -np.inf, 3.0, 2.0, -1.0])
     factor = 0.4
     rng = make_rng("nb-softmax")
     n = 50_000
-    picks = np.array([m.gumbel_max_index(u, factor, rng) for _ in range(n)])
+    picks = np.array([m.exponential_index(u, factor, rng) for _ in range(n)])
     counts = np.bincount(picks, minlength=u.size)
     probs = _softmax(u, factor)
     assert counts[2] == 0, SEED_MSG

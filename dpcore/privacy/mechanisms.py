@@ -286,11 +286,13 @@ def _bernoulli_exp_unit(num, den, rng):
     Canonne, Kamath & Steinke 2020, Algorithm 1: K = 1, 2, ... while Bernoulli(γ/K)
     succeeds; return whether the final K is odd. Bernoulli(γ/K) is drawn as
     Bernoulli(num/den) AND Bernoulli(1/K) (independent uniform integers), so no
-    product den·K is ever formed.
+    product den·K is ever formed; Bernoulli(0) and Bernoulli(1) take no draw.
     """
     k = 1
     while True:
-        if not rng.integers(0, den) < num:
+        if num == 0:  # Bernoulli(0) fails: no draw needed
+            break
+        if num < den and not rng.integers(0, den) < num:  # num = den: Bernoulli(1) succeeds
             break
         if k > 1 and not rng.integers(0, k) < 1:
             break
@@ -325,7 +327,7 @@ def _discrete_laplace_jit(s, t, rng):
     q = t // s
     r = t % s
     while True:
-        u = rng.integers(0, t)
+        u = rng.integers(0, t) if t > 1 else 0
         if not _bernoulli_exp_jit(u, t, rng):
             continue
         y = u // s
@@ -421,6 +423,8 @@ def _add_discrete_laplace_wide_jit(flat, s, t_hi, t_lo, q, r, rng):
 
 def _uniform_below(n: int, rng: np.random.Generator) -> int:
     """Uniform integer on {0, ..., n−1} for any Python int n ≥ 1, exactly (rejection)."""
+    if n == 1:
+        return 0
     if n < _INT64_SAMPLER_LIMIT:
         return int(rng.integers(0, n))
     bits = (n - 1).bit_length()
@@ -437,7 +441,8 @@ def _uniform_below(n: int, rng: np.random.Generator) -> int:
 
 def _bernoulli_exp_unit_py(num: int, den: int, rng) -> bool:
     k = 1
-    while _uniform_below(den, rng) < num and (k == 1 or _uniform_below(k, rng) < 1):
+    while num > 0 and (num >= den or _uniform_below(den, rng) < num) \
+            and (k == 1 or _uniform_below(k, rng) < 1):
         k += 1
     return k % 2 == 1
 
