@@ -187,9 +187,9 @@ def form_problems(record: DatasetRecord | None = None,
         problem = field_problem(name, value, state)
         if problem:
             out.append(problem)
-    if seed_allowed(record) if record is not None else False:
-        if state.get(SEED_ON_KEY) and field_problem_seed(state.get(SEED_KEY)):
-            out.append(field_problem_seed(state.get(SEED_KEY)))
+    seed_problem = field_problem_seed(state.get(SEED_KEY, _DEFAULT_SEED))
+    if record is not None and seed_allowed(record) and state.get(SEED_ON_KEY) and seed_problem:
+        out.append(seed_problem)
     return out
 
 
@@ -251,9 +251,12 @@ def _restore(keys) -> None:
 
 
 def _save() -> None:
+    """Copy the form's values to :data:`SAVED_KEY` (widget keys vanish on other pages)."""
     state = st.session_state
-    state[SAVED_KEY] = {k: v for k, v in state.items()
-                        if isinstance(k, str) and k.startswith(PREFIX)}
+    keys = {PREFIX + f.name for f in dataclasses.fields(_defaults())} | {SEED_ON_KEY, SEED_KEY}
+    saved = dict(state.get(SAVED_KEY, {}))
+    saved.update({k: state[k] for k in keys if k in state})
+    state[SAVED_KEY] = saved
 
 
 def _label(name: str) -> str:

@@ -460,3 +460,15 @@ def test_a_stored_run_can_be_reopened(app, ledger_path):
     picker.set_value(first)
     _ok(app.run())
     assert any(first[:8] in c.value for c in app.main.caption)
+
+
+def test_the_form_comes_back_as_it_was_left(app):
+    _open_sample(app)
+    app.number_input(key="syn_epsilon").set_value(3.0)
+    app.number_input(key="syn_k").set_value(50)
+    _ok(app.run())
+    _ok(app.switch_page("pages/runs.py").run())
+    assert _meter(app)["This run ε"] == "3"                   # priced from the saved form
+    _ok(app.switch_page(PAGE).run())
+    assert app.number_input(key="syn_epsilon").value == 3.0
+    assert app.number_input(key="syn_k").value == 50
