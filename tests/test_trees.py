@@ -159,20 +159,6 @@ def test_strict_thresholds_come_from_the_public_grid(data, builder):
     assert n_numeric > 0, "no numeric split was drawn: the test checked nothing"
 
 
-def test_strict_coding_does_not_depend_on_the_data(data):
-    ds = data[0]
-    other = R.random_dataset(57, R.make_rng("other-data"), missing=0.4)
-    for v in (0, 1):
-        a = code_view_strict(ds.schema, ds.views[v])
-        b = code_view_strict(other.schema, other.views[v])
-        for f in ("cand_attr", "cand_kind", "cand_thr", "cand_nchild", "n_codes"):
-            assert np.array_equal(getattr(a, f), getattr(b, f)), f
-        for at, ta, tb in zip(ds.views[v].attributes, a.thresholds, b.thresholds):
-            assert np.array_equal(ta, tb)
-            if at.type == NUMERIC:
-                assert np.array_equal(ta, ds.schema.split_grid(at))
-
-
 @pytest.mark.parametrize("mode", ["strict", "faithful"])
 @pytest.mark.parametrize("builder", BUILDERS)
 def test_leaf_classes(data, mode, builder):
