@@ -472,3 +472,15 @@ def test_the_form_comes_back_as_it_was_left(app):
     _ok(app.switch_page(PAGE).run())
     assert app.number_input(key="syn_epsilon").value == 3.0
     assert app.number_input(key="syn_k").value == 50
+
+
+@pytest.mark.parametrize("role", ["analyst", "owner"])
+def test_every_page_renders_on_the_sample_table(app, monkeypatch, role):
+    """A new user who picks the table in the sidebar on any page gets that page (or its
+    pointer to the Synthesis page), never a crash."""
+    if role == "owner":
+        _owner(app, monkeypatch)
+    _ok(app.sidebar.selectbox(key="dataset").set_value(SAMPLE).run())
+    for page in ("pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
+                 "pages/sequences.py", "pages/teaching.py", PAGE):
+        _ok(app.switch_page(page).run())
