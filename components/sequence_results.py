@@ -25,6 +25,7 @@ from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,
     median_relative_error,
+    support_threshold,
     true_supports,
 )
 from dpcore.sequences.results import FrequentSequence, SequenceRunResult, pattern_key
@@ -34,7 +35,7 @@ from .export import json_safe
 __all__ = ["ARROW", "PATTERN", "LENGTH", "NOISY", "TRUE", "REL_ERROR", "pattern_text",
            "pattern_frame", "top_paths", "level_frame", "length_chart", "prefix_tree",
            "export_frame", "export_csv", "export_json", "TruthComparison",
-           "evaluate_against_truth", "truth_frame", "missed_frame"]
+           "MAX_EXACT_CANDIDATES", "evaluate_against_truth", "truth_frame", "missed_frame"]
 
 #: How a pattern is written: its item names in order, joined by this arrow.
 ARROW = " → "
@@ -192,6 +193,13 @@ def export_json(result: SequenceRunResult) -> str:
 
 # --------------------------------------------------------------------------- truth (NOT DP)
 
+#: The exact frequent set is enumerated one length at a time while the next length can hold
+#: at most this many candidates (frequent (k−1)-sequences × frequent items); beyond it the
+#: comparison stops at the last length enumerated (dense data at a low θ would otherwise
+#: enumerate millions of sequences on every page view).
+MAX_EXACT_CANDIDATES = 200_000
+
+
 @dataclass(frozen=True)
 class TruthComparison:
     """A release compared with the exact frequent set — NOT private (owners, public demos).
@@ -201,20 +209,32 @@ class TruthComparison:
     true_supports : dict of tuple → int
         True support (records) of every released pattern.
     exact : dict of tuple → int
-        The exact frequent set at the run's θ (true |D|) with true supports.
+        The exact frequent set at the run's θ (true |D|) with true supports, of length at
+        most ``compared_length``.
+    threshold : int
+        The exact support threshold ⌈θ·|D|⌉ (records).
+    compared_length : int
+        The longest length compared (items).
+    complete : bool
+        True when ``exact`` holds every frequent sequence (no longer one exists); False
+        when the enumeration stopped at :data:`MAX_EXACT_CANDIDATES`.
     missed : list of tuple
-        Truly frequent patterns that were not released (pruned on the sample, or below
-        the noisy verification threshold).
+        Truly frequent patterns (up to ``compared_length``) that were not released (pruned
+        on the sample, or below the noisy verification threshold).
     false : list of tuple
-        Released patterns that are not truly frequent.
+        Released patterns (up to ``compared_length``) that are not truly frequent.
     precision, recall, f_score : float
-        Of the release against ``exact`` (NaN where undefined).
+        Of the release against ``exact``, both up to ``compared_length`` (NaN where
+        undefined).
     median_relative_error : float
-        Median of |noisy − true| / true over the released patterns.
+        Median of |noisy − true| / true over every released pattern.
     """
 
     true_supports: dict
     exact: dict
+    threshold: int
+    compared_length: int
+    complete: bool
     missed: list
     false: list
     precision: float
@@ -223,14 +243,34 @@ class TruthComparison:
     median_relative_error: float
 
 
+def _bounded_exact(data: SequenceDataset, theta: float, limit: int
+                   ) -> tuple[dict, int, bool]:
+    """(exact frequent set up to some length k, k, whether it is the whole set)."""
+    exact: dict = {}
+    n_items = 0
+    for k in range(1, limit + 1):
+        previous = sum(1 for p in exact if len(p) == k - 1)
+        if k > 1 and previous * n_items > MAX_EXACT_CANDIDATES:
+            return exact, k - 1, False
+        exact = exact_frequent_sequences(data, theta=theta, max_length=k)
+        if k == 1:
+            n_items = len(exact)
+        if not any(len(p) == k for p in exact):
+            return exact, k, True
+    return exact, limit, True
+
+
 def evaluate_against_truth(result: SequenceRunResult, data: SequenceDataset
                            ) -> TruthComparison:
     """Compare ``result`` with the exact frequent sequences of ``data`` (NOT private).
 
-    The exact set uses the run's θ and the true record count; patterns of every length
-    are compared.
+    The exact set uses the run's θ and the true record count. Every length is compared
+    unless the exact set grows past :data:`MAX_EXACT_CANDIDATES` candidates at some length;
+    then lengths up to the last one enumerated are compared (``complete`` is False).
     """
-    exact = exact_frequent_sequences(data, theta=float(result.params["theta"]))
+    longest = int(data.lengths.max()) if data.n_records else 0
+    exact, compared, complete = _bounded_exact(data, float(result.params["theta"]),
+                                               max(longest, 1))
     stored = {tuple(int(x) for x in k.split()): int(v)
               for k, v in (result.diagnostics.true_supports or {}).items()}
     noisy = result.supports()
@@ -239,11 +279,15 @@ def evaluate_against_truth(result: SequenceRunResult, data: SequenceDataset
     if missing:
         known.update(true_supports(data, missing))
     error = median_relative_error(noisy, supports=known)
-    score = f_score(noisy, exact)
+    score = f_score(noisy, exact, max_length=compared)
     return TruthComparison(
         true_supports={p: known[p] for p in noisy}, exact=exact,
+        threshold=support_threshold(float(result.params["theta"]), data.n_records),
+        compared_length=compared,
+        complete=complete,
         missed=sorted((p for p in exact if p not in noisy), key=lambda p: (len(p), -exact[p])),
-        false=sorted((p for p in noisy if p not in exact), key=lambda p: (len(p), p)),
+        false=sorted((p for p in noisy if p not in exact and len(p) <= compared),
+                     key=lambda p: (len(p), p)),
         precision=score.precision, recall=score.recall, f_score=score.f_score,
         median_relative_error=error)
 
@@ -257,7 +301,7 @@ def truth_frame(result: SequenceRunResult, truth: TruthComparison) -> pd.DataFra
         rows.append({PATTERN: pattern_text(p.names), LENGTH: int(p.length),
                      NOISY: float(p.noisy_support), TRUE: int(true),
                      REL_ERROR: abs(p.noisy_support - true) / true if true else math.nan,
-                     "truly frequent": items in truth.exact})
+                     "truly frequent": true >= truth.threshold})
     frame = pd.DataFrame(rows, columns=[PATTERN, LENGTH, NOISY, TRUE, REL_ERROR,
                                         "truly frequent"])
     if len(frame):

@@ -53,6 +53,8 @@ __all__ = ["RUN_KEY", "sequence_runs", "render_sequences_page",
 #: Session key of the results section's run picker.
 RUN_KEY = "seq_result_run"
 _DATASET_PICK_KEY = "seq_dataset_pick"
+#: Session cache of the comparisons with the truth, by run id (owners, public demos).
+_TRUTH_KEY = "_seq_truth"
 
 
 def sequence_runs(ledger: Ledger, dataset: str, role: str) -> list[RunRecord]:
@@ -184,14 +186,23 @@ def _show_result(record: DatasetRecord, result: SequenceRunResult, truth_allowed
                        mime="application/json", key="seq_export_json", on_click="ignore")
     if truth_allowed:
         _truth_section(record, result)
+    else:
+        st.session_state.pop(_TRUTH_KEY, None)      # e.g. after the owner logged out
 
 
 def _truth_section(record: DatasetRecord, result: SequenceRunResult) -> None:
     """True vs noisy supports, what was missed, F-score, relative error — NOT private."""
     st.subheader("Against the truth (owner / public demo only — NOT private)")
+    # Kept per session and run (a stored result never changes); exact mining can take
+    # seconds on dense data. Only sessions allowed to see the truth ever reach here.
+    cache = st.session_state.setdefault(_TRUTH_KEY, {})
     try:
         data = load_data(record)
-        truth = evaluate_against_truth(result, data)
+        truth = cache.get(result.run_id)
+        if truth is None:
+            with st.spinner("Mining the exact frequent sequences of the true records…"):
+                truth = evaluate_against_truth(result, data)
+            cache[result.run_id] = truth
     except (DataError, DpcoreError) as exc:
         st.error(f"The true data could not be read: {exc}")
         return
@@ -200,10 +211,14 @@ def _truth_section(record: DatasetRecord, result: SequenceRunResult) -> None:
     c2.metric("Precision", _fmt(truth.precision))
     c3.metric("Recall", _fmt(truth.recall))
     c4.metric("Median relative error", _fmt(truth.median_relative_error, percent=True))
-    st.caption(f"Against the {len(truth.exact)} truly frequent patterns at θ = "
-               f"{result.params['theta']:g} (exact mining on the true records); "
-               f"{len(truth.missed)} missed (pruned on a sample or below the noisy "
-               f"threshold), {len(truth.false)} released but not truly frequent.")
+    scope = ("" if truth.complete else
+             f" of length ≤ {truth.compared_length} (longer ones were not enumerated: too "
+             "many)")
+    st.caption(f"Against the {len(truth.exact)} truly frequent patterns{scope} at θ = "
+               f"{result.params['theta']:g}, support ≥ {truth.threshold} records (exact "
+               f"mining on the true records); {len(truth.missed)} missed (pruned on a sample "
+               f"or below the noisy threshold), {len(truth.false)} released but not truly "
+               "frequent.")
     st.dataframe(truth_frame(result, truth), hide_index=True, width="stretch",
                  column_config={"relative error": st.column_config.NumberColumn(
                      format="percent")})

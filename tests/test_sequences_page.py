@@ -225,6 +225,25 @@ def test_the_truth_comparison_matches_exact_mining(release, clicks):
     assert all(not math.isnan(v) for v in missed["true support"])
 
 
+def test_the_truth_comparison_stops_before_the_exact_set_explodes(release, clicks,
+                                                                   monkeypatch):
+    import components.sequence_results as views
+
+    whole = evaluate_against_truth(release, clicks)
+    assert whole.complete and whole.compared_length >= max(len(p) for p in whole.exact)
+    monkeypatch.setattr(views, "MAX_EXACT_CANDIDATES", 50)
+    cut = views.evaluate_against_truth(release, clicks)
+    assert not cut.complete and cut.compared_length == 1
+    assert cut.exact == {p: s for p, s in whole.exact.items() if len(p) == 1}
+    ones = {p for p in release.supports() if len(p) == 1}
+    correct = len(ones & set(cut.exact))
+    assert cut.precision == pytest.approx(correct / len(ones))
+    assert cut.recall == pytest.approx(correct / len(cut.exact))
+    assert all(len(p) == 1 for p in cut.false + cut.missed)
+    assert cut.true_supports == whole.true_supports          # every released pattern
+    assert cut.median_relative_error == whole.median_relative_error
+
+
 def exact_or(truth, items):
     return truth.true_supports[items]
 
