@@ -13,7 +13,8 @@ differs is the implementation, on purpose the naive one:
 * no numba, no bitsets, no incremental bookkeeping;
 * every step re-partitions ALL rows through the changed tree (vectorised NumPy gathers, one
   level at a time) and recomputes both purities from scratch with ``np.bincount``;
-* the allowed splits and the proposal ratio are found by testing every candidate.
+* a split is drawn by trying random candidates against the rules (as the kernels
+  do), and the proposal ratio is found by testing every candidate.
 
 It reads private (coded) data and releases nothing; it exists only to time a step. It does
 not draw the same random numbers as the numba chain, so the chains are not identical; the
@@ -69,8 +70,9 @@ def route(c: CodedArrays, split: np.ndarray) -> np.ndarray:
         kind, thr = c.kind[si], c.thr[si]
         child = np.where(kind == THRESHOLD, x > thr,
                          np.where(kind == MULTIWAY, x, x == thr)).astype(np.int64)
-        node[idx] = c.fanout * node[idx] + 1 + child
-        alive[idx[x == MISSING]] = False
+        missing = x == MISSING   # stops at this node, reaches no leaf
+        node[idx] = np.where(missing, node[idx], c.fanout * node[idx] + 1 + child)
+        alive[idx[missing]] = False
     return np.where(alive & (split[node] == LEAF), node, -1)
 
 
@@ -160,30 +162,50 @@ def _subtree_nodes(c: CodedArrays, split, root) -> list:
     return out
 
 
+def _growth_ok(c: CodedArrays, split, u, s, path) -> bool:
+    return s not in path and _useful(c, split, u, s)
+
+
 def _growth_options(c: CodedArrays, split, u) -> list:
     """Splits random growth may give u: unused on its path and useful there."""
     path = _path_splits(c, split, u)
-    return [s for s in range(c.n_cand) if s not in path and _useful(c, split, u, s)]
+    return [s for s in range(c.n_cand) if _growth_ok(c, split, u, s, path)]
+
+
+def _move_ok(c: CodedArrays, split, h, s, path, below) -> bool:
+    """s is a valid move at h (``below[i]``: the nodes under child i of h)."""
+    if s in path or not _useful(c, split, h, s):
+        return False
+    old = split[h]
+    kept = [u for i in range(min(c.nchild[old], c.nchild[s])) for u in below[i]]
+    if any(split[u] == s for u in kept):
+        return False
+    split[h] = s
+    ok = all(split[u] < 0 or _useful(c, split, u, split[u]) for u in kept)
+    split[h] = old
+    return ok
+
+
+def _move_context(c: CodedArrays, split, h):
+    return (_path_splits(c, split, h),
+            [_subtree_nodes(c, split, c.fanout * h + 1 + i) for i in range(c.nchild[split[h]])])
 
 
 def _move_options(c: CodedArrays, split, h) -> list:
     """Splits a move may give internal node h (its current one included)."""
-    path = _path_splits(c, split, h)
-    old = split[h]
-    out = []
-    for s in range(c.n_cand):
-        if s in path or not _useful(c, split, h, s):
-            continue
-        kept = min(c.nchild[old], c.nchild[s])
-        below = [u for i in range(kept) for u in _subtree_nodes(c, split, c.fanout * h + 1 + i)]
-        if any(split[u] == s for u in below):
-            continue
-        split[h] = s
-        ok = all(split[u] < 0 or _useful(c, split, u, split[u]) for u in below)
-        split[h] = old
-        if ok:
-            out.append(s)
-    return out
+    path, below = _move_context(c, split, h)
+    return [s for s in range(c.n_cand) if _move_ok(c, split, h, s, path, below)]
+
+
+def _draw(c: CodedArrays, ok, rng) -> int:
+    """A candidate uniform among those ``ok`` accepts, −1 if none: up to 64 uniform tries,
+    then an exact count (as the kernels draw)."""
+    for _ in range(64):
+        s = int(rng.integers(0, c.n_cand))
+        if ok(s):
+            return s
+    allowed = [s for s in range(c.n_cand) if ok(s)]
+    return allowed[int(rng.integers(0, len(allowed)))] if allowed else -1
 
 
 def _grow(c: CodedArrays, split, h, rng):
@@ -192,11 +214,13 @@ def _grow(c: CodedArrays, split, h, rng):
     while stack:
         u = stack.pop()
         if split[u] == GROW:
-            options = _growth_options(c, split, u) if c.depth_of[u] < c.depth else []
-            if not options:
+            s = -1
+            if c.depth_of[u] < c.depth:
+                path = _path_splits(c, split, u)
+                s = _draw(c, lambda s, u=u, path=path: _growth_ok(c, split, u, s, path), rng)
+            if s < 0:
                 split[u] = LEAF
             else:
-                s = options[int(rng.integers(0, len(options)))]
                 split[u] = s
                 for i in range(c.nchild[s]):
                     ch = c.fanout * u + 1 + i
@@ -214,10 +238,10 @@ def random_tree(c: CodedArrays, rng) -> np.ndarray:
 
 def propose(c: CodedArrays, split, h, rng) -> bool:
     """Replace the split of internal node h in place (kept children keep their subtrees)."""
-    options = _move_options(c, split, h)
-    if not options:
+    path, below = _move_context(c, split, h)
+    s_new = _draw(c, lambda s: _move_ok(c, split, h, s, path, below), rng)
+    if s_new < 0:
         return False
-    s_new = options[int(rng.integers(0, len(options)))]
     old_nc, new_nc = c.nchild[split[h]], c.nchild[s_new]
     split[h] = s_new
     for i in range(new_nc, old_nc):
