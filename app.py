@@ -30,11 +30,11 @@ page = st.navigation([
 ])
 
 ledger = get_ledger()
-if st.session_state.get("_samples_checked_in") != str(ledger.path):
+if st.session_state.get("_samples_checked_in") != ledger.location:
     # Once per session and ledger file (the call itself is idempotent and race-safe).
     _report = register_sample_datasets(ledger)
     close_stale_runs(ledger)
-    st.session_state["_samples_checked_in"] = str(ledger.path)
+    st.session_state["_samples_checked_in"] = ledger.location
     st.session_state["_sample_problems"] = _report.problems
 persist_state()
 record = render_sidebar(ledger)

@@ -31,7 +31,7 @@ _ABSOLUTE = re.compile(r"(?<![\w.~/:])(?:[A-Za-z]:[\\/]|/)(?:[^\s'\"\\/]+[\\/])*
 def data_root(ledger: Ledger) -> Path:
     """Where uploaded datasets are stored: ``$DPRM_DATA_DIR``, else ``<ledger folder>/datasets``."""
     env = os.environ.get(DATA_DIR_ENV)
-    return Path(env).expanduser() if env else ledger.path.parent / "datasets"
+    return Path(env).expanduser() if env else ledger.folder / "datasets"
 
 
 def _relative(path: Path, root: Path) -> str | None:
@@ -81,7 +81,7 @@ def hide_server_paths(text: str, ledger: Ledger) -> str:
     """
     roots = []
     for root, label in ((sample_data_dir(), SAMPLE_FOLDER), (data_root(ledger), UPLOAD_FOLDER),
-                        (ledger.path.parent, "ledger folder")):
+                        (ledger.folder, "ledger folder")):
         for form in {str(root), str(root.resolve())}:
             roots.append((form.rstrip("/\\"), label))
     roots.sort(key=lambda item: len(item[0]), reverse=True)

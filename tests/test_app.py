@@ -1077,3 +1077,43 @@ def test_pages_that_do_not_mine_are_usable_while_the_kernels_compile(ledger_path
     finally:
         release.set()
         warmup._warmup_once.clear()
+
+
+@pytest.mark.parametrize("dataset, page_name", [("clickstream", "Sequences"),
+                                                ("house_power", "Sequences"),
+                                                ("pima_like", "Synthesis")])
+def test_every_page_on_a_sequence_or_table_dataset_names_the_page_that_mines_it(
+        app, dataset, page_name):
+    """Picking a sequence or table dataset in the sidebar must not break the two-view pages
+    (Data, Mine, Explore, Runs, Owner & teaching): each renders, and the mining pages of
+    another family name the page that mines this kind."""
+    app.selectbox(key="dataset").set_value(dataset).run()
+    assert not app.exception, [e.value for e in app.exception]
+    for page in ("pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
+                 "pages/teaching.py", "pages/sequences.py", "pages/synthesis.py"):
+        run_page(app, page)
+        shown = " ".join(m.value for m in [*app.info, *app.warning, *app.markdown,
+                                           *app.caption, *app.error])
+        assert "No dataset is registered yet" not in shown, page
+        if page == "pages/mine.py":
+            assert f"**{page_name}**" in shown, shown
+
+
+def test_the_app_runs_on_a_postgresql_ledger(postgres_server, monkeypatch, tmp_path):
+    """DPRM_LEDGER=postgresql://… : the samples register, a run is charged, stored and shown,
+    and every page renders (no page may assume the ledger is a local file)."""
+    url = postgres_server.new_database()
+    monkeypatch.setenv("DPRM_LEDGER", url)
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    ledger = Ledger(url)
+    assert {d.name for d in ledger.list_datasets()} >= {"clinic", "clickstream", "pima_like"}
+    small_run_settings(at, epsilon=0.5)
+    launch_and_confirm(at)
+    runs = ledger.list_runs("clinic")
+    assert [r.status for r in runs] == ["done"]
+    assert meter(at)["Spent ε"] == fmt_eps(ledger.budget("clinic").spent) == "0.5"
+    for page in ("pages/data.py", "pages/explore.py", "pages/runs.py", "pages/teaching.py"):
+        run_page(at, page)
