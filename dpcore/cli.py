@@ -362,9 +362,10 @@ def cmd_mine(args) -> int:
         data = None
     cost = run_cost(params)
     run_id = new_run_id()
-    print(f"run {run_id}: charging ε = {nano_to_epsilon(cost):g} to {name!r} "
-          f"(remaining before: ε = {ledger.budget(name).remaining:g}); fetch it again with "
-          f"`python -m dpcore result {run_id}`", file=sys.stderr, flush=True)
+    print(f"run {run_id}: costs ε = {nano_to_epsilon(cost):g} of {name!r} "
+          f"(remaining before: ε = {ledger.budget(name).remaining:g}), charged once its last "
+          f"checks pass; fetch it again with `python -m dpcore result {run_id}`",
+          file=sys.stderr, flush=True)
     try:
         with _progress_bar(f"run {run_id[:8]}", 100, "%") as bar:
             result = charge_and_mine(ledger, name, params, requester=requester,
@@ -443,12 +444,51 @@ def cmd_experiment(args) -> int:
     _owner_or_exit(args)
     command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \
         "python -m dpcore " + " ".join(args.argv)
+    if args.family != REDESCRIPTIONS:
+        return _family_experiment(args, command)
+    if args.data is None:
+        raise ParameterError("experiment --family redescriptions needs --data (a dataset "
+                             "folder or schema file)")
+    args.epsilons = args.epsilons or [1.0, 0.1, 0.01]
+    args.runs = args.runs or [10, 10, 100]
     with _progress_bar("experiment", None, "run", counts=True) as bar:
         metrics = run_experiment(args.data, args.algorithms, args.epsilons, args.runs,
                                  args.prune, args.out, seed=args.seed,
                                  processes=args.processes, progress=_count_progress(bar),
                                  mc_iter=args.mc_iter, reference_runs=args.reference_runs,
                                  tolerance=args.tolerance, command=command)
+    print(f"report written to {Path(args.out) / 'report.md'} "
+          f"({metrics['seconds']:.1f} s; NOT private: owner/teaching only)", file=sys.stderr)
+    return 0
+
+
+def _family_experiment(args, command: str) -> int:
+    """``experiment --family sequences|synthesis``: the PFS2 / MC-GEN evaluation grids
+    (NOT private; sandbox accountants, never the ledger)."""
+    runs = args.runs or [3]
+    if len(runs) != 1:
+        raise ParameterError(f"--family {args.family}: --runs takes one value (runs per "
+                             f"cell); got {len(runs)}")
+    if args.data is not None:
+        raise ParameterError(f"--family {args.family} reads no --data: sequences use "
+                             "generated shapes (--shapes), synthesis tables come from "
+                             "--table and --generated")
+    with _progress_bar("experiment", None, "run", counts=True) as bar:
+        if args.family == SEQUENCES:
+            from dpcore.experiments.sequences import parse_thetas, run_sequence_experiment
+            metrics = run_sequence_experiment(
+                args.out, shapes=args.shapes, thetas=parse_thetas(args.theta or []),
+                epsilons=args.epsilons or [1.0, 0.1], runs=runs[0], scale=args.scale,
+                truth=args.truth, seed=args.seed, progress=_count_progress(bar),
+                command=command)
+        else:
+            from dpcore.experiments.synthesis import run_synthesis_experiment
+            metrics = run_synthesis_experiment(
+                args.out, tables=args.table or [], generated=args.generated or [],
+                epsilons=args.epsilons or [0.1, 1.0, 10.0], rounds=runs[0], k=args.k,
+                rows=args.rows, faithful_rows=args.faithful_rows,
+                peers_python=args.peers_python, seed=args.seed,
+                progress=_count_progress(bar), command=command)
     print(f"report written to {Path(args.out) / 'report.md'} "
           f"({metrics['seconds']:.1f} s; NOT private: owner/teaching only)", file=sys.stderr)
     return 0
@@ -567,16 +607,24 @@ def build_parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("experiment", help="owner/teaching: the paper's evaluation grid "
                                             "(NOT private; sandbox budget, never the ledger)",
                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    exp.add_argument("--data", required=True, help="dataset folder or schema file")
+    exp.add_argument("--family", choices=(REDESCRIPTIONS, SEQUENCES, SYNTHESIS),
+                     default=REDESCRIPTIONS,
+                     help="which family's evaluation: redescriptions (--data), sequences "
+                          "(PFS2 vs the baseline on generated shapes) or synthesis (the "
+                          "utility report)")
+    exp.add_argument("--data", help="redescriptions: dataset folder or schema file")
     exp.add_argument("--algorithms", type=_csv(str, "--algorithms"),
                      default=",".join(ALGORITHMS),
                      help="comma-separated, from: " + "; ".join(
                          f"{name} = {setting.label}" for name, (_, setting)
                          in presets().items()) + ". All runs of one ε spend that same ε")
-    exp.add_argument("--epsilons", type=_csv(float, "--epsilons"), default="1,0.1,0.01",
-                     help="comma-separated ε values")
-    exp.add_argument("--runs", type=_csv(int, "--runs"), default="10,10,100",
-                     help="runs per ε (aligned with --epsilons; one value applies to all)")
+    exp.add_argument("--epsilons", type=_csv(float, "--epsilons"),
+                     help="comma-separated ε values (default 1,0.1,0.01; sequences 1,0.1; "
+                          "synthesis 0.1,1,10)")
+    exp.add_argument("--runs", type=_csv(int, "--runs"),
+                     help="runs per ε (aligned with --epsilons; one value applies to all; "
+                          "default 10,10,100). Sequences: runs per cell, synthesis: random "
+                          "splits per scenario (default 3)")
     exp.add_argument("--prune", default="auto",
                      help="noisy-support threshold, or 'auto' (suggested threshold per "
                           "algorithm × ε from the pooled released runs)")
@@ -589,6 +637,30 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "looks; Serenade runs no chain)")
     exp.add_argument("--reference-runs", type=int,
                      help="runs of the ε = ∞ reference (default: the largest --runs; 0 = none)")
+    seq = exp.add_argument_group("--family sequences")
+    seq.add_argument("--shapes", type=_csv(str, "--shapes"), default="msnbc,bible,house_power",
+                     help="generated data shapes of the PFS2 paper")
+    seq.add_argument("--theta", action="append", metavar="SHAPE=θ,θ,…",
+                     help="θ grid of one shape (repeatable; default: the paper's)")
+    seq.add_argument("--scale", type=float, default=1.0,
+                     help="share of each shape's full number of records, in (0, 1]")
+    seq.add_argument("--truth", choices=("auto", "prefixspan", "dpcore"), default="auto",
+                     help="exact miner for the ground truth (auto: prefixspan if installed)")
+    syn = exp.add_argument_group("--family synthesis")
+    syn.add_argument("--table", action="append", metavar="PATH",
+                     help="a labelled table: a dataset folder (synthesis_schema.json), or a "
+                          "CSV whose 'label' column comes first and whose features are "
+                          "scaled to [-1, 1] (repeatable); read in place, never copied")
+    syn.add_argument("--generated", type=_csv(str, "--generated"),
+                     help="generated tables: pima_like, adult_like")
+    syn.add_argument("--rows", type=int, help="generated tables: rows (default: full size)")
+    syn.add_argument("--k", type=int, default=100, help="records per cell / MDAV cluster")
+    syn.add_argument("--faithful-rows", type=int, default=5000,
+                     help="faithful MC-GEN (MDAV, quadratic) only on tables of at most this "
+                          "many rows (0: never)")
+    syn.add_argument("--peers-python", metavar="PYTHON",
+                     help="a Python with smartnoise-synth (the 'peers' extra) to run MST and "
+                          "AIM as peers")
     exp.set_defaults(func=cmd_experiment, argv=None)
 
     own = sub.add_parser("owner-hash", help="print the scrypt hash of a new owner password "
