@@ -1,4 +1,4 @@
-"""Entry point of the DP redescription workbench: ``streamlit run app.py``.
+"""Entry point of the DP mining workbench: ``streamlit run app.py``.
 
 Every rerun, on every page: declare the pages (first, so the page menu is right
 even while the kernels warm up), register the built-in sample datasets if the
@@ -17,7 +17,7 @@ from components.params_form import persist_state
 from components.session import get_ledger, is_owner, render_sidebar
 from components.warmup import start_warmup
 
-st.set_page_config(page_title="DP redescription workbench", page_icon="🔐", layout="wide")
+st.set_page_config(page_title="DP mining workbench", page_icon="🔐", layout="wide")
 
 page = st.navigation([
     st.Page("pages/data.py", title="Data", icon=":material/dataset:", default=True),
