@@ -595,7 +595,9 @@ def _grid_points_below(c: float, total: float) -> int:
 
 def _float_em_counts(scores, factor):
     """Exact output distribution of exponential_index, in grid points (sum 2^53)."""
-    cum = m.exponential_cumulative_weights(np.asarray(scores, dtype=np.float64), factor)
+    scores = np.asarray(scores, dtype=np.float64)
+    cum = np.empty(scores.shape[0])
+    m.exponential_cumulative_weights(scores, factor, cum)
     total = float(cum[-1])
     bounds = [0] + [_grid_points_below(float(c), total) for c in cum]
     return [bounds[i + 1] - bounds[i] for i in range(len(cum))]

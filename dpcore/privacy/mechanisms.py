@@ -676,8 +676,9 @@ def noisy_counts(counts, *, kind="discrete", sensitivity, epsilon_nano, rng, acc
 # --------------------------------------------------------------------------- exponential mechanism
 
 @njit(cache=True, nogil=True)
-def exponential_cumulative_weights(scores, factor):
-    """Float cumulative weights C_i = Σ_{j≤i} exp(factor·(s_j − max s)); charges nothing.
+def exponential_cumulative_weights(scores, factor, out):
+    """Float cumulative weights C_i = Σ_{j≤i} exp(factor·(s_j − max s)) into ``out``; charges
+    nothing.
 
     The first half of :func:`exponential_index`, exposed so that tests can compute the
     exact output distribution of the float sampler (docs/PRIVACY.md, "Numerics of each
@@ -690,11 +691,9 @@ def exponential_cumulative_weights(scores, factor):
         Utilities; −inf marks a candidate that is never chosen.
     factor : float
         ε/(2Δ) ≥ 0 for the exponential mechanism (ε in ε units, Δ in score units).
-
-    Returns
-    -------
-    numpy.ndarray of float64
-        The running sums, same length as ``scores`` (all 0 when every score is −inf).
+    out : numpy.ndarray of float64, 1-D, same length as ``scores``
+        Receives the running sums (all 0 when every score is −inf). Filled in place rather
+        than returned, so that no cached kernel hands a new array back to Python.
 
     Raises
     ------
@@ -713,7 +712,6 @@ def exponential_cumulative_weights(scores, factor):
             raise ValueError("exponential_index: scores must be finite or -inf")
         if s > top:
             top = s
-    cum = np.zeros(n)
     total = 0.0
     for i in range(n):
         s = float(scores[i])
@@ -721,8 +719,7 @@ def exponential_cumulative_weights(scores, factor):
             shifted = s - top
             if shifted != -np.inf:
                 total += np.exp(shifted * fac)
-        cum[i] = total
-    return cum
+        out[i] = total
 
 
 @njit(cache=True, nogil=True)
@@ -766,7 +763,8 @@ def exponential_index(scores, factor, rng):
     extreme utilities). Candidates whose exact probability is below about 2⁻⁵³ may get
     probability 0 or a multiple of 2⁻⁵³; that deviation is inside the bound.
     """
-    cum = exponential_cumulative_weights(scores, factor)
+    cum = np.empty(scores.shape[0])
+    exponential_cumulative_weights(scores, factor, cum)
     u = rng.random()  # always drawn: the stream ignores the scores
     n = cum.shape[0]
     if n == 0 or cum[n - 1] == 0.0:
