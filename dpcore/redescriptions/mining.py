@@ -27,6 +27,7 @@ from dpcore.data.schema import NUMERIC
 from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import noisy_counts
+from dpcore.privacy.randomness import secure_generator
 from dpcore.redescriptions.coding import (
     CodedView,
     code_dataset_strict,
@@ -253,7 +254,7 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
         family's type (:func:`~dpcore.redescriptions.params.family_params`); the result
         stores ``params.to_dict()``.
     rng : numpy.random.Generator, optional
-        Source of all randomness. Default: fresh OS entropy (real releases).
+        Source of all randomness. Default: fresh ChaCha20 keyed from the OS (real releases).
         Pass a seeded generator only in tests and labelled demos, and give the
         ``seed`` so the result records it.
     accountant : PrivacyAccountant, optional
@@ -273,7 +274,7 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
     if accountant is None:
         accountant = PrivacyAccountant(total)
     if rng is None:
-        rng = np.random.default_rng()
+        rng = secure_generator()   # no generator given: the private-data source
     stored = params.to_dict()
     params = family_params(params)
     if params.is_serenade:

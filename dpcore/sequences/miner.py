@@ -66,6 +66,7 @@ from dpcore import __version__
 from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import discrete_laplace, laplace
+from dpcore.privacy.randomness import secure_generator
 from dpcore.privacy.units import nano_to_epsilon, split_evenly
 from dpcore.registry import STRICT
 from dpcore.sequences.candidates import (
@@ -272,8 +273,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     params : SequenceMiningParams
         Validated here; :func:`~dpcore.sequences.params.plan_budget` is what gets spent.
     rng : numpy.random.Generator, optional
-        Source of all randomness. Default: fresh OS entropy (real releases). Pass a seeded
-        generator only in tests and labelled demos, and give ``seed`` so the result
+        Source of all randomness. Default: fresh ChaCha20 keyed from the OS (real releases).
+        Pass a seeded generator only in tests and labelled demos, and give ``seed`` so the result
         records it.
     accountant : PrivacyAccountant, optional
         Caps the run's spending (normally at what the ledger charged). Default: one capped
@@ -297,7 +298,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     if accountant is None:
         accountant = PrivacyAccountant(total)
     if rng is None:
-        rng = np.random.default_rng()
+        rng = secure_generator()   # no generator given: the private-data source
     n_calls_before, spent_before = len(accountant.calls), accountant.spent_nano
     run = _Run(data, params, rng, accountant, progress)
     strict, pfs2 = run.strict, params.algorithm == PFS2

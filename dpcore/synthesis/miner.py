@@ -28,6 +28,7 @@ from dpcore import __version__
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.policy import EVERYONE, OWNER_ONLY
+from dpcore.privacy.randomness import secure_generator
 from dpcore.registry import FAITHFUL, STRICT
 from dpcore.synthesis.fixedpoint import half_range
 from dpcore.synthesis.floor import run_floor
@@ -132,8 +133,8 @@ def synthesize(table: SynthesisTable, params: SynthesisParams, *,
     params : SynthesisParams
         Validated here; :func:`~dpcore.synthesis.params.plan_budget` is what gets spent.
     rng : numpy.random.Generator, optional
-        Source of all randomness. Default: fresh OS entropy (real releases). Pass a seeded
-        generator only in tests and labelled demos, and give ``seed`` so the result
+        Source of all randomness. Default: fresh ChaCha20 keyed from the OS (real releases).
+        Pass a seeded generator only in tests and labelled demos, and give ``seed`` so the result
         records it.
     accountant : PrivacyAccountant, optional
         Caps the run's spending (normally at what the ledger charged). Default: one capped
@@ -165,7 +166,7 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
     if accountant is None:
         accountant = PrivacyAccountant(total)
     if rng is None:
-        rng = np.random.default_rng()
+        rng = secure_generator()   # no generator given: the private-data source
     schema = table.schema
     calls_before, spent_before = len(accountant.calls), accountant.spent_nano
     timings: dict[str, float] = {}
