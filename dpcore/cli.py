@@ -476,9 +476,11 @@ def _family_experiment(args, command: str) -> int:
     with _progress_bar("experiment", None, "run", counts=True) as bar:
         if args.family == SEQUENCES:
             from dpcore.experiments.sequences import parse_thetas, run_sequence_experiment
+            chosen = [a for a in args.algorithms if a in family_algorithms(SEQUENCES)]
             metrics = run_sequence_experiment(
                 args.out, shapes=args.shapes, thetas=parse_thetas(args.theta or []),
                 epsilons=args.epsilons or [1.0, 0.1], runs=runs[0], scale=args.scale,
+                algorithms=chosen or family_algorithms(SEQUENCES),
                 truth=args.truth, seed=args.seed, progress=_count_progress(bar),
                 command=command)
         else:
@@ -617,7 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
                      default=",".join(ALGORITHMS),
                      help="comma-separated, from: " + "; ".join(
                          f"{name} = {setting.label}" for name, (_, setting)
-                         in presets().items()) + ". All runs of one ε spend that same ε")
+                         in presets().items()) + ". All runs of one ε spend that same ε. "
+                         "--family sequences: " + ", ".join(family_algorithms(SEQUENCES))
+                         + " (default both)")
     exp.add_argument("--epsilons", type=_csv(float, "--epsilons"),
                      help="comma-separated ε values (default 1,0.1,0.01; sequences 1,0.1; "
                           "synthesis 0.1,1,10)")

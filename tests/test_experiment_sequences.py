@@ -103,7 +103,7 @@ def test_cli_family_sequences_is_owner_only_and_writes_the_report(tmp_path, monk
     monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
     args = ["experiment", "--family", "sequences", "--shapes", "msnbc", "--theta",
             "msnbc=0.05", "--epsilons", "1", "--runs", "1", "--scale", str(TINY),
-            "--truth", "dpcore", "--out", str(tmp_path / "rep")]
+            "--truth", "dpcore", "--algorithms", PFS2_BASELINE, "--out", str(tmp_path / "rep")]
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
     with pytest.raises(SystemExit, match="owner password"):
         main(args)
@@ -112,4 +112,6 @@ def test_cli_family_sequences_is_owner_only_and_writes_the_report(tmp_path, monk
     assert main(args) == 0
     report = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert "NOT private" in report and "python -m dpcore experiment --family sequences" in report
+    cells = json.loads((tmp_path / "rep" / "metrics.json").read_text(encoding="utf-8"))["cells"]
+    assert [c["algorithm"] for c in cells] == [PFS2_BASELINE]
     assert main(args[:-2] + ["--runs", "1,2", "--out", str(tmp_path / "x")]) == 2
