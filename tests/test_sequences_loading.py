@@ -218,7 +218,9 @@ def test_shipped_samples_load(name, public):
     ds = load_sequence_dataset(SAMPLE_DATA / name)
     assert ds.schema.public_demo is public and ds.n_records >= 2000
     assert schema_from_dict(json.loads((SAMPLE_DATA / name / SCHEMA_FILE_NAME).read_text()))
-    assert sum(p.stat().st_size for p in (SAMPLE_DATA / name).iterdir()) < 1_000_000
+    # Small enough for the repository, large enough that supports at the paper's θ = 0.02
+    # stand above the noise at ε = 1 (clickstream: 50,000 visits, about 1.9 MB).
+    assert sum(p.stat().st_size for p in (SAMPLE_DATA / name).iterdir()) < 2_500_000
 
 
 def test_dataset_refuses_codes_outside_the_alphabet():

@@ -262,7 +262,7 @@ def write_sample(dataset: SequenceDataset, directory, *, title: str, extra: str 
 def write_samples(root) -> list[Path]:
     """(Re)write ``clickstream/`` and ``house_power/`` under ``root``."""
     root = Path(root)
-    click = generate_clickstream(10_000, 20241, max_length=2_000)
+    click = generate_clickstream(50_000, 20241, max_length=2_000)
     power = generate_house_power(2_000, 20242)
     out = write_sample(click, root / "clickstream", title="synthetic web clickstreams",
                        extra="The chain over the categories has self-loops (a user reads "
