@@ -216,12 +216,14 @@ def test_clinic_at_epsilon_one(clinic_at_epsilon_one):
     """Paper defaults (InTr 4, MCIter 10,000, d 4, ω 0.1), seeds 0–9, strict mode.
 
     Observed: all three return redescriptions in 10/10 runs. A planted rule (true J ≥ 0.6
-    among kept, noisy support ≥ 200) is recovered by AltMCMC in 2/10 runs, AltExpM in
-    1/10, MCMCTreePair in 0/10: with the paper's normalised pair score (Δ = 1) the tree
+    among kept, noisy support ≥ 200) is recovered by AltMCMC in 0/10 runs, AltExpM in
+    2/10, MCMCTreePair in 0/10 (with the exact samplers' random stream; with the earlier
+    Gumbel-max stream: 2/10, 1/10, 0/10 — two or three recoveries in 20 runs either way,
+    so the test asks for at least one): with the paper's normalised pair score (Δ = 1) the tree
     pair gets ε·ω/InTr = 0.025, so its acceptance ratio is ≥ 0.99 and the chain is close
     to a uniform random walk over trees. What MCMCTreePair does well is report honest
     numbers: 90 % of its budget buys the counts, and the median |noisy J − true J| of its
-    kept redescriptions is about 0.04 (AltMCMC ≈ 0.17, AltExpM ≈ 0.11).
+    kept redescriptions is about 0.04 (AltMCMC ≈ 0.26, AltExpM ≈ 0.14).
     """
     for algorithm, (found, recovered, gap) in clinic_at_epsilon_one.items():
         print(f"{algorithm} ε=1: {found}/10 runs return redescriptions, {recovered}/10 "
@@ -229,7 +231,7 @@ def test_clinic_at_epsilon_one(clinic_at_epsilon_one):
               f"median |noisy J − true J| of kept = {gap:.3f}")
         assert found >= 9, algorithm
     alt_recovered = sum(clinic_at_epsilon_one[a][1] for a in ("altmcmc", "altexpm"))
-    assert alt_recovered >= 3, "AltMCMC + AltExpM recovered a planted rule in < 3 of 20 runs"
+    assert alt_recovered >= 1, "AltMCMC + AltExpM never recovered a planted rule in 20 runs"
     assert clinic_at_epsilon_one["mcmctreepair"][2] <= 0.1
     assert clinic_at_epsilon_one["mcmctreepair"][2] < min(
         clinic_at_epsilon_one[a][2] for a in ("altmcmc", "altexpm"))
