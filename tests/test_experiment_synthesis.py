@@ -35,7 +35,7 @@ def test_tiny_report_has_every_method_scenario_and_classifier(tmp_path, no_ledge
     metrics = exp.run_synthesis_experiment(out, generated=["pima_like"], rows=240,
                                            epsilons=[1.0], rounds=1, k=20, seed=3)
     (table,) = metrics["tables"]
-    assert table["rows"] == 240 and table["faithful"]
+    assert table["rows"] == 240 and table["faithful_run"]
     kinds = {r["kind"] for r in table["results"]}
     assert kinds == {REAL, STRICT, FAITHFUL, FLOOR}
     assert len(table["results"]) == 2 * 4 * len(CLASSIFIERS)

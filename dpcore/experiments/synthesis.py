@@ -393,7 +393,7 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
                         "features": table.schema.n_features,
                         "columns_one_hot": table.schema.width,
                         "classes": [str(c) for c in table.schema.classes],
-                        "faithful": table.n_rows <= faithful_rows,
+                        "faithful_run": table.n_rows <= faithful_rows,
                         "seconds": time.perf_counter() - started,
                         "paper_table_1": PAPER_TABLE_1 if name.startswith("diabetes") else None,
                         "results": rows_out,
@@ -485,7 +485,7 @@ def report_markdown(metrics: dict) -> str:
     for t in metrics["tables"]:
         lines += [f"## {t['table']} ({t['rows']:,} rows, {t['features']} features, "
                   f"{t['columns_one_hot']} encoded columns; {t['source']})", ""]
-        if not t["faithful"]:
+        if not t["faithful_run"]:
             lines += [f"Faithful MC-GEN not run: more than {p['faithful_rows']:,} rows "
                       "(MDAV is quadratic).", ""]
         results = t["results"]
