@@ -94,8 +94,10 @@ def test_shipped_sample_data_is_reproducible(tmp_path):
 
 
 def test_sample_data_is_small():
+    # Six samples in three families; the largest is clickstream (50,000 visits, ~1.9 MB),
+    # sized so PFS2's supports at the paper's θ stand above the noise at ε = 1.
     total = sum(p.stat().st_size for p in sample_data_dir().rglob("*") if p.is_file())
-    assert total < 3_000_000
+    assert total < 5_000_000
 
 
 @pytest.mark.parametrize("rule", CMS_RULES, ids=lambda r: r.name)
