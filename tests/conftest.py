@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: The AppTest fixtures (``apptest_workarounds``, ``ledger_path``, ``app``) of the page tests.
+pytest_plugins = ["apptest_support"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 

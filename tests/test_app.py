@@ -8,11 +8,11 @@ process also pays for the numba warm-up (the app compiles its kernels once per p
 from __future__ import annotations
 
 import re
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
@@ -23,66 +23,15 @@ from dpcore.privacy.roles import hash_password
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.runs import load_result
 
+pytestmark = pytest.mark.usefixtures("apptest_workarounds")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-APP = str(REPO_ROOT / "app.py")
 PAGES = ["pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
          "pages/teaching.py"]
 OWNER_PASSWORD = "correct horse battery staple"
 
 
 # --------------------------------------------------------------------------- fixtures
-
-@pytest.fixture(autouse=True)
-def _navigation_with_pages_folder(monkeypatch):
-    """Work around an AppTest bug (streamlit 1.67) with ``st.navigation`` + a ``pages/`` folder.
-
-    AppTest resets ``PagesManager.uses_pages_directory`` to None before every run, and a new
-    PagesManager then sets it to True because ``pages/`` exists; the script runner then takes
-    the legacy multipage (v1) path and, from the second run on, executes only the page file —
-    the entrypoint (sidebar, budget meter, navigation) is skipped. The real server sets the
-    flag once and ``st.navigation`` turns it off, so only tests need this. Here a subclass
-    turns the flag off right after AppTest builds its PagesManager.
-    """
-    import streamlit.testing.v1.app_test as app_test_module
-    from streamlit.runtime.pages_manager import PagesManager
-
-    class _PagesManager(PagesManager):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(app_test_module, "PagesManager", _PagesManager)
-
-
-@pytest.fixture(autouse=True)
-def _restore_main_module():
-    """AppTest's script runner installs a fake ``__main__`` (``__file__`` = app.py) and leaves it.
-
-    Later tests that start ``spawn`` processes would then re-run app.py in every child
-    (multiprocessing re-imports ``__main__.__file__``). Put the real one back.
-    """
-    main = sys.modules.get("__main__")
-    yield
-    if main is not None:
-        sys.modules["__main__"] = main
-
-
-@pytest.fixture
-def ledger_path(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "ledger.sqlite"
-    monkeypatch.setenv("DPRM_LEDGER", str(path))
-    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
-    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
-    return path
-
-
-@pytest.fixture
-def app(ledger_path) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
 
 # --------------------------------------------------------------------------- helpers
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,8 @@ from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.results import PARQUET_METADATA_KEY, SynthesisResult
 from dpcore.synthesis.schema import schema_from_dict
 from dpcore.synthesis.table import load_synthesis_dataset
+
+pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -193,53 +194,9 @@ def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
 
 # --------------------------------------------------------------------------- the page (AppTest)
 
-APP = str(REPO_ROOT / "app.py")
 PAGE = "pages/synthesis.py"
 OWNER_PASSWORD = "correct horse battery staple"
 SAMPLE = "pima_like"
-
-
-@pytest.fixture(autouse=True)
-def _navigation_with_pages_folder(monkeypatch):
-    """The AppTest workaround of tests/test_app.py (streamlit 1.67: ``st.navigation`` with a
-    ``pages/`` folder runs only the page from the second run on)."""
-    import streamlit.testing.v1.app_test as app_test_module
-    from streamlit.runtime.pages_manager import PagesManager
-
-    class _PagesManager(PagesManager):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(app_test_module, "PagesManager", _PagesManager)
-
-
-@pytest.fixture(autouse=True)
-def _restore_main_module():
-    """AppTest leaves a fake ``__main__`` behind (see tests/test_app.py); put the real one back."""
-    main = sys.modules.get("__main__")
-    yield
-    if main is not None:
-        sys.modules["__main__"] = main
-
-
-@pytest.fixture
-def ledger_path(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "ledger.sqlite"
-    monkeypatch.setenv("DPRM_LEDGER", str(path))
-    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "datasets"))
-    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
-    return path
-
-
-@pytest.fixture
-def app(ledger_path):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _ok(at):
