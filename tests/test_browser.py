@@ -97,6 +97,21 @@ def _wait_idle(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
         timeout=timeout_ms)
 
 
+def _scroll_to(page, locator, attempts: int = 10) -> None:
+    """Scroll ``locator`` into view, again if Streamlit re-mounts the element meanwhile
+    (a Plotly chart is replaced in the DOM a moment after the script run that redraws it)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    for attempt in range(attempts):
+        try:
+            locator.scroll_into_view_if_needed(timeout=5_000)
+            return
+        except PlaywrightError as exc:
+            if "not attached" not in str(exc) or attempt == attempts - 1:
+                raise
+            page.wait_for_timeout(300)
+
+
 def _set_number(page, label: str, value: str) -> None:
     box = page.get_by_label(label, exact=True)
     box.fill(value)
@@ -162,7 +177,7 @@ def test_click_a_point_on_the_scatter_prunes(served_app):
         expect(page.get_by_label(re.compile("^Pruning threshold"))).to_have_value("0.0")
         total = int(_metric(page, "Kept"))
         assert total >= 2 and points.count() == total
-        chart.scroll_into_view_if_needed()
+        _scroll_to(page, chart)
         boxes = [points.nth(i).bounding_box() for i in range(points.count())]
         # a point in the middle of the distinct supports: some kept, some pruned
         xs = sorted({round(b["x"]) for b in boxes})
@@ -255,7 +270,7 @@ def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
         _wait_idle(page)
         _set_number(page, "Pruning threshold: smallest noisy support |E11| kept", "0")
         total = int(_metric(page, "Kept"))
-        chart.scroll_into_view_if_needed()
+        _scroll_to(page, chart)
         page.wait_for_timeout(500)
         chart.hover()                                   # the modebar shows on hover
         chart.locator('.modebar-btn[data-title="Box Select"]').click()
@@ -284,7 +299,7 @@ def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
             page.get_by_text(re.compile(rf"^Selected {len(covered)} redescriptions")).wait_for()
 
         # the tree pair: a Sankey of noisy counts, this redescription's leaves first
-        page.get_by_text("Redescription detail").scroll_into_view_if_needed()
+        _scroll_to(page, page.get_by_text("Redescription detail"))
         diagram = page.locator(".stPlotlyChart").last
         diagram.locator(".sankey-node").first.wait_for()
         _wait_idle(page)
@@ -298,7 +313,7 @@ def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
         leaves = re.search(r"\((\d+) × (\d+) leaves\)", page.locator("body").inner_text())
         n_left, n_right = int(leaves.group(1)), int(leaves.group(2))
         assert links < n_left * n_right / 3, (links, n_left, n_right)
-        diagram.scroll_into_view_if_needed()
+        _scroll_to(page, diagram)
         page.wait_for_timeout(500)
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "tree_pair.png"))
         page.get_by_text(re.compile("^Show every leaf of both trees")).click()
@@ -335,7 +350,7 @@ def test_a_serenade_run_shows_its_query_formulas(served_app):
         page.get_by_role("link", name="Explore").click()
         page.locator(".stPlotlyChart .scatterlayer .point").first.wait_for()
         _wait_idle(page)
-        page.get_by_text("Redescription detail").scroll_into_view_if_needed()
+        _scroll_to(page, page.get_by_text("Redescription detail"))
         _wait_idle(page)
         body = page.locator("body").inner_text()
         assert re.search(r"\[DX_[A-Z_]+\]", body), "a left-query literal is shown"
@@ -371,7 +386,7 @@ def test_a_new_user_synthesises_the_sample_table_and_downloads_it(served_app):
         assert lines[0].split(",")[:3] == ["outcome", "pregnancies", "glucose"]
         assert len(lines) - 1 == rows > 100
         _wait_idle(page)
-        page.get_by_text("Feature groups and associations").scroll_into_view_if_needed()
+        _scroll_to(page, page.get_by_text("Feature groups and associations"))
         page.wait_for_timeout(500)
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "synthesis.png"))
 
