@@ -1,7 +1,7 @@
 """createDTExpMech's kernels: split utilities and a tree grown by the exponential mechanism.
 
 Reads true (coded) data; each node's split is drawn by
-:func:`~dpcore.privacy.mechanisms.gumbel_max_index` with the level's ε, which
+:func:`~dpcore.privacy.mechanisms.exponential_index` with the level's ε, which
 ``trees.build_expmech_tree`` charges to the accountant before calling
 :func:`expmech_tree` (utility Δ = 2, parallel composition over a level's disjoint rows).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpcore.privacy.mechanisms import gumbel_max_index
+from dpcore.privacy.mechanisms import exponential_index
 from dpcore.redescriptions.kernels.layout import (
     END,
     KEPT,
@@ -103,7 +103,7 @@ def expmech_tree(codes, cands, attr_first, attr_last, n_codes, y, n_classes, fan
         level = depth_of[u]
         util = split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last,
                                n_codes, y, n_classes, fanout)
-        s = gumbel_max_index(util, level_epsilons[level] / (2.0 * 2.0), rng)
+        s = exponential_index(util, level_epsilons[level] / (2.0 * 2.0), rng)
         per_level[level] += 1
         if s < 0:
             continue

@@ -14,7 +14,7 @@ histogram of codes, prefix sums, then O(1) counts per code range.
 The kernels return exact (private) scores and log-weights; they draw no noise
 and charge nothing. :mod:`dpcore.redescriptions.serenade.miner` charges the accountant and
 then draws
-with :func:`dpcore.privacy.mechanisms.gumbel_max_index`. Serial and ``nogil``: Streamlit
+with :func:`dpcore.privacy.mechanisms.exponential_index`. Serial and ``nogil``: Streamlit
 runs mining in threads, and ``parallel=True`` is unsafe there (guides).
 """
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcore.privacy.accountant import PrivacyAccountant
-from dpcore.privacy.mechanisms import gumbel_max_index, noisy_counts
+from dpcore.privacy.mechanisms import exponential_index, noisy_counts
 from dpcore.redescriptions.coding import CodedView
 from dpcore.redescriptions.extract import _clip_stats, marg_pvalues
 from dpcore.redescriptions.params import BudgetSlot, SerenadeParams, plan_budget
@@ -70,8 +70,8 @@ def draw_from_union(log_weights: np.ndarray, scores: list, factor: float,
     P(g, c) ∝ exp(factor·f(g, c)), exactly the exponential mechanism over all
     candidates. **Charges nothing**: the caller charges the accountant first.
     """
-    g = int(gumbel_max_index(log_weights, 1.0, rng))
-    return g, int(gumbel_max_index(scores[g], factor, rng))
+    g = int(exponential_index(log_weights, 1.0, rng))
+    return g, int(exponential_index(scores[g], factor, rng))
 
 
 @dataclass
@@ -224,7 +224,7 @@ class _Miner:
         for i in range(p.init_pairs):
             self.accountant.spend("exponential", f"initial pair {i}",
                                   self.slot(i, 0, "init").epsilon_nano, self.delta)
-            group = gumbel_max_index(log_w, 1.0, self.rng)
+            group = exponential_index(log_w, 1.0, self.rng)
             a, b = divmod(int(group), n_attr_r)
             la0, la1 = lits_l.start[a], lits_l.start[a + 1]
             lb0, lb1 = lits_r.start[b], lits_r.start[b + 1]
@@ -232,7 +232,7 @@ class _Miner:
             pair_scores(self.coded[0].codes[a], self.coded[0].n_codes[a], lits_l.lo[la0:la1],
                         lits_l.hi[la0:la1], self.coded[1].codes[b], self.coded[1].n_codes[b],
                         lits_r.lo[lb0:lb1], lits_r.hi[lb0:lb1], p.steepness, self.x0, scores)
-            j = int(gumbel_max_index(scores, fac, self.rng))
+            j = int(exponential_index(scores, fac, self.rng))
             kl, kr = la0 + j // (lb1 - lb0), lb0 + j % (lb1 - lb0)
             reds.append(_Red(i, ([int(kl)], [int(kr)]), ([], []),
                              (literal_mask(self.coded[0], lits_l, kl),
@@ -260,7 +260,7 @@ class _Miner:
             else:
                 for j in range(len(reds)):
                     if j not in memo:
-                        c = int(gumbel_max_index(scores[j], fac, self.rng))
+                        c = int(exponential_index(scores[j], fac, self.rng))
                         memo[j] = [c, float(scores[j][c]), 0]
                 i = max(memo, key=lambda j: memo[j][1])  # exact quality: not DP (original)
                 cand = memo.pop(i)[0]
@@ -295,7 +295,7 @@ class _Miner:
                 scores = self.extension_scores(red)
                 self.accountant.spend("exponential", f"CS redescription {i} round {r}",
                                       self.slot(i, r, "extend").epsilon_nano, self.delta)
-                cand = int(gumbel_max_index(scores, fac, self.rng))
+                cand = int(exponential_index(scores, fac, self.rng))
                 self.traces.setdefault(f"CS redescription {i}: true quality", []).append(
                     float(scores[cand]))
                 new = self.apply(red, cand)
