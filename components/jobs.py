@@ -12,8 +12,16 @@ before returning), so whatever a page shows afterwards is read from the ledger.
 Starting a run id that already has a job returns that job (a double click charges
 once); the ledger replays a run id charged by another process.
 
+The launchers of the three mining families (:mod:`components.launcher`,
+:mod:`components.sequence_launch`, :mod:`components.synthesis_launch`) share the two steps
+after a job: :func:`failure_message` turns how a run ended badly into the message the page
+shows (server paths removed, data errors detailed only to those who may see the data), and
+:func:`follow_in_ledger` follows a run that has no job in this process (charged by another
+server process, or before a restart) until the ledger holds its result.
+
 Nothing here is a DP release: a job holds progress text and, as ``outcome``,
-whatever its callable returned (a DP result or a count of released items).
+whatever its callable returned (a DP result or a count of released items). The failure
+messages are refusals and error texts, never statistics of the data.
 """
 
 from __future__ import annotations
@@ -24,11 +32,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import streamlit as st
+
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
+from dpcore.privacy.ledger import Ledger
 from dpcore.runs import RunInProgressError
 
+from .data_locations import hide_server_paths
+
 __all__ = ["Job", "Progress", "Work", "ERROR_KINDS", "error_kind", "start_job", "get_job",
-           "forget_job"]
+           "forget_job", "failure_message", "follow_in_ledger", "LEDGER_WAIT_SECONDS",
+           "DATA_DETAIL_HIDDEN"]
 
 _log = logging.getLogger(__name__)
 
@@ -162,3 +176,111 @@ def forget_job(run_id: str) -> None:
     """Drop the job of ``run_id`` (after the page has shown how it ended)."""
     with _LOCK:
         _JOBS.pop(run_id, None)
+
+
+# --------------------------------------------------------------------------- after a job
+
+#: What an analyst reads instead of the loader's message when a private dataset fails to load
+#: (the message could quote values or lines of the data).
+DATA_DETAIL_HIDDEN = "ask the data owner to check it"
+#: How long a page waits for a run charged elsewhere before it offers to stop waiting (s).
+LEDGER_WAIT_SECONDS = 60.0
+
+
+def failure_message(kind: str | None, error: str | None, ledger: Ledger, *,
+                    show_data_detail: bool, where: str) -> str:
+    """The message a page shows when a run ended badly, without any server path.
+
+    Parameters
+    ----------
+    kind : str
+        How it ended (:data:`ERROR_KINDS`, as in ``Job.error_kind``).
+    error : str
+        The error's text (``Job.error``). Every absolute server path in it is replaced by
+        :func:`components.data_locations.hide_server_paths` before it is shown.
+    ledger : Ledger
+        The ledger, whose folder and upload folder name the paths that may be shown.
+    show_data_detail : bool
+        Whether this session may read the data loader's message (owners, public demo data:
+        :func:`components.session.can_see_truth`); otherwise a data failure says only that
+        the data could not be loaded.
+    where : str
+        Where the run's result will appear once stored (``"here"``, ``"on the Runs and
+        Explore pages"``), for a run still running elsewhere.
+
+    Returns
+    -------
+    str
+        One line of markdown. Not a DP release: it holds no statistic of the data.
+    """
+    text = hide_server_paths(str(error or ""), ledger)
+    if kind == "budget":
+        return f"Refused by the ledger: {text}"
+    if kind == "data":
+        detail = text if show_data_detail else DATA_DETAIL_HIDDEN
+        return f"The data could not be loaded; nothing was charged ({detail})."
+    if kind == "in_progress":
+        return f"{text}. Its result will appear {where} when it is stored."
+    if kind == "parameter":
+        return f"The run was refused: {text}"
+    return f"The run failed: {text}"
+
+
+def follow_in_ledger(ledger: Ledger, run_id: str, *, launch_key: str, key_prefix: str,
+                     where: str, finish: Callable[[bool, str], None], stored_note: str = "",
+                     wait_seconds: float = LEDGER_WAIT_SECONDS, poll_seconds: float = 0.5
+                     ) -> None:
+    """Follow a run that has no job in this process until the ledger holds its outcome.
+
+    The run was charged by another server process (or before a restart): the page reads
+    its status from the ledger, waiting up to ``wait_seconds`` under a spinner, then
+    calls ``finish(ok, message)`` when the run is stored or failed; while it still runs,
+    the page says so and offers to stop waiting. A run id the ledger never charged
+    clears the launch state: nothing was spent.
+
+    Parameters
+    ----------
+    ledger : Ledger
+        Where the run is charged.
+    run_id : str
+        The run.
+    launch_key : str
+        The session-state key of the page's launch state (cleared when there is nothing
+        to follow).
+    key_prefix : str
+        Prefix of the page's widget keys (the Stop waiting button is
+        ``{key_prefix}_stop_waiting``).
+    where : str
+        Where the result will appear once stored (``"here"``, ``"on the Runs and Explore
+        pages"``).
+    finish : callable(ok, message)
+        The launcher's end of a run (flash the message, forget the state, rerun).
+    stored_note : str
+        Appended to the message of a stored run (``" Open **Explore**."``).
+    wait_seconds, poll_seconds : float
+        How long to wait for a run still charged, and how often to read the ledger (s).
+    """
+    try:
+        run = ledger.get_run(run_id)
+    except ParameterError:
+        st.session_state.pop(launch_key, None)
+        st.info("That run was never charged; nothing was spent.")
+        return
+    if run.status == "charged" and wait_seconds > 0:
+        with st.spinner(f"Run `{run_id[:8]}` is being computed elsewhere; waiting for the "
+                        "ledger…"):
+            deadline = time.monotonic() + wait_seconds
+            while run.status == "charged" and time.monotonic() < deadline:
+                time.sleep(poll_seconds)
+                run = ledger.get_run(run_id)
+    if run.status == "done":
+        finish(True, f"Run `{run_id[:8]}` is stored.{stored_note}")
+    elif run.status == "failed":
+        finish(False, f"Run `{run_id[:8]}` failed: "
+                      f"{hide_server_paths(str(run.error or ''), ledger)}")
+    else:
+        st.info(f"Run `{run_id[:8]}` is still running elsewhere; its result will appear "
+                f"{where} when it is stored.")
+        if st.button("Stop waiting", key=f"{key_prefix}_stop_waiting"):
+            st.session_state.pop(launch_key, None)
+            st.rerun()

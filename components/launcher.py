@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dpcore.data.dataset import TwoViewDataset
-from dpcore.errors import DataError, DpcoreError, ParameterError
+from dpcore.errors import DataError, DpcoreError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
 from dpcore.privacy.units import nano_to_epsilon
@@ -41,6 +41,8 @@ __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "rememb
            "launch_blockers"]
 
 LAUNCH_KEY = "mine_launch"
+#: Where a stored run's redescriptions appear (for a run still running elsewhere).
+_RESULT_WHERE = "on the Runs and Explore pages"
 #: Runs with at most this many trials show one progress bar per trial.
 MAX_TRIAL_BARS = 8
 
@@ -236,8 +238,9 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
             data = load_data(record) if record.public_demo else None
         except DataError as exc:
             st.session_state.pop(LAUNCH_KEY, None)
-            detail = str(exc) if can_see_truth(record) else "ask the data owner to check it"
-            st.error(f"The data could not be loaded; nothing was charged ({detail}).")
+            st.error(jobs.failure_message("data", str(exc), ledger,
+                                          show_data_detail=can_see_truth(record),
+                                          where=_RESULT_WHERE))
             return
         state = {**state, "stage": "running"}
         st.session_state[LAUNCH_KEY] = state
@@ -296,40 +299,14 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
         _finish(record, state, True,
                 f"Run `{run_id[:8]}` is stored: {job.n_redescriptions} redescriptions. "
                 "Open **Explore** to prune and export them (0 ε).")
-    elif job.error_kind == "budget":
-        _finish(record, state, False, f"Refused by the ledger: {job.error}")
-    elif job.error_kind == "data":
-        detail = job.error if can_see_truth(record) else "ask the data owner to check it"
-        _finish(record, state, False, f"The data could not be loaded; nothing was charged "
-                                      f"({detail}).")
-    elif job.error_kind == "in_progress":
-        _finish(record, state, False, f"{job.error}. Its result will appear on the Runs and "
-                                      "Explore pages when it is stored.")
     else:
-        _finish(record, state, False, f"The run failed: {job.error}")
+        _finish(record, state, False, jobs.failure_message(
+            job.error_kind, job.error, ledger, show_data_detail=can_see_truth(record),
+            where=_RESULT_WHERE))
 
 
 def _follow_in_ledger(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
     """No worker here (another process or a restarted server): watch the ledger instead."""
-    run_id = state["run_id"]
-    try:
-        run = ledger.get_run(run_id)
-    except ParameterError:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.info("That run was never charged; nothing was spent.")
-        return
-    with st.spinner(f"Run `{run_id[:8]}` is being computed elsewhere; waiting for the ledger…"):
-        deadline = time.monotonic() + 60
-        while run.status == "charged" and time.monotonic() < deadline:
-            time.sleep(0.5)
-            run = ledger.get_run(run_id)
-    if run.status == "done":
-        _finish(record, state, True, f"Run `{run_id[:8]}` is stored. Open **Explore**.")
-    elif run.status == "failed":
-        _finish(record, state, False, f"Run `{run_id[:8]}` failed: {run.error}")
-    else:
-        st.info(f"Run `{run_id[:8]}` is still running elsewhere. It will appear on the Runs "
-                "and Explore pages when its result is stored.")
-        if st.button("Stop waiting", key="mine_stop_waiting"):
-            st.session_state.pop(LAUNCH_KEY, None)
-            st.rerun()
+    jobs.follow_in_ledger(ledger, state["run_id"], launch_key=LAUNCH_KEY, key_prefix="mine",
+                          where=_RESULT_WHERE, stored_note=" Open **Explore**.",
+                          finish=lambda ok, message: _finish(record, state, ok, message))

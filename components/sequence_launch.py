@@ -14,7 +14,7 @@ import time
 
 import streamlit as st
 
-from dpcore.errors import DpcoreError, ParameterError
+from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
 from dpcore.privacy.units import nano_to_epsilon
@@ -200,38 +200,13 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
     if job.ok:
         _finish(state, True, f"Run `{run_id[:8]}` is stored: {job.outcome} frequent "
                              "sequences. They are shown below (reading them costs 0 ε).")
-    elif job.error_kind == "budget":
-        _finish(state, False, f"Refused by the ledger: {job.error}")
-    elif job.error_kind == "data":
-        detail = job.error if can_see_truth(record) else "ask the data owner to check it"
-        _finish(state, False, f"The data could not be loaded; nothing was charged ({detail}).")
-    elif job.error_kind == "in_progress":
-        _finish(state, False, f"{job.error}. Its result will appear here when it is stored.")
     else:
-        _finish(state, False, f"The run failed: {job.error}")
+        _finish(state, False, jobs.failure_message(
+            job.error_kind, job.error, ledger, show_data_detail=can_see_truth(record),
+            where="here"))
 
 
 def _follow_in_ledger(ledger: Ledger, state: dict) -> None:
     """No job here (another process or a restarted server): watch the ledger instead."""
-    run_id = state["run_id"]
-    try:
-        run = ledger.get_run(run_id)
-    except ParameterError:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.info("That run was never charged; nothing was spent.")
-        return
-    with st.spinner(f"Run `{run_id[:8]}` is being computed elsewhere; waiting for the ledger…"):
-        deadline = time.monotonic() + 60
-        while run.status == "charged" and time.monotonic() < deadline:
-            time.sleep(0.5)
-            run = ledger.get_run(run_id)
-    if run.status == "done":
-        _finish(state, True, f"Run `{run_id[:8]}` is stored.")
-    elif run.status == "failed":
-        _finish(state, False, f"Run `{run_id[:8]}` failed: {run.error}")
-    else:
-        st.info(f"Run `{run_id[:8]}` is still running elsewhere; its result will appear "
-                "here when it is stored.")
-        if st.button("Stop waiting", key="seq_stop_waiting"):
-            st.session_state.pop(LAUNCH_KEY, None)
-            st.rerun()
+    jobs.follow_in_ledger(ledger, state["run_id"], launch_key=LAUNCH_KEY, key_prefix="seq",
+                          where="here", finish=lambda ok, message: _finish(state, ok, message))

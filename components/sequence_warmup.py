@@ -3,8 +3,9 @@
 The first PFS2 run of a process loads (or, with an empty numba cache, compiles) its numba
 kernels, which takes seconds to a minute; afterwards a run on the clickstream sample takes
 a fraction of a second. The Sequences page starts this warm-up on its first visit and keeps
-Launch disabled, with a progress bar, until it is done — the same pattern as the
-redescription warm-up (:mod:`components.warmup`, whose state and step runner it reuses).
+Launch disabled, with a progress bar, until it is done — the same loop as the
+redescription warm-up: this module only says what to warm up and how the progress line
+reads (a :class:`components.warmup.WarmupFamily`).
 
 Each frequent-sequence algorithm runs once per privacy mode on a small *generated*
 clickstream (:func:`dpcore.sequences.samples.generate_clickstream`), with a throwaway
@@ -14,19 +15,18 @@ output is discarded (it is not a release of any real data).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import numpy as np
-import streamlit as st
 
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import ALGORITHM_LABELS, ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.sequences.samples import generate_clickstream
 
-from .warmup import WarmupState, _cache_is_cold, run_warmup
+from .warmup import WarmupFamily, WarmupState, register_warmup, render_warmup_progress, warmup_state
 
-__all__ = ["sequence_warmup_steps", "sequence_warmup_state", "render_sequence_warmup"]
+__all__ = ["SEQUENCE_WARMUP", "sequence_warmup_steps", "sequence_warmup_state",
+           "render_sequence_warmup"]
 
 
 def sequence_warmup_steps() -> list[tuple[str, Callable[[], None]]]:
@@ -50,37 +50,24 @@ def sequence_warmup_steps() -> list[tuple[str, Callable[[], None]]]:
     return steps
 
 
-@st.cache_resource(show_spinner=False)
-def _sequence_warmup_once() -> WarmupState:
-    steps = sequence_warmup_steps()
-    state = WarmupState(total=len(steps), cold=_cache_is_cold())
-    threading.Thread(target=run_warmup, args=(state, steps), name="dprm-seq-warmup",
-                     daemon=True).start()
-    return state
+def _progress_line(state: WarmupState) -> str:
+    what = "compiling" if state.cold else "loading"
+    return (f"Preparing the sequence miner — {what} its kernels: step "
+            f"{min(state.done + 1, state.total)} of {state.total} ({state.step}).")
+
+
+#: The frequent-sequence miners' warm-up (its steps are built when it starts).
+SEQUENCE_WARMUP = register_warmup(WarmupFamily(
+    key="sequences", steps=lambda: sequence_warmup_steps(), thread_name="dprm-seq-warmup",
+    text=_progress_line))
 
 
 def sequence_warmup_state() -> WarmupState:
     """The warm-up's state (starting it on the first call in this process)."""
-    return _sequence_warmup_once()
+    return warmup_state(SEQUENCE_WARMUP)
 
 
 def render_sequence_warmup() -> bool:
     """True when the kernels are ready; else show the progress (refreshing itself, rerunning
     the page when done) and return False, so the caller keeps Launch disabled."""
-    if sequence_warmup_state().ready:
-        return True
-    _progress_fragment()
-    return False
-
-
-@st.fragment(run_every=1.0)
-def _progress_fragment() -> None:
-    state = sequence_warmup_state()
-    if state.ready:
-        st.rerun(scope="app")
-    what = "compiling" if state.cold else "loading"
-    st.progress(state.fraction, text=f"Preparing the sequence miner — {what} its kernels: "
-                                     f"step {min(state.done + 1, state.total)} of "
-                                     f"{state.total} ({state.step}).")
-    st.caption("Launch is available as soon as the kernels are ready; nothing is charged "
-               "meanwhile.")
+    return render_warmup_progress("Launch", SEQUENCE_WARMUP)

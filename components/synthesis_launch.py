@@ -13,7 +13,7 @@ import time
 
 import streamlit as st
 
-from dpcore.errors import DpcoreError, ParameterError
+from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
 from dpcore.privacy.units import nano_to_epsilon
@@ -29,7 +29,7 @@ from dpcore.synthesis.params import (
 )
 
 from .budget_meter import fmt_eps
-from .jobs import Job, forget_job, get_job, start_job
+from .jobs import Job, failure_message, follow_in_ledger, forget_job, get_job, start_job
 from .session import can_see_truth, current_requester, set_flash
 from .synthesis_form import demo_seed_from_state, form_problems, params_from_state
 
@@ -39,6 +39,8 @@ __all__ = ["LAUNCH_KEY", "SHOWN_KEY", "cost_breakdown", "cost_text", "launch_blo
 LAUNCH_KEY = "syn_launch"
 #: The run the page shows (set when a run is stored, or picked among the stored runs).
 SHOWN_KEY = "syn_shown_run"
+#: Where a stored run appears (for a run still running elsewhere).
+_RESULT_WHERE = "under the stored runs"
 
 #: What each phase of the budget plan pays for, in spending order (strict; faithful MC-GEN
 #: spends its one phase on the MDAV clusters' noisy means and covariances).
@@ -200,33 +202,13 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
                        faithful="faithful mode: NOT ε-DP, for the owner or public demo data")
         _finish(state, True, f"Run `{run_id[:8]}` is stored: a synthetic table of "
                              f"{job.outcome} rows ({what}).")
-    elif job.error_kind == "budget":
-        _finish(state, False, f"Refused by the ledger: {job.error}")
-    elif job.error_kind == "data":
-        detail = job.error if can_see_truth(record) else "ask the data owner to check it"
-        _finish(state, False, f"The data could not be loaded; nothing was charged ({detail}).")
-    elif job.error_kind == "parameter":
-        _finish(state, False, f"The run was refused: {job.error}")
     else:
-        _finish(state, False, f"The run failed: {job.error}")
+        _finish(state, False, failure_message(
+            job.error_kind, job.error, ledger, show_data_detail=can_see_truth(record),
+            where=_RESULT_WHERE))
 
 
 def _follow_in_ledger(ledger: Ledger, state: dict) -> None:
-    """No job here (another process, or a restarted server): read the ledger instead."""
-    run_id = state["run_id"]
-    try:
-        run = ledger.get_run(run_id)
-    except ParameterError:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.info("That run was never charged; nothing was spent.")
-        return
-    if run.status == "done":
-        _finish(state, True, f"Run `{run_id[:8]}` is stored.")
-    elif run.status == "failed":
-        _finish(state, False, f"Run `{run_id[:8]}` failed: {run.error}")
-    else:
-        st.info(f"Run `{run_id[:8]}` is still running elsewhere; it will be listed under "
-                "the stored runs when its result is stored.")
-        if st.button("Stop waiting", key="syn_stop_waiting"):
-            st.session_state.pop(LAUNCH_KEY, None)
-            st.rerun()
+    """No job here (another process, or a restarted server): watch the ledger instead."""
+    follow_in_ledger(ledger, state["run_id"], launch_key=LAUNCH_KEY, key_prefix="syn",
+                     where=_RESULT_WHERE, finish=lambda ok, message: _finish(state, ok, message))

@@ -12,6 +12,11 @@ The warm-up runs every miner once, in both privacy modes, on the tiny synthetic 
 of :mod:`dpcore.redescriptions.warmup` with a throwaway accountant: it never touches
 the ledger, spends no budget of any dataset, and its output is discarded (it is not a
 release of any real data).
+
+One loop serves every mining family: a family's warm-up is a :class:`WarmupFamily` (its
+steps, its thread name, its progress line), registered with :func:`register_warmup`; the
+background thread, the shared state and the self-refreshing progress bar are the same for
+all (:mod:`components.sequence_warmup` is the frequent-sequence family's).
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ from dpcore.redescriptions.params import plan_budget
 from dpcore.redescriptions.warmup import tiny_dataset, warmup_params
 from dpcore.registry import ALGORITHM_LABELS, ALGORITHMS, MODES
 
-__all__ = ["WarmupState", "warmup_steps", "run_warmup", "start_warmup", "warmup_state",
-           "progress_text", "render_warmup_progress", "COLD_START_SECONDS"]
+__all__ = ["WarmupState", "WarmupFamily", "register_warmup", "warmup_steps", "run_warmup",
+           "start_warmup", "warmup_state", "progress_text", "render_warmup_progress",
+           "REDESCRIPTION_WARMUP", "COLD_START_SECONDS"]
 
 _log = logging.getLogger(__name__)
 #: A cold start (empty numba cache) on the reference machine (2 cores): about this long.
@@ -120,24 +126,60 @@ def run_warmup(state: WarmupState, steps: list[tuple[str, Callable[[], None]]]) 
         state.finished = True
 
 
+Steps = list[tuple[str, Callable[[], None]]]
+
+
+@dataclass(frozen=True)
+class WarmupFamily:
+    """The family-specific parts of a warm-up; the loop, thread and progress bar are shared.
+
+    Attributes
+    ----------
+    key : str
+        Names the warm-up (one background thread per key and server process).
+    steps : callable() -> list of (label, action)
+        Builds the steps (called once, when the warm-up starts).
+    thread_name : str
+        Name of the background thread (for the server's thread dumps).
+    text : callable(WarmupState) -> str
+        The progress line shown while the kernels compile.
+    """
+
+    key: str
+    steps: Callable[[], Steps]
+    thread_name: str
+    text: Callable[[WarmupState], str]
+
+
+_FAMILIES: dict[str, WarmupFamily] = {}
+
+
+def register_warmup(family: WarmupFamily) -> WarmupFamily:
+    """Make ``family`` known to :func:`warmup_state` and :func:`render_warmup_progress`."""
+    _FAMILIES[family.key] = family
+    return family
+
+
 @st.cache_resource(show_spinner=False)
-def _warmup_once() -> WarmupState:
-    """Start the warm-up thread once per server process; return its shared state."""
-    steps = warmup_steps()
+def _warmup_once(key: str) -> WarmupState:
+    """Start the warm-up thread of ``key`` once per server process; return its shared state."""
+    family = _FAMILIES[key]
+    steps = family.steps()
     state = WarmupState(total=len(steps), cold=_cache_is_cold())
-    threading.Thread(target=run_warmup, args=(state, steps), name="dprm-warmup",
+    threading.Thread(target=run_warmup, args=(state, steps), name=family.thread_name,
                      daemon=True).start()
     return state
 
 
+def warmup_state(family: WarmupFamily | None = None) -> WarmupState:
+    """The state of ``family``'s warm-up (default: the redescription kernels), starting it
+    if it has not started in this process; never waits for it."""
+    return _warmup_once((family or REDESCRIPTION_WARMUP).key)
+
+
 def start_warmup() -> WarmupState:
-    """Start the warm-up if it has not started in this process; never waits for it."""
-    return _warmup_once()
-
-
-def warmup_state() -> WarmupState:
-    """The warm-up's state (starting it if needed)."""
-    return _warmup_once()
+    """Start the redescription warm-up if it has not started in this process; never waits."""
+    return warmup_state()
 
 
 def progress_text(state: WarmupState) -> str:
@@ -152,22 +194,31 @@ def progress_text(state: WarmupState) -> str:
             "The Data, Explore and Runs pages work meanwhile.")
 
 
-def render_warmup_progress(what: str = "Launch") -> bool:
-    """On a page that mines: True when the kernels are ready; else show the progress (it
-    refreshes itself and reruns the page when done) and return False, so the caller keeps
-    ``what`` disabled."""
-    state = warmup_state()
-    if state.ready:
+def render_warmup_progress(what: str = "Launch", family: WarmupFamily | None = None
+                           ) -> bool:
+    """On a page that mines: True when ``family``'s kernels are ready (default: the
+    redescription kernels); else show the progress (it refreshes itself and reruns the page
+    when done) and return False, so the caller keeps ``what`` disabled."""
+    family = family or REDESCRIPTION_WARMUP
+    if warmup_state(family).ready:
         return True
-    _progress_fragment(what)
+    _progress_fragment(family.key, what)
     return False
 
 
 @st.fragment(run_every=1.0)
-def _progress_fragment(what: str) -> None:
-    state = warmup_state()
+def _progress_fragment(key: str, what: str) -> None:
+    family = _FAMILIES[key]
+    state = warmup_state(family)
     if state.ready:
         st.rerun(scope="app")                 # enable what waited for the kernels
-    st.progress(state.fraction, text=progress_text(state))
+    st.progress(state.fraction, text=family.text(state))
     st.caption(f"{what} is available as soon as the kernels are ready; nothing is charged "
                "meanwhile.")
+
+
+#: The redescription miners' warm-up (every algorithm × mode on tiny data). Its steps are
+#: looked up when it starts, so a test can replace :func:`warmup_steps`.
+REDESCRIPTION_WARMUP = register_warmup(WarmupFamily(
+    key="redescriptions", steps=lambda: warmup_steps(), thread_name="dprm-warmup",
+    text=progress_text))

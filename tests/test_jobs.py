@@ -91,3 +91,57 @@ def test_the_mine_page_jobs_are_registry_jobs():
     job.outcome = 7
     assert job.n_redescriptions == 7
     assert launcher.get_job is jobs.get_job
+
+
+# --------------------------------------------------------------------------- after a job
+# One message per way a run ends badly, shared by the Mine, Sequences and Synthesis
+# launchers; none of them may show a server path.
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    from dpcore.privacy.ledger import Ledger
+
+    monkeypatch.setenv("DPRM_DATA_DIR", str(tmp_path / "uploads"))
+    return Ledger(tmp_path / "state" / "ledger.sqlite")
+
+
+@pytest.mark.parametrize("kind, opening", [
+    ("budget", "Refused by the ledger: "),
+    ("in_progress", ""),
+    ("parameter", "The run was refused: "),
+    ("error", "The run failed: "),
+    ("crash", "The run failed: "),
+])
+def test_a_failure_message_names_the_file_without_its_server_path(ledger, tmp_path, kind,
+                                                                  opening):
+    error = (f"OSError: cannot read '{tmp_path / 'srv' / 'private' / 'visits.csv'}' nor "
+             f"'{tmp_path / 'uploads' / 'mine' / 'left.csv'}'")
+    shown = jobs.failure_message(kind, error, ledger, show_data_detail=True, where="here")
+    assert shown.startswith(opening + "OSError: cannot read 'visits.csv'")
+    assert "'upload folder/mine/left.csv'" in shown
+    assert str(tmp_path) not in shown and "/srv/" not in shown
+    if kind == "in_progress":
+        assert shown.endswith("Its result will appear here when it is stored.")
+
+
+def test_a_data_failure_is_detailed_only_to_who_may_see_the_data(ledger, tmp_path):
+    error = f"line 7 of file '{tmp_path / 'hidden' / 'labs.csv'}': 'n/a?' is not a number"
+    owner = jobs.failure_message("data", error, ledger, show_data_detail=True, where="here")
+    assert owner == ("The data could not be loaded; nothing was charged (line 7 of file "
+                     "'labs.csv': 'n/a?' is not a number).")
+    analyst = jobs.failure_message("data", error, ledger, show_data_detail=False,
+                                   where="here")
+    assert analyst == ("The data could not be loaded; nothing was charged "
+                       f"({jobs.DATA_DETAIL_HIDDEN}).")
+
+
+def test_every_launcher_reports_failures_through_the_shared_message():
+    """The three launchers hold no message table of their own any more."""
+    import inspect
+
+    from components import launcher, sequence_launch, synthesis_launch
+
+    for module in (launcher, sequence_launch, synthesis_launch):
+        source = inspect.getsource(module)
+        assert "failure_message(" in source and "follow_in_ledger(" in source
+        assert 'error_kind == "budget"' not in source and "ledger.get_run(" not in source
