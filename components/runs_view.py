@@ -25,6 +25,7 @@ from dpcore.registry import ALGORITHM_LABELS, PARAMETER_SYMBOLS, STRICT, algorit
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
+from .data_locations import hide_server_paths
 from .explore_view import DEFAULT_TOLERANCE, get_threshold, suggested_threshold, threshold_runs
 from .scatter import run_label
 from .session import current_role
@@ -110,13 +111,14 @@ def jaccard_violins(results: list[RunResult], names: list[str],
 
 def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
                   thresholds: dict[str, tuple[float, str]] | float,
-                  role: str = ANALYST) -> pd.DataFrame:
+                  role: str = ANALYST, ledger: Ledger | None = None) -> pd.DataFrame:
     """One row per run: when, what, ε charged, status, counts before/after pruning.
 
     ``thresholds``: run id → (threshold, its source), see :func:`run_thresholds` (one
     number applies to every run). Owner-only runs (faithful runs on private data) are
     listed with their charge (the budget is public), but their error messages only for
-    the owner (``role``).
+    the owner (``role``). With ``ledger``, every server path in an error message is
+    replaced by what a user may see (:func:`components.data_locations.hide_server_paths`).
     """
     rows = []
     for run in runs:
@@ -138,8 +140,15 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
                      "threshold from": source, "kept at threshold": after,
                      "ε requested": run.params.get("epsilon"),
                      "parameters": algorithm_spec(run.algorithm).summary(run.params),
-                     "error": (run.error or "") if can_read(run.audience, role) else ""})
+                     "error": _error_text(run, role, ledger)})
     return pd.DataFrame(rows)
+
+
+def _error_text(run: RunRecord, role: str, ledger: Ledger | None) -> str:
+    """The run's error message for ``role`` (empty when it may not read it), without paths."""
+    if not run.error or not can_read(run.audience, role):
+        return ""
+    return hide_server_paths(run.error, ledger) if ledger is not None else run.error
 
 
 def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
@@ -154,7 +163,7 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
             try:
                 results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
             except DpcoreError as exc:
-                st.warning(f"Run {run.run_id[:8]}: {exc}")
+                st.warning(f"Run {run.run_id[:8]}: {hide_server_paths(str(exc), ledger)}")
     explore = threshold_runs(record.name)
     thresholds = run_thresholds(results, explore, get_threshold(record.name))
     total = sum(r.epsilon for r in runs)
@@ -163,7 +172,8 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
                 "threshold: the one set on Explore for the runs Explore shows, else the "
                 f"run's own suggested threshold (expected Jaccard error ≤ "
                 f"{DEFAULT_TOLERANCE:g}; computed from released values only, 0 ε).")
-    st.dataframe(history_frame(runs, results, thresholds, current_role()), hide_index=True,
+    st.dataframe(history_frame(runs, results, thresholds, current_role(), ledger),
+                 hide_index=True,
                  key="runs_history", width="stretch",
                  column_config={
                      "ε charged": st.column_config.NumberColumn(format="%.6g"),

@@ -29,6 +29,7 @@ from dpcore.runs import RunInProgressError, load_result, readable_runs
 from dpcore.sequences.results import SequenceRunResult
 
 from .budget_meter import fmt_eps
+from .data_locations import hide_server_paths
 from .family_pages import other_kind_text
 from .sequence_form import render_sequence_form
 from .sequence_launch import PICK_KEY, render_sequence_launch
@@ -138,7 +139,7 @@ def render_sequence_results(ledger: Ledger, record: DatasetRecord) -> None:
         st.info("This run is still being computed; its result appears when it is stored.")
         return
     except DpcoreError as exc:
-        st.error(str(exc))
+        st.error(hide_server_paths(str(exc), ledger))
         return
     _show_result(record, result, truth_allowed)
 

@@ -28,6 +28,7 @@ from dpcore.synthesis.schema import TableSchema
 from dpcore.synthesis.utility import REAL, standard_methods, summary_table, utility_report
 
 from .budget_meter import fmt_eps
+from .data_locations import hide_server_paths
 from .family_pages import other_kind_text
 from .session import can_see_truth, current_role, dataset_records
 from .synthesis_charts import (
@@ -121,7 +122,7 @@ def _load(ledger: Ledger, record: DatasetRecord, run_id: str) -> SynthesisResult
     except RunInProgressError as exc:
         st.info(str(exc))
     except DpcoreError as exc:
-        st.error(str(exc))
+        st.error(hide_server_paths(str(exc), ledger))
     return None
 
 

@@ -1066,3 +1066,47 @@ def test_the_app_runs_on_a_postgresql_ledger(postgres_server, monkeypatch, tmp_p
     assert meter(at)["Spent ε"] == fmt_eps(ledger.budget("clinic").spent) == "0.5"
     for page in ("pages/data.py", "pages/explore.py", "pages/runs.py", "pages/teaching.py"):
         run_page(at, page)
+
+
+# --------------------------------------------------------------------------- failure messages
+
+@pytest.mark.parametrize("page, launch_key, dataset", [
+    ("pages/mine.py", "mine_launch", "clinic"),
+    ("pages/sequences.py", "seq_launch", "clickstream"),
+    ("pages/synthesis.py", "syn_launch", "pima_like"),
+])
+def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeypatch, page,
+                                                       launch_key, dataset):
+    """A run charged elsewhere fails with an error naming a server file: the launcher that
+    follows it, and the owner's Runs page, name the file but not where it is on the server."""
+    from dpcore.registry import ALGORITHM_SPECS, DATASET_KIND_SPECS, STRICT
+    from dpcore.runs import new_run_id
+
+    ledger = Ledger(ledger_path)
+    record = ledger.get_dataset(dataset)
+    family = DATASET_KIND_SPECS[record.kind].family
+    algorithm = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
+    run_id = new_run_id()
+    ledger.charge(run_id, dataset, algorithm, [10**8],
+                  {"algorithm": algorithm, "mode": STRICT, "epsilon": 0.1})
+    secret = "/srv/hidden-mount/q3/visits.parquet"
+    ledger.mark_failed(run_id, f"FileNotFoundError: [Errno 2] No such file: '{secret}'")
+
+    app.selectbox(key="dataset").set_value(dataset).run()
+    app.session_state[launch_key] = {"stage": "running", "run_id": run_id,
+                                      "dataset": dataset, "params": {}, "seed": None,
+                                      "cost_nano": 10**8}
+    run_page(app, page)
+    errors = [e.value for e in app.main.error]
+    assert any(f"Run `{run_id[:8]}` failed: FileNotFoundError" in e and "'visits.parquet'" in e
+               for e in errors), errors
+    assert not any("/srv" in e or "hidden-mount" in e for e in errors)
+    assert launch_key not in app.session_state
+
+    _owner(app, monkeypatch)
+    run_page(app, "pages/runs.py")
+    shown = table_with(app, "run", "error")
+    error = shown.loc[shown["run"] == run_id[:8], "error"].iloc[0]
+    assert error == "FileNotFoundError: [Errno 2] No such file: 'visits.parquet'"
+    text, _ = page_text(app)
+    assert "/srv" not in text and "hidden-mount" not in text
