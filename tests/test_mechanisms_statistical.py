@@ -29,6 +29,7 @@ from scipy import special, stats
 
 from dpcore.privacy import mechanisms as m
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.audit import clopper_pearson_lower, clopper_pearson_upper
 
 DEFAULT_SEED = 20230807
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", DEFAULT_SEED))
@@ -93,9 +94,9 @@ def discrete_laplace_binned(samples: np.ndarray, scale: float):
 
 
 def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence,
-                                                       method="exact")
-    return float(ci.low), float(ci.high)
+    """The exact two-sided interval at ``confidence``, from the audit's one-sided bounds."""
+    tail = (1.0 - confidence) / 2
+    return clopper_pearson_lower(k, n, tail), clopper_pearson_upper(k, n, tail)
 
 
 def epsilon_lower_bound(k1: int, n1: int, k2: int, n2: int, alpha: float = ALPHA) -> float:
