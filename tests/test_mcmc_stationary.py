@@ -41,6 +41,7 @@ from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute, Schema,
 from dpcore.redescriptions import bitset_mcmc as B
 from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
+from dpcore.redescriptions.kernels.moves import valid_move
 from dpcore.redescriptions.trees import cands_matrix, child_bitsets
 
 MSG = R.SEED_MSG
@@ -117,7 +118,7 @@ class Model:
     def move_choices(self, nodes, h) -> list[int]:
         """What random_split_move draws from at h (the current split included)."""
         return [s for s in range(self.coded.n_candidates)
-                if K._valid_move(h, s, nodes, self.cands, self.f)]
+                if valid_move(h, s, nodes, self.cands, self.f)]
 
     def grow_all(self, split) -> list[tuple[tuple, float]]:
         """Every outcome of grow_structure on ``split`` (GROW nodes), with its probability."""
@@ -288,7 +289,7 @@ def test_option_counts_match_a_scan(mode, view):
                 f"growth options at node {u} ({mode}, view {view}, rep {rep}) {MSG}"
             if nodes[K.SPLIT, u] >= 0:
                 scan = sum(1 for s in range(coded.n_candidates)
-                           if K._valid_move(u, s, nodes, cands, f))
+                           if valid_move(u, s, nodes, cands, f))
                 assert K.move_options(u, nodes, cands, f, work) == scan, \
                     f"move options at node {u} ({mode}, view {view}, rep {rep}) {MSG}"
             checked += 1

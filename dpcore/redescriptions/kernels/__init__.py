@@ -87,9 +87,6 @@ from dpcore.redescriptions.kernels.scores import (
     purity_from_table,
 )
 
-#: The name the stationarity tests knew :func:`valid_move` by before the split.
-_valid_move = valid_move
-
 __all__ = [
     "ABSENT", "ATTR", "END", "EQUALS", "GROW", "KEPT", "KIND", "LEAF", "MISSING", "MULTIWAY",
     "NCHILD", "SPLIT", "START", "THR", "THRESHOLD",
