@@ -28,7 +28,8 @@ from dpcore.errors import ParameterError
 __all__ = [
     "STRICT", "FAITHFUL", "MODES", "REDESCRIPTIONS", "SEQUENCES", "SYNTHESIS", "FAMILIES",
     "MCMCTREEPAIR", "ALTMCMC", "ALTEXPM", "SERENADE_ES", "SERENADE_CS", "TREE_ALGORITHMS",
-    "SERENADE_ALGORITHMS", "REDESCRIPTION_ALGORITHMS", "ALGORITHMS", "PFS2", "PFS2_BASELINE",
+    "SERENADE_ALGORITHMS", "REDESCRIPTION_ALGORITHMS", "ALGORITHMS", "CUSTOM_QUERY", "REGION_MAP",
+    "REDESCRIPTION_QUERIES", "LITERAL_QUERY_ALGORITHMS", "PFS2", "PFS2_BASELINE",
     "SEQUENCE_ALGORITHMS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALL_ALGORITHMS",
     "ALGORITHM_LABELS", "MODE_LABELS", "PARAMETER_SYMBOLS", "KIND_TWO_VIEW", "KIND_SEQUENCES",
     "KIND_TABLE", "DATASET_KINDS", "DatasetKindSpec", "DATASET_KIND_SPECS", "dataset_kind_spec",
@@ -61,6 +62,16 @@ REDESCRIPTION_ALGORITHMS = TREE_ALGORITHMS + SERENADE_ALGORITHMS
 #: algorithms: :data:`ALL_ALGORITHMS`.
 ALGORITHMS = REDESCRIPTION_ALGORITHMS
 
+#: Paid queries of an analyst's own on a two-view table (not miners: the Mine form, the
+#: harness and the warm-up do not iterate over them). ``custom_query`` releases the noisy
+#: 4-cell table of one query pair; ``region_map`` the noisy E11/E10/E01 counts of one query
+#: pair per cell of the schema's declared location grid.
+CUSTOM_QUERY, REGION_MAP = "custom_query", "region_map"
+REDESCRIPTION_QUERIES = (CUSTOM_QUERY, REGION_MAP)
+#: Algorithms whose redescriptions have literal-test queries (no trees) and, in strict mode,
+#: a noisy 4-cell quality table per redescription (Serenade's and the custom query's).
+LITERAL_QUERY_ALGORITHMS = SERENADE_ALGORITHMS + (CUSTOM_QUERY,)
+
 #: PFS2 (Xu et al. 2015; strict and faithful) and the paper's "straightforward approach"
 #: (no sampling, no pruning), for teaching.
 PFS2, PFS2_BASELINE = "pfs2", "pfs2_straightforward"
@@ -72,7 +83,8 @@ MCGEN, FLOOR = "mcgen", "class_marginals"
 SYNTHESIS_ALGORITHMS = (MCGEN, FLOOR)
 
 #: Every registered algorithm, family by family.
-ALL_ALGORITHMS = REDESCRIPTION_ALGORITHMS + SEQUENCE_ALGORITHMS + SYNTHESIS_ALGORITHMS
+ALL_ALGORITHMS = (REDESCRIPTION_ALGORITHMS + REDESCRIPTION_QUERIES + SEQUENCE_ALGORITHMS
+                  + SYNTHESIS_ALGORITHMS)
 
 #: Dataset kinds (the ledger's ``datasets.kind``): a two-view table (redescriptions), a
 #: sequence dataset (frequent sequences), a labelled table (synthesis).
@@ -97,7 +109,9 @@ PARAMETER_SYMBOLS = MappingProxyType({
     "max_cells": "max cells", "budget_classes": "ε_Y share", "budget_features": "ε_F share",
     "budget_cell_counts": "counts share", "budget_cell_sums": "sums share",
     "fixed_point_bits": "bits", "min_eigenvalue": "λ_min", "shrinkage": "shrinkage",
-    "marginal_bins": "bins"})
+    "marginal_bins": "bins",
+    # paid queries of the analyst's own
+    "left_query": "left query", "right_query": "right query"})
 
 _CONSTRAINTS = ("min_jaccard", "max_pvalue", "min_support", "max_support")
 
@@ -336,6 +350,8 @@ _MCGEN_STRICT = _MCGEN_FAITHFUL + ("cells", "grid_bins", "max_cells", "budget_cl
 _TREES = "dpcore.redescriptions.params"
 _MINING = "dpcore.redescriptions.mining"
 _RESULT = "dpcore.redescriptions.results:RunResult"
+_QUERY = "dpcore.redescriptions.custom_query"
+_REGIONS = "dpcore.redescriptions.regions"
 
 ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s in (
     AlgorithmSpec(
@@ -423,6 +439,28 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
         check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("init_pairs", "cs_rounds", "steepness",
                                                    "split", "min_acc")),
+
+    # ------------------------------------------------------------ paid queries of one's own
+    AlgorithmSpec(
+        key=CUSTOM_QUERY, family=REDESCRIPTIONS, label="custom query",
+        blurb="the noisy 4-cell table (|E11|, |E10|, |E01|, |E00|) of one query pair the "
+              "analyst wrote, on public attributes and grid thresholds, with one ε",
+        parameters={STRICT: ("epsilon", "mode", "left_query", "right_query")},
+        presets=(Preset("interactive", "custom query (ε = 0.1)", {"epsilon": 0.1}),),
+        params_type=f"{_QUERY}:CustomQueryParams", result_type=_RESULT,
+        plan=f"{_QUERY}:plan_budget", check=f"{_QUERY}:check_query_run",
+        miner=f"{_QUERY}:run_custom_query", summary_fields=("left_query", "right_query"),
+        help_texts=f"{_QUERY}:HELP"),
+    AlgorithmSpec(
+        key=REGION_MAP, family=REDESCRIPTIONS, label="noisy map",
+        blurb="noisy counts of E11, E10 and E01 of one query pair in every cell of the "
+              "schema's declared location grid (one histogram, one ε)",
+        parameters={STRICT: ("epsilon", "mode", "left_query", "right_query")},
+        presets=(Preset("interactive", "noisy map (ε = 0.5)", {"epsilon": 0.5}),),
+        params_type=f"{_REGIONS}:RegionMapParams", result_type=_RESULT,
+        plan=f"{_REGIONS}:plan_budget", check=f"{_REGIONS}:check_map_run",
+        miner=f"{_REGIONS}:run_region_map", summary_fields=("left_query", "right_query"),
+        help_texts=f"{_QUERY}:HELP"),
 
     # ------------------------------------------------------------ frequent sequences
     AlgorithmSpec(

@@ -15,6 +15,8 @@ Schema files are JSON or TOML with this shape (JSON shown)::
       "views": {"left":  {"name": "diagnoses", "file": "diagnoses.csv"},
                 "right": {"name": "labs",      "file": "labs.csv"}},
       "grid_bins": 32, "target_bins": 4,
+      "location": {"longitude": "LON", "latitude": "LAT", "cell_degrees": 4,
+                   "lon_range": [72, 136], "lat_range": [16, 56]},   # optional
       "attributes": [
         {"name": "DX_CHF", "view": "left", "type": "boolean"},
         {"name": "sex", "view": "left", "type": "categorical", "categories": ["F", "M"]},
@@ -102,6 +104,41 @@ class ViewSpec:
 
 
 @dataclass(frozen=True)
+class Location:
+    """A public location grid: where each row is, snapped to declared cells (noisy maps).
+
+    Two numeric attributes of the schema hold each row's longitude and latitude (degrees).
+    The owner declares a rectangle ``lon_range`` × ``lat_range`` cut into square cells of
+    ``cell_degrees``; a row belongs to the cell holding its coordinates (cells are closed
+    below, open above), or to no cell when a coordinate is missing or outside the
+    rectangle. Cells, their polygons and their count depend only on this declaration,
+    never on the data.
+    """
+
+    longitude: str
+    latitude: str
+    cell_degrees: float
+    lon_range: tuple[float, float]
+    lat_range: tuple[float, float]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Number of cells along latitude (rows) and longitude (columns)."""
+        return (int(round((self.lat_range[1] - self.lat_range[0]) / self.cell_degrees)),
+                int(round((self.lon_range[1] - self.lon_range[0]) / self.cell_degrees)))
+
+    @property
+    def n_cells(self) -> int:
+        """Number of grid cells (rows × columns of :attr:`shape`)."""
+        rows, cols = self.shape
+        return rows * cols
+
+
+#: Most cells a declared location grid may have (a noisy map releases three counts per cell).
+MAX_LOCATION_CELLS = 10_000
+
+
+@dataclass(frozen=True)
 class Schema:
     """The public description of a two-view dataset (see module docstring)."""
 
@@ -116,6 +153,7 @@ class Schema:
     grid_bins: int = 32
     target_bins: int = 4
     source: dict | None = field(default=None, hash=False)
+    location: Location | None = None
 
     def view_attributes(self, view: int) -> tuple[Attribute, ...]:
         """Attributes of one view, in schema order (the row order of that view's array)."""
@@ -159,7 +197,8 @@ class Schema:
 
 DEFAULT_MISSING_VALUES = ("", "NA", "NaN", "nan", "?")
 _TOP_KEYS = {"name", "description", "provenance", "public_demo", "id_column", "missing_values",
-             "views", "grid_bins", "target_bins", "attributes", "source"}
+             "views", "grid_bins", "target_bins", "attributes", "source", "location"}
+_LOCATION_KEYS = {"longitude", "latitude", "cell_degrees", "lon_range", "lat_range"}
 _ATTR_KEYS = {"name", "view", "type", "categories", "domain", "thresholds", "true_value",
               "false_value", "unit", "description"}
 _VIEW_KEYS = {"name", "file"}
@@ -405,11 +444,63 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
     for v, key in enumerate(VIEW_KEYS):
         if not any(a.view == v for a in attributes):
             raise DataError(f"the {key} view {views[v].name!r} has no attributes", file=file)
+    location = _location_from_dict(d.get("location"), attributes, file)
     return Schema(name=name.strip(), attributes=tuple(attributes), views=(views[0], views[1]),
                   id_column=id_column, description=d.get("description") or "",
                   provenance=d.get("provenance") or "", public_demo=public_demo,
                   missing_values=tuple(mv), grid_bins=bins["grid_bins"],
-                  target_bins=bins["target_bins"], source=source)
+                  target_bins=bins["target_bins"], source=source, location=location)
+
+
+def _location_from_dict(d, attributes: list[Attribute], file) -> Location | None:
+    """Validate the optional ``location`` block (see :class:`Location`)."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise DataError("\"location\" must be an object {\"longitude\", \"latitude\", "
+                        "\"cell_degrees\", \"lon_range\", \"lat_range\"}", file=file)
+    _check_keys(d, _LOCATION_KEYS, "\"location\"", file)
+    missing = sorted(_LOCATION_KEYS - set(d))
+    if missing:
+        raise DataError(f"\"location\" needs {', '.join(missing)}", file=file)
+    by_name = {a.name: a for a in attributes}
+    for key in ("longitude", "latitude"):
+        name = d[key]
+        if not isinstance(name, str) or name not in by_name:
+            raise DataError(f"\"location.{key}\" names {name!r}, which is not an attribute "
+                            "of the schema", file=file)
+        if by_name[name].type != NUMERIC:
+            raise DataError(f"\"location.{key}\" must name a numeric attribute (degrees); "
+                            f"it is {by_name[name].type}", file=file, column=name)
+    if d["longitude"] == d["latitude"]:
+        raise DataError("\"location\" needs two different attributes for longitude and "
+                        "latitude", file=file)
+    cell = d["cell_degrees"]
+    if not _is_number(cell) or not 0 < cell <= 90:
+        raise DataError(f"\"location.cell_degrees\" must be a number in (0, 90], got {cell!r}",
+                        file=file)
+    ranges = {}
+    for key, (lo_ok, hi_ok) in (("lon_range", (-180.0, 180.0)), ("lat_range", (-90.0, 90.0))):
+        r = d[key]
+        if (not isinstance(r, (list, tuple)) or len(r) != 2
+                or not all(_is_number(x) for x in r)):
+            raise DataError(f"\"location.{key}\" must be two numbers [lo, hi], got {r!r}",
+                            file=file)
+        lo, hi = float(r[0]), float(r[1])
+        if not lo_ok <= lo < hi <= hi_ok:
+            raise DataError(f"\"location.{key}\" must satisfy {lo_ok:g} ≤ lo < hi ≤ {hi_ok:g}, "
+                            f"got {r!r}", file=file)
+        steps = (hi - lo) / float(cell)
+        if abs(steps - round(steps)) > 1e-9 * max(1.0, steps):
+            raise DataError(f"\"location.{key}\" {r!r} is not a whole number of cells of "
+                            f"{cell!r} degrees", file=file)
+        ranges[key] = (lo, hi)
+    location = Location(d["longitude"], d["latitude"], float(cell), ranges["lon_range"],
+                        ranges["lat_range"])
+    if location.n_cells > MAX_LOCATION_CELLS:
+        raise DataError(f"\"location\" declares {location.n_cells} cells; at most "
+                        f"{MAX_LOCATION_CELLS} (use larger cells)", file=file)
+    return location
 
 
 def _num_out(x: float):
@@ -457,6 +548,12 @@ def schema_to_dict(schema: Schema) -> dict:
         d["views"][key] = vd
     d["grid_bins"] = schema.grid_bins
     d["target_bins"] = schema.target_bins
+    if schema.location is not None:
+        loc = schema.location
+        d["location"] = {"longitude": loc.longitude, "latitude": loc.latitude,
+                         "cell_degrees": _num_out(loc.cell_degrees),
+                         "lon_range": [_num_out(x) for x in loc.lon_range],
+                         "lat_range": [_num_out(x) for x in loc.lat_range]}
     d["attributes"] = [_attribute_to_dict(a) for a in schema.attributes]
     return d
 

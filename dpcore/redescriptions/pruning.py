@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from dpcore.registry import FAITHFUL, SERENADE_ALGORITHMS
+from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
 
 __all__ = ["threshold_from_selection", "prune", "selection_signature", "suggest_threshold",
            "expected_jaccard_errors", "jaccard_error_sd", "cell_noise_variance"]
@@ -248,7 +248,7 @@ def expected_jaccard_errors(result) -> dict[int, float]:
         calls[call["label"]] = call
     faithful = result.mode == FAITHFUL
     kind = "continuous" if faithful else result.params.get("noise", "discrete")
-    if result.algorithm in SERENADE_ALGORITHMS:
+    if result.algorithm in LITERAL_QUERY_ALGORITHMS:
         return _serenade_jaccard_errors(result, calls, kind)
     out = {}
     for red in result.redescriptions:
