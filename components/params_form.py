@@ -30,6 +30,8 @@ from dpcore.registry import (
     MODE_LABELS,
     SERENADE_ALGORITHMS,
     STRICT,
+    TREE_SCORE_LABELS,
+    TREE_SCORES,
     algorithm_spec,
 )
 
@@ -74,6 +76,7 @@ DEFAULT_STATE: dict[str, object] = {
     "mine_max_support": _D.max_support,
     "mine_max_clauses": _D.max_clauses,
     "mine_noise": _D.noise,
+    "mine_tree_score": _D.tree_score,
     "mine_init_pairs": _D.init_pairs,
     "mine_es_rounds": _D.es_rounds,
     "mine_cs_rounds": _D.cs_rounds,
@@ -263,6 +266,7 @@ def params_from_state(state: MutableMapping | None = None) -> MiningParams:
         min_jaccard=float(get("mine_min_jaccard")), max_pvalue=float(get("mine_max_pvalue")),
         min_support=float(get("mine_min_support")), max_support=float(get("mine_max_support")),
         max_clauses=int(get("mine_max_clauses")), noise=str(get("mine_noise")),
+        tree_score=str(get("mine_tree_score")),
         init_pairs=int(get("mine_init_pairs")), es_rounds=int(get("mine_es_rounds")),
         cs_rounds=int(get("mine_cs_rounds")), steepness=float(get("mine_steepness")),
         budget_init=float(get("mine_budget_init")), budget_ext=float(get("mine_budget_ext")),
@@ -376,6 +380,11 @@ def _tree_widgets(used: tuple[str, ...]) -> None:
             _field(c2, "mine_rm_iter", step=1, help=HELP["rm_iter"])
         else:
             _field(st, "mine_k", step=1, help="InTr = k (stable) or RMIter = k (default).")
+
+    if "tree_score" in used:
+        st.radio("Tree-pair score", TREE_SCORES, key="mine_tree_score", horizontal=True,
+                 format_func=TREE_SCORE_LABELS.get, help=HELP["tree_score"],
+                 disabled=st.session_state.get("mine_mode") == FAITHFUL)
 
     c1, c2 = st.columns(2)
     c1.slider("Depth d", min_value=1, max_value=8, step=1, key="mine_depth", help=HELP["depth"])

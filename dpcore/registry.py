@@ -34,7 +34,8 @@ __all__ = [
     "ALGORITHM_LABELS", "MODE_LABELS", "PARAMETER_SYMBOLS", "KIND_TWO_VIEW", "KIND_SEQUENCES",
     "KIND_TABLE", "DATASET_KINDS", "DatasetKindSpec", "DATASET_KIND_SPECS", "dataset_kind_spec",
     "Preset", "AlgorithmSpec", "ALGORITHM_SPECS", "algorithm_spec", "family_algorithms",
-    "presets", "preset", "by_mode",
+    "presets", "preset", "by_mode", "COUNT_SCORE", "PAPER_SCORE", "TREE_SCORES",
+    "TREE_SCORE_LABELS", "tree_score_of",
 ]
 
 # ----------------------------------------------------------------------------- names
@@ -46,6 +47,15 @@ MODES = (STRICT, FAITHFUL)
 MODE_LABELS = MappingProxyType({STRICT: "strict (default): every step is ε-DP",
                                 FAITHFUL: "faithful — not strictly ε-DP: reproduces the "
                                           "paper's code"})
+
+#: MCMCTreePair's tree-pair score (strict mode; faithful mode always uses the paper's):
+#: ``count`` — Q(T_L) + Q(T_R) in rows, Δ = 2, needs no N; ``paper`` — the paper's
+#: normalised g(T_L)(1 + g(T_R))/2 ∈ [0, 1], Δ = 1 (docs/PRIVACY.md S2, S2c).
+COUNT_SCORE, PAPER_SCORE = "count", "paper"
+TREE_SCORES = (COUNT_SCORE, PAPER_SCORE)
+TREE_SCORE_LABELS = MappingProxyType({
+    COUNT_SCORE: "count-scale score (purities in rows, Δ = 2)",
+    PAPER_SCORE: "paper score (purities normalised by N, Δ = 1)"})
 
 #: Mining families (one package each): redescriptions of a two-view table, frequent
 #: sequences (PFS2) of a sequence dataset, synthetic data (MC-GEN) of a labelled table.
@@ -94,7 +104,8 @@ DATASET_KINDS = (KIND_TWO_VIEW, KIND_SEQUENCES, KIND_TABLE)
 #: Short names of the parameters, as the form and the Runs page show them.
 PARAMETER_SYMBOLS = MappingProxyType({
     "epsilon": "ε", "mode": "mode", "omega": "ω", "in_tr": "InTr", "rm_iter": "RMIter",
-    "depth": "d", "mc_iter": "MCIter", "sigma": "σ", "sigma_window": "σ window",
+    "depth": "d", "tree_score": "score", "mc_iter": "MCIter", "sigma": "σ",
+    "sigma_window": "σ window",
     "min_jaccard": "Γ.minJ", "max_pvalue": "Γ.pval", "min_support": "Γ.minSupp",
     "max_support": "Γ.maxSupp", "max_clauses": "maxClauses", "noise": "noise",
     "init_pairs": "I", "es_rounds": "K", "cs_rounds": "L", "steepness": "s",
@@ -320,11 +331,12 @@ class AlgorithmSpec:
         return ", ".join(parts)
 
 
-def _tree_parameters(head: tuple[str, ...], chain: bool) -> dict[str, tuple[str, ...]]:
+def _tree_parameters(head: tuple[str, ...], chain: bool, strict_only: tuple[str, ...] = ()
+                     ) -> dict[str, tuple[str, ...]]:
     body = head + ("depth",) + (("mc_iter",) if chain else ())
     tail = _CONSTRAINTS + ("max_clauses",)
     faithful = body + (("sigma", "sigma_window") if chain else ()) + tail
-    return {STRICT: ("epsilon", "mode") + body + tail + ("noise",),
+    return {STRICT: ("epsilon", "mode") + body + strict_only + tail + ("noise",),
             FAITHFUL: ("epsilon", "mode") + faithful}
 
 
@@ -358,9 +370,14 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
         key=MCMCTREEPAIR, family=REDESCRIPTIONS, label="MCMCTreePair",
         blurb="samples a pair of trees jointly by MCMC, then extracts redescriptions from "
               "one noisy leaf×leaf table per trial",
-        parameters=_tree_parameters(("omega", "in_tr"), chain=True),
+        parameters=_tree_parameters(("omega", "in_tr"), chain=True,
+                                    strict_only=("tree_score",)),
         presets=(Preset(MCMCTREEPAIR, "MCMCTreePair (ω = 0.1)", {"omega": 0.1}),
                  Preset(f"{MCMCTREEPAIR}-w0.5", "MCMCTreePair (ω = 0.5)", {"omega": 0.5}),
+                 Preset(f"{MCMCTREEPAIR}-count", "MCMCTreePair, count-scale score (ω = 0.1)",
+                        {"omega": 0.1, "tree_score": COUNT_SCORE}),
+                 Preset(f"{MCMCTREEPAIR}-paper", "MCMCTreePair, paper score (ω = 0.1)",
+                        {"omega": 0.1, "tree_score": PAPER_SCORE}),
                  Preset("paper", "MCMCTreePair (InTr 20)",
                         {"in_tr": 20, "rm_iter": 1, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "MCMCTreePair (InTr 4)",
@@ -560,6 +577,14 @@ def preset(spec: AlgorithmSpec, name: str) -> Preset:
             return p
     raise ParameterError(f"{spec.label} has no setting {name!r}; choose from "
                          f"{', '.join(p.name for p in spec.presets)}")
+
+
+def tree_score_of(params: Mapping) -> str:
+    """The pair score a stored tree run's chain used: results stored before the choice
+    existed have no ``tree_score`` and used the paper's score; faithful mode always does."""
+    if params.get("mode") == FAITHFUL:
+        return PAPER_SCORE
+    return str(params.get("tree_score", PAPER_SCORE))
 
 
 def by_mode(mode: str, *, strict, faithful):

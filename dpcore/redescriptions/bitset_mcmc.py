@@ -45,7 +45,12 @@ from dpcore.redescriptions.kernels.moves import (
     propose_move,
     propose_pair_move,
 )
-from dpcore.redescriptions.kernels.scores import gini_contribution
+from dpcore.redescriptions.kernels.scores import (
+    PAIR_SENSITIVITY_COUNT,
+    PAIR_SENSITIVITY_PAPER,
+    gini_contribution,
+    pair_score,
+)
 
 
 def popcount(x):
@@ -278,7 +283,8 @@ def _pair_row(j, nodes_l, bits_r, bits_l, table):
 
 @njit(cache=True, nogil=True)
 def _purity_r(nodes_r, nodes_l, table, size_r, n_rows):
-    """g(T_R) with T_L's leaves (+ 'no leaf') as classes, from the table."""
+    """g(T_R) with T_L's leaves (+ 'no leaf') as classes, from the table (``n_rows`` = 1:
+    the count-scale purity Σ_leaves Σ_c n_c²/n_leaf, in rows)."""
     g = 0.0
     for j in range(nodes_r.shape[1]):
         if nodes_r[SPLIT, j] != LEAF or size_r[j] == 0:
@@ -313,11 +319,20 @@ def _purity_l(nodes_l, hist, n_rows):
 def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,
                         cands_r, child_bits_r, offset_r, fanout_r, depth_r, nodes_r,
                         y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace,
-                        stats=None, hastings=True):
-    """sampleTreePair (Alg. 5) on bitsets, strict mode: score g(T_L)(1+g(T_R))/2, Δ = 1,
-    acceptance min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)), exactly ``mc_iter`` iterations.
+                        stats=None, hastings=True, count_scale=False):
+    """sampleTreePair (Alg. 5) on bitsets, strict mode, exactly ``mc_iter`` iterations.
+
+    Paper score (``count_scale=False``): g(T_L)(1+g(T_R))/2 ∈ [0, 1], Δ = 1, acceptance
+    min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)). Count-scale score (``count_scale=True``):
+    Q(T_L) + Q(T_R) in rows, Q(T) = Σ_leaves Σ_c n_c²/n_leaf (the paper's purity without
+    the division by N), Δ = 2, acceptance min(1, exp(ε·ΔS/4)·q(T′→T)/q(T→T′)); it never
+    reads N (``kernels.scores.pair_score``; docs/PRIVACY.md S2c). The same random numbers
+    are drawn in the same order with either score.
     Returns the iterations run (= mc_iter). ``stats[0]`` (optional) accumulates the rows
     reaching each changed node. ``hastings=False`` (tests only) drops the proposal ratio."""
+    # Count scale: the purities are not divided by N (divisor 1); same arithmetic otherwise.
+    divisor = np.int64(1) if count_scale else np.int64(n_rows)
+    sensitivity = PAIR_SENSITIVITY_COUNT if count_scale else PAIR_SENSITIVITY_PAPER
     cap_l = nodes_l.shape[1]
     cap_r = nodes_r.shape[1]
     words = child_bits_l.shape[1]
@@ -339,9 +354,9 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         if nodes_r[SPLIT, j] == LEAF:
             size_r[j] = count_bits(bits_r[j])
             _pair_row(j, nodes_l, bits_r, bits_l, table)
-    g_l = _purity_l(nodes_l, hist, n_rows)
-    g_r = _purity_r(nodes_r, nodes_l, table, size_r, n_rows)
-    score = g_l * (1.0 + g_r) / 2.0
+    g_l = _purity_l(nodes_l, hist, divisor)
+    g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
+    score = pair_score(g_l, g_r, count_scale)
     saved_l = nodes_l.copy()
     saved_r = nodes_r.copy()
     saved_hist = hist.copy()
@@ -390,10 +405,10 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             for j in subtree_leaves(h, nodes_r, fanout_r):
                 size_r[j] = count_bits(bits_r[j])
                 _pair_row(j, nodes_l, bits_r, bits_l, table)
-        new_g_l = _purity_l(nodes_l, hist, n_rows) if on_left else g_l
-        new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, n_rows)
-        new_score = new_g_l * (1.0 + new_g_r) / 2.0
-        if hastings_accept(new_score - score, epsilon, 1.0, hastings, h, saved, nodes,
+        new_g_l = _purity_l(nodes_l, hist, divisor) if on_left else g_l
+        new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
+        new_score = pair_score(new_g_l, new_g_r, count_scale)
+        if hastings_accept(new_score - score, epsilon, sensitivity, hastings, h, saved, nodes,
                            other_nodes, cands, fanout, depth_of, max_depth, True, work, rng):
             score, g_l, g_r = new_score, new_g_l, new_g_r
         else:

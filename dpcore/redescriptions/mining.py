@@ -55,7 +55,14 @@ from dpcore.redescriptions.trees import (
     sample_tree_pair,
     true_leaf_table,
 )
-from dpcore.registry import ALGORITHM_LABELS, ALTEXPM, FAITHFUL, MCMCTREEPAIR, STRICT
+from dpcore.registry import (
+    ALGORITHM_LABELS,
+    ALTEXPM,
+    COUNT_SCORE,
+    FAITHFUL,
+    MCMCTREEPAIR,
+    STRICT,
+)
 
 Progress = Callable[[float, str], None]
 TRACE_POINTS = 2000
@@ -231,7 +238,8 @@ def _mine_tree_pairs(run: _Run) -> None:
                 (first, second), coded_first, coded_second, target.classes,
                 target.n_classes, p.depth, run.slot(trial, 0, "tree").epsilon_nano, run.rng,
                 run.accountant, label, mc_iter=p.mc_iter, faithful=run.faithful,
-                sigma=p.sigma, window=p.sigma_window, stats=run.mcmc_stats)
+                sigma=p.sigma, window=p.sigma_window, stats=run.mcmc_stats,
+                count_scale=p.tree_score == COUNT_SCORE and not run.faithful)
         run.keep_trace(label, trace)
         id1 = run.release_tree(t1, trial, 0)
         id2 = run.release_tree(t2, trial, 0)

@@ -17,10 +17,12 @@ from dpcore.registry import (
     FAITHFUL,
     MCMCTREEPAIR,
     MODES,
+    PAPER_SCORE,
     SERENADE_ALGORITHMS,
     SERENADE_ES,
     STRICT,
     TREE_ALGORITHMS,
+    TREE_SCORES,
 )
 
 #: Share of ε_qual that pays the noisy row count N̂ behind x0 = 0.1·N̂ (strict Serenade).
@@ -42,6 +44,11 @@ HELP = {
     "rm_iter": "RMIter (AltMCMC/AltExpM): alternation steps per initial target; each builds "
                "one tree and extracts redescriptions.",
     "depth": "d: maximum tree depth (attributes per branch).",
+    "tree_score": "MCMCTreePair, strict mode: the score its chain samples tree pairs by. "
+                  "count: the purities of both trees in rows (Δ = 2; a score difference "
+                  "of tens of rows moves the chain even at a small budget). paper: the "
+                  "paper's purities divided by N (Δ = 1; at a small budget the chain is "
+                  "close to a random walk). Faithful mode always uses the paper's score.",
     "mc_iter": "MCIter: MCMC iterations per sampled tree (pair).",
     "sigma": "σ (faithful mode only): stop the chain when the variance of the last "
              "window accepted scores is below σ.",
@@ -98,6 +105,7 @@ class TreeParams:
     max_support: float = 0.8
     max_clauses: int = 3
     noise: str = "discrete"
+    tree_score: str = PAPER_SCORE
 
     is_serenade = False
 
@@ -179,6 +187,7 @@ class MiningParams:
     max_support: float = 0.8
     max_clauses: int = 3
     noise: str = "discrete"
+    tree_score: str = PAPER_SCORE
     init_pairs: int = 20
     es_rounds: int = 80
     cs_rounds: int = 4
@@ -211,11 +220,13 @@ class MiningParams:
 
     @classmethod
     def from_dict(cls, data: dict) -> MiningParams:
+        """Read stored parameters. Runs stored before the ``tree_score`` choice existed ran
+        the paper's score, so a missing ``tree_score`` reads as ``paper`` (not the default)."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise ParameterError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return cls(**{"tree_score": PAPER_SCORE, **data})
 
 
 #: Any redescription parameter object: the form's :class:`MiningParams` or a family's type.
@@ -256,6 +267,9 @@ def _check_tree_fields(params) -> None:
     _int_range("mc_iter (MCIter)", params.mc_iter, 1, 10_000_000)
     _int_range("sigma_window", params.sigma_window, 2, 10_000_000)
     _int_range("max_clauses", params.max_clauses, 1, 10)
+    if params.tree_score not in TREE_SCORES:
+        raise ParameterError(f"tree_score must be one of {', '.join(TREE_SCORES)}; "
+                             f"got {params.tree_score!r}")
     if not _number("sigma (σ)", params.sigma) > 0:
         raise ParameterError(f"sigma (σ) must be > 0; got {params.sigma!r}")
 

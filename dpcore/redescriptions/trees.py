@@ -18,6 +18,7 @@ from dpcore.privacy.units import split_evenly
 from dpcore.redescriptions import bitset_mcmc as B
 from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import CodedView
+from dpcore.redescriptions.kernels.scores import PAIR_SENSITIVITY_COUNT, PAIR_SENSITIVITY_PAPER
 from dpcore.redescriptions.results import TreeNode, TreeRecord
 
 FAITHFUL_MIN_ROWS = 10
@@ -213,17 +214,24 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
                      classes: np.ndarray, n_classes: int, depth: int, epsilon_nano: int,
                      rng: np.random.Generator, accountant: PrivacyAccountant, label: str, *,
                      mc_iter: int, faithful: bool, sigma: float, window: int,
-                     stats: np.ndarray | None = None) -> tuple[Tree, Tree, np.ndarray]:
-    """sampleTreePair (Alg. 5): joint MCMC over two trees, score g(T1)(1+g(T2))/2, Δ = 1.
+                     stats: np.ndarray | None = None,
+                     count_scale: bool = False) -> tuple[Tree, Tree, np.ndarray]:
+    """sampleTreePair (Alg. 5): joint MCMC over two trees.
 
-    ``coded_first`` is the tree with the initial target ``classes`` as class,
+    Score: the paper's g(T1)(1+g(T2))/2 ∈ [0, 1], Δ = 1; or, with ``count_scale`` (strict
+    mode only; faithful mode always uses the paper's score), Q(T1) + Q(T2) in rows with
+    Q(T) = Σ_leaves Σ_c n_c²/|leaf|, Δ = 2, which needs no row count N (docs/PRIVACY.md
+    S2c). ``coded_first`` is the tree with the initial target ``classes`` as class,
     ``coded_second`` the tree whose classes are the first tree's leaves. Acceptance
-    min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)) with the data-independent proposal ratio, so in
+    min(1, exp(ε·ΔS/(2Δ))·q(T′→T)/q(T→T′)) with the data-independent proposal ratio, so in
     strict mode the stationary law is the exponential mechanism over pairs: ε-DP only upon
     convergence (in the limit), not for the finite chain. Strict mode runs on bitsets,
-    faithful on rows. Returns both trees and the (non-private) trace.
+    faithful on rows. Returns both trees and the (non-private) trace (score units: [0, 1]
+    for the paper's score, rows for the count-scale one).
     """
-    eps = accountant.spend("mcmc", label, epsilon_nano, 1.0)
+    count_scale = bool(count_scale) and not faithful
+    eps = accountant.spend("mcmc", label, epsilon_nano,
+                           PAIR_SENSITIVITY_COUNT if count_scale else PAIR_SENSITIVITY_PAPER)
     t1 = _empty_tree(views[0], coded_first, depth)
     t2 = _empty_tree(views[1], coded_second, depth)
     n_rows = coded_first.codes.shape[1]
@@ -247,7 +255,7 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
                                      cands_matrix(coded_second), bits2, off2,
                                      coded_second.fanout, d2, t2.nodes,
                                      classes, n_classes, n_rows, depth, eps, mc_iter, rng,
-                                     trace, stats)
+                                     trace, stats, True, count_scale)
         _route(t1)
         _route(t2)
     return t1, t2, trace[:done]
