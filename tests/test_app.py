@@ -724,7 +724,7 @@ def test_bootstrap_is_race_safe(tmp_path):
     assert all(not r.problems for r in reports)
     registered = [n for r in reports for n in r.registered]
     assert sorted(registered) == ["clickstream", "clinic", "cms_small", "diabetes",
-                                  "house_power", "pima_like"]
+                                  "house_power", "pima_like", "sites"]
     assert len(ledger.audit_log()) == 0
 
 

@@ -1,0 +1,126 @@
+"""Seeded synthetic fossil sites on a declared lon/lat grid: the noisy-map demo (public demo).
+
+``sites`` is a small two-view dataset in the shape of dental-trait / climate data of fossil
+sites: left view ``traits`` (mean hypsodonty ``HYP``, mean loph count ``LOP``, number of
+species ``NSPEC``), right view ``climate`` (site longitude ``LON`` and latitude ``LAT`` in
+degrees, mean yearly temperature ``TMEAN`` in °C, yearly precipitation ``PREC`` in mm). Its
+schema declares a public location grid (:class:`dpcore.data.schema.Location`: 4° cells over
+72–136 °E × 16–56 °N), so Explore can draw where a redescription holds.
+
+Two planted rules (both sides on the public grid): ``[HYP > 1.5] ⇔ [TMEAN > 10]`` (warm sites
+in the south have high-crowned teeth) and ``[LOP > 1.6] ⇔ [PREC > 1000]`` (wet sites in the
+east). Everything is synthetic, drawn from the seed: no real site.
+
+``python -m dpcore.data.samples.sites --write sample_data`` (re)writes ``sample_data/sites``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from dpcore.data.schema import NUMERIC, Attribute, Location, Schema, ViewSpec
+
+__all__ = ["SITES_SEED", "SITES_ROWS", "SITES_RULES", "generate_sites", "write_sites", "main"]
+
+SITES_SEED = 20261126
+SITES_ROWS = 1200
+#: The planted rules as query pairs in the export's syntax.
+SITES_RULES = (("[HYP > 1.5]", "[TMEAN > 10]"), ("[LOP > 1.6]", "[PREC > 1000]"))
+
+
+def _numeric(name: str, view: int, lo: float, step: float, unit: str, text: str) -> Attribute:
+    # domain [lo, lo + 33·step]: the 32 grid thresholds are lo + k·step (round numbers)
+    return Attribute(name, view, NUMERIC, domain=(lo, round(lo + 33 * step, 10)), unit=unit,
+                     description=text)
+
+
+def sites_schema() -> Schema:
+    """The public schema of ``sites`` (declared, not read from the data)."""
+    attrs = (
+        _numeric("HYP", 0, 0.0, 0.1, "", "mean hypsodonty of the site's species (1-3)"),
+        _numeric("LOP", 0, 0.0, 0.1, "", "mean number of lophs"),
+        _numeric("NSPEC", 0, 0.0, 1.0, "species", "number of species found"),
+        _numeric("LON", 1, 72.0, 2.0, "°E", "site longitude"),
+        _numeric("LAT", 1, 15.0, 1.25, "°N", "site latitude"),
+        _numeric("TMEAN", 1, -15.0, 1.0, "°C", "mean yearly temperature"),
+        _numeric("PREC", 1, 0.0, 100.0, "mm", "yearly precipitation"),
+    )
+    return Schema(
+        name="sites", attributes=attrs,
+        views=(ViewSpec("traits", "traits.csv"), ViewSpec("climate", "climate.csv")),
+        id_column="site_id",
+        description="Synthetic fossil sites: dental traits vs climate, on a public 4° grid "
+                    "(noisy-map demo).",
+        provenance="Synthetic: dpcore.data.samples.sites.generate_sites"
+                   f"({SITES_ROWS}, seed={SITES_SEED}). Part of this project.",
+        public_demo=True,
+        location=Location("LON", "LAT", 4.0, (72.0, 136.0), (16.0, 56.0)))
+
+
+def generate_sites(n_rows: int = SITES_ROWS, seed: int = SITES_SEED):
+    """The ``sites`` data: ``(schema, traits DataFrame, climate DataFrame)``.
+
+    Sites cluster towards the east and south; temperature falls with latitude, precipitation
+    grows towards the south-east; the traits follow the climate (module docstring).
+    """
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    lon = 74.0 + 60.0 * rng.beta(2.2, 1.3, n_rows)
+    lat = 18.0 + 36.0 * rng.beta(1.3, 1.8, n_rows)
+    tmean = 22.0 - 0.75 * (lat - 18.0) + rng.normal(0.0, 2.0, n_rows)
+    prec = 100.0 + 15.0 * (lon - 74.0) + 20.0 * (tmean + 5.0) + rng.normal(0.0, 120.0, n_rows)
+    hyp = 1.5 + 0.1 * (tmean - 10.0) + rng.normal(0.0, 0.2, n_rows)
+    lop = 1.6 + (prec - 1000.0) / 700.0 + rng.normal(0.0, 0.25, n_rows)
+    nspec = rng.poisson(6.0, n_rows)
+    clip = lambda x, lo, hi, d=1: np.round(np.clip(x, lo, hi), d)  # noqa: E731
+    ids = [f"S{i:05d}" for i in range(1, n_rows + 1)]
+    traits = pd.DataFrame({"site_id": ids, "HYP": clip(hyp, 0.05, 3.25, 2),
+                           "LOP": clip(lop, 0.05, 3.25, 2),
+                           "NSPEC": np.clip(nspec, 1, 32).astype(int)})
+    climate = pd.DataFrame({"site_id": ids, "LON": clip(lon, 72.5, 137.5, 3),
+                            "LAT": clip(lat, 15.5, 55.5, 3),
+                            "TMEAN": clip(tmean, -14.9, 17.9, 1),
+                            "PREC": clip(prec, 10.0, 3290.0, 0)})
+    return sites_schema(), traits, climate
+
+
+def write_sites(root, n_rows: int = SITES_ROWS, seed: int = SITES_SEED) -> list[Path]:
+    """Write ``sites/`` (two CSVs joined on ``site_id``, ``schema.json``, README) under root."""
+    from dpcore.data.samples.write import write_dataset
+
+    schema, traits, climate = generate_sites(n_rows, seed)
+    folder = Path(root) / "sites"
+    out = write_dataset(folder, schema, traits, climate)
+    (folder / "README.md").write_text(
+        "# sites — synthetic fossil sites on a public grid (public demo)\n\n"
+        f"Synthetic, generated by `dpcore.data.samples.sites.generate_sites({n_rows}, "
+        f"seed={seed})`; no real site. Left view `traits`: `HYP` (mean hypsodonty), `LOP` "
+        "(mean loph count), `NSPEC` (species). Right view `climate`: `LON`, `LAT` (degrees), "
+        "`TMEAN` (°C), `PREC` (mm/year).\n\n"
+        "The schema declares a public location grid (`location`: `LON`/`LAT`, 4° cells over "
+        "72–136 °E × 16–56 °N, 160 cells), so the Explore page can draw a noisy map of where "
+        "a redescription holds.\n\n"
+        "Planted rules: `[HYP > 1.5] ⇔ [TMEAN > 10]` (warm south) and "
+        "`[LOP > 1.6] ⇔ [PREC > 1000]` (wet south-east).\n\n"
+        "Regenerate with `python -m dpcore.data.samples.sites --write sample_data`.\n",
+        encoding="utf-8")
+    return out + [folder / "README.md"]
+
+
+def main(argv=None) -> int:
+    """Command line: ``python -m dpcore.data.samples.sites --write sample_data``."""
+    parser = argparse.ArgumentParser(prog="python -m dpcore.data.samples.sites",
+                                     description="Write the synthetic sites sample.")
+    parser.add_argument("--write", metavar="DIR", required=True)
+    args = parser.parse_args(argv)
+    for p in write_sites(args.write):
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
