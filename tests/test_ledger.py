@@ -195,7 +195,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
 
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
-    assert stored_version(db) == SCHEMA_VERSION == 3
+    assert stored_version(db) == SCHEMA_VERSION == 4
     if not on_postgres(db):
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -249,7 +249,7 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
     assert [d.name for d in led.list_datasets(kind="two_view")] == ["clinic"]
     assert led.list_datasets(kind="sequences") == []
-    assert stored_version(db) == SCHEMA_VERSION == 3
+    assert stored_version(db) == SCHEMA_VERSION == 4
     con = raw(db)
     with pytest.raises(DB_ERROR, match="kind never changes"):
         con.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
@@ -708,6 +708,12 @@ def _busy_ledger(location) -> Ledger:
     led.charge("run-sb", "clinic~sandbox", "altmcmc", [123], {}, actor="owner")
     for outcome in ("failure", "success"):
         led.record_auth_event(actor="owner", entry="cli", outcome=outcome, detail=outcome)
+    led.save_workspace("clinic", "analyst", "alice", json.dumps(
+        {"dataset": "clinic", "entries": {"run-done:0": {"decision": "reject",
+                                                         "tags": ["chf", "ünï"]}}}))
+    led.save_workspace("clinic", "analyst", "alice", '{"dataset": "clinic", "threshold": 3}')
+    led.save_workspace("clinic", "owner", "alice", '{"note": "the owner\'s own"}')
+    led.save_workspace("clicks", "analyst", "bob", "{}")
     return led
 
 
@@ -734,6 +740,9 @@ def _same_ledger(a: Ledger, b: Ledger) -> None:
             assert a.get_result(run.run_id) == b.get_result(run.run_id)
     assert a.audit_log() == b.audit_log()
     assert a.auth_events() == b.auth_events()
+    for d in a.list_datasets():
+        assert a.list_workspaces(d.name) == b.list_workspaces(d.name)
+    assert len(a.list_workspaces("clinic")) == 2
 
 
 def test_ledger_copy_from_sqlite_to_postgresql_keeps_every_record(tmp_path, postgres_server,
@@ -744,7 +753,8 @@ def test_ledger_copy_from_sqlite_to_postgresql_keeps_every_record(tmp_path, post
     url = postgres_server.new_database()
     assert main(["ledger", "copy", "--from", f"sqlite:{source.path}", "--to", url]) == 0
     said = capsys.readouterr().out
-    assert "copied 3 datasets, 4 caps, 4 charges, 4 runs, 1 results and 2 owner-login" in said
+    assert ("copied 3 datasets, 4 caps, 4 charges, 4 runs, 1 results, 2 owner-login events "
+            "and 3 workspaces") in said
     target = Ledger(url)
     assert target.backend == "postgresql"
     _same_ledger(source, target)
@@ -779,3 +789,87 @@ def test_ledger_copy_refuses_the_same_ledger_and_a_used_sqlite_target(tmp_path):
     with pytest.raises(ParameterError, match=r"not empty \(1 auth_events\)"):
         copy_ledger(source, used)
     assert dump(used.path) == before
+
+
+# ------------------------------------------------------------------ workspaces (version 4)
+
+def test_workspaces_are_saved_per_dataset_role_and_name_and_replaced(ledger, db):
+    ledger.register_dataset("other", replace(SCHEMA, name="other"), None, 1.0, actor="owner")
+    assert ledger.get_workspace("clinic", "analyst", "alice") is None
+    first = ledger.save_workspace("clinic", "analyst", "alice", '{"dataset": "clinic", "a": 1}')
+    ledger.save_workspace("clinic", "owner", "alice", '{"b": 2}')
+    ledger.save_workspace("other", "analyst", "alice", '{"c": 3}')
+    again = ledger.save_workspace("clinic", "analyst", "alice", '{"dataset": "clinic", "a": 9}')
+    assert again.created_at == first.created_at and again.updated_at >= first.updated_at
+    assert json.loads(ledger.get_workspace("clinic", "analyst", "alice").workspace_json) == {
+        "dataset": "clinic", "a": 9}
+    assert json.loads(ledger.get_workspace("clinic", "owner", "alice").workspace_json) == {
+        "b": 2}
+    assert [(w.role, w.name) for w in ledger.list_workspaces("clinic")] == [
+        ("analyst", "alice"), ("owner", "alice")]
+    assert [w.name for w in ledger.list_workspaces("clinic", "owner")] == ["alice"]
+    # mutable user state: updates and deletes are allowed (no append-only trigger)
+    assert ledger.delete_workspace("clinic", "owner", "alice") is True
+    assert ledger.delete_workspace("clinic", "owner", "alice") is False
+    assert ledger.get_workspace("clinic", "owner", "alice") is None
+    con = raw(db)
+    try:
+        con.execute("UPDATE workspaces SET workspace_json = '{}' WHERE name = 'alice'")
+    finally:
+        con.close()
+    assert ledger.get_workspace("other", "analyst", "alice").workspace_json == "{}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("nope", "analyst", "a", "{}"), "unknown dataset"),
+    (("clinic", "admin", "a", "{}"), "role must be one of"),
+    (("clinic", "analyst", " a", "{}"), "workspace name"),
+    (("clinic", "analyst", "", "{}"), "workspace name"),
+    (("clinic", "analyst", "a" * 129, "{}"), "workspace name"),
+    (("clinic", "analyst", "a", "{not json"), "not valid JSON"),
+    (("clinic", "analyst", "a", "[1, 2]"), "JSON object"),
+    (("clinic", "analyst", "a", '{"dataset": "other"}'), "names dataset 'other'"),
+    (("clinic", "analyst", "a", 5), "JSON text"),
+])
+def test_bad_workspaces_change_nothing(ledger, db, args, message):
+    ledger.save_workspace("clinic", "analyst", "a", '{"kept": true}')
+    before = dump(db)
+    with pytest.raises(ParameterError, match=message):
+        ledger.save_workspace(*args)
+    assert dump(db) == before
+
+
+def test_a_too_long_workspace_changes_nothing(ledger, db):
+    from dpcore.privacy.ledger.records import MAX_WORKSPACE_CHARS
+
+    before = dump(db)
+    with pytest.raises(ParameterError, match="at most"):
+        ledger.save_workspace("clinic", "analyst", "a",
+                              json.dumps({"x": "y" * MAX_WORKSPACE_CHARS}))
+    assert dump(db) == before
+
+
+def test_migration_v3_to_v4_adds_empty_workspaces_and_keeps_rows(db):
+    """A version-3 ledger opens as version 4: its rows are kept, workspaces start empty."""
+    _v2_ledger(db)
+    con = raw(db)
+    migration(db, 3)(con)
+    set_version(con, db, 3)
+    con.close()
+    assert Ledger(db).list_datasets()[0].kind == "two_view"  # migrates to version 4
+    assert stored_version(db) == 4
+    con = raw(db)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM workspaces").fetchone()[0] == 0
+        with pytest.raises(INTEGRITY):
+            con.execute("INSERT INTO workspaces VALUES ('clinic', 'boss', 'x', '{}', 't', 't')")
+        if not on_postgres(db):
+            con.execute("PRAGMA foreign_keys = ON")   # as every ledger connection has it
+        with pytest.raises(INTEGRITY):
+            con.execute("INSERT INTO workspaces VALUES ('ghost', 'analyst', 'x', '{}', 't', 't')")
+    finally:
+        con.close()
+    led = Ledger(db)
+    assert [r.run_id for r in led.list_runs("clinic")] == ["old-run"]
+    led.save_workspace("clinic", "analyst", "x", "{}")
+    assert [w.name for w in led.list_workspaces("clinic")] == ["x"]

@@ -31,6 +31,9 @@ Guarantees
   once from ``charged`` to ``done`` or ``failed``; a failed run keeps its charge.
 * **Idempotent per run id.** ``UNIQUE(run_id)``: charging the same run twice
   (a double click, a Streamlit rerun) returns the first charge.
+* **Workspaces are user state.** ``workspaces`` (version 4) holds each analyst's Explore
+  workspace (decisions, tags, notes, settings about released redescriptions) per dataset,
+  role and name; it is updated and deleted freely and spends nothing.
 * **Results before display.** :meth:`Ledger.store_result` writes the DP release
   and marks the run ``done`` in one transaction, so a reload, a second tab or a
   crash loses no paid-for result, and a crash mid-write leaves no partial row.
@@ -65,6 +68,7 @@ from dpcore.privacy.ledger.migrations import SCHEMA_VERSION
 from dpcore.privacy.ledger.migrations import _migrate_v1 as _migrate_v1  # migration tests
 from dpcore.privacy.ledger.migrations import _migrate_v2 as _migrate_v2  # migration tests
 from dpcore.privacy.ledger.migrations import _migrate_v3 as _migrate_v3  # migration tests
+from dpcore.privacy.ledger.migrations import _migrate_v4 as _migrate_v4  # migration tests
 from dpcore.privacy.ledger.records import (
     AUDIENCES,
     MAX_NAME_LENGTH,
@@ -75,6 +79,7 @@ from dpcore.privacy.ledger.records import (
     ChargeRecord,
     DatasetRecord,
     RunRecord,
+    WorkspaceRecord,
 )
 from dpcore.privacy.ledger.schemas import _schema_from_json as _schema_from_json
 from dpcore.privacy.ledger.schemas import _schema_to_json as _schema_to_json
@@ -83,5 +88,5 @@ from dpcore.privacy.ledger.store import DEFAULT_PATH, ENV_VAR, Ledger
 __all__ = [
     "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
     "Ledger", "DatasetRecord", "BudgetStatus", "ChargeRecord", "RunRecord", "AuditEntry",
-    "AuthEvent", "AUDIENCES", "MAX_NAME_LENGTH",
+    "AuthEvent", "AUDIENCES", "MAX_NAME_LENGTH", "WorkspaceRecord",
 ]

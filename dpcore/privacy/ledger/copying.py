@@ -4,8 +4,8 @@
 from one machine's file to a database several app servers share. Everything is copied as
 it is — datasets (schemas, sources, flags, digests, kinds), the cap history, every charge
 with its id and parts, runs with their status and audience, stored results (releases and
-owner diagnostics), and the owner-login log — so budgets, audit trails and results read
-the same afterwards; nothing is re-charged or refunded.
+owner diagnostics), the owner-login log and the analysts' workspaces — so budgets, audit
+trails, results and workspaces read the same afterwards; nothing is re-charged or refunded.
 
 The copy is one transaction on the target: it either holds everything or nothing. A
 target that holds anything is refused (a copy never merges two ledgers' budgets). The
@@ -25,7 +25,7 @@ from dpcore.privacy.ledger.store import Ledger
 
 __all__ = ["TABLES", "copy_ledger", "copy_command"]
 
-#: Tables in insertion order, with their columns (schema version 3) and read order.
+#: Tables in insertion order, with their columns (schema version 4) and read order.
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "datasets": (("name", "schema_json", "source_path", "public_demo", "confirmed",
                   "sandbox_of", "created_by", "created_at", "content_digest", "kind"), "name"),
@@ -36,6 +36,8 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
               "created_at", "finished_at", "audience"), "run_id"),
     "results": (("run_id", "result_json", "diagnostics_json", "created_at"), "run_id"),
     "auth_events": (("id", "created_at", "actor", "entry", "outcome", "detail"), "id"),
+    "workspaces": (("dataset", "role", "name", "workspace_json", "created_at", "updated_at"),
+                   "dataset, role, name"),
 }
 
 
@@ -75,7 +77,7 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
     -------
     dict
         Table name → number of rows copied (``datasets``, ``budgets`` (caps), ``charges``,
-        ``runs``, ``results``, ``auth_events`` (owner logins)).
+        ``runs``, ``results``, ``auth_events`` (owner logins), ``workspaces``).
 
     Raises
     ------
@@ -114,6 +116,8 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
                             (row["status"], row["error"], row["finished_at"], row["run_id"]))
         for row in rows["auth_events"]:
             _insert(con, "auth_events", row)
+        for row in rows["workspaces"]:
+            _insert(con, "workspaces", row)
         target._backend.reset_identities(con)
     return {table: len(found) for table, found in rows.items()}
 
@@ -123,6 +127,7 @@ def copy_command(source: str, target: str) -> int:
     copied = copy_ledger(Ledger.open(source), Ledger.open(target))
     from_, to = Ledger.open(source).location, Ledger.open(target).location
     print(f"copied {copied['datasets']} datasets, {copied['budgets']} caps, "
-          f"{copied['charges']} charges, {copied['runs']} runs, {copied['results']} results "
-          f"and {copied['auth_events']} owner-login events from {from_} to {to}")
+          f"{copied['charges']} charges, {copied['runs']} runs, {copied['results']} results, "
+          f"{copied['auth_events']} owner-login events and {copied['workspaces']} workspaces "
+          f"from {from_} to {to}")
     return 0

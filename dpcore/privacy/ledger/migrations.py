@@ -174,8 +174,32 @@ def _migrate_v3(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v4(con: sqlite3.Connection) -> None:
+    """Version 4: workspaces, an analyst's saved state on the Explore page.
+
+    One row per (dataset, role, name): the keep/reject decisions, tags, notes, picked runs,
+    threshold and list settings of :mod:`dpcore.redescriptions.workspace`, as JSON. Unlike
+    charges, a workspace is mutable user state (updated and deleted freely); it refers to
+    released redescriptions only, so it is no privacy record. ``role`` keeps an owner's
+    workspaces apart from analysts' (an analyst session never reads an owner's).
+    """
+    statements = [
+        """CREATE TABLE workspaces (
+            dataset        TEXT NOT NULL REFERENCES datasets(name),
+            role           TEXT NOT NULL CHECK (role IN ('analyst', 'owner')),
+            name           TEXT NOT NULL CHECK (length(name) > 0),
+            workspace_json TEXT NOT NULL,
+            created_at     TEXT NOT NULL,
+            updated_at     TEXT NOT NULL,
+            PRIMARY KEY (dataset, role, name))""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
+                                                          _migrate_v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

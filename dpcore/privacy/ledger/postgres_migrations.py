@@ -179,7 +179,24 @@ def _migrate_v3(con) -> None:
         con.execute(sql)
 
 
+def _migrate_v4(con) -> None:
+    """Version 4: workspaces, mutable per (dataset, role, name) (see SQLite's version 4)."""
+    statements = [
+        f"""CREATE TABLE workspaces (
+            dataset        {_TEXT} NOT NULL REFERENCES datasets(name),
+            role           {_TEXT} NOT NULL CHECK (role IN ('analyst', 'owner')),
+            name           {_TEXT} NOT NULL CHECK (length(name) > 0),
+            workspace_json {_TEXT} NOT NULL,
+            created_at     {_TEXT} NOT NULL,
+            updated_at     {_TEXT} NOT NULL,
+            PRIMARY KEY (dataset, role, name))""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
-MIGRATIONS: list[Callable[[object], None]] = [_migrate_v1, _migrate_v2, _migrate_v3]
+MIGRATIONS: list[Callable[[object], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
+                                              _migrate_v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 assert SCHEMA_VERSION == SQLITE_SCHEMA_VERSION, "both backends must have every version"

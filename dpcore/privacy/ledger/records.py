@@ -13,12 +13,15 @@ from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import KIND_TWO_VIEW
 
 __all__ = ["RUN_STATUSES", "AUDIENCES", "MAX_NAME_LENGTH", "DatasetRecord", "BudgetStatus",
-           "ChargeRecord", "RunRecord", "AuthEvent", "AuditEntry"]
+           "ChargeRecord", "RunRecord", "AuthEvent", "AuditEntry", "WorkspaceRecord",
+           "MAX_WORKSPACE_CHARS"]
 
 RUN_STATUSES = ("charged", "done", "failed")
 #: Who may read a run's stored result: everyone with access to the dataset, or its owner.
 AUDIENCES = ("everyone", "owner")
 MAX_NAME_LENGTH = 128
+#: Largest workspace JSON the ledger stores (characters): far above any real one.
+MAX_WORKSPACE_CHARS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -202,3 +205,30 @@ class AuditEntry:
     @property
     def epsilon(self) -> float:
         return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class WorkspaceRecord:
+    """An analyst's saved Explore workspace (mutable user state, not a privacy record).
+
+    Attributes
+    ----------
+    dataset : str
+        The dataset it belongs to.
+    role : str
+        ``analyst`` or ``owner``: the role of the sessions that may read and write it.
+    name : str
+        The workspace's name (the analyst's name, by default the role).
+    workspace_json : str
+        The workspace (:mod:`dpcore.redescriptions.workspace`) as JSON: decisions, tags,
+        notes and settings about released redescriptions only.
+    created_at, updated_at : str
+        ISO 8601 UTC times of the first and the latest save.
+    """
+
+    dataset: str
+    role: str
+    name: str
+    workspace_json: str
+    created_at: str
+    updated_at: str

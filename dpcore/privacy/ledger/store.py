@@ -21,12 +21,15 @@ from dpcore.errors import BudgetExceededError, DataError, ParameterError
 from dpcore.privacy.ledger.backends import backend_for
 from dpcore.privacy.ledger.records import (
     AUDIENCES,
+    MAX_NAME_LENGTH,
+    MAX_WORKSPACE_CHARS,
     AuditEntry,
     AuthEvent,
     BudgetStatus,
     ChargeRecord,
     DatasetRecord,
     RunRecord,
+    WorkspaceRecord,
 )
 from dpcore.privacy.ledger.schemas import schema_from_json, stored_schema
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
@@ -690,6 +693,113 @@ class Ledger:
                              "(process killed or crashed?); the charge is kept",
                              _stamp(now), run_id))
         return ids
+
+    # -- workspaces ----------------------------------------------------------------
+
+    @staticmethod
+    def _workspace_key(dataset, role, name) -> tuple[str, str, str]:
+        from dpcore.privacy.roles import ROLES
+
+        _check_name(dataset)
+        if role not in ROLES:
+            raise ParameterError(f"a workspace's role must be one of {', '.join(ROLES)}; "
+                                 f"got {role!r}")
+        if (not isinstance(name, str) or not name.strip() or name != name.strip()
+                or len(name) > MAX_NAME_LENGTH or not name.isprintable()):
+            raise ParameterError(f"a workspace name must be printable text of 1 to "
+                                 f"{MAX_NAME_LENGTH} characters without outer spaces; "
+                                 f"got {name!r}")
+        return dataset, role, name
+
+    @staticmethod
+    def _workspace_record(row) -> WorkspaceRecord:
+        return WorkspaceRecord(dataset=row["dataset"], role=row["role"], name=row["name"],
+                               workspace_json=row["workspace_json"],
+                               created_at=row["created_at"], updated_at=row["updated_at"])
+
+    def save_workspace(self, dataset: str, role: str, name: str,
+                       workspace_json: str) -> WorkspaceRecord:
+        """Create or replace the workspace ``(dataset, role, name)``; return it as stored.
+
+        Workspaces are mutable user state (not append-only like charges): saving again
+        replaces the JSON and the ``updated_at`` time, ``created_at`` stays. The ledger
+        checks the form only (a JSON object naming no other dataset, at most
+        :data:`~dpcore.privacy.ledger.records.MAX_WORKSPACE_CHARS` characters); what it
+        may hold is checked by :mod:`dpcore.redescriptions.workspace`.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, bad role or name, text that is not a JSON object, too long,
+            or naming another dataset; nothing is written.
+        """
+        dataset, role, name = self._workspace_key(dataset, role, name)
+        if not isinstance(workspace_json, str):
+            raise ParameterError("workspace_json must be JSON text")
+        if len(workspace_json) > MAX_WORKSPACE_CHARS:
+            raise ParameterError(f"a workspace may hold at most {MAX_WORKSPACE_CHARS} "
+                                 f"characters of JSON; got {len(workspace_json)}")
+        try:
+            doc = json.loads(workspace_json)
+        except ValueError as exc:
+            raise ParameterError(f"workspace_json is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise ParameterError("workspace_json must be a JSON object")
+        if doc.get("dataset", dataset) != dataset:
+            raise ParameterError(f"the workspace names dataset {doc.get('dataset')!r}, "
+                                 f"not {dataset!r}")
+        now = _stamp(_now())
+        with self._write() as con:
+            self._dataset_row(con, dataset)
+            con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, "
+                        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (dataset, role, name) DO UPDATE SET "
+                        "workspace_json = excluded.workspace_json, "
+                        "updated_at = excluded.updated_at",
+                        (dataset, role, name, workspace_json, now, now))
+            row = con.execute("SELECT * FROM workspaces WHERE dataset = ? AND role = ? "
+                              "AND name = ?", (dataset, role, name)).fetchone()
+        return self._workspace_record(row)
+
+    def get_workspace(self, dataset: str, role: str, name: str) -> WorkspaceRecord | None:
+        """The workspace ``(dataset, role, name)``, or None if none was saved.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, bad role or name.
+        """
+        dataset, role, name = self._workspace_key(dataset, role, name)
+        with self._read() as con:
+            self._dataset_row(con, dataset)
+            row = con.execute("SELECT * FROM workspaces WHERE dataset = ? AND role = ? "
+                              "AND name = ?", (dataset, role, name)).fetchone()
+        return None if row is None else self._workspace_record(row)
+
+    def list_workspaces(self, dataset: str, role: str | None = None) -> list[WorkspaceRecord]:
+        """The dataset's workspaces (only ``role``'s when given), by role then name."""
+        _check_name(dataset)
+        sql, args = "SELECT * FROM workspaces WHERE dataset = ?", [dataset]
+        if role is not None:
+            self._workspace_key(dataset, role, "x")
+            sql += " AND role = ?"
+            args.append(role)
+        with self._read() as con:
+            self._dataset_row(con, dataset)
+            rows = con.execute(sql + " ORDER BY role, name", args).fetchall()
+        return [self._workspace_record(r) for r in rows]
+
+    def delete_workspace(self, dataset: str, role: str, name: str) -> bool:
+        """Delete the workspace ``(dataset, role, name)``; whether there was one."""
+        dataset, role, name = self._workspace_key(dataset, role, name)
+        with self._write() as con:
+            self._dataset_row(con, dataset)
+            found = con.execute("SELECT 1 FROM workspaces WHERE dataset = ? AND role = ? "
+                                "AND name = ?" + self._lock, (dataset, role, name)).fetchone()
+            if found is not None:
+                con.execute("DELETE FROM workspaces WHERE dataset = ? AND role = ? "
+                            "AND name = ?", (dataset, role, name))
+        return found is not None
 
     # -- audit ---------------------------------------------------------------------
 
