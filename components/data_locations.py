@@ -16,8 +16,8 @@ from pathlib import Path
 from dpcore.data.loading import sample_data_dir
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 
-__all__ = ["DATA_DIR_ENV", "data_root", "data_location_text", "ledger_location_text",
-           "hide_server_paths"]
+__all__ = ["DATA_DIR_ENV", "data_root", "declared_files", "data_location_text",
+           "ledger_location_text", "hide_server_paths"]
 
 #: Environment variable naming the upload folder.
 DATA_DIR_ENV = "DPRM_DATA_DIR"
@@ -43,17 +43,39 @@ def _relative(path: Path, root: Path) -> str | None:
     return None
 
 
+#: The keys of a sequence schema's ``files`` that name files (the others name columns).
+_SEQUENCE_FILE_KEYS = ("records", "alphabet", "events")
+
+
+def declared_files(schema) -> list[str]:
+    """The file names a schema of any kind declares, relative to its folder, sorted.
+
+    Two-view tables: each view's file; sequence datasets: the records, alphabet or events
+    file; labelled tables: the table file. Public to the owner only (they are the owner's
+    names, not server paths).
+    """
+    views = getattr(schema, "views", None)
+    if views is not None:
+        return sorted({v.file for v in views if v.file})
+    files = getattr(schema, "files", None)
+    if isinstance(files, dict):
+        return sorted({files[k] for k in _SEQUENCE_FILE_KEYS if files.get(k)})
+    single = getattr(schema, "file", None)
+    return [single] if single else []
+
+
 def data_location_text(record: DatasetRecord, ledger: Ledger) -> str:
     """Where ``record``'s files are, in words and without server paths (markdown).
 
     ``sample data: clinic (diagnoses.csv, labs.csv)``, ``upload folder: uploaded (left.csv,
     right.csv)``, ``Python package sklearn (load_diabetes)``, or ``a folder on the server``.
+    Any kind of dataset: the files are those its schema declares (:func:`declared_files`).
     """
     schema = record.schema
-    if schema.source is not None:
-        return (f"Python package `{schema.source['package']}` "
-                f"(`{schema.source['loader']}`)")
-    files = sorted({v.file for v in schema.views if v.file})
+    source = getattr(schema, "source", None)
+    if source is not None:
+        return f"Python package `{source['package']}` (`{source['loader']}`)"
+    files = declared_files(schema)
     listed = f" ({', '.join(f'`{f}`' for f in files)})" if files else ""
     if not record.source_path:
         return "no stored location"
