@@ -1,13 +1,14 @@
 """Black-box DP audit of every miner on neighbouring datasets (docs/PRIVACY.md, "Black-box
 audit"), and unit tests of the lower-bound estimator ``dpcore.privacy.audit``.
 
-For each miner — MCMCTreePair, AltMCMC, AltExpM, SerenadeES, SerenadeCS, PFS2 and MC-GEN-DP,
-strict mode — the whole miner runs many times on a small dataset D and on its neighbour D′
-(one row or record added, the relation of docs/PRIVACY.md §2), each run with fresh noise and
-a throwaway accountant (never a ledger). A few output events, fixed before the runs, are
-counted on both, and ``dpcore.privacy.audit`` turns the counts into a lower bound ε_lower on
-the run's ε with joint confidence 0.999 (one-sided Clopper–Pearson bounds, Bonferroni over
-events and both directions). Two assertions per miner:
+For each miner — MCMCTreePair (with either pair score), AltMCMC, AltExpM, SerenadeES,
+SerenadeCS, PFS2 and MC-GEN-DP, strict mode — the whole miner runs many times on a small
+dataset D and on its neighbour D′ (one row or record added, the relation of docs/PRIVACY.md
+§2), each run with fresh noise and a throwaway accountant (never a ledger). A few output
+events, fixed before the runs, are counted on both, and ``dpcore.privacy.audit`` turns the
+counts into a lower bound ε_lower on the run's ε with joint confidence 0.999 (one-sided
+Clopper–Pearson bounds, Bonferroni over events and both directions). Two assertions per
+miner:
 
 * the real miner: ε_lower ≤ ε (its loss is not detectably above ε), and ≤ the ε its privacy
   argument gives for the design (the tree miners' trees are forced: 0.9ε or ε/3);
@@ -61,6 +62,7 @@ from dpcore.redescriptions.serenade import miner as serenade_miner
 from dpcore.registry import (
     ALTEXPM,
     ALTMCMC,
+    COUNT_SCORE,
     MCGEN,
     MCMCTREEPAIR,
     PFS2,
@@ -273,10 +275,10 @@ def two_view_dataset(extra_row: bool) -> TwoViewDataset:
     return TwoViewDataset.from_arrays(schema, a[None, :], b[None, :])
 
 
-def tree_params(algorithm: str) -> MiningParams:
+def tree_params(algorithm: str, **overrides) -> MiningParams:
     """One trial, one alternation, depth 1; MCMCTreePair: ω = 0.1, so 0.9ε pays the table."""
     return MiningParams(algorithm=algorithm, epsilon=EPSILON, omega=0.1, in_tr=1, rm_iter=1,
-                        depth=1, mc_iter=20)
+                        depth=1, mc_iter=20, **overrides)
 
 
 def serenade_params(algorithm: str) -> MiningParams:
@@ -408,6 +410,10 @@ AUDITS = [
     # table, whose ε is 0.9ε (MCMCTreePair, ω = 0.1) or ε/3 (AltMCMC, AltExpM).
     (MCMCTREEPAIR, lambda: run_redescriptions(tree_params(MCMCTREEPAIR)), two_view_dataset,
      TREE_EVENTS, 1000, 2, 0.9),
+    # The count-scale pair score (PRIVACY.md S2c): same design, the chain charged at Δ = 2.
+    (f"{MCMCTREEPAIR}-{COUNT_SCORE}",
+     lambda: run_redescriptions(tree_params(MCMCTREEPAIR, tree_score=COUNT_SCORE)),
+     two_view_dataset, TREE_EVENTS, 1000, 2, 0.9),
     (ALTMCMC, lambda: run_redescriptions(tree_params(ALTMCMC)), two_view_dataset,
      TREE_EVENTS, 2500, 4, 1 / 3),
     (ALTEXPM, lambda: run_redescriptions(tree_params(ALTEXPM)), two_view_dataset,
@@ -441,3 +447,78 @@ def test_miner_passes_the_audit_and_its_broken_variant_is_caught(
     assert broken.epsilon_lower > EPSILON, (
         f"{name} with 1/{factor} of its noise was NOT caught: ε_lower = "
         f"{broken.epsilon_lower:.3f} ≤ ε = {EPSILON} ({broken.summary()}) {MSG}")
+
+
+# ------------------------------------------------------------------ the pair chain's choice
+
+#: MCMCTreePair with the count-scale score, where the trees are NOT forced: the left view has
+#: two Boolean attributes a1, a2 (depth 1: the left tree splits on one of them), the right
+#: view one, b. D: 15 rows a1 = a2 = b = 1 and 15 rows a1 = a2 = b = 0, symmetric in a1 ↔ a2,
+#: so the pair chain picks a2 with probability 1/2 whatever the target; D′ adds the row
+#: (a1 = 1, a2 = 0, b = 1), which makes the a1 tree purer and the a2 tree less pure by almost
+#: one row in each tree (gap 1.875 rows when the target is a1 or a2, 3.75 when it is b; the
+#: target attribute is drawn uniformly from the three, independently of the data). With
+#: ω = 0.99 the pair gets ε_T = 0.99ε, so P_D′(a2) = 1/3·σ(−3.75·ε_T/4) + 2/3·σ(−1.875·ε_T/4)
+#: = 0.35 at stationarity (σ the logistic function): an exact loss of ln(0.5/0.35) ≈ 0.36
+#: ≤ ε_T. The broken chain samples at 4·ε_T (accountant still charged ε_T) — loss ≈ 1.7.
+STRUCTURE_ROWS = {(1, 1, 1): 15, (0, 0, 0): 15}
+STRUCTURE_EXTRA = (1, 0, 1)
+STRUCTURE_OMEGA = 0.99
+
+
+def structure_dataset(extra_row: bool) -> TwoViewDataset:
+    schema = Schema("audit", (Attribute("a1", 0, BOOLEAN), Attribute("a2", 0, BOOLEAN),
+                              Attribute("b", 1, BOOLEAN)),
+                    (ViewSpec("l"), ViewSpec("r")), grid_bins=1)
+    rows = [r for r, n in STRUCTURE_ROWS.items() for _ in range(n)]
+    rows += [STRUCTURE_EXTRA] * int(extra_row)
+    cols = np.array(rows, dtype=float).T
+    return TwoViewDataset.from_arrays(schema, cols[:2], cols[2:])
+
+
+def left_splits_on_a2(result) -> bool:
+    left = next(t for t in result.trees if t.view == 0)
+    return any(n.attribute == "a2" for n in left.nodes)
+
+
+def structure_loss(factor: float) -> float:
+    """Exact log-ratio of {left tree splits on a2} between D and D′ at stationarity."""
+    eps_t = factor * STRUCTURE_OMEGA * EPSILON
+
+    def p_a2(gap):
+        return 1.0 / (1.0 + math.exp(eps_t * gap / 4.0))
+
+    return math.log(0.5 / (p_a2(3.75) / 3 + 2 * p_a2(1.875) / 3))
+
+
+@pytest.mark.slow
+def test_count_score_pair_choice_passes_the_audit_and_a_hotter_chain_is_caught(monkeypatch):
+    """The structure the count-scale chain releases, audited on its own (the forced designs
+    above cannot see it): ε_lower ≤ ε_T for the real chain; a chain that samples at 4·ε_T
+    while charging ε_T is caught (ε_lower > ε)."""
+    from dpcore.redescriptions import bitset_mcmc
+
+    params = MiningParams(algorithm=MCMCTREEPAIR, epsilon=EPSILON, omega=STRUCTURE_OMEGA,
+                          in_tr=1, depth=1, mc_iter=50, tree_score=COUNT_SCORE)
+    audit = Audit(f"{MCMCTREEPAIR}-{COUNT_SCORE}-structure", run_redescriptions(params),
+                  structure_dataset(False), structure_dataset(True),
+                  {"left tree splits on a2": left_splits_on_a2}, 2000, 4,
+                  STRUCTURE_OMEGA * EPSILON)
+    assert structure_loss(1) < audit.claim < EPSILON < structure_loss(4)
+    report = _audit(audit, "real")
+    assert report.epsilon_lower <= audit.claim, (
+        f"the count-scale pair chain looks less private than ε_T = {audit.claim}: "
+        f"ε_lower = {report.epsilon_lower:.3f} ({report.summary()}) {MSG}")
+
+    real_chain = bitset_mcmc.mcmc_tree_pair_bits
+
+    def hotter(*args):
+        args = list(args)
+        args[16] = audit.broken_factor * args[16]     # epsilon, as trees.sample_tree_pair
+        return real_chain(*args)                     # passes it (charged: the planned ε_T)
+
+    monkeypatch.setattr(bitset_mcmc, "mcmc_tree_pair_bits", hotter)
+    broken = _audit(audit, f"chain ε×{audit.broken_factor}")
+    assert broken.epsilon_lower > EPSILON, (
+        f"a count-scale chain at {audit.broken_factor}·ε_T was NOT caught: ε_lower = "
+        f"{broken.epsilon_lower:.3f} ({broken.summary()}) {MSG}")
