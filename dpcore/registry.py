@@ -120,7 +120,8 @@ PARAMETER_SYMBOLS = MappingProxyType({
     "max_cells": "max cells", "budget_classes": "ε_Y share", "budget_features": "ε_F share",
     "budget_cell_counts": "counts share", "budget_cell_sums": "sums share",
     "fixed_point_bits": "bits", "min_eigenvalue": "λ_min", "shrinkage": "shrinkage",
-    "marginal_bins": "bins",
+    "marginal_bins": "bins", "histogram_bins": "histogram bins",
+    "max_correlation_noise": "max correlation noise",
     # paid queries of the analyst's own
     "left_query": "left query", "right_query": "right query"})
 
@@ -357,7 +358,8 @@ _BASELINE_PARAMETERS = ("epsilon", "mode", "theta", "eta", "l1", "budget_records
 _MCGEN_FAITHFUL = ("epsilon", "mode", "k", "feature_groups", "grouping", "group_threshold")
 _MCGEN_STRICT = _MCGEN_FAITHFUL + ("cells", "grid_bins", "max_cells", "budget_classes",
                                    "budget_features", "budget_cell_counts", "budget_cell_sums",
-                                   "fixed_point_bits", "min_eigenvalue", "shrinkage")
+                                   "fixed_point_bits", "min_eigenvalue", "shrinkage",
+                                   "histogram_bins", "max_correlation_noise")
 
 _TREES = "dpcore.redescriptions.params"
 _MINING = "dpcore.redescriptions.mining"

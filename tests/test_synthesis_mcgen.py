@@ -69,7 +69,8 @@ def run(table, rng_seed=0, **kwargs):
                                                             ["glucose", "insulin", "bmi"],
                                                             ["blood_pressure"],
                                                             ["skin_thickness", "pedigree"]]},
-                                    {"cells": SINGLE, "epsilon": 0.3}, {"k": 20, "epsilon": 5}])
+                                    {"cells": SINGLE, "epsilon": 0.3}, {"k": 20, "epsilon": 5},
+                                    {"max_correlation_noise": 1e6, "grouping": "threshold"}])
 def test_strict_spends_exactly_epsilon_with_integer_noise_and_the_stated_sensitivities(
         pima, kwargs):
     params = SynthesisParams(**kwargs)
@@ -81,16 +82,27 @@ def test_strict_spends_exactly_epsilon_with_integer_noise_and_the_stated_sensiti
     assert {c.mechanism for c in calls} == {"discrete_laplace"}
     assert calls[0].sensitivity == 1 and "per class" in calls[0].label
     groups = result.feature_groups
-    counted = [any(n > 1 for n in g["cells"].values()) for g in result.groups]
-    shares = mechanism_shares(params, [len(g) for g in groups], counted)
+    released = result.feature_distances is not None
+    histogram = [g["model"] == "histogram" for g in result.groups]
+    # one-feature groups of a grid run are histograms; cells = single keeps one Gaussian
+    assert histogram == [len(g) == 1 and params.cells != SINGLE for g in groups]
+    counted = [h or any(n > 1 for n in g["cells"].values())
+               for h, g in zip(histogram, result.groups)]
+    shares = mechanism_shares(params, [len(g) for g in groups], counted,
+                              [not h for h in histogram], histogram,
+                              features_released=released or params.groups_given)
     assert [c.epsilon_nano for c in calls] == [s.epsilon_nano for s in shares]
+    assert sum(g["epsilon_nano"] for g in result.groups) + calls[0].epsilon_nano + sum(
+        c.epsilon_nano for c in calls if "feature correlations" in c.label) == \
+        epsilon_to_nano(params.epsilon)
     expected = [1.0]
-    if not params.groups_given:
+    if released:
         p = pima.schema.n_features
         expected += [p * L, (p * (p - 1) // 2 + p) * L**2]
-    for g, c in zip(groups, counted):
+    for g, c, h in zip(groups, counted, histogram):
         p = len(g)
-        expected += ([1.0] if c else []) + [p * L, (p * (p - 1) // 2 + p) * L**2]
+        expected += [1.0] if h else \
+            ([1.0] if c else []) + [p * L, (p * (p - 1) // 2 + p) * L**2]
     assert [c.sensitivity for c in calls] == expected
     assert result.mechanism_calls == [c.__dict__ for c in calls]
 
@@ -182,7 +194,7 @@ def test_owner_groups_are_used_and_a_categorical_is_never_split(mixed):
     result, _ = run(mixed, feature_groups=groups)
     assert result.feature_groups == [["age", "sex"], groups[1]]
     assert result.feature_distances is None
-    dp, _ = run(mixed)
+    dp, _ = run(mixed, max_correlation_noise=1e6)
     assert sorted(f for g in dp.feature_groups for f in g) == \
         sorted(adult_like_schema().feature_names)
     assert np.asarray(dp.feature_distances).shape == (14, 14)

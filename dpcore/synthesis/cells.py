@@ -23,8 +23,9 @@ import numpy as np
 
 from dpcore.synthesis.moments import GroupLayout
 
-__all__ = ["CellGrid", "NOISE_SCALES_PER_CELL", "target_cells", "choose_grid", "assign_cells",
-           "constrain_to_cells"]
+__all__ = ["CellGrid", "NOISE_SCALES_PER_CELL", "HISTOGRAM_NOISE_SCALES", "target_cells",
+           "choose_grid", "histogram_grid", "assign_cells", "constrain_to_cells",
+           "uniform_in_cells"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,11 @@ class CellGrid:
 
 #: Records a cell should expect, in scales of its count noise (see the module docstring).
 NOISE_SCALES_PER_CELL = 4.0
+#: A one-feature histogram group: records a bin should expect, in scales of its count noise.
+#: Lower than for Gaussian cells: a histogram bin carries no model fitted to its records, and
+#: its noise averages out over the bins (measured: 4 scales per bin gave the Pima-shaped
+#: table's small class 7 bins and cost 0.01–0.03 accuracy against 16 bins at ε = 1).
+HISTOGRAM_NOISE_SCALES = 1.0
 
 
 def target_cells(noisy_class_count: float, *, k: int, max_cells: int,
@@ -81,6 +87,20 @@ def choose_grid(layout: GroupLayout, *, target: int, grid_bins: int) -> CellGrid
             bins.append(card)
             cells *= card
     return CellGrid(tuple(feats), tuple(bins))
+
+
+def histogram_grid(layout: GroupLayout, *, target: int, max_bins: int) -> CellGrid:
+    """The public grid of a one-feature histogram group.
+
+    A numeric feature gets min(max_bins, max(target, 1)) equal-width bins over its public
+    bounds; a categorical one its declared levels (whatever ``target``: a histogram of the
+    levels). ``target`` comes from N̂_y and public parameters only (:func:`target_cells`).
+    """
+    if layout.p != 1:
+        raise ValueError("a histogram group has exactly one feature")
+    if layout.numeric[0]:
+        return CellGrid((0,), (int(min(max_bins, max(target, 1))),))
+    return CellGrid((0,), (int(layout.widths[0]),))
 
 
 def _bin_of(encoded_group: np.ndarray, layout: GroupLayout, pos: int, card: int) -> np.ndarray:
@@ -119,3 +139,23 @@ def constrain_to_cells(draws: np.ndarray, cells: np.ndarray, layout: GroupLayout
             block[np.arange(draws.shape[0]), index] = 1.0
             draws[:, cols] = block
     return draws
+
+
+def uniform_in_cells(cells: np.ndarray, layout: GroupLayout, grid: CellGrid,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Draws of a histogram group (post-processing): float64[n, D_m] for cell indices ``cells``.
+
+    A grid-split numeric feature is drawn uniformly inside its cell's bin, one not split
+    uniformly over its bounds [−1, 1]; a categorical one is set to its cell's level.
+    """
+    out = np.zeros((cells.shape[0], layout.width))
+    num = np.flatnonzero(layout.numeric)
+    out[:, num] = rng.uniform(-1.0, 1.0, size=(cells.shape[0], num.shape[0]))
+    for pos, card, stride in zip(grid.features, grid.bins, grid.strides()):
+        index = (cells // stride) % card
+        cols = np.flatnonzero(layout.owner == pos)
+        if layout.numeric[cols[0]]:
+            out[:, cols[0]] = -1.0 + 2.0 * (index + rng.random(cells.shape[0])) / card
+        else:
+            out[np.arange(cells.shape[0]), cols[index]] = 1.0
+    return out

@@ -54,11 +54,14 @@ import numpy as np
 from dpcore.errors import ParameterError
 from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.cells import (
+    HISTOGRAM_NOISE_SCALES,
     CellGrid,
     assign_cells,
     choose_grid,
     constrain_to_cells,
+    histogram_grid,
     target_cells,
+    uniform_in_cells,
 )
 from dpcore.synthesis.fixedpoint import to_fixed
 from dpcore.synthesis.grouping import association_distance, pearson_distance, upgma_groups
@@ -90,7 +93,8 @@ from dpcore.synthesis.params import (
 from dpcore.synthesis.schema import TableSchema, value_text
 from dpcore.synthesis.table import SynthesisTable
 
-__all__ = ["McgenModel", "noisy_class_counts", "dp_feature_groups", "fit_mcgen_dp",
+__all__ = ["McgenModel", "noisy_class_counts", "dp_feature_groups", "correlation_noise",
+           "EMPTY_CELL_SCALES", "fit_mcgen_dp",
            "sample_mcgen_dp", "FaithfulOutput", "run_faithful", "FAITHFUL_NOT_DP"]
 
 #: The steps of faithful MC-GEN that are not ε-DP (recorded in every faithful result).
@@ -127,6 +131,27 @@ def _slot(shares, phase: str, index: int, part: str) -> int:
         if s.phase == phase and s.index == index and s.part == part:
             return s.epsilon_nano
     raise ParameterError(f"no budget share for {phase}/{index}/{part}")
+
+
+def correlation_noise(params: SynthesisParams, n_features: int, n_total: float) -> float:
+    """Predicted standard deviation of one noisy second moment E[x_a·x_b] (encoded units²).
+
+    The features release (one cell of all records) adds discrete Laplace noise of scale
+    b = Δ_Q/ε_F,moments with Δ_Q = (C(p, 2) + p)·L² (every feature counted as numeric, the
+    worst case; categoricals only lower Δ_Q); one entry divided by the noisy record count
+    N̂ = Σ_y max(N̂_y, 0) has standard deviation √2·b/(L²·N̂). Depends on public parameters
+    and the DP counts N̂_y only, so deciding on it is post-processing.
+    """
+    p = int(n_features)
+    slot = _slot(mechanism_shares(params, [p]), FEATURES, 0, MOMENTS) / 1e9
+    scale = (p * (p - 1) // 2 + p) / slot          # b/L²
+    return float(np.sqrt(2.0) * scale / max(float(n_total), 1.0))
+
+
+#: Strict Gaussian groups: a cell whose noisy count is below this many count-noise scales is
+#: given weight 0 (post-processing of the count: an empty cell's noisy count is ≈ noise,
+#: and its model would be the shrinkage prior).
+EMPTY_CELL_SCALES = 2.0
 
 
 def dp_feature_groups(table: SynthesisTable, params: SynthesisParams, shares, *, rng,
@@ -190,6 +215,12 @@ class McgenModel:
         The noisy feature distances (groups built from data).
     true_cells : list of dict
         Owner-only: true cell counts per group and class (NOT private).
+    histogram : list of bool
+        Per group: a histogram group (one feature, counts only, uniform inside a bin).
+    shares : list of BudgetSlot
+        Every mechanism call's ε as spent (sums exactly to the run's ε).
+    correlations_released : bool
+        False when the public rule on N̂ skipped the noisy correlations (singleton groups).
     """
 
     schema: TableSchema
@@ -201,6 +232,9 @@ class McgenModel:
     offsets: list[np.ndarray]
     feature_distances: np.ndarray | None = None
     true_cells: list[dict] = field(default_factory=list)
+    histogram: list[bool] = field(default_factory=list)
+    shares: list = field(default_factory=list)
+    correlations_released: bool = True
 
     def rows_per_class(self) -> np.ndarray:
         """Synthetic rows per class: max(round(N̂_y), 0)."""
@@ -237,31 +271,47 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
 
     started = time.perf_counter()
     distance = None
+    released = True
     if params.groups_given:
         groups = [np.array([schema.feature_index(n) for n in g]) for g in params.feature_groups]
+    elif correlation_noise(params, p, float(np.maximum(n_hat, 0).sum())) \
+            > params.max_correlation_noise:
+        # Public rule on N̂: the noisy correlations would be noise. Every feature is its own
+        # group, nothing is released for the grouping, and ε_F joins the groups' budget.
+        released = False
+        groups = [np.array([j]) for j in range(p)]
     else:
         _progress(progress, 0.05, "feature groups from noisy correlations")
         groups, distance, _ = dp_feature_groups(table, params, head, rng=rng,
                                              accountant=accountant, n_hat=n_hat, values=values)
     layouts = [group_layout(schema, g) for g in groups]
+    histogram = [params.cells == GRID and lay.p == 1 for lay in layouts]
     # Grids from N̂_y and public parameters only; a group with one cell per class needs no
-    # counts, and then its ε goes to the sums and moments.
-    nominal = mechanism_shares(params, [lay.p for lay in layouts])
+    # counts, and then its ε goes to the sums and moments. A one-feature group is a noisy
+    # histogram (counts only) over a grid with ≥ HISTOGRAM_NOISE_SCALES noise scales per bin.
+    nominal = mechanism_shares(params, [lay.p for lay in layouts], histogram=histogram,
+                               features_released=released)
     grids = []
     for m, layout in enumerate(layouts):
         count_scale = 1e9 / _slot(nominal, GROUPS, m, COUNTS)  # 1/ε_counts (public)
+        if histogram[m]:
+            grids.append([histogram_grid(layout, max_bins=params.histogram_bins, target=max(
+                2, int(max(float(n_hat[y]), 0.0) // (HISTOGRAM_NOISE_SCALES * count_scale))))
+                for y in range(schema.n_classes)])
+            continue
         grids.append([choose_grid(layout, grid_bins=params.grid_bins, target=(
             target_cells(float(n_hat[y]), k=params.k, max_cells=params.max_cells,
                          count_noise_scale=count_scale) if params.cells == GRID else 1))
             for y in range(schema.n_classes)])
-    counted = [any(g.n_cells > 1 for g in grids_m) for grids_m in grids]
-    with_moments = [lay.pairs[0].shape[0] > 0 for lay in layouts]
-    shares = mechanism_shares(params, [lay.p for lay in layouts], counted, with_moments)
+    counted = [h or any(g.n_cells > 1 for g in grids_m) for h, grids_m in zip(histogram, grids)]
+    with_moments = [not h and lay.pairs[0].shape[0] > 0 for h, lay in zip(histogram, layouts)]
+    shares = mechanism_shares(params, [lay.p for lay in layouts], counted, with_moments,
+                              histogram, features_released=released)
     timings["features"] = time.perf_counter() - started
 
     started = time.perf_counter()
     by_class = [np.flatnonzero(table.labels == y) for y in range(schema.n_classes)]
-    models, released, offsets, true_cells = [], [], [], []
+    models, releases, offsets, true_cells = [], [], [], []
     encoded_all = table.encoded()
     for m, layout in enumerate(layouts):
         _progress(progress, 0.1 + 0.8 * m / len(layouts),
@@ -280,27 +330,62 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
         moments = np.concatenate([s[2] for s in stats])
         names = ", ".join(schema.features[f].name for f in layout.features)
         e_counts = _slot(shares, GROUPS, m, COUNTS) if counted[m] else None
+        e_sums = None if histogram[m] else _slot(shares, GROUPS, m, SUMS)
         noisy = release_cell_statistics(
             counts, sums, moments, layout=layout, bits=bits,
-            epsilon_nano=(e_counts, _slot(shares, GROUPS, m, SUMS),
+            epsilon_nano=(e_counts, e_sums,
                           _slot(shares, GROUPS, m, MOMENTS) if with_moments[m] else None),
-            rng=rng, accountant=accountant, label=f"group {m + 1} ({names})",
+            rng=rng, accountant=accountant,
+            label=f"group {m + 1} ({names})" + (" histogram" if histogram[m] else ""),
             parallel=int(counts.shape[0]), known_counts=None if counted[m] else n_hat)
         starts = np.asarray(starts, dtype=np.int64)
         models_m = []
+        floor = EMPTY_CELL_SCALES * 1e9 / e_counts if e_counts else 0.0
         for y in range(schema.n_classes):
             part = slice(starts[y], starts[y + 1])
-            models_m.append(gaussian_cells(
-                NoisyCellStatistics(noisy.counts[part], noisy.sums[part], noisy.moments[part]),
-                layout, bits, shrinkage=params.shrinkage, min_eigenvalue=params.min_eigenvalue))
+            stats_y = NoisyCellStatistics(noisy.counts[part], noisy.sums[part],
+                                          noisy.moments[part])
+            if histogram[m]:
+                w = np.maximum(stats_y.counts.astype(np.float64), 0.0)
+                empty = np.zeros((w.shape[0], layout.width, layout.width))
+                models_m.append(GaussianCells(w, np.zeros((w.shape[0], layout.width)), empty,
+                                              empty))
+                continue
+            model_y = gaussian_cells(stats_y, layout, bits, shrinkage=params.shrinkage,
+                                     min_eigenvalue=params.min_eigenvalue)
+            if model_y.weights.shape[0] > 1:
+                keep = model_y.weights >= floor
+                if keep.any():
+                    model_y.weights = np.where(keep, model_y.weights, 0.0)
+            models_m.append(model_y)
         models.append(models_m)
-        released.append(noisy)
+        releases.append(noisy)
         offsets.append(starts)
         true_cells.append({value_text(schema.classes[y]): [int(c) for c in s[0]]
                            for y, s in enumerate(stats)})
     timings["groups"] = time.perf_counter() - started
-    return McgenModel(schema, n_hat, layouts, grids, models, released, offsets, distance,
-                      true_cells)
+    return McgenModel(schema, n_hat, layouts, grids, models, releases, offsets, distance,
+                      true_cells, histogram, shares, released)
+
+
+def _draw_levels(draws: np.ndarray, choice: np.ndarray, means: np.ndarray, layout: GroupLayout,
+                 grid: CellGrid, rng) -> None:
+    """Categoricals of a Gaussian group not split by its grid: each synthetic row draws its
+    level from its cell's noisy level frequencies (the one-hot means, ∝ max(μ, 0)) instead of
+    the argmax of a Gaussian draw, which over-picks the commonest level (post-processing, in
+    place)."""
+    for pos, width in enumerate(layout.widths):
+        cols = np.flatnonzero(layout.owner == pos)
+        if layout.numeric[cols[0]] or pos in grid.features:
+            continue
+        prob = np.maximum(means[:, cols], 0.0)
+        total = prob.sum(axis=1, keepdims=True)
+        prob = np.where(total > 0, prob / np.where(total > 0, total, 1.0), 1.0 / width)
+        cdf = np.cumsum(prob[choice], axis=1)
+        level = np.minimum((rng.random(choice.shape[0])[:, None] > cdf).sum(axis=1), width - 1)
+        block = np.zeros((choice.shape[0], width))
+        block[np.arange(choice.shape[0]), level] = 1.0
+        draws[:, cols] = block
 
 
 def sample_mcgen_dp(model: McgenModel, *, rng, progress=None
@@ -331,8 +416,12 @@ def sample_mcgen_dp(model: McgenModel, *, rng, progress=None
             w = cells.weights
             prob = w / w.sum() if w.sum() > 0 else np.full(w.shape[0], 1.0 / w.shape[0])
             choice = rng.choice(w.shape[0], size=n, p=prob)
-            draws = sample_gaussians(cells.means, cells.factors, choice, rng)
-            constrain_to_cells(draws, choice, layout, grid)
+            if model.histogram and model.histogram[m]:
+                draws = uniform_in_cells(choice, layout, grid, rng)
+            else:
+                draws = sample_gaussians(cells.means, cells.factors, choice, rng)
+                _draw_levels(draws, choice, cells.means, layout, grid, rng)
+                constrain_to_cells(draws, choice, layout, grid)
             out[starts[y]:starts[y + 1], layout.columns] = draws
     return out, labels
 

@@ -209,7 +209,7 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
         encoded, labels = sample_mcgen_dp(model, rng=rng, progress=progress)
         timings["generate"] = time.perf_counter() - gen_started
         groups = [[schema.features[f].name for f in lay.features] for lay in model.layouts]
-        shares = mechanism_shares(params, [lay.p for lay in model.layouts])
+        shares = model.shares
         group_info = []
         for m, lay in enumerate(model.layouts):
             group_info.append({
@@ -220,7 +220,8 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
                           for y, c in enumerate(schema.classes)},
                 "grid": {value_text(c): [schema.features[lay.features[pos]].name
                                          for pos in model.grids[m][y].features]
-                         for y, c in enumerate(schema.classes)}})
+                         for y, c in enumerate(schema.classes)},
+                "model": "histogram" if model.histogram[m] else "gaussian"})
         counts = {value_text(c): int(n) for c, n in zip(schema.classes,
                                                           model.rows_per_class())}
         if model.feature_distances is not None:

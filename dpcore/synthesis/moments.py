@@ -179,6 +179,8 @@ def release_cell_statistics(counts, sums, moments, *, layout: GroupLayout, bits:
     class's records, whose noisy count N̂_y was released before). Then no count release is
     made, ``epsilon_nano`` is (None, sums, moments), and the result carries ``known_counts``.
     A group without released pairs (one categorical feature) takes ``None`` for the moments.
+    A histogram group takes (counts, None, None): only its cell counts are released (the
+    returned sums and moments are zeros, never used).
     """
     e_counts, e_sums, e_moments = epsilon_nano
     if known_counts is None:
@@ -187,6 +189,11 @@ def release_cell_statistics(counts, sums, moments, *, layout: GroupLayout, bits:
                                         label=f"{label}: cell counts", parallel=parallel)
     else:
         noisy_counts = np.asarray(known_counts, dtype=np.int64).copy()
+    if e_sums is None:  # a histogram group: counts only
+        if known_counts is not None or e_moments is not None:
+            raise ValueError("a counts-only release needs its own counts and no moments")
+        return NoisyCellStatistics(noisy_counts, np.zeros_like(sums),
+                                   np.zeros((sums.shape[0], 0), dtype=np.int64))
     noisy_sums = discrete_laplace(sums, sensitivity=layout.sum_sensitivity(bits),
                                   epsilon_nano=int(e_sums), rng=rng, accountant=accountant,
                                   label=f"{label}: cell sums (fixed point, L = "

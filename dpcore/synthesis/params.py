@@ -114,6 +114,14 @@ HELP = {
     "shrinkage": "Strict: pseudo-records pulling each cell's noisy moments towards its "
                  "class's pooled moments (post-processing; 0 = none).",
     "marginal_bins": "Floor: equal-width bins per numeric feature over its public bounds.",
+    "histogram_bins": "Strict: a feature group of one feature is a noisy class-conditional "
+                      "histogram (counts only): at most this many equal-width bins of a "
+                      "numeric feature's public bounds, fewer when N̂_y is small.",
+    "max_correlation_noise": "Strict, no groups given: the noisy correlations are released "
+                             "only if the predicted noise (standard deviation) of one noisy "
+                             "second moment, from N̂ and ε_F, is at most this (encoded "
+                             "units²); otherwise every feature is its own group and ε_F "
+                             "goes to the groups. Large = always release.",
 }
 
 
@@ -181,6 +189,8 @@ class SynthesisParams:
     min_eigenvalue: float = 1e-2
     shrinkage: float = 10.0
     marginal_bins: int = 16
+    histogram_bins: int = 16
+    max_correlation_noise: float = 0.01
 
     def __post_init__(self):
         if self.feature_groups is not None:
@@ -218,6 +228,10 @@ class SynthesisParams:
         _int_range("grid_bins", self.grid_bins, 2, 1024)
         _int_range("max_cells", self.max_cells, 1, 4096)
         _int_range("marginal_bins", self.marginal_bins, 1, 4096)
+        _int_range("histogram_bins", self.histogram_bins, 2, 4096)
+        if not 0.0 < _number("max_correlation_noise", self.max_correlation_noise) <= 1e6:
+            raise ParameterError("max_correlation_noise must lie in (0, 1e6] encoded units²; "
+                                 f"got {self.max_correlation_noise!r}")
         _int_range("fixed_point_bits", self.fixed_point_bits, MIN_BITS, MAX_BITS)
         if not 0.0 < _number("min_eigenvalue", self.min_eigenvalue) <= 1.0:
             raise ParameterError(f"min_eigenvalue must lie in (0, 1]; got {self.min_eigenvalue!r}")
@@ -327,17 +341,22 @@ def group_epsilons(total_nano: int, sizes) -> list[int]:
     return out
 
 
-def _parts(nano: int, params: SynthesisParams, *, counts: bool = True, moments: bool = True
-           ) -> list[tuple[str, int]]:
+def _parts(nano: int, params: SynthesisParams, *, counts: bool = True, moments: bool = True,
+           sums: bool = True) -> list[tuple[str, int]]:
     """Split one release's ε among its present parts in the ratio of their shares.
 
     The shares are ``budget_cell_counts`` : ``budget_cell_sums`` : the rest; an absent part
-    (no counts, no second moments) gives its share to the others in proportion. Integers
-    that sum exactly to ``nano``.
+    (no counts, no sums, no second moments) gives its share to the others in proportion.
+    A histogram group (counts only) puts all of ``nano`` on its counts. Integers that sum
+    exactly to ``nano``.
     """
     weights = {COUNTS: params.budget_cell_counts, SUMS: params.budget_cell_sums,
                MOMENTS: 1.0 - params.budget_cell_counts - params.budget_cell_sums}
-    present = [p for p, keep in ((COUNTS, counts), (SUMS, True), (MOMENTS, moments)) if keep]
+    if not sums:
+        moments = False
+    present = [p for p, keep in ((COUNTS, counts), (SUMS, sums), (MOMENTS, moments)) if keep]
+    if not present:
+        raise ParameterError("a group release needs at least one part")
     whole = sum(weights[p] for p in present)
     out, used = [], 0
     for p in present[:-1]:
@@ -349,8 +368,8 @@ def _parts(nano: int, params: SynthesisParams, *, counts: bool = True, moments: 
     return out
 
 
-def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments=None
-                     ) -> list[BudgetSlot]:
+def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments=None,
+                     histogram=None, *, features_released: bool = True) -> list[BudgetSlot]:
     """Every mechanism call's share, once the group sizes are known.
 
     Parameters
@@ -369,6 +388,14 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments
         Strict MC-GEN: per group, whether it has second moments to release (a group made of
         one categorical feature has none: its one-hot products are fixed by its sums).
         Default: all.
+    histogram : sequence of bool, optional
+        Strict MC-GEN: per group, whether it is a histogram group (one feature: noisy cell
+        counts only, over a finer public grid; no sums or second moments). Its whole ε_m
+        pays the counts. Decided from N̂_y and public parameters only. Default: none.
+    features_released : bool
+        Strict MC-GEN without owner groups: False when the public rule on N̂
+        (:func:`dpcore.synthesis.mcgen.correlations_informative`) skipped the noisy
+        correlations; then ε_F joins the groups' budget ε_G, so the total is unchanged.
 
     A part a group does not need gives its share to the group's other parts in proportion
     (:func:`_parts`). The ``features`` release (strict, groups built from data) never needs
@@ -388,8 +415,11 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments
     sizes = [int(s) for s in group_sizes]
     counted = [True] * len(sizes) if counted is None else [bool(c) for c in counted]
     moments = [True] * len(sizes) if moments is None else [bool(c) for c in moments]
-    if len(counted) != len(sizes) or len(moments) != len(sizes):
-        raise ParameterError("counted and moments need one flag per group")
+    histogram = [False] * len(sizes) if histogram is None else [bool(c) for c in histogram]
+    if len(counted) != len(sizes) or len(moments) != len(sizes) or len(histogram) != len(sizes):
+        raise ParameterError("counted, moments and histogram need one flag per group")
+    if FEATURES in plan and not features_released:
+        plan[GROUPS] += plan.pop(FEATURES)
     out: list[BudgetSlot] = []
     if CLASSES in plan:
         out.append(BudgetSlot(CLASSES, 0, COUNTS, plan[CLASSES]))
@@ -407,7 +437,8 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments
                 out += [BudgetSlot(GROUPS, m, MEAN, mean), BudgetSlot(GROUPS, m, COVARIANCE, cov)]
             else:
                 out += [BudgetSlot(GROUPS, m, part, e) for part, e in
-                        _parts(e_m, params, counts=counted[m], moments=moments[m])]
+                        _parts(e_m, params, counts=counted[m] or histogram[m],
+                               moments=moments[m], sums=not histogram[m])]
     if min(s.epsilon_nano for s in out) <= 0:
         raise ParameterError("ε is too small for this many mechanism calls: one would get "
                              "0 budget")
