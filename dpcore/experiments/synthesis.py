@@ -248,7 +248,42 @@ def peer_synthesizer(name: str, epsilon: float, python: str, *, bins: int = PEER
     return run
 
 
-def _label(kind: str, epsilon: float | None, k: int | None = None) -> str:
+#: Runs in a peers' Python: its smartnoise-synth and mbi versions, and whether mbi's sampler
+#: has the upstream fix of mbi PR #145 (sampling each column conditioned on the junction
+#: tree's maximal cliques, and a shuffle inside each parent group before the rank rounding).
+_PEER_PROBE = r"""
+import importlib.metadata as m, inspect, json
+out = {"smartnoise-synth": m.version("smartnoise-synth"), "mbi": m.version("mbi")}
+try:
+    from mbi.markov_random_field import MarkovRandomField
+    src = inspect.getsource(MarkovRandomField.synthetic_data)
+    out["sampler_fix"] = "jtree.nodes" in src and "shuffle(perm[" in src
+except Exception:
+    out["sampler_fix"] = False
+print(json.dumps(out))
+"""
+
+
+def peer_environment(python: str) -> dict:
+    """``{"smartnoise-synth", "mbi", "sampler_fix"}`` of a peers' Python (``{}`` if it fails)."""
+    proc = subprocess.run([python, "-c", _PEER_PROBE], capture_output=True, text=True,
+                          check=False)
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return {}
+
+
+def _peer_tag(env: dict) -> str:
+    if not env:
+        return "smartnoise-synth, version unknown"
+    fix = "with the upstream sampler fix, mbi PR #145" if env.get("sampler_fix") \
+        else "as installed, sampler without mbi PR #145"
+    return f"smartnoise-synth {env['smartnoise-synth']}, mbi {env['mbi']} {fix}"
+
+
+def _label(kind: str, epsilon: float | None, k: int | None = None, tag: str | None = None
+           ) -> str:
     if kind == REAL:
         return REAL
     if kind == STRICT:
@@ -257,15 +292,32 @@ def _label(kind: str, epsilon: float | None, k: int | None = None) -> str:
         return f"MC-GEN ({FAITHFUL}, NOT DP, k = {k}, ε = {epsilon:g})"
     if kind == FLOOR:
         return f"floor: independent marginals ({STRICT}, ε = {epsilon:g})"
-    return f"{PEERS[kind]} (smartnoise-synth as installed, (ε, δ = 1e-9)-DP, ε = {epsilon:g})"
+    return f"{PEERS[kind]} ({tag or 'smartnoise-synth'}, (ε, δ = 1e-9)-DP, ε = {epsilon:g})"
+
+
+def _pythons(peers_python) -> list[str]:
+    if not peers_python:
+        return []
+    return [peers_python] if isinstance(peers_python, (str, os.PathLike)) \
+        else [str(p) for p in peers_python]
 
 
 def experiment_methods(epsilons: Sequence[float], *, k: int = 100, faithful: bool = True,
-                       peers_python: str | None = None, failures: list | None = None
+                       peers_python: str | Sequence[str] | None = None,
+                       failures: list | None = None, peers: Sequence[str] = tuple(PEERS),
+                       environments: Mapping[str, dict] | None = None
                        ) -> tuple[dict[str, Synthesizer], dict[str, dict]]:
     """The methods of one table's report and what each is: ``(name → synthesizer,
     name → {"kind", "epsilon", "dp"})``. ``kind`` is ``REAL``, the strict / faithful mode
-    (MC-GEN), the floor's registry key, or a key of :data:`PEERS`."""
+    (MC-GEN), the floor's registry key, or a key of :data:`PEERS`.
+
+    ``peers_python`` may name several peers' Pythons (e.g. smartnoise-synth with mbi as
+    installed, and one with mbi's upstream sampler fix): each runs every peer of ``peers``,
+    labelled with its versions (``environments``: python → :func:`peer_environment`)."""
+    for peer in peers:
+        if peer not in PEERS:
+            raise ParameterError(f"unknown peer {peer!r}; choose from {', '.join(PEERS)}")
+    environments = dict(environments or {})
     methods: dict[str, Synthesizer] = {REAL: lambda seed_table, rng: seed_table.to_frame()}
     info = {REAL: {"kind": REAL, "epsilon": None, "dp": False}}
     for eps in epsilons:
@@ -278,11 +330,15 @@ def experiment_methods(epsilons: Sequence[float], *, k: int = 100, faithful: boo
             name = _label(kind, eps, k)
             methods[name] = _dp_synthesizer(params)
             info[name] = {"kind": kind, "epsilon": eps, "dp": kind != FAITHFUL}
-        if peers_python:
-            for peer in PEERS:
-                name = _label(peer, eps)
-                methods[name] = peer_synthesizer(peer, eps, peers_python, failures=failures)
-                info[name] = {"kind": peer, "epsilon": eps, "dp": True}
+        for python in _pythons(peers_python):
+            if python not in environments:
+                environments[python] = peer_environment(python)
+            env = environments[python]
+            for peer in peers:
+                name = _label(peer, eps, tag=_peer_tag(env))
+                methods[name] = peer_synthesizer(peer, eps, python, failures=failures)
+                info[name] = {"kind": peer, "epsilon": eps, "dp": True,
+                              "sampler_fix": bool(env.get("sampler_fix"))}
     return methods, info
 
 
@@ -316,9 +372,10 @@ def _check(epsilons, rounds, k, faithful_rows) -> None:
 def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Sequence[str] = (),
                              epsilons: Sequence[float] = (0.1, 1.0, 10.0), rounds: int = 3,
                              k: int = 100, rows: int | None = None, faithful_rows: int = 5000,
-                             peers_python: str | None = None, seed: int = 0,
+                             peers_python: str | Sequence[str] | None = None, seed: int = 0,
                              progress: Progress | None = None,
-                             command: str | None = None) -> dict:
+                             command: str | None = None, peers: Sequence[str] = tuple(PEERS),
+                             scenarios: Sequence[int] = tuple(SCENARIOS)) -> dict:
     """The utility report of every table × method × ε; writes ``metrics.json`` and
     ``report.md`` into ``out_dir`` and returns the metrics (NOT private).
 
@@ -338,16 +395,26 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
     faithful_rows : int
         Faithful MC-GEN runs only on tables of at most this many rows (MDAV is quadratic);
         0 = never.
-    peers_python : str, optional
-        A Python interpreter with ``smartnoise-synth``: MST and AIM join as peers.
+    peers_python : str or sequence of str, optional
+        Python interpreters with ``smartnoise-synth``: the ``peers`` join, once per
+        interpreter, labelled with its smartnoise-synth / mbi versions and whether mbi's
+        sampler has the upstream fix (:func:`peer_environment`).
     seed : int
         Seeds the splits, synthesizers and classifiers (reproducible teaching figures).
     progress : callable(done, total, message), optional
     command : str, optional
         Recorded in the report.
+    peers : sequence of str
+        Keys of :data:`PEERS` to run (default both: MST and AIM).
+    scenarios : sequence of int
+        The paper's scenarios to measure (default both; the utility target is scenario 2).
     """
     epsilons = [float(e) for e in epsilons] if epsilons else []
     _check(epsilons, rounds, k, faithful_rows)
+    scenarios = tuple(int(x) for x in scenarios)
+    if not scenarios or any(x not in SCENARIOS for x in scenarios):
+        raise ParameterError(f"scenarios must be among {', '.join(map(str, SCENARIOS))}; "
+                             f"got {scenarios!r}")
     loaded: list[tuple[str, SynthesisTable, str]] = []
     for t in tables:
         if isinstance(t, tuple):
@@ -364,24 +431,27 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
     started_all = time.perf_counter()
     failures: list[dict] = []
     plans = []
+    environments = {python: peer_environment(python) for python in _pythons(peers_python)}
     for name, table, source in loaded:
         methods, info = experiment_methods(epsilons, k=k,
                                            faithful=table.n_rows <= faithful_rows,
-                                           peers_python=peers_python, failures=failures)
+                                           peers_python=peers_python, failures=failures,
+                                           peers=peers, environments=environments)
         plans.append((name, table, source, methods, info))
-    total = sum(len(SCENARIOS) * rounds * len(p[3]) for p in plans)
+    total = sum(len(scenarios) * rounds * len(p[3]) for p in plans)
     done_before = 0
     reports = []
     for name, table, source, methods, info in plans:
         seconds = {m: [] for m in methods}
         timed = {m: _timed(f, seconds[m]) for m, f in methods.items()}
-        steps = len(SCENARIOS) * rounds * len(methods)
+        steps = len(scenarios) * rounds * len(methods)
 
         def step(fraction, message, _base=done_before, _steps=steps, _name=name):
             if progress:
                 progress(_base + round(fraction * _steps), total, f"{_name}: {message}")
         started = time.perf_counter()
-        frame = utility_report(table, timed, rounds=rounds, seed=seed, progress=step)
+        frame = utility_report(table, timed, scenarios=scenarios, rounds=rounds, seed=seed,
+                               progress=step)
         done_before += steps
         rows_out = []
         for rec in frame.to_dict("records"):
@@ -400,9 +470,11 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
                         "floor_comparison": _floor_comparison(rows_out)})
     metrics = {"note": NOT_PRIVATE_NOTE, "command": command,
                "parameters": {"epsilons": epsilons, "rounds": rounds, "k": k, "rows": rows,
-                              "faithful_rows": faithful_rows, "peers": bool(peers_python),
+                              "faithful_rows": faithful_rows, "peers": bool(environments),
+                              "peer_names": list(peers) if environments else [],
+                              "scenarios": list(scenarios),
                               "peer_bins": PEER_BINS, "seed": seed},
-               "versions": _versions(peers_python), "machine": _machine(),
+               "versions": _versions(environments), "machine": _machine(),
                "seconds": time.perf_counter() - started_all, "tables": reports,
                "peer_failures": failures}
     (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=1, allow_nan=False),
@@ -429,15 +501,12 @@ def _floor_comparison(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _versions(peers_python: str | None) -> dict:
+def _versions(environments: Mapping[str, dict]) -> dict:
     import sklearn
     out = {"dpcore": __version__, "python": platform.python_version(),
            "numpy": np.__version__, "pandas": pd.__version__, "scikit-learn": sklearn.__version__}
-    if peers_python:
-        proc = subprocess.run([peers_python, "-c", "import importlib.metadata as m; "
-                               "print(m.version('smartnoise-synth'), m.version('mbi'))"],
-                              capture_output=True, text=True, check=False)
-        out["smartnoise-synth / mbi"] = proc.stdout.strip() or "not importable"
+    for i, env in enumerate(environments.values()):
+        out[f"peers {i + 1}"] = _peer_tag(env)
     return out
 
 
