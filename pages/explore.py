@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from components.custom_query import custom_query_section
 from components.explore_view import render_explore
+from components.noisy_map import noisy_map_section
 from components.session import current_dataset, get_ledger, show_flash
 
 ledger = get_ledger()
@@ -13,3 +15,5 @@ if record is None:
     st.info("Pick a dataset in the sidebar first.")
 else:
     render_explore(ledger, record)
+    custom_query_section(ledger, record)
+    noisy_map_section(ledger, record)
