@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from dpcore.redescriptions.results import AttributeTest, Query, Redescription
-from dpcore.registry import SERENADE_ALGORITHMS
+from dpcore.registry import LITERAL_QUERY_ALGORITHMS
 
 __all__ = ["NOT_RELEASED", "is_released", "released_text", "is_serenade_result",
            "statistics_row", "literal_condition", "query_tests_frame", "render_query_formulas"]
@@ -41,8 +41,9 @@ def released_text(value, spec: str) -> str:
 
 
 def is_serenade_result(algorithm: str) -> bool:
-    """Whether a run of ``algorithm`` has Serenade queries (literal tests, no trees)."""
-    return algorithm in SERENADE_ALGORITHMS
+    """Whether a run of ``algorithm`` has Serenade queries (literal tests, no trees): the
+    Serenade miners and the paid custom query."""
+    return algorithm in LITERAL_QUERY_ALGORITHMS
 
 
 def statistics_row(red: Redescription, algorithm: str) -> dict[str, str | int]:

@@ -75,6 +75,8 @@ def test_a_paid_query_is_charged_once_stored_and_shown_with_the_meter(app, ledge
     assert table.shape == (2, 2) and 0.6 < stats["noisy J"].iloc[0] <= 1.0
     # the paid query is listed with the mined ones (the Explore scatter's run picker)
     assert run.run_id in app.multiselect(key="explore_runs").value
+    # its detail is drawn as a literal query (no tree pair to look for)
+    assert not any("lacks this redescription's trees" in w.value for w in app.warning)
     # a rerun does not charge again
     app.run()
     assert Ledger(ledger_path).budget("sites").spent_nano == epsilon_to_nano(0.2)
