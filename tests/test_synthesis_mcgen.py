@@ -15,7 +15,7 @@ from dpcore.privacy.policy import EVERYONE, OWNER_ONLY
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.registry import FAITHFUL, STRICT
 from dpcore.synthesis.fixedpoint import half_range
-from dpcore.synthesis.mcgen import fit_mcgen_dp, sample_mcgen_dp
+from dpcore.synthesis.mcgen import correlation_noise, fit_mcgen_dp, sample_mcgen_dp
 from dpcore.synthesis.miner import check_runnable, synthesize
 from dpcore.synthesis.params import (
     FLOOR,
@@ -23,6 +23,7 @@ from dpcore.synthesis.params import (
     THRESHOLD,
     SynthesisParams,
     mechanism_shares,
+    run_cost_nano,
 )
 from dpcore.synthesis.results import SynthesisResult
 from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
@@ -358,3 +359,76 @@ def test_diabetes_strict_and_faithful(diabetes):
     assert np.mean(faithful.synthetic["age"].to_numpy() == real_age) < 0.01
     # Faithful groups come from raw correlations: pregnancies and age together, as the code.
     assert ["pregnant", "age"] in faithful.feature_groups
+
+
+# ----------------------------------------------------------------------------- public choices
+
+def test_grouping_and_histogram_bins_depend_only_on_released_counts(pima):
+    """Two tables with the same labels but different feature values, the same seed: the
+    noisy class counts are equal, and so are the correlation decision and every grid (they
+    are functions of N̂_y and public parameters only); the bins follow the stated rule."""
+    frame = pima.to_frame()
+    features = list(pima.schema.feature_names)
+    frame[features] = frame[features].to_numpy()[np.random.default_rng(3).permutation(
+        len(frame))]                                                    # same labels
+    other = table_from_frame(frame, pima.schema)
+    assert (other.labels == pima.labels).all() and not np.array_equal(other.encoded(),
+                                                                      pima.encoded())
+    for params in (SynthesisParams(epsilon=1.0), SynthesisParams(epsilon=3.0, k=30),
+                   SynthesisParams(epsilon=1.0, max_correlation_noise=1e6)):
+        models = [fit_mcgen_dp(t, params, rng=np.random.default_rng(11),
+                               accountant=PrivacyAccountant(run_cost_nano(params)))
+                  for t in (pima, other)]
+        a, b = models
+        assert (a.noisy_class_counts == b.noisy_class_counts).all()
+        total = float(np.maximum(a.noisy_class_counts, 0).sum())
+        skip = correlation_noise(params, pima.schema.n_features, total) \
+            > params.max_correlation_noise
+        assert a.correlations_released is b.correlations_released is (not skip)
+        if skip:
+            assert a.feature_distances is None and all(lay.p == 1 for lay in a.layouts)
+        else:
+            assert a.feature_distances is not None
+        if a.correlations_released:  # groups come from noisy data: compare only the rule
+            continue
+        assert [[g.bins for g in gm] for gm in a.grids] == [[g.bins for g in gm] for gm in b.grids]
+        for m in range(len(a.layouts)):
+            e_m = sum(s.epsilon_nano for s in a.shares if s.phase == "groups" and s.index == m)
+            for y, grid in enumerate(a.grids[m]):
+                n_y = max(float(a.noisy_class_counts[y]), 0.0)
+                assert grid.bins == (min(params.histogram_bins,
+                                         max(2, int(n_y // (1e9 / e_m)))),)
+
+
+def test_skipping_the_correlations_gives_their_budget_to_the_groups(pima):
+    params = SynthesisParams(epsilon=1.0)
+    accountant = PrivacyAccountant(run_cost_nano(params))
+    result = synthesize(pima, params, rng=np.random.default_rng(2), accountant=accountant)
+    assert result.feature_distances is None                       # 768 rows at ε = 1: skipped
+    assert not any("correlations" in c.label for c in accountant.calls)
+    assert accountant.spent_nano == run_cost_nano(params)
+    assert len(accountant.calls) == 1 + pima.schema.n_features      # N̂_y + one histogram each
+    assert all(c.sensitivity == 1 for c in accountant.calls)
+    released = synthesize(pima, SynthesisParams(epsilon=1.0, max_correlation_noise=1e6),
+                          rng=np.random.default_rng(2))
+    assert released.feature_distances is not None
+
+
+def test_categorical_levels_follow_the_cells_noisy_frequencies():
+    """A categorical in a Gaussian group is drawn from its cell's level frequencies: at a
+    large ε the synthetic frequencies match the real ones (an argmax of Gaussian draws over
+    the one-hot columns would over-pick the commonest level)."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    schema = schema_from_dict({"name": "lv", "label": {"name": "y", "classes": [0]},
+                               "features": [{"name": "a", "type": "numeric", "bounds": [-1, 1]},
+                                            {"name": "c", "type": "categorical",
+                                             "levels": ["u", "v", "w"]}]})
+    frame = pd.DataFrame({"y": 0, "a": rng.uniform(-1, 1, n),
+                          "c": rng.choice(["u", "v", "w"], n, p=[0.5, 0.3, 0.2])})
+    table = table_from_frame(frame, schema)
+    result = synthesize(table, SynthesisParams(epsilon=1e4, feature_groups=[["a", "c"]],
+                                               cells=SINGLE), rng=np.random.default_rng(1))
+    freq = result.synthetic["c"].astype(str).value_counts(normalize=True)
+    for level, share in (("u", 0.5), ("v", 0.3), ("w", 0.2)):
+        assert freq.get(level, 0.0) == pytest.approx(share, abs=0.02)

@@ -214,3 +214,26 @@ def test_floor_histograms_are_calibrated():
             noise[j].append(hists[j] - truth[j])
     for j in range(2):
         assert_calibrated(noise[j], 1 / eps_feature, f"floor histogram x{j}", rng)
+
+
+@pytest.mark.slow
+def test_one_feature_histogram_groups_are_calibrated():
+    """A one-feature group (grid cells) releases only its class × bin counts, Δ = 1, with
+    all of its ε_m: noise = noisy − true count against Laplace(1/ε_m)."""
+    rng = make_rng("histograms")
+    table = random_table(5_000, 2, 250, rng)
+    params = SynthesisParams(epsilon=0.05, feature_groups=[["x0"], ["x1"]])
+    noise = [[], []]
+    with threadpool_limits(limits=BLAS_THREADS, user_api="blas"):
+        for _ in range(20):
+            model = fit_mcgen_dp(table, params, rng=rng,
+                                 accountant=PrivacyAccountant(epsilon_to_nano(0.05)))
+            assert model.histogram == [True, True]
+            for m in range(2):
+                true = np.concatenate([np.asarray(v) for v in model.true_cells[m].values()])
+                noise[m].append(model.noisy[m].counts - true)
+                assert not model.noisy[m].sums.any() and model.noisy[m].moments.shape[1] == 0
+    for m in range(2):
+        e_m = sum(s.epsilon_nano for s in model.shares if s.phase == "groups" and s.index == m)
+        assert_calibrated(np.concatenate(noise[m]), 1e9 / e_m, f"histogram counts of x{m}",
+                          rng)
