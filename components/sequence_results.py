@@ -70,17 +70,21 @@ def top_paths(result: SequenceRunResult, n: int = 5) -> list[FrequentSequence]:
 
 
 def level_frame(result: SequenceRunResult) -> pd.DataFrame:
-    """Per level k: candidates, kept after pruning on the sample, frequent (all DP-derived).
+    """Per level k: candidates, kept after pruning, frequent, cap and stop (all DP-derived).
 
     The relaxed and verification thresholds are in records (computed from N̂ and public
-    parameters); a blank threshold is one the level did not use.
+    parameters); a blank threshold is one the level did not use (a level that does not
+    prune: strict PFS2 prunes only where it pays, the baseline never). "dropped by the cap"
+    counts sequences past the level's cap M_k (the smallest noisy values).
     """
     rows = []
     for lv in result.levels:
         rows.append({"length k": lv.length, "candidates": lv.candidates,
                      "kept after pruning": lv.kept_after_pruning,
-                     "pruned on the sample": lv.candidates - lv.kept_after_pruning,
+                     "pruned": lv.candidates - lv.kept_after_pruning,
                      "frequent (released)": lv.frequent,
+                     "dropped by the cap": lv.capped,
+                     "note": lv.note,
                      "pruning threshold θ′ (records)": lv.relaxed_threshold,
                      "verification threshold θ·N̂ (records)": lv.verify_threshold})
     return pd.DataFrame(rows)
@@ -219,8 +223,8 @@ class TruthComparison:
         True when ``exact`` holds every frequent sequence (no longer one exists); False
         when the enumeration stopped at :data:`MAX_EXACT_CANDIDATES`.
     missed : list of tuple
-        Truly frequent patterns (up to ``compared_length``) that were not released (pruned
-        on the sample, or below the noisy verification threshold).
+        Truly frequent patterns (up to ``compared_length``) that were not released (pruned,
+        below the noisy verification threshold, or past a level's cap).
     false : list of tuple
         Released patterns (up to ``compared_length``) that are not truly frequent.
     precision, recall, f_score : float

@@ -217,9 +217,9 @@ def _truth_section(record: DatasetRecord, result: SequenceRunResult) -> None:
              "many)")
     st.caption(f"Against the {len(truth.exact)} truly frequent patterns{scope} at θ = "
                f"{result.params['theta']:g}, support ≥ {truth.threshold} records (exact "
-               f"mining on the true records); {len(truth.missed)} missed (pruned on a sample "
-               f"or below the noisy threshold), {len(truth.false)} released but not truly "
-               "frequent.")
+               f"mining on the true records); {len(truth.missed)} missed (pruned, below "
+               f"the noisy threshold or past a level's cap), {len(truth.false)} released but "
+               "not truly frequent.")
     st.dataframe(truth_frame(result, truth), hide_index=True, width="stretch",
                  column_config={"relative error": st.column_config.NumberColumn(
                      format="percent")})

@@ -1,7 +1,8 @@
 """PFS2: parameters and the budget plan, the relaxed threshold (the published values),
 exact accounting, strict mode's data-independence (declared alphabet, N̂ everywhere,
-per-record partition, hard truncation), faithful mode's labels, the baseline, the result's
-JSON round trip, progress, and recovery of the true frequent sequences at large ε."""
+hard truncation; the per-level choices are in test_sequences_strategy.py), faithful mode's
+labels and partition, the baseline, the result's JSON round trip, progress, and recovery
+of the true frequent sequences at large ε."""
 
 from __future__ import annotations
 
@@ -38,12 +39,17 @@ from dpcore.sequences.params import (
     PRUNE,
     VERIFY,
     SequenceMiningParams,
+    level_shares,
     mechanism_shares,
     plan_budget,
     probe_count,
     run_cost_nano,
 )
-from dpcore.sequences.relaxation import noisy_support_cdf, relaxed_threshold
+from dpcore.sequences.relaxation import (
+    laplace_pruning_threshold,
+    noisy_support_cdf,
+    relaxed_threshold,
+)
 from dpcore.sequences.results import SequenceRunResult
 from dpcore.sequences.schema import SequenceSchema
 
@@ -89,7 +95,15 @@ def test_the_plan_sums_exactly_to_epsilon(epsilon):
             assert sum(s.epsilon_nano for s in shares) == epsilon_to_nano(epsilon)
             assert sum(s.phase == MAX_LENGTH for s in shares) == probe_count(lmax)
             assert sum(s.phase == VERIFY for s in shares) == n_levels
-            assert [s.parallel for s in shares if s.phase == PRUNE] == [n_levels]
+            # strict: one pruning part per level (sequential), the pairs of level_shares
+            prune = [s.epsilon_nano for s in shares if s.phase == PRUNE]
+            verify = [s.epsilon_nano for s in shares if s.phase == VERIFY]
+            assert list(zip(prune, verify, strict=True)) == level_shares(params, n_levels)
+            assert all(s.parallel == 1 for s in shares)
+            faithful = mechanism_shares(SequenceMiningParams(epsilon=epsilon, mode=FAITHFUL),
+                                        lmax, n_levels)
+            assert sum(s.epsilon_nano for s in faithful) == epsilon_to_nano(epsilon)
+            assert [s.parallel for s in faithful if s.phase == PRUNE] == [n_levels]
 
 
 def test_paper_split_and_baseline_plan():
@@ -154,6 +168,20 @@ def test_estimate_lmax_takes_the_first_length_reaching_eta():
 
 # --------------------------------------------------------------------------- accounting
 
+def expected_level_calls(res, params):
+    """(ε nano, sensitivity) of every level call, rebuilt from the released level records."""
+    out = []
+    for lv, (p, v) in zip(res.levels, level_shares(params, res.max_frequent_length),
+                          strict=False):
+        if lv.prune_sensitivity:
+            out.append((p, lv.prune_sensitivity))
+            if lv.verify_sensitivity:
+                out.append((v, lv.verify_sensitivity))
+        elif lv.verify_sensitivity:
+            out.append((p + v, lv.verify_sensitivity))
+    return out
+
+
 def test_exact_accounting_every_call_recorded_and_summing_to_epsilon():
     data = ladder_dataset()
     params = SequenceMiningParams(epsilon=50.0, theta=0.5)
@@ -161,20 +189,17 @@ def test_exact_accounting_every_call_recorded_and_summing_to_epsilon():
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(SEED), accountant=acc)
     assert (res.lmax, res.max_frequent_length) == (8, 8)
     assert [lv.frequent for lv in res.levels] == [math.comb(8, k) for k in range(1, 9)]
-    shares = mechanism_shares(params, 8, 8)
-    assert [c["epsilon_nano"] for c in res.mechanism_calls] == [s.epsilon_nano for s in shares]
     assert sum(c["epsilon_nano"] for c in res.mechanism_calls) == epsilon_to_nano(50.0)
     assert res.spent_nano == acc.spent_nano == res.epsilon_nano and res.unspent_nano == 0
     sens = [c["sensitivity"] for c in res.mechanism_calls]
     assert sens[:5] == [1, 1, 1, 1, 1]                      # N̂, histogram, 3 probes
-    assert sens[5] == max(math.comb(8, k) for k in range(1, 9))
-    assert res.mechanism_calls[5]["parallel"] == 8
-    assert sens[6:] == [lv.verify_sensitivity for lv in res.levels]
-    prune = next(s.epsilon_nano for s in shares if s.phase == PRUNE)
-    assert [(c["part"], c["epsilon_nano"], c["sensitivity"]) for c in res.part_calls] == [
-        (k, prune, math.comb(8, k)) for k in range(1, 9)]
-    assert all(c["mechanism"] == "discrete_laplace" for c in
-               res.mechanism_calls + res.part_calls)
+    shares = mechanism_shares(params, 8, 8)
+    head = [s.epsilon_nano for s in shares if s.phase not in (PRUNE, VERIFY)]
+    assert [c["epsilon_nano"] for c in res.mechanism_calls[:5]] == head
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[5:]] == \
+        expected_level_calls(res, params)
+    assert all(c["parallel"] == 1 for c in res.mechanism_calls) and res.part_calls == []
+    assert all(c["mechanism"] == "discrete_laplace" for c in res.mechanism_calls)
 
 
 def test_an_early_stop_leaves_the_rest_unspent_and_reported():
@@ -183,10 +208,11 @@ def test_an_early_stop_leaves_the_rest_unspent_and_reported():
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(SEED))
     assert sum(c["epsilon_nano"] for c in res.mechanism_calls) == res.spent_nano
     assert res.spent_nano + res.unspent_nano == epsilon_to_nano(1.0)
-    verified = sum(1 for lv in res.levels if lv.verify_epsilon_nano)
-    shares = mechanism_shares(params, res.lmax, res.max_frequent_length)
-    assert res.unspent_nano == sum(s.epsilon_nano for s in shares if s.phase == VERIFY
-                                   and s.index >= verified)
+    level_calls = expected_level_calls(res, params)
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in
+            res.mechanism_calls[-len(level_calls):]] == level_calls
+    per_level = level_shares(params, res.max_frequent_length)
+    assert res.unspent_nano == sum(p + v for p, v in per_level) - sum(e for e, _ in level_calls)
     assert sum(c["label"].startswith("L_f probe") for c in res.mechanism_calls) == \
         probe_count(res.lmax) >= len(res.length_probes)
 
@@ -218,33 +244,33 @@ def test_strict_thresholds_derive_from_released_values_only():
     params = SequenceMiningParams(epsilon=2.0, theta=0.03)
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(SEED))
     n_hat = max(res.noisy_records, 1.0)
-    eps4 = nano_to_epsilon(next(s.epsilon_nano for s in plan_budget(params)
-                                if s.phase == PRUNE))
+    per_level = level_shares(params, res.max_frequent_length)
+    assert any(lv.prune_sensitivity for lv in res.levels)     # level 2 prunes here
     for lv in res.levels:
         assert lv.verify_threshold == pytest.approx(params.theta * n_hat)
-        assert lv.prune_sensitivity == math.comb(res.lmax, lv.length)
-        assert lv.relaxed_threshold == pytest.approx(relaxed_threshold(
-            params.theta, n_hat / res.max_frequent_length,
-            lv.prune_sensitivity / eps4, params.zeta))
+        if lv.prune_sensitivity:
+            assert lv.prune_sensitivity == min(math.comb(res.lmax, lv.length), lv.candidates)
+            phi = lv.prune_sensitivity / nano_to_epsilon(per_level[lv.length - 1][0])
+            assert lv.relaxed_threshold == pytest.approx(laplace_pruning_threshold(
+                params.theta * n_hat, phi, params.zeta))
     assert (res.l2, res.lmax) == estimate_lmax(np.array(res.noisy_length_histogram),
                                                res.noisy_records, params.eta, res.l1)
     assert res.not_dp == [] and res.mode == STRICT
 
 
 def test_strict_thresholds_never_read_the_true_record_count(monkeypatch):
-    """Every n_db handed to the relaxation is N̂/L_f, whatever the true count is."""
+    """Every threshold handed to the level plan is θ·N̂, whatever the true count is."""
     seen = []
-    real = miner_module.relaxed_threshold
+    real = miner_module.plan_level
 
-    def spy(theta, n_db, phi, zeta):
-        seen.append(n_db)
-        return real(theta, n_db, phi, zeta)
+    def spy(n_candidates, k, lmax, prune_nano, verify_nano, support_threshold, zeta):
+        seen.append(support_threshold)
+        return real(n_candidates, k, lmax, prune_nano, verify_nano, support_threshold, zeta)
 
-    monkeypatch.setattr(miner_module, "relaxed_threshold", spy)
+    monkeypatch.setattr(miner_module, "plan_level", spy)
     res = mine_frequent_sequences(ladder_dataset(1000), SequenceMiningParams(
         epsilon=5.0, theta=0.5), rng=np.random.default_rng(SEED))
-    assert seen and all(v == max(res.noisy_records, 1.0) / res.max_frequent_length
-                        for v in seen)
+    assert seen and all(v == 0.5 * max(res.noisy_records, 1.0) for v in seen)
 
 
 def test_length_decisions_equal_the_direct_search_before_and_after_the_table():
@@ -264,7 +290,7 @@ def test_length_decisions_equal_the_direct_search_before_and_after_the_table():
     assert low(12, -1.0) and low(3, 0.5) and low.beta is None   # cheap: searched directly
 
 
-def test_the_strict_partition_is_per_record_and_the_faithful_one_cuts_blocks():
+def test_the_per_record_partition_and_the_faithful_one_cutting_blocks():
     rng = np.random.default_rng(SEED)
     sizes = [np.bincount(partition_records(1000, 4, rng), minlength=4) for _ in range(20)]
     assert any(len(set(s.tolist())) > 1 for s in sizes)            # sizes vary
@@ -288,9 +314,10 @@ def test_strict_samples_are_truncated_to_lmax(monkeypatch):
         return out
 
     monkeypatch.setattr(miner_module, "shrink_records", spy)
-    mine_frequent_sequences(load_sequence_dataset(SAMPLE_DATA / "house_power"),
-                            SequenceMiningParams(epsilon=10.0, theta=0.3, l1=6),
-                            rng=np.random.default_rng(SEED))
+    res = mine_frequent_sequences(load_sequence_dataset(SAMPLE_DATA / "house_power"),
+                                  SequenceMiningParams(epsilon=10.0, theta=0.3, l1=2),
+                                  rng=np.random.default_rng(SEED))
+    assert res.levels[0].prune_sensitivity == 2     # 21 items, Δ_1 = lmax = 2: it prunes
     assert lengths and all(n <= lmax and truncate for n, lmax, truncate in lengths)
 
 
@@ -334,7 +361,7 @@ def test_result_json_round_trip_keeps_diagnostics_apart():
     assert res.seed == SEED and res.run_id == "r1"
     assert set(res.diagnostics.true_supports) == {" ".join(map(str, p.items))
                                                   for p in res.patterns}
-    assert sum(res.diagnostics.sample_sizes) == data.n_records
+    assert res.diagnostics.sample_sizes == []       # strict prunes on all records
 
 
 def test_progress_is_reported_between_levels():

@@ -184,7 +184,7 @@ def test_the_prefix_tree_hangs_each_pattern_under_its_prefix(release):
 def test_the_levels_table_comes_from_dp_outputs(release):
     frame = level_frame(release)
     assert list(frame["length k"]) == [lv.length for lv in release.levels]
-    assert (frame["pruned on the sample"] == frame["candidates"]
+    assert (frame["pruned"] == frame["candidates"]
             - frame["kept after pruning"]).all()
     assert frame["frequent (released)"].sum() == len(release.patterns)
 

@@ -1,10 +1,12 @@
 """Calibration of PFS2's noisy releases, end to end through the miner.
 
 On a dataset where every run takes the same path (400 records "a b c", l1 = 1, so lmax =
-L_f = 1 and the one verified candidate is "a": shrinking turns every record into "a", and
-with θ = 0.3 no noise of probability above e^-50 changes that path), each run releases
-N̂ = 400 + Z1 and the noisy support of "a" = 400 + Z2. Strict mode: Z1, Z2 must follow the
-discrete Laplace distributions of scale 1/ε1 and 1/ε′ (χ² goodness of fit); faithful mode: Z2 the
+L_f = 1; with θ = 0.3 no noise of probability above e^-50 changes the path), each run
+releases N̂ = 400 + Z1 and the noisy support of "a" = 400 + Z2. Strict mode: three
+candidates and Δ_1 = 1, so pruning cannot pay (strategy.plan_level) and the level verifies
+all three with its whole budget ε4/L_f + ε5/L_f at sensitivity 3; Z1, Z2 must follow the
+discrete Laplace distributions of scale 1/ε1 and 3/(ε4 + ε5) (χ² goodness of fit). Faithful
+mode (shrinking turns every sample record into "a", the one verified candidate): Z2 the
 continuous Laplace(1/ε′) (KS). Power check: the same samples reject the scales ×0.7 and
 ×1.3. α = 1e-6; seeds fixed, override with DPRM_TEST_SEED.
 """
@@ -23,7 +25,12 @@ from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import FAITHFUL, STRICT
 from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.miner import mine_frequent_sequences
-from dpcore.sequences.params import RECORDS, SequenceMiningParams, mechanism_shares
+from dpcore.sequences.params import (
+    RECORDS,
+    SequenceMiningParams,
+    level_shares,
+    mechanism_shares,
+)
 from dpcore.sequences.schema import SequenceSchema
 
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", 20241124))
@@ -46,7 +53,8 @@ def _releases(mode: str) -> tuple[np.ndarray, np.ndarray, SequenceMiningParams]:
     for i in range(RUNS):
         res = mine_frequent_sequences(data, params, rng=rng)
         assert (res.lmax, res.max_frequent_length) == (1, 1)
-        assert res.levels[0].verify_sensitivity == 1 and res.patterns[0].items == (0,)
+        verified = 3 if mode == STRICT else 1
+        assert res.levels[0].verify_sensitivity == verified and res.patterns[0].items == (0,)
         n_hat[i] = res.noisy_records - N_RECORDS
         support[i] = res.patterns[0].noisy_support - N_RECORDS
     return n_hat, support, params
@@ -88,7 +96,7 @@ def test_strict_releases_follow_their_discrete_laplace_laws():
     z_records, z_support, params = _releases(STRICT)
     shares = {s.phase: s.epsilon_nano for s in mechanism_shares(params, 1, 1) if s.index == 0}
     scale_records = 1.0 / nano_to_epsilon(shares[RECORDS])
-    scale_support = 1.0 / nano_to_epsilon(shares["verify"])
+    scale_support = 3.0 / nano_to_epsilon(sum(level_shares(params, 1)[0]))
     assert np.all(z_records == np.round(z_records)) and np.all(z_support == np.round(z_support))
     for z, scale in ((z_records, scale_records), (z_support, scale_support)):
         assert _chi2_pvalue(z, scale) > ALPHA, SEED_MSG

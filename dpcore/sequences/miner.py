@@ -89,6 +89,7 @@ from dpcore.sequences.params import (
     RECORDS,
     VERIFY,
     SequenceMiningParams,
+    level_shares,
     mechanism_shares,
     plan_budget,
     probe_count,
@@ -102,6 +103,14 @@ from dpcore.sequences.results import (
     pattern_key,
 )
 from dpcore.sequences.shrinking import candidate_supports, shrink_records
+from dpcore.sequences.strategy import (
+    NOISY_STOP,
+    keep_largest,
+    plan_level,
+    release_cap,
+    too_noisy,
+    verification_pays,
+)
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
            "frequent_length_exists", "LengthDecider", "partition_records", "NOT_DP_STEPS"]
@@ -358,20 +367,21 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     verify_shares = [s.epsilon_nano for s in shares if s.phase == VERIFY]
     run.timed("max_length", started)
 
-    # ---- sample databases and the one pruning charge (parallel composition)
+    # ---- faithful: sample databases and the one pruning charge (parallel composition)
     started = time.perf_counter()
     parts: list[SequenceDataset] = []
-    if pfs2:
-        assignment = partition_records(data.n_records, l_f, rng, strict=strict)
+    if pfs2 and not strict:
+        assignment = partition_records(data.n_records, l_f, rng, strict=False)
         order = np.argsort(assignment, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=l_f))])
         parts = [data.subset(order[bounds[i]:bounds[i + 1]]) for i in range(l_f)]
         prune_nano = plan[PRUNE]
-        accountant.spend("discrete_laplace" if strict else "laplace",
+        accountant.spend("laplace",
                          f"noisy local supports on {l_f} disjoint sample databases, one per "
                          "level (parallel composition; each part's call in part_calls)",
                          prune_nano, float(max(math.comb(lmax, k) for k in range(1, l_f + 1))),
                          parallel=l_f)
+    per_level = level_shares(params, l_f) if pfs2 and strict else None
     run.timed("partition", started)
 
     # ---- levels
@@ -380,6 +390,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     true_supports: dict[str, int] = {}
     shrinking: list[dict] = []
     n_db = n_base / l_f
+    threshold = theta * n_base if strict else theta * data.n_records
     previous = None
     for k in range(1, l_f + 1):
         run.progress(0.1 + 0.9 * (k - 1) / l_f, f"level {k}/{l_f}")
@@ -393,14 +404,56 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         if cands.shape[0] == 0 or cands.shape[0] > MAX_CANDIDATES:
             break
         trie = build_candidate_trie(cands, k)
-        delta_k, scale, theta_prime = 0, 0.0, None
-        if pfs2:
+        delta_k, scale, theta_prime, capped = 0, 0.0, None, 0
+        from_pruning = None
+        share = verify_shares[k - 1]
+        cap = release_cap(lmax, k, theta) if pfs2 and strict else None
+        if pfs2 and strict:
+            # the level's choice: public inputs only (strategy module, PRIVACY.md)
+            lp = plan_level(trie.n_cand, k, lmax, *per_level[k - 1], threshold,
+                            float(params.zeta))
+            share = lp.verify_nano
+            if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), threshold):
+                levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
+                                          0, NOISY_STOP))
+                break
+            if lp.prune:
+                started = time.perf_counter()
+                sh_indptr, sh_items, stats = shrink_records(data.indptr, data.items, n_items,
+                                                            trie, lmax, truncate=True)
+                if sh_indptr.size > 1 and np.diff(sh_indptr).max() > lmax:
+                    raise AssertionError("shrinking left a record longer than lmax")
+                shrinking.append({"length": k, **stats.__dict__})
+                run.timed("shrink", started)
+                started = time.perf_counter()
+                local = candidate_supports(sh_indptr, sh_items, n_items, trie)
+                del sh_indptr, sh_items
+                noisy_local = run.counts_noise(
+                    local, sensitivity=lp.sensitivity, epsilon_nano=lp.prune_nano,
+                    label=f"level {k}: noisy supports of {trie.n_cand} candidates on all "
+                          f"records shrunk to ≤ {lmax} items (pruning)")
+                delta_k, scale, theta_prime = lp.sensitivity, lp.scale, lp.threshold
+                passed = np.flatnonzero(noisy_local >= theta_prime)
+                kept_idx = keep_largest(passed, noisy_local, cap)
+                capped += int(passed.size - kept_idx.size)
+                kept = trie.cands[kept_idx]
+                run.timed("prune", started)
+                if kept_idx.size:
+                    verify_scale = kept_idx.size / nano_to_epsilon(per_level[k - 1][1])
+                    if not verification_pays(kept_idx.size, per_level[k - 1][1], lp.scale):
+                        from_pruning = (kept_idx, noisy_local, local)
+                    if too_noisy(min(verify_scale, lp.scale), threshold):
+                        levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
+                                                  int(kept_idx.size), 0, 0, threshold, 0,
+                                                  capped, NOISY_STOP))
+                        break
+            else:
+                kept = trie.cands
+        elif pfs2:
             started = time.perf_counter()
             db = parts[k - 1]
             sh_indptr, sh_items, stats = shrink_records(db.indptr, db.items, n_items, trie,
-                                                        lmax, truncate=strict)
-            if strict and sh_indptr.size > 1 and np.diff(sh_indptr).max() > lmax:
-                raise AssertionError("shrinking left a record longer than lmax")
+                                                        lmax, truncate=False)
             shrinking.append({"length": k, **stats.__dict__})
             run.timed("shrink", started)
             started = time.perf_counter()
@@ -409,7 +462,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             part_acc = PrivacyAccountant(prune_nano)
             noisy_local = run.counts_noise(
                 local, sensitivity=delta_k, epsilon_nano=prune_nano, accountant=part_acc,
-                continuous=not strict,
+                continuous=True,
                 label=f"level {k}: noisy local supports of {trie.n_cand} candidates on "
                       f"sample database {k}")
             run.part_calls += [{"part": k, **c} for c in part_acc.to_records()]
@@ -421,26 +474,35 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             kept = trie.cands
         if kept.shape[0] == 0:
             levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, 0, 0, 0,
-                                      theta * n_base if strict else None, 0))
+                                      threshold if strict else None, 0, capped))
             break
         started = time.perf_counter()
         vtrie = build_candidate_trie(kept, k)
-        support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
-        share = verify_shares[k - 1]
-        noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
-                                 continuous=pfs2 and not strict,
-                                 label=f"level {k}: noisy supports of {vtrie.n_cand} "
-                                       "candidates on all records")
-        threshold = theta * n_base if strict else theta * data.n_records
+        if from_pruning is not None:
+            # verification would be noisier than the pruning: release the pruning's values
+            # (already paid for); the level's verification part stays unspent
+            kept_idx, noisy_local, local = from_pruning
+            noisy, support, share = noisy_local[kept_idx], local[kept_idx], 0
+        else:
+            support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
+            noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
+                                     continuous=pfs2 and not strict,
+                                     label=f"level {k}: noisy supports of {vtrie.n_cand} "
+                                           "candidates on all records")
         frequent = np.flatnonzero(noisy >= threshold)
+        if cap is not None:
+            capped_frequent = keep_largest(frequent, noisy, cap)
+            capped += int(frequent.size - capped_frequent.size)
+            frequent = capped_frequent
         for i in frequent:
             items = tuple(int(x) for x in vtrie.cands[i])
             patterns.append(FrequentSequence(items, tuple(schema.alphabet[x] for x in items),
                                              float(noisy[i]), k))
             true_supports[pattern_key(items)] = int(support[i])
         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
-                                  vtrie.n_cand, share, threshold if strict else None,
-                                  int(frequent.size)))
+                                  0 if from_pruning is not None else vtrie.n_cand, share,
+                                  threshold if strict else None, int(frequent.size),
+                                  capped))
         previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
         run.timed("verify", started)
         if not previous:

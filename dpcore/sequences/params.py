@@ -27,8 +27,8 @@ from dpcore.registry import (
 
 __all__ = ["PFS2", "PFS2_BASELINE", "SEQUENCE_ALGORITHMS", "SEQUENCES", "HELP",
            "SequenceMiningParams", "BudgetSlot", "plan_budget", "mechanism_shares",
-           "probe_count", "run_cost_nano", "RECORDS", "LENGTHS", "MAX_LENGTH", "PRUNE",
-           "VERIFY"]
+           "probe_count", "run_cost_nano", "level_shares", "RECORDS", "LENGTHS", "MAX_LENGTH",
+           "PRUNE", "VERIFY"]
 
 # The family and algorithm names (SEQUENCES, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS) live in
 # dpcore.registry and are re-exported here.
@@ -58,9 +58,11 @@ HELP = {
     "budget_lengths": "Share of ε for the noisy histogram of record lengths (ε2).",
     "budget_max_length": "Share of ε for estimating the longest frequent length L_f by "
                          "binary search (ε3).",
-    "budget_prune": "PFS2: share of ε for the noisy supports on the samples (ε4; every "
-                    "level uses all of it on its own disjoint sample). The rest (ε5) pays "
-                    "the noisy supports on all records.",
+    "budget_prune": "PFS2: share of ε for pruning the candidates (ε4). Strict: each level "
+                    "gets ε4/L_f for pruning on all records, or adds it to its verification "
+                    "when pruning cannot pay; faithful: every level uses all of ε4 on its "
+                    "own disjoint sample. The rest (ε5) pays the noisy supports on all "
+                    "records.",
 }
 
 
@@ -175,6 +177,7 @@ def plan_budget(params: SequenceMiningParams) -> list[BudgetSlot]:
     slots.append(BudgetSlot(VERIFY, 0, rest))
     by_phase = {s.phase: s.epsilon_nano for s in slots}
     if min(by_phase.values()) <= 0 or by_phase[VERIFY] < _MAX_LEVELS \
+            or by_phase.get(PRUNE, _MAX_LEVELS) < _MAX_LEVELS \
             or by_phase[MAX_LENGTH] < probe_count(_MAX_LEVELS):
         raise ParameterError("ε is too small to split among the phases and their calls (up "
                              f"to {_MAX_LEVELS} levels): a call would get 0 budget")
@@ -186,6 +189,25 @@ def probe_count(lmax: int) -> int:
     return max(1, math.ceil(math.log2(lmax))) if lmax > 1 else 1
 
 
+def level_shares(params: SequenceMiningParams, n_levels: int) -> list[tuple[int, int]]:
+    """Strict PFS2: each level's (pruning, verification) nano-ε, levels 1..L_f in order.
+
+    ε4 and ε5 are each split evenly over the L_f levels (sequential composition: every
+    level reads all records). A level that prunes spends its pruning part on the noisy
+    supports of the shrunk records and its verification part on the survivors; a level
+    that does not prune (:func:`dpcore.sequences.strategy.plan_level`, decided from public
+    values) spends both parts in its one verification call. Either way level k costs
+    exactly the sum of its two parts.
+    """
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    if params.algorithm != PFS2 or params.mode != STRICT:
+        raise ParameterError("per-level pruning shares exist only for strict PFS2")
+    if n_levels < 1:
+        raise ParameterError(f"need L_f ≥ 1; got {n_levels}")
+    return list(zip(split_evenly(plan[PRUNE], n_levels), split_evenly(plan[VERIFY], n_levels),
+                    strict=True))
+
+
 def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
                      ) -> list[BudgetSlot]:
     """Every mechanism call's share, once lmax and L_f (``n_levels``) are known.
@@ -194,8 +216,10 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
     * ``max_length``: strict, Q = :func:`probe_count` equal parts (one per probe, all
       charged and drawn before the search); faithful, one call that draws all lmax noisy
       maxima at the paper's scale Q/ε3 each.
-    * ``prune`` (PFS2): one share, charged once, used in full on each of the L_f disjoint
-      sample databases (``parallel = L_f``).
+    * ``prune`` (PFS2): strict, one part per level (index k − 1, :func:`level_shares`),
+      spent on pruning all records or, when the level does not prune, added to that
+      level's verification call; faithful, one share, charged once, used in full on each
+      of the L_f disjoint sample databases (``parallel = L_f``).
     * ``verify``: L_f equal parts, one per level.
 
     The shares sum exactly to :func:`plan_budget`'s total.
@@ -207,10 +231,14 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
     probes = 1 if params.mode == FAITHFUL else probe_count(lmax)
     out += [BudgetSlot(MAX_LENGTH, i, e) for i, e in
             enumerate(split_evenly(plan[MAX_LENGTH], probes))]
-    if PRUNE in plan:
-        out.append(BudgetSlot(PRUNE, 0, plan[PRUNE], parallel=n_levels))
-    out += [BudgetSlot(VERIFY, i, e) for i, e in
-            enumerate(split_evenly(plan[VERIFY], n_levels))]
+    if PRUNE in plan and params.mode == STRICT:
+        for i, (p, v) in enumerate(level_shares(params, n_levels)):
+            out += [BudgetSlot(PRUNE, i, p), BudgetSlot(VERIFY, i, v)]
+    else:
+        if PRUNE in plan:
+            out.append(BudgetSlot(PRUNE, 0, plan[PRUNE], parallel=n_levels))
+        out += [BudgetSlot(VERIFY, i, e) for i, e in
+                enumerate(split_evenly(plan[VERIFY], n_levels))]
     if min(s.epsilon_nano for s in out) <= 0:
         raise ParameterError("ε is too small for this many mechanism calls: one would get "
                              "0 budget")

@@ -27,7 +27,7 @@ from scipy.special import log_ndtr, ndtr
 
 from dpcore.errors import ParameterError
 
-__all__ = ["noisy_support_cdf", "relaxed_threshold"]
+__all__ = ["noisy_support_cdf", "relaxed_threshold", "laplace_pruning_threshold"]
 
 
 def noisy_support_cdf(z, mu: float, sigma: float, phi: float):
@@ -83,3 +83,23 @@ def relaxed_threshold(theta: float, n_db: float, phi: float, zeta: float) -> flo
     width = 60.0 * (sigma + phi)
     return float(brentq(lambda z: float(noisy_support_cdf(z, mu, sigma, phi)) - zeta,
                         mu - width, mu + width, xtol=1e-9, rtol=1e-12, maxiter=500))
+
+
+def laplace_pruning_threshold(threshold: float, phi: float, zeta: float) -> float:
+    """Strict PFS2's pruning threshold θ′ on all records (records; may be negative).
+
+    A candidate whose support is exactly ``threshold`` (θ·N̂) and whose noisy support is
+    that plus Laplace(0, φ) noise falls below θ′ with probability ζ:
+    θ′ = threshold + φ·ln(2ζ) for ζ ≤ ½ and threshold − φ·ln(2(1 − ζ)) above. There is no
+    sampling term: strict mode prunes on all records (no sample database), so only the
+    noise spreads the noisy support. Inputs are public or released (θ·N̂, φ = Δ_k/ε, ζ):
+    computing θ′ costs no ε. The discrete Laplace noise actually drawn has a slightly
+    lighter tail at the same scale, so the pruning chance is at most about ζ.
+    """
+    if not 0.0 < zeta < 1.0:
+        raise ParameterError(f"ζ must lie in (0, 1); got {zeta!r}")
+    if not (phi > 0 and math.isfinite(phi)):
+        raise ParameterError(f"the noise scale φ must be > 0; got {phi!r}")
+    if zeta <= 0.5:
+        return float(threshold + phi * math.log(2.0 * zeta))
+    return float(threshold - phi * math.log(2.0 * (1.0 - zeta)))

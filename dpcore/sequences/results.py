@@ -76,11 +76,13 @@ class LevelRecord:
     candidates : int
         |C_k|.
     prune_sensitivity : int
-        Δ_k = C(lmax, k) of the noisy local supports (0: no pruning, the baseline).
+        Δ_k of the noisy pruning supports: strict, min(C(lmax, k), |C_k|) on all records;
+        faithful, C(lmax, k) on the level's sample. 0: the level did not prune (the
+        baseline, or a strict level where pruning could not pay).
     prune_scale : float
-        Noise scale Δ_k/ε4 on the sample (records; 0 without pruning).
+        Noise scale of the pruning supports (records; 0 without pruning).
     relaxed_threshold : float or None
-        θ′ on the sample (records; None without pruning).
+        θ′ (records; on the sample in faithful mode; None without pruning).
     kept_after_pruning : int
         |C′_k|, the candidates whose noisy local support reached θ′.
     verify_sensitivity : int
@@ -90,7 +92,14 @@ class LevelRecord:
     verify_threshold : float or None
         θ·N̂ (records); None in faithful mode, whose threshold uses the true count.
     frequent : int
-        |FS_k|.
+        |FS_k| (released).
+    capped : int
+        Strict PFS2: sequences passing the pruning or verification threshold but dropped
+        by the level's cap M_k = ⌈C(lmax, k)/θ⌉ (those of smallest noisy value; 0 when the
+        cap did not bind). Post-processing of noisy values, so public.
+    note : str
+        Why the run stopped at this level, if it did for a public reason (strict PFS2:
+        the noise would drown θ·N̂); empty otherwise.
     """
 
     length: int
@@ -103,6 +112,8 @@ class LevelRecord:
     verify_epsilon_nano: int
     verify_threshold: float | None
     frequent: int
+    capped: int = 0
+    note: str = ""
 
 
 @dataclass

@@ -1,0 +1,163 @@
+"""Strict PFS2's per-level choices: prune or not, and how many sequences a level may keep.
+
+Every function here is a pure function of **public parameters** (θ, ζ, lmax, the budget
+shares) and **released values** (N̂, the number of candidates |C_k|, which is
+post-processing of the frequent sequences already released, and noisy supports). None
+reads a record, so the choices cost no ε and neighbouring datasets that release the same
+values make the same choices (the argument is in docs/PRIVACY.md, PFS2 section).
+
+Why a choice per level
+----------------------
+Strict PFS2 gives each level k the budget ε_k = (ε4 + ε5)/L_f. Verifying all |C_k|
+candidates with it adds noise of scale |C_k|/ε_k (the straightforward baseline's). Pruning
+first spends ε4/L_f on noisy supports of the shrunk records, whose sensitivity is
+Δ_k = min(C(lmax, k), |C_k|) (a shrunk record has at most lmax items, so it holds at most
+C(lmax, k) distinct k-sequences, and at most |C_k| of them are candidates), then verifies
+the survivors with ε5/L_f. Pruning pays only when its own noise is small next to what it
+saves: the rule prunes when φ_k = Δ_k/(ε4/L_f) ≤ ½·|C_k|/ε_k (the pruning noise is at most
+half the noise of verifying everything with the whole level budget) and θ′ > 0 (a
+non-positive relaxed threshold keeps every candidate, so pruning would only waste budget).
+On small alphabets few levels pass and strict PFS2 verifies like the baseline, with the
+same budget per level; on large alphabets the early levels prune.
+
+The cap
+-------
+A record of at most lmax items holds at most C(lmax, k) distinct k-sequences, so at most
+M_k = ⌈C(lmax, k)/θ⌉ k-sequences can reach support θ·N in records of at most lmax items.
+A level keeps at most M_k candidates after pruning and releases at most M_k sequences:
+when more pass, the ones of largest noisy support are kept (ties: candidate order). This
+is post-processing of noisy values; it bounds the next level's candidates (at most M_1²
+for k = 2) and so the run's work and memory. It can drop truly frequent sequences only
+when many records are longer than lmax (η of them are not, by the choice of lmax).
+
+Verify or release the pruning's values
+--------------------------------------
+After pruning, |C′_k| is known (a released count). If verifying the survivors with the
+level's verification part would add noise of scale |C′_k|/ε5,k at least as large as the
+pruning noise φ_k, verification cannot improve on the pruning's noisy supports: the level
+releases those instead (supports of the records shrunk to lmax items, a lower bound of the
+true support) and leaves its verification part unspent (reported as unspent).
+
+Stop when the noise drowns the threshold
+----------------------------------------
+If the least noisy measurement a level can make has a noise scale of at least θ·N̂
+(verification of all |C_k| with the whole level budget when it does not prune; the
+smaller of φ_k and |C′_k|/ε5,k after pruning), a candidate of no support would pass the
+threshold with probability ≥ ½e⁻¹ ≈ 0.18: the level would release mostly noise (the
+straightforward baseline's collapse on large alphabets, thousands of released sequences).
+The run stops there: the level releases nothing, no later level runs, and the unspent
+budget is reported. The test reads public values only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcore.errors import ParameterError
+from dpcore.privacy.units import nano_to_epsilon
+from dpcore.sequences.relaxation import laplace_pruning_threshold
+
+__all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "verification_pays",
+           "too_noisy", "NOISY_STOP", "PRUNE_GAIN"]
+
+#: The note of a level where the run stopped because the noise would drown θ·N̂.
+NOISY_STOP = "stopped: noise scale ≥ θ·N̂, the level would release mostly noise"
+
+#: Pruning must be at least this many times less noisy than one verification of every
+#: candidate with the whole level budget (φ_k ≤ |C_k|/ε_k / PRUNE_GAIN).
+PRUNE_GAIN = 2.0
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """What strict PFS2 does at one level, decided from public and released values.
+
+    Attributes
+    ----------
+    prune : bool
+        Whether the level prunes before verifying.
+    sensitivity : int
+        Δ_k = min(C(lmax, k), |C_k|) of the pruning supports (records).
+    scale : float
+        φ_k = Δ_k/ε_prune, the pruning noise scale (records).
+    threshold : float
+        θ′ on the noisy pruning supports (records; may be negative).
+    prune_nano : int
+        nano-ε spent on pruning (0 when the level does not prune).
+    verify_nano : int
+        nano-ε of the level's verification (its own part plus the pruning part when it
+        does not prune).
+    """
+
+    prune: bool
+    sensitivity: int
+    scale: float
+    threshold: float
+    prune_nano: int
+    verify_nano: int
+
+
+def plan_level(n_candidates: int, k: int, lmax: int, prune_nano: int, verify_nano: int,
+               support_threshold: float, zeta: float) -> LevelPlan:
+    """Strict PFS2's choice at level k (public inputs only; see the module docstring).
+
+    Parameters
+    ----------
+    n_candidates : int
+        |C_k| (post-processing of released sequences, or the declared alphabet at k = 1).
+    k, lmax : int
+        Level and length bound (lmax is a DP output).
+    prune_nano, verify_nano : int
+        The level's two budget parts (nano-ε), from
+        :func:`dpcore.sequences.params.level_shares`.
+    support_threshold : float
+        θ·N̂ (records), N̂ the released record count.
+    zeta : float
+        ζ: the chance of pruning a candidate whose support is exactly θ·N̂.
+    """
+    if n_candidates < 1 or k < 1 or lmax < 1 or prune_nano < 1 or verify_nano < 1:
+        raise ParameterError("plan_level needs ≥ 1 candidate, k, lmax and budget")
+    delta = min(math.comb(lmax, k), int(n_candidates))
+    eps_prune = nano_to_epsilon(prune_nano)
+    eps_level = nano_to_epsilon(prune_nano + verify_nano)
+    phi = delta / eps_prune
+    theta_prime = laplace_pruning_threshold(float(support_threshold), phi, float(zeta))
+    prune = phi * PRUNE_GAIN <= n_candidates / eps_level and theta_prime > 0
+    if prune:
+        return LevelPlan(True, delta, phi, theta_prime, int(prune_nano), int(verify_nano))
+    return LevelPlan(False, delta, phi, theta_prime, 0, int(prune_nano + verify_nano))
+
+
+def release_cap(lmax: int, k: int, theta: float) -> int:
+    """M_k = ⌈C(lmax, k)/θ⌉: the most k-sequences a level keeps or releases (public)."""
+    return max(1, math.ceil(math.comb(int(lmax), int(k)) / float(theta)))
+
+
+def keep_largest(selected: np.ndarray, noisy: np.ndarray, cap: int) -> np.ndarray:
+    """The indices of ``selected`` (sorted) with the ``cap`` largest noisy values.
+
+    Ties go to the earlier index (candidate order), so the result depends only on the
+    noisy values and the public candidate order: post-processing.
+    """
+    selected = np.asarray(selected, dtype=np.int64)
+    if selected.size <= cap:
+        return selected
+    order = np.argsort(-np.asarray(noisy, dtype=np.float64)[selected], kind="stable")
+    return np.sort(selected[order[:cap]])
+
+
+def verification_pays(n_kept: int, verify_nano: int, prune_scale: float) -> bool:
+    """Whether verifying ``n_kept`` survivors adds less noise than the pruning had.
+
+    Verification noise scale |C′_k|/ε5,k (records) against the pruning's φ_k; both public.
+    """
+    return n_kept / nano_to_epsilon(verify_nano) < prune_scale
+
+
+
+def too_noisy(scale: float, support_threshold: float) -> bool:
+    """Whether a noise scale (records) is at least θ·N̂: the level would release noise."""
+    return float(scale) >= float(support_threshold)
