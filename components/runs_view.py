@@ -8,6 +8,10 @@ another's noise. Everything shown is public metadata (parameters, ε charged, st
 releases read from the ledger. Runs of the tree miners and of Serenade can be
 compared side by side: the parameter table marks with "—" a parameter that a
 run's algorithm does not use.
+
+On a sequence dataset or a labelled table the page lists the runs from the ledger's run
+records alone (when, which algorithm, ε charged, status, parameters, errors) and points to
+the family's page, where each release is read (0 ε).
 """
 
 from __future__ import annotations
@@ -21,17 +25,24 @@ from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import can_read
 from dpcore.privacy.roles import ANALYST
 from dpcore.redescriptions.results import RunResult
-from dpcore.registry import ALGORITHM_LABELS, PARAMETER_SYMBOLS, STRICT, algorithm_spec
+from dpcore.registry import (
+    ALGORITHM_LABELS,
+    KIND_TWO_VIEW,
+    PARAMETER_SYMBOLS,
+    STRICT,
+    algorithm_spec,
+)
 from dpcore.runs import load_result
 
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
 from .explore_view import DEFAULT_TOLERANCE, get_threshold, suggested_threshold, threshold_runs
+from .family_pages import page_for
 from .scatter import run_label
 from .session import current_role
 
-__all__ = ["history_frame", "comparison_params_frame", "run_thresholds", "default_comparison",
-           "jaccard_violins", "render_runs"]
+__all__ = ["history_frame", "family_history_frame", "comparison_params_frame",
+           "run_thresholds", "default_comparison", "jaccard_violins", "render_runs"]
 
 #: Marks a parameter the run's algorithm (in its mode) does not use.
 NOT_USED = "—"
@@ -151,11 +162,46 @@ def _error_text(run: RunRecord, role: str, ledger: Ledger | None) -> str:
     return hide_server_paths(run.error, ledger) if ledger is not None else run.error
 
 
+def family_history_frame(runs: list[RunRecord], role: str = ANALYST,
+                         ledger: Ledger | None = None) -> pd.DataFrame:
+    """One row per run of any family from the ledger's run records alone (no result read):
+    when, what, ε charged, status, the requested ε, the parameters and, for who may read
+    it, the error without server paths. Public metadata only (budgets are public)."""
+    return pd.DataFrame([
+        {"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
+         "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
+         "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
+         "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
+         "ε requested": run.params.get("epsilon"),
+         "parameters": algorithm_spec(run.algorithm).summary(run.params),
+         "error": _error_text(run, role, ledger)} for run in runs])
+
+
+def _render_family_runs(ledger: Ledger, record: DatasetRecord, runs: list[RunRecord]
+                        ) -> None:
+    """The run history of a sequence or table dataset; its releases are read on its page."""
+    page = page_for(record)
+    st.markdown(f"{len(runs)} runs, ε = {fmt_eps(sum(r.epsilon for r in runs))} charged in "
+                "all." + (f" Open the **{page}** page to read a run's release (0 ε)."
+                          if page else ""))
+    st.dataframe(family_history_frame(runs, current_role(), ledger), hide_index=True,
+                 key="runs_history", width="stretch",
+                 column_config={
+                     "ε charged": st.column_config.NumberColumn(format="%.6g"),
+                     "parameters": st.column_config.TextColumn(width="large"),
+                     "error": st.column_config.TextColumn(width="large")})
+
+
 def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
-    """Draw the Runs page for ``record``."""
+    """Draw the Runs page for ``record`` (any kind; runs are compared side by side on
+    two-view datasets, whose runs release redescriptions)."""
     runs = list(reversed(ledger.list_runs(record.name)))
     if not runs:
-        st.info("No run on this dataset yet: launch one on the **Mine** page.")
+        page = page_for(record) or "Mine"
+        st.info(f"No run on this dataset yet: launch one on the **{page}** page.")
+        return
+    if record.kind != KIND_TWO_VIEW:
+        _render_family_runs(ledger, record, runs)
         return
     results: dict[str, RunResult] = {}
     for run in runs:

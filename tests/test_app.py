@@ -21,7 +21,7 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.privacy.roles import hash_password
 from dpcore.redescriptions.pruning import suggest_threshold
-from dpcore.runs import load_result
+from dpcore.runs import charge_and_mine, load_result
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
@@ -1111,3 +1111,26 @@ def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeyp
     assert error == "FileNotFoundError: [Errno 2] No such file: 'visits.parquet'"
     text, _ = page_text(app)
     assert "/srv" not in text and "hidden-mount" not in text
+
+
+@pytest.mark.parametrize("dataset, page_name", [("clickstream", "Sequences"),
+                                                ("pima_like", "Synthesis")])
+def test_the_runs_page_lists_the_runs_of_a_sequence_or_table_dataset(app, ledger_path,
+                                                                     dataset, page_name):
+    """Before, a stored PFS2 or MC-GEN run crashed the Runs page (it read every result as
+    redescriptions). Now it lists the runs from the ledger and points to their page."""
+    from dpcore.registry import ALGORITHM_LABELS, ALGORITHM_SPECS, DATASET_KIND_SPECS
+
+    ledger = Ledger(ledger_path)
+    family = DATASET_KIND_SPECS[ledger.get_dataset(dataset).kind].family
+    key = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
+    params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
+    result = charge_and_mine(ledger, dataset, params, requester=Requester(), seed=None)
+    app.selectbox(key="dataset").set_value(dataset).run()
+    run_page(app, "pages/runs.py")
+    history = table_with(app, "run", "algorithm", "ε charged", "status", "parameters")
+    assert list(history["run"]) == [result.run_id[:8]]
+    assert list(history["algorithm"]) == [ALGORITHM_LABELS[key]]
+    assert list(history["status"]) == ["done"] and list(history["ε charged"]) == [1.0]
+    assert "redescriptions" not in history.columns
+    assert any(f"Open the **{page_name}** page" in m.value for m in app.main.markdown)
