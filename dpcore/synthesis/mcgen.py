@@ -9,7 +9,10 @@ Strict mode: MC-GEN-DP (spec §2.5) — ε-DP, integer noise only
 --------------------------------------------------------------
 1. **Class counts** N̂_y = N_y + discrete Laplace(1/ε_Y) (one histogram, Δ = 1). Class y
    gets max(round(N̂_y), 0) synthetic rows.
-2. **Feature groups**: given by the owner (free), or built from DP correlations — one
+2. **Feature groups**: given by the owner (free); or, when the public rule on N̂ says the
+   noisy correlations would be noise (:func:`correlation_noise` above
+   ``max_correlation_noise``), one group per feature with ε_F added to the groups' budget;
+   or built from DP correlations — one
    single-cell release (:mod:`dpcore.synthesis.moments`) of the sums and second moments of
    all records' encoded values with ε_F (the count is Σ_y N̂_y); the noisy covariance,
    repaired to PSD, gives the feature distance 1 − √s (:mod:`dpcore.synthesis.grouping`);
@@ -23,11 +26,17 @@ Strict mode: MC-GEN-DP (spec §2.5) — ε-DP, integer noise only
    every record contributes to every group). A group whose grid has one cell per class
    releases no counts (they are the N̂_y), one made of a single categorical feature no
    second moments; their share goes to the group's other releases.
+   A one-feature group (``cells = grid``) is a **histogram**: only its noisy class × bin
+   counts are released, with all of ε_m (Δ = 1), over min(``histogram_bins``,
+   max(2, ⌊N̂_y·ε_m⌋)) bins of a numeric feature's bounds or a categorical's levels.
 5. **Models** (post-processing): per cell, mean and covariance shrunk towards the class's
-   pooled moments, PSD repair by eigenvalue clipping.
+   pooled moments, PSD repair by eigenvalue clipping; a cell whose noisy count is below
+   :data:`EMPTY_CELL_SCALES` count-noise scales gets weight 0.
 6. **Generation** (post-processing): each synthetic row of class y draws, per group
-   independently, a cell with probability ∝ max(N̂_c, 0) and a value from N(μ_c, Σ_c),
-   kept inside its cell and the bounds; categoricals are decoded by argmax.
+   independently, a cell with probability ∝ its weight and a value from N(μ_c, Σ_c),
+   kept inside its cell and the bounds; a categorical the grid does not split takes a level
+   drawn from the cell's noisy level frequencies. A histogram group draws a bin ∝
+   max(count, 0) and a value uniformly inside it.
 
 Total ε_Y + ε_F + Σ_m ε_m = ε exactly (:func:`dpcore.synthesis.params.mechanism_shares`).
 

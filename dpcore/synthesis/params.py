@@ -14,6 +14,9 @@ Phases (strict MC-GEN-DP, spec §2.5)
 * ``groups`` — ε_G = the rest, split over the groups in proportion to their sizes p_m
   (ε_m = ε_G·p_m/p, the paper's eq. 7), each ε_m into counts / sums / second moments of the
   cells (``budget_cell_counts``, ``budget_cell_sums``, the rest; 0.2/0.4/0.4 by default).
+  A one-feature group (grid cells) is a histogram: its whole ε_m pays the counts. When the
+  noisy correlations are skipped (a public rule on N̂, ``max_correlation_noise``), ε_F is
+  added to ε_G before the split, so the total stays ε.
   A group with one cell per class needs no counts (they are the class counts N̂_y), a
   group of one categorical feature no second moments: a part not needed gives its share to
   the others in proportion; ε_F (one cell of all records) is split into sums and moments.
