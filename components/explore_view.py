@@ -17,22 +17,40 @@ The detail of a tree miner's redescription shows the tree pair it came from; a
 Serenade redescription has no trees, so its two queries are shown as formulas with
 a table of their literals. Statistics a run did not release (faithful Serenade's
 supports |q_L|, |q_R| and p-value) read "not released".
+
+The kept redescriptions are a list (:mod:`components.redescription_list`): sorted,
+filtered, searched, near-duplicates collapsed, each with its noisy 2×2 table, a manual
+keep/reject, tags and a note. These, the runs, the threshold and the list settings form
+the analyst's workspace (:mod:`components.explore_workspace`), saved in the ledger and
+restored on the next visit, exported with the JSON and importable from it — all 0 ε.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
+from dpcore.redescriptions.listing import contingency_cells, entry_key, list_entries
 from dpcore.redescriptions.pruning import prune, suggest_threshold
 from dpcore.redescriptions.results import RunResult
 from dpcore.runs import load_result, readable_runs
 
 from .expectations import empty_result_advice
+from .explore_workspace import (
+    current_workspace,
+    pending_threshold,
+    render_import,
+    render_workspace_name,
+    save_if_changed,
+)
 from .export import export_csv, export_json
 from .number_fields import Bounds, number_field, number_problem
+from .redescription_list import current_view, render_list
 from .redescription_view import (
     NOT_RELEASED,
     is_released,
@@ -41,7 +59,7 @@ from .redescription_view import (
     render_query_formulas,
     statistics_row,
 )
-from .scatter import redescription_rows, run_label, scatter_figure
+from .scatter import redescription_rows, row_id, run_label, scatter_figure
 from .selection import selection_signature, threshold_from_selection
 from .session import current_role
 from .tree_diagram import render_tree_pair
@@ -217,6 +235,7 @@ def _show_runs(dataset: str, run_ids: list[str]) -> None:
 def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     """Draw the Explore page for ``record``."""
     st.info(PRUNING_NOTE)
+    render_workspace_name()
     runs = done_runs(ledger, record.name)
     if not runs:
         st.warning("No finished run on this dataset yet: launch one on the **Mine** page.")
@@ -231,6 +250,10 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     options = [r.run_id for r in runs if r.run_id in results]
     if not options:
         return
+    current_workspace(ledger, record.name)          # loads the saved one on the first visit
+    render_import(ledger, record.name, set(results),
+                  {entry_key(rid, red.id) for rid, res in results.items()
+                   for red in res.redescriptions})
     labels = {r.run_id: _run_option_label(r, counts.get(r.run_id)) for r in runs}
     picked = st.session_state.get("explore_pick", {}).get(record.name) or []
     default = default_pick([r for r in runs if r.run_id in results], counts)
@@ -241,6 +264,13 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
                    args=(record.name,),
                    help="Opens on your newest run that released redescriptions.")
     chosen = list(st.session_state[RUNS_KEY]) or default
+    restored, value = pending_threshold(record.name)
+    if restored:                          # a loaded or imported workspace's threshold
+        if value is None:
+            _mark_chosen(record.name, None)
+        else:
+            set_threshold(record.name, value)
+            _mark_chosen(record.name, tuple(sorted(chosen)))
     shown = {rid: results[rid] for rid in chosen}
     empty = [rid for rid in chosen if not counts.get(rid)]
     rows = redescription_rows(list(shown.values()))
@@ -257,13 +287,14 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     if empty:
         st.caption("Released no redescription (nothing of theirs on the scatter): "
                    + ", ".join(f"run {rid[:8]}" for rid in empty) + ".")
-    pruning_fragment(record.name, tuple(v.name for v in record.schema.views), rows, shown)
+    pruning_fragment(ledger, record.name, tuple(v.name for v in record.schema.views), rows,
+                     shown)
 
 
 @st.fragment
-def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFrame,
-                     results: dict[str, RunResult]) -> None:
-    """Scatter + threshold + kept table + detail + export; reruns on its own."""
+def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
+                     rows: pd.DataFrame, results: dict[str, RunResult]) -> None:
+    """Scatter + threshold + kept list + detail + export; reruns on its own."""
     points = {rid: (float(s), float(j))
               for rid, s, j in zip(rows["row_id"], rows["support"], rows["jaccard"])}
     selection_key = tuple(sorted(results))
@@ -333,27 +364,28 @@ def pruning_fragment(dataset: str, view_names: tuple[str, str], rows: pd.DataFra
                     on_select="rerun", selection_mode=("points", "box"))
 
     st.subheader(f"Kept redescriptions ({len(kept)} of {len(rows)})")
-    table = kept.sort_values(["jaccard", "support"], ascending=False)
-    shown, pvalue_as_text = kept_display_frame(table)
-    st.dataframe(
-        shown, hide_index=True, key="explore_kept_table",
-        column_config={
-            "row_id": st.column_config.TextColumn("id"),
-            "left": st.column_config.TextColumn(f"left query ({view_names[0]})", width="large"),
-            "right": st.column_config.TextColumn(f"right query ({view_names[1]})",
-                                                 width="large"),
-            "support": st.column_config.NumberColumn("noisy |E11|", format="%.0f"),
-            "jaccard": st.column_config.NumberColumn("noisy J", format="%.3f"),
-            "pvalue": (st.column_config.TextColumn("noisy p") if pvalue_as_text else
-                       st.column_config.NumberColumn("noisy p", format="%.2e")),
-            "run": st.column_config.TextColumn("run")})
-    if pvalue_as_text:
+    labels = {rid: run_label(r) for rid, r in results.items()}
+    kept_ids = set(kept["row_id"])
+    entries = [e for e in list_entries(results.values(), labels)
+               if row_id(e.run_id, e.red_id) in kept_ids]
+    ws = current_workspace(ledger, dataset)
+    ws, listed = render_list(entries, ws, view_names, labels)
+    picked = st.session_state.get("explore_pick", {}).get(dataset)
+    ws = replace(ws, runs=tuple(picked or ()),
+                 threshold=float(threshold) if _user_chose(dataset, selection_key) else None,
+                 tolerance=None if tolerance == DEFAULT_TOLERANCE else tolerance,
+                 view=current_view())
+    save_if_changed(ledger, dataset, ws)
+    if any(not is_released(p) for p in kept["pvalue"]):
         st.caption(f"noisy p “{NOT_RELEASED}”: faithful Serenade releases only the noisy "
                    "|E11| and |E10|+|E01| of each redescription, so it has no p-value.")
 
+    order = {row_id(e.run_id, e.red_id): i for i, e in enumerate(listed)}
+    table = kept[kept["row_id"].isin(order)].copy()
+    table = table.iloc[sorted(range(len(table)), key=lambda i: order[table["row_id"].iloc[i]])]
     if not table.empty:
         _detail(table, results, view_names)
-    _export(dataset, kept, results, threshold)
+    _export(dataset, table, results, threshold, ws.to_dict())
 
 
 def _selection_text(choice, points: dict) -> str | None:
@@ -391,6 +423,8 @@ def _detail(table: pd.DataFrame, results: dict[str, RunResult],
                     f"`{red.right.text}`")
     st.dataframe(pd.DataFrame([statistics_row(red, result.algorithm)]), hide_index=True)
     st.caption(f"From run {row['run']} — all numbers are noisy DP releases.")
+    st.plotly_chart(contingency_figure(contingency_cells(result, red)),
+                    key="explore_detail_cells")
     if serenade:
         render_query_formulas(red, view_names, key_prefix="explore_detail")
         return
@@ -405,15 +439,34 @@ def _detail(table: pd.DataFrame, results: dict[str, RunResult],
                      view_names, key="explore_tree_pair")
 
 
+def contingency_figure(cells) -> go.Figure:
+    """A bar per cell of the noisy 2×2 table; a cell the run did not release is labelled so."""
+    labels = ["|E11| both", "|E10| left only", "|E01| right only", "|E00| neither"]
+    released = [is_released(c) for c in cells]
+    fig = go.Figure(go.Bar(
+        x=labels, y=[float(c) if ok else 0.0 for c, ok in zip(cells, released)],
+        text=[f"{float(c):.0f}" if ok else NOT_RELEASED for c, ok in zip(cells, released)],
+        textposition="outside", marker_color=["#1f77b4", "#ff7f0e", "#2ca02c", "#9e9e9e"],
+        hovertemplate="%{x}: %{text}<extra></extra>"))
+    fig.update_layout(height=260, margin=dict(l=10, r=10, t=30, b=10),
+                      title=dict(text="noisy 2×2 table (released values, 0 ε)",
+                                 font=dict(size=13)), yaxis_title="noisy rows")
+    return fig
+
+
 def _export(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
-            threshold: float) -> None:
-    """CSV and JSON download buttons for the kept redescriptions (0 ε)."""
+            threshold: float, workspace: dict | None = None) -> None:
+    """CSV and JSON download buttons for the listed redescriptions and the workspace (0 ε)."""
     st.subheader("Export kept redescriptions")
+    st.caption("The redescriptions the list shows (every member of a collapsed group); the "
+               "JSON also carries your workspace, which **Import a workspace** above reads "
+               "back.")
     c1, c2 = st.columns(2)
     stem = f"{dataset}_kept_t{threshold:g}"
     c1.download_button("Download CSV", export_csv(kept, results, threshold),
                        file_name=f"{stem}.csv", mime="text/csv", key="export_csv",
                        on_click="ignore")
-    c2.download_button("Download JSON", export_json(dataset, kept, results, threshold),
+    c2.download_button("Download JSON", export_json(dataset, kept, results, threshold,
+                                                    workspace=workspace),
                        file_name=f"{stem}.json", mime="application/json", key="export_json",
                        on_click="ignore")

@@ -7,6 +7,11 @@ A statistic the run did not release (faithful Serenade's supports |q_L|, |q_R|
 and p-value) is an empty cell in the CSV and ``null`` in the JSON, which is
 always strict JSON (no ``NaN``). The JSON gives tree queries by their leaves and
 Serenade queries by their literal tests and operators.
+
+The JSON also carries the analyst's workspace (``workspace``: keep/reject decisions,
+tags, notes, runs, threshold and list settings — :mod:`dpcore.redescriptions.workspace`),
+which the Explore page imports back; it holds no statistic, so it adds nothing to what
+is released.
 """
 
 from __future__ import annotations
@@ -79,8 +84,9 @@ def export_csv(kept: pd.DataFrame, results: dict[str, RunResult], threshold: flo
 
 
 def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
-                threshold: float) -> str:
-    """JSON text: the runs (parameters, mode, ε, version, seed) and the kept redescriptions."""
+                threshold: float, workspace: dict | None = None) -> str:
+    """JSON text: the runs (parameters, mode, ε, version, seed), the kept redescriptions and,
+    when given, the workspace (``Workspace.to_dict()``: decisions, tags, notes, settings)."""
     used = [r for r in results.values() if r.run_id in set(kept["run_id"])] if len(kept) \
         else list(results.values())
     reds = []
@@ -106,4 +112,11 @@ def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
                        "rule": "kept when noisy support |E11| >= threshold"},
            "runs": [_run_meta(r) for r in used],
            "redescriptions": reds}
+    if workspace is not None:
+        notes = workspace.get("annotations", {})
+        for red in reds:
+            key = f"{red['run_id']}:{red['id']}"
+            if key in notes:
+                red["workspace"] = notes[key]
+        doc["workspace"] = workspace
     return json.dumps(json_safe(doc), ensure_ascii=False, indent=2, allow_nan=False)

@@ -38,6 +38,9 @@ def test_annotate_changes_one_annotation_and_drops_empty_ones():
     cleared = ws.annotate(f"{RUN}:1", decision=None)
     assert f"{RUN}:1" not in cleared.annotations and f"{RUN}:1" in ws.annotations
     assert cleared.annotate(f"{RUN}:0", tags=["x"]).annotation(f"{RUN}:0").decision == "reject"
+    assert ws.annotate(f"{RUN}:0", tags="a, b ,a").annotation(f"{RUN}:0").tags == ("a", "b")
+    with pytest.raises(ParameterError, match="at most 40"):
+        ws.annotate(f"{RUN}:0", tags="y" * 41)
 
 
 def test_round_trip_through_json_and_an_export_document():

@@ -92,7 +92,8 @@ class Workspace:
     def annotate(self, key: str, **changes) -> Workspace:
         """A copy with ``key``'s annotation changed (``decision``, ``tags``, ``note``)."""
         new = _annotation(key, {**self.annotation(key).to_dict(), **{
-            k: list(v) if k == "tags" else v for k, v in changes.items()}})
+            k: list(v) if k == "tags" and isinstance(v, tuple) else v
+            for k, v in changes.items()}})
         annotations = dict(self.annotations)
         if new.empty:
             annotations.pop(key, None)

@@ -1,0 +1,211 @@
+"""AppTests of the Explore list and the analyst's workspace: sort, filter, search, collapse,
+the noisy 2×2 table, keep/reject, tags and notes saved in the ledger and restored in a new
+session, export with the workspace, import back (checked; 0 ε)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from apptest_support import APP
+from streamlit.testing.v1 import AppTest
+
+from components.export import export_json
+from components.scatter import redescription_rows
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
+from dpcore.redescriptions.listing import list_entries
+from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.workspace import workspace_from_json
+from dpcore.runs import charge_and_mine, load_result
+
+pytestmark = pytest.mark.usefixtures("apptest_workarounds")
+
+
+def run_page(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def editor(at: AppTest):
+    """The list's editor (the only data editor on Explore) and its key."""
+    (found,) = at.data_editor
+    return found, found.key
+
+
+def edit(at: AppTest, row: int, **change) -> AppTest:
+    """Edit one row of the list as the browser would (the editor's edit state)."""
+    _, key = editor(at)
+    at.session_state[key] = {"edited_rows": {row: change}, "added_rows": [],
+                             "deleted_rows": []}
+    return rerun(at)
+
+
+def stored(ledger_path, name: str = "analyst"):
+    record = Ledger(ledger_path).get_workspace("clinic", "analyst", name)
+    return None if record is None else workspace_from_json(record.workspace_json,
+                                                           dataset="clinic")
+
+
+@pytest.fixture
+def explore(app, ledger_path, clinic_dataset):
+    """The app on Explore after one seeded MCMCTreePair run on clinic, threshold 0."""
+    ledger = Ledger(ledger_path)
+    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200)
+    result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r" * 32,
+                             seed=11, requester=Requester())
+    assert len(result.redescriptions) >= 3
+    run_page(app, "pages/explore.py")
+    app.number_input(key="explore_threshold").set_value(0.0)
+    rerun(app)
+    return app
+
+
+def test_the_list_shows_every_kept_redescription_with_its_noisy_table(explore, ledger_path):
+    result = load_result(Ledger(ledger_path), "r" * 32, role="analyst")
+    frame = editor(explore)[0].value
+    assert len(frame) == len(result.redescriptions)
+    assert {"decision", "tags", "note", "length", "attributes", "table", "cells"} <= set(
+        frame.columns)
+    entries = {f"{e.run_id[:8]}:{e.red_id}": e for e in list_entries([result])}
+    reds = {r.id: r for r in result.redescriptions}
+    for _, row in frame.iterrows():
+        entry = entries[row["row_id"]]
+        e11, e10, e01, e00 = entry.cells
+        assert row["cells"] == f"{e11:.0f} · {e10:.0f} · {e01:.0f} · {e00:.0f}"
+        assert list(row["table"]) == [e11, e10, e01, e00]
+        red = reds[entry.red_id]
+        assert e11 == red.support_both
+        noisy_n = result.extractions[red.extraction].noisy_n    # the released Ñ
+        if min(e10, e01, e00) > 0:                              # nothing clipped
+            assert math.isclose(e11 + e10 + e01 + e00, noisy_n)
+    # default order: noisy J, highest first
+    assert list(frame["jaccard"]) == sorted(frame["jaccard"], reverse=True)
+    assert explore.get("plotly_chart")                     # scatter, 2×2 bar, tree pair
+
+
+def test_sort_search_filter_and_collapse(explore):
+    explore.selectbox(key="explore_list_sort").set_value("support")
+    explore.toggle(key="explore_list_desc").set_value(False)
+    frame = editor(rerun(explore))[0].value
+    assert list(frame["support"]) == sorted(frame["support"])
+    everything = len(frame)
+    attribute = frame["attributes"].iloc[0].split(", ")[0]
+    explore.text_input(key="explore_list_search").set_value(attribute[1:4].lower())
+    frame = editor(rerun(explore))[0].value
+    assert 0 < len(frame) <= everything
+    assert all(attribute[1:4].lower() in a.lower() for a in frame["attributes"])
+    explore.text_input(key="explore_list_search").set_value("")
+    explore.multiselect(key="explore_list_attributes").set_value([attribute])
+    frame = editor(rerun(explore))[0].value
+    assert all(attribute in a.split(", ") for a in frame["attributes"])
+    explore.multiselect(key="explore_list_attributes").set_value([])
+    explore.number_input(key="explore_list_min_jaccard").set_value(1.0)
+    assert len(editor(rerun(explore))[0].value) == 0
+    explore.number_input(key="explore_list_min_jaccard").set_value(None)
+    explore.number_input(key="explore_list_min_length").set_value(3)
+    frame = editor(rerun(explore))[0].value
+    assert (frame["length"] >= 3).all()
+    explore.number_input(key="explore_list_min_length").set_value(None)
+    explore.toggle(key="explore_list_collapse").set_value(True)
+    frame = editor(rerun(explore))[0].value
+    assert frame["count"].sum() == everything and len(frame) <= everything
+
+
+def test_decisions_tags_and_notes_are_saved_and_restored_in_a_new_session(explore,
+                                                                         ledger_path):
+    first = editor(explore)[0].value["row_id"].iloc[0]
+    edit(explore, 0, decision="reject", tags="heart, check ,heart", note="looks odd")
+    ws = stored(ledger_path)
+    (key,) = [k for k in ws.annotations if k.endswith(first.split(":")[1])
+              and k.startswith(first.split(":")[0])]
+    assert ws.annotations[key].decision == "reject"
+    assert ws.annotations[key].tags == ("heart", "check")
+    assert ws.annotations[key].note == "looks odd"
+    assert ws.threshold == 0.0
+    frame = editor(explore)[0].value
+    row = frame[frame["row_id"] == first].iloc[0]
+    assert (row["decision"], row["tags"], row["note"]) == ("reject", "heart, check",
+                                                           "looks odd")
+    explore.selectbox(key="explore_list_decisions").set_value("not_rejected")
+    frame = editor(rerun(explore))[0].value
+    assert first not in set(frame["row_id"])
+    assert stored(ledger_path).view["decisions"] == "not_rejected"
+    spent = Ledger(ledger_path).budget("clinic").spent_nano
+
+    again = AppTest.from_file(APP, default_timeout=120)    # a new visit: a new session
+    rerun(again)
+    run_page(again, "pages/explore.py")
+    assert again.number_input(key="explore_threshold").value == 0.0
+    assert again.selectbox(key="explore_list_decisions").value == "not_rejected"
+    assert first not in set(editor(again)[0].value["row_id"])
+    again.selectbox(key="explore_list_decisions").set_value("reject")
+    frame = editor(rerun(again))[0].value
+    assert list(frame["row_id"]) == [first] and frame["tags"].iloc[0] == "heart, check"
+    assert Ledger(ledger_path).budget("clinic").spent_nano == spent        # 0 ε
+
+
+def test_a_bad_tag_is_refused_and_keeps_the_rest(explore, ledger_path):
+    edit(explore, 0, decision="keep", tags="x" * 41)
+    assert any("at most 40" in e.value for e in explore.error)
+    assert stored(ledger_path) is None or not any(
+        a.tags for a in stored(ledger_path).annotations.values())
+
+
+def test_workspaces_are_per_name(explore, ledger_path):
+    edit(explore, 0, decision="keep")
+    explore.text_input(key="explore_workspace_name").set_value("bob")
+    rerun(explore)
+    assert set(editor(explore)[0].value["decision"].dropna()) == set()
+    edit(explore, 1, decision="reject")
+    assert list(stored(ledger_path, "bob").decisions().values()) == ["reject"]
+    assert list(stored(ledger_path, "analyst").decisions().values()) == ["keep"]
+
+
+def test_export_carries_the_workspace_and_imports_back(explore, ledger_path):
+    ledger = Ledger(ledger_path)
+    edit(explore, 0, decision="reject", tags="t1")
+    ws = stored(ledger_path)
+    result = load_result(ledger, "r" * 32, role="analyst")
+    rows = redescription_rows([result])
+    doc = json.loads(export_json("clinic", rows, {result.run_id: result}, 0.0,
+                                 workspace=ws.to_dict()))
+    assert doc["workspace"]["annotations"] == ws.to_dict()["annotations"]
+    assert sum("workspace" in r for r in doc["redescriptions"]) == 1
+    # start afresh under another name, then import the export: the decisions come back
+    explore.text_input(key="explore_workspace_name").set_value("carol")
+    rerun(explore)
+    before = ledger.list_workspaces("clinic")
+    spent = ledger.budget("clinic").spent_nano
+    for bad, message in [(b"{not json", "not valid JSON"),
+                         (json.dumps({**doc, "dataset": "cms_small"}).encode(),
+                          "exported from dataset 'cms_small'"),
+                         (json.dumps({**doc, "workspace": {**doc["workspace"],
+                                                           "runs": ["f" * 32]}}).encode(),
+                          "names runs")]:
+        explore.file_uploader(key="explore_workspace_import").upload("ws.json", bad,
+                                                                    "application/json")
+        rerun(explore)
+        explore.button(key="explore_workspace_import_button").click()
+        rerun(explore)
+        assert any(message in e.value and "Nothing changed" in e.value
+                   for e in explore.error), [e.value for e in explore.error]
+        assert ledger.list_workspaces("clinic") == before
+    good = json.dumps(doc).encode()
+    explore.file_uploader(key="explore_workspace_import").upload("ws.json", good,
+                                                                "application/json")
+    rerun(explore)
+    explore.button(key="explore_workspace_import_button").click()
+    rerun(explore)
+    assert any("Imported" in s.value for s in explore.success)
+    carol = stored(ledger_path, "carol")
+    assert carol.annotations == ws.annotations
+    assert ledger.budget("clinic").spent_nano == spent                      # 0 ε
