@@ -18,24 +18,29 @@ Strict mode (default) — ε-DP, step by step
    computed once by branch and bound (a threshold lower than that, probability ~e^-40, is
    decided by a depth-first search for a y-sequence of that support). L_f ≥ 1. A search
    that ends after fewer than Q probes leaves the rest of ε3 unspent.
-4. **Partition**: every record goes to one of L_f sample databases independently and
-   uniformly at random (a data-independent, per-record assignment, so adding or removing a
-   record changes exactly one part: parallel composition).
-5. **Levels** k = 1..L_f, ε′ = ε5 / L_f:
+4. **Levels** k = 1..L_f; level k owns ε4,k + ε5,k (ε4 and ε5 split evenly,
+   :func:`~dpcore.sequences.params.level_shares`):
 
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
-   b. **pruning** on db_k: shrink every record to at most lmax items (a local
+   b. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
+      only): prune when φ_k = Δ_k/ε4,k ≤ ½·|C_k|/(ε4,k + ε5,k) and θ′ > 0, with
+      Δ_k = min(C(lmax, k), |C_k|); a level that does not prune verifies all of C_k with
+      ε4,k + ε5,k (as the baseline); a level whose noise scale would be ≥ θ·N̂ stops the run;
+   c. **pruning** on all records, each shrunk to at most lmax items (a local
       transformation from the record, C_k and lmax; hard truncation guarantees |S̃| ≤
-      lmax), so one record holds at most Δ_k = C(lmax, k) candidates; noisy local
-      supports + discrete Laplace(Δ_k/ε4); keep the candidates reaching θ′ =
-      :func:`~dpcore.sequences.relaxation.relaxed_threshold` (θ, N̂/L_f, Δ_k/ε4, ζ). Each
-      db_k is disjoint, so all levels together cost ε4, charged once;
-   c. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
-      Laplace(|C′_k|/ε′); FS_k = those reaching θ·N̂.
+      lmax): noisy supports + discrete Laplace(Δ_k/ε4,k); keep the candidates reaching
+      θ′ = θ·N̂ + φ_k·ln(2ζ) (:func:`~dpcore.sequences.relaxation.laplace_pruning_threshold`),
+      at most M_k = ⌈C(lmax, k)/θ⌉ of them (largest noisy values);
+   d. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
+      Laplace(|C′_k|/ε5,k), when that is less noisy than the pruning (else the pruning's
+      values are released and ε5,k stays unspent); FS_k = those reaching θ·N̂, at most M_k.
 
    Candidates come from earlier DP outputs and the public alphabet (post-processing). Total
-   ε1 + ε2 + ε3 + ε4 + L_f·ε′ = ε. The straightforward baseline skips 4–5b and spends ε4 + ε5
-   on the verification of every candidate.
+   at most ε1 + ε2 + ε3 + ε4 + ε5 = ε; every call's ε and Δ are in ``mechanism_calls`` and
+   the rest is reported unspent. The straightforward baseline skips the plan and the
+   pruning and spends ε4 + ε5 on the verification of every candidate. Strict mode departs
+   from the paper's sample databases here (docs/ALGORITHMS.md §10; the privacy argument in
+   docs/PRIVACY.md §6.7).
 
 Faithful mode — the paper as written, NOT ε-DP
 ----------------------------------------------
@@ -50,7 +55,9 @@ pruning and verification noise is continuous (float) Laplace. The plan charges t
 ε, which does not bound what a faithful run reveals.
 
 Performance: the kernels are serial numba; a run costs a few passes over the records per
-level plus, for L_f, depth-first searches over the frequent sequences.
+level plus, for L_f, depth-first searches over the frequent sequences. The cap M_k bounds
+every level's candidates by public values; the L_f search is not bounded (its time grows
+with the number of sequences at least as frequent as a probe's threshold).
 """
 
 from __future__ import annotations
@@ -115,8 +122,9 @@ from dpcore.sequences.strategy import (
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
            "frequent_length_exists", "LengthDecider", "partition_records", "NOT_DP_STEPS"]
 
-#: A level with more candidates than this is not mined (the run stops, its verification
-#: budget unspent): a guard on memory, decided from DP outputs only.
+#: A level with more candidates than this is not mined (the run stops, its budget
+#: unspent): a guard on memory, decided from DP outputs only (strict PFS2's cap M_k keeps
+#: its candidates far below; the baseline and faithful mode can reach it).
 MAX_CANDIDATES = 5_000_000
 
 #: Why faithful mode is not ε-DP, one sentence per step (the result's ``not_dp``).
