@@ -1,0 +1,339 @@
+"""Batch mining on a Dask cluster: charge each run, dispatch it, store its one result.
+
+For every run of a checked plan (:func:`dpcore.distributed.plan.check_plan`), in plan order:
+
+1. the client charges the run in the ledger (``Ledger.charge``: one transaction that checks
+   the cap; a run id charges once) — **before** the run is dispatched;
+2. the client submits one task per run, keyed by its run id, to the cluster; a worker loads
+   the dataset's registered files (checking their content digest), builds the run's
+   inputs (the registry's ``check``), and runs the registry's miner with an accountant
+   capped at exactly the charge and a random source drawn on the worker
+   (:meth:`dpcore.privacy.policy.RunPermit.rng`: fresh OS entropy on private data);
+3. the worker returns the release (and owner diagnostics) to the client, which stores it
+   (``Ledger.store_result``, first store wins) and only then reads it back from the ledger
+   (:func:`dpcore.runs.load_result`) to show it.
+
+Workers never open the ledger: they need no credentials, cannot charge, and cannot store.
+A worker that dies mid-run is replaced and its task rescheduled under the same key and run
+id by the Dask scheduler (up to ``distributed.scheduler.allowed-failures`` times, 3 by
+default; then the run is marked failed, its charge kept): the dead attempt's result never
+left its process, so the one result the client receives is the one stored. The privacy
+argument is in docs/PRIVACY.md, "Runs on a Dask cluster".
+
+Progress per run is reported through ``progress(run_id, state, detail)``: ``charged``,
+``replayed`` (stored already), ``resumed`` (charged earlier without a result), ``running``
+(attempt n on a worker; a second attempt means a worker was lost), the miner's own fraction
+and message (``mining``: owners and public-demo data only, since a miner's messages can
+quote intermediate noisy values of an attempt that may die and be drawn again), ``done``,
+``failed``, ``refused`` (not charged: the budget ran out since the plan was checked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from dpcore.distributed.plan import PlannedRun
+from dpcore.errors import BudgetExceededError, DpcoreError, ParameterError
+from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import NEIGHBOURING_RELATION, PolicyError, RunPermit, content_digest
+from dpcore.privacy.roles import can_see_true_statistics
+from dpcore.registry import algorithm_spec
+
+__all__ = ["TOPIC", "WorkerJob", "RunOutcome", "mine_charged_run", "run_batch"]
+
+#: Dask event topic of the per-run progress events.
+TOPIC = "dpcore-run-progress"
+
+#: progress(run_id, state, detail) — see the module docstring for the states.
+BatchProgress = Callable[[str, str, dict], None]
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    """What a worker needs to mine one charged run (no ledger, no credentials).
+
+    Attributes
+    ----------
+    run_id : str
+    permit : RunPermit
+        The policy's decision (dataset record with its confirmed schema, files and content
+        digest; validated parameters; seed; audience).
+    charged_nano : int
+        The run's charge: the accountant's cap.
+    relay_messages : bool
+        Whether the miner's progress fractions and messages may be relayed (owner or
+        public-demo data); otherwise only the attempt's start is.
+    """
+
+    run_id: str
+    permit: RunPermit
+    charged_nano: int
+    relay_messages: bool
+
+
+#: Per worker process: registered data already loaded, by (kind, files, content digest).
+_worker_data: dict[tuple, object] = {}
+
+
+def _load_checked(record):
+    """The dataset's registered files on the worker, checked against the digest the client
+    checked (files changed meanwhile: refused, the run fails with its charge kept)."""
+    from dpcore.runs import load_registered
+
+    key = (record.kind, record.source_path, record.content_digest)
+    if key not in _worker_data:
+        data = load_registered(record)
+        if content_digest(data) != record.content_digest:
+            raise PolicyError(f"the files of dataset {record.name!r} changed since the run "
+                              "was charged; the owner must register them again")
+        _worker_data.clear()  # one dataset at a time per worker: bounded memory
+        _worker_data[key] = data
+    return _worker_data[key]
+
+
+def _event(run_id: str, state: str, **detail) -> None:
+    """Send one progress event to the client (no-op outside a Dask worker)."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return
+    worker.log_event(TOPIC, {"run_id": run_id, "state": state, "pid": os.getpid(),
+                             "worker": worker.address, **detail})
+
+
+def mine_charged_run(job: WorkerJob) -> tuple[str, str]:
+    """Worker side: mine one already-charged run; return ``(release_json, diagnostics_json)``.
+
+    The release is the stored form (:mod:`dpcore.runs`'s versioned envelope, no
+    diagnostics); the diagnostics are owner-only JSON. Nothing here reads or writes the
+    ledger: the client stores what this returns.
+    """
+    from dpcore.runs import _json_default, _stored_release
+
+    permit = job.permit
+    params = permit.params
+    spec = algorithm_spec(params.algorithm)
+    data = _load_checked(permit.dataset)
+    spec.resolve("check")(data, params)
+    progress = None
+    if job.relay_messages:
+        last = [0.0]
+
+        def progress(fraction: float, message: str) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 0.5 or fraction >= 1.0:
+                last[0] = now
+                _event(job.run_id, "mining", fraction=float(fraction), message=str(message))
+
+    result = spec.resolve("miner")(data, params, rng=permit.rng(),
+                                   accountant=PrivacyAccountant(job.charged_nano),
+                                   run_id=job.run_id, seed=permit.seed, progress=progress)
+    result.dataset = permit.dataset.name
+    result.audience = permit.audience
+    return (_stored_release(result, spec.family),
+            json.dumps(asdict(result.diagnostics), default=_json_default))
+
+
+def _attempt(task: Callable[[WorkerJob], tuple[str, str]], job: WorkerJob) -> tuple[str, str]:
+    """What each worker attempt runs: announce the attempt (worker and process), then
+    ``task``."""
+    _event(job.run_id, "running")
+    return task(job)
+
+
+@dataclass
+class RunOutcome:
+    """How one run of a batch ended.
+
+    Attributes
+    ----------
+    run_id : str
+    entry : int
+        1-based plan entry.
+    status : {"done", "replayed", "failed", "refused"}
+        ``replayed``: stored before this batch (no charge, no mining); ``refused``: not
+        charged (the budget ran out after the plan was checked).
+    attempts : int
+        Worker attempts seen for this run (2 or more: a worker was lost and the run retried
+        under the same run id).
+    result : object or None
+        The stored result as the requester may read it (:func:`dpcore.runs.load_result`).
+    error : str or None
+    """
+
+    run_id: str
+    entry: int
+    status: str
+    attempts: int = 0
+    result: object = None
+    error: str | None = None
+    workers: list[str] = field(default_factory=list)
+
+
+def _charge(ledger: Ledger, run: PlannedRun):
+    """The run's charge, recorded as :func:`dpcore.runs.charge_and_mine` records it."""
+    permit = run.permit
+    recorded = {**permit.params.to_dict(), "seed": permit.seed,
+                "neighbouring": NEIGHBOURING_RELATION}
+    return ledger.charge(run.run_id, permit.dataset.name, permit.params.algorithm,
+                         list(run.parts_nano), recorded, actor=permit.requester.actor,
+                         audience=permit.audience)
+
+
+def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
+              progress: BatchProgress | None = None,
+              task: Callable[[WorkerJob], tuple[str, str]] = mine_charged_run
+              ) -> list[RunOutcome]:
+    """Charge, dispatch, store and read back every run of a checked plan.
+
+    Parameters
+    ----------
+    ledger : Ledger
+    planned : list of PlannedRun
+        From :func:`dpcore.distributed.plan.check_plan` (nothing charged yet).
+    client : distributed.Client
+        From :func:`dpcore.distributed.cluster.open_client`.
+    progress : callable(run_id, state, detail), optional
+        Per-run progress (states in the module docstring); called from the client's
+        threads, one call at a time.
+    task : callable(WorkerJob) -> (release_json, diagnostics_json)
+        The worker function (:func:`mine_charged_run`); tests wrap it to hold a run
+        mid-way.
+
+    Returns
+    -------
+    list of RunOutcome
+        In plan order. Every charged run ends ``done`` (one stored result) or ``failed``
+        (charge kept); a run not charged ends ``refused``.
+    """
+    from distributed import as_completed
+
+    lock = threading.Lock()
+    outcomes = {run.run_id: RunOutcome(run.run_id, run.entry.index, "pending")
+                for run in planned}
+    pids: dict[str, set] = {run.run_id: set() for run in planned}
+
+    def report(run_id: str, state: str, detail: dict | None = None) -> None:
+        if progress is not None:
+            with lock:
+                progress(run_id, state, detail or {})
+
+    def on_event(event) -> None:
+        _, msg = event
+        run_id = msg.get("run_id") if isinstance(msg, dict) else None
+        if run_id not in outcomes:
+            return
+        if msg["state"] == "running":
+            pids[run_id].add((msg["worker"], msg["pid"]))
+            outcomes[run_id].workers.append(msg["worker"])
+            report(run_id, "running", {"attempt": len(pids[run_id]), "worker": msg["worker"]})
+        elif msg["state"] == "mining":
+            report(run_id, "mining", {"fraction": msg.get("fraction"),
+                                      "message": msg.get("message")})
+
+    client.subscribe_topic(TOPIC, on_event)
+    futures = {}
+    try:
+        for run in planned:
+            outcome = outcomes[run.run_id]
+            permit = run.permit
+            try:
+                charge = _charge(ledger, run)
+            except BudgetExceededError as exc:
+                outcome.status, outcome.error = "refused", str(exc)
+                report(run.run_id, "refused", {"error": str(exc)})
+                continue
+            if charge.replayed:
+                stored = ledger.get_run(run.run_id)
+                if stored.status == "done":
+                    outcome.status = "replayed"
+                    outcome.result = _read_back(ledger, run)
+                    report(run.run_id, "replayed", {})
+                    continue
+                if stored.status == "failed":
+                    outcome.status, outcome.error = "failed", stored.error
+                    report(run.run_id, "failed", {"error": stored.error})
+                    continue
+                report(run.run_id, "resumed", {})
+            else:
+                report(run.run_id, "charged", {"epsilon_nano": charge.epsilon_nano})
+            job = WorkerJob(run_id=run.run_id, permit=permit, charged_nano=run.cost_nano,
+                            relay_messages=can_see_true_statistics(
+                                permit.requester.role, permit.dataset.public_demo))
+            fut = client.submit(_attempt, task, job, key=f"dpcore-run-{run.run_id}",
+                                pure=False)
+            futures[fut] = run
+        by_id = {run.run_id: run for run in planned}
+        for fut in as_completed(list(futures)):
+            run = futures[fut]
+            outcome = outcomes[run.run_id]
+            outcome.attempts = max(1, len(pids[run.run_id]), _scheduler_attempts(client, fut))
+            try:
+                release, diagnostics = fut.result()
+            except Exception as exc:  # noqa: BLE001 - any failure of the run is recorded
+                message = f"{type(exc).__name__}: {exc}"
+                _mark_failed(ledger, run.run_id, message)
+                outcome.status, outcome.error = "failed", message
+                report(run.run_id, "failed", {"error": message})
+                continue
+            finally:
+                fut.release()
+            _store_once(ledger, run.run_id, release, diagnostics)
+            outcome.status = "done"
+            outcome.result = _read_back(ledger, by_id[run.run_id])
+            report(run.run_id, "done", {"attempts": outcome.attempts})
+    finally:
+        if client.status == "running":
+            client.unsubscribe_topic(TOPIC)
+    return [outcomes[run.run_id] for run in planned]
+
+
+def _suspicious(key: str, dask_scheduler=None) -> int:
+    task = dask_scheduler.tasks.get(key)
+    return 0 if task is None else int(task.suspicious)
+
+
+def _scheduler_attempts(client, future) -> int:
+    """1 + the workers that died while running the task, as the scheduler counts them
+    (0 if the scheduler cannot be asked; progress events count attempts too, but an event
+    sent just before a worker dies can be lost with it)."""
+    try:
+        return 1 + int(client.run_on_scheduler(_suspicious, future.key))
+    except Exception:  # noqa: BLE001 - a display figure only; the events remain
+        return 0
+
+
+def _store_once(ledger: Ledger, run_id: str, release: str, diagnostics: str) -> None:
+    """Store the run's result unless one is stored already (a second client that resumed
+    the same run id stored first): the first stored result is the only one ever shown."""
+    try:
+        ledger.store_result(run_id, release, diagnostics)
+    except ParameterError:
+        if ledger.get_run(run_id).status != "done":
+            raise
+
+
+def _mark_failed(ledger: Ledger, run_id: str, message: str) -> None:
+    try:
+        ledger.mark_failed(run_id, message)
+    except ParameterError:  # stored meanwhile by another client that resumed it
+        if ledger.get_run(run_id).status != "done":
+            raise
+
+
+def _read_back(ledger: Ledger, run: PlannedRun):
+    """The stored result, as the requester may read it (store before show)."""
+    from dpcore.runs import load_result
+
+    try:
+        return load_result(ledger, run.run_id, role=run.permit.requester.role)
+    except DpcoreError:
+        return None

@@ -1,0 +1,348 @@
+"""Batch plan files: which runs a batch charges and mines, validated in full before any charge.
+
+A plan is a JSON or TOML file (by its extension: ``.json``, ``.toml``) with a list
+``runs``; an optional table ``defaults`` gives values every entry inherits. Each entry
+names a registered ``dataset``, an ``algorithm`` of the registry, optionally a ``run_id``
+(32 characters at most; give one to make the plan resumable: a rerun of the plan replays
+the runs already done and finishes the ones charged without a result, charging nothing
+twice) and a ``seed`` (public-demo data only), and any parameter of the algorithm by its
+field name (``epsilon``, ``mode``, ``in_tr``, ``theta``, ``k``, …; the registry's
+defaults fill the rest)::
+
+    [defaults]
+    dataset = "clinic"
+
+    [[runs]]
+    run_id = "clinic-altexpm-1"
+    algorithm = "altexpm"
+    epsilon = 0.5
+    in_tr = 4
+
+    [[runs]]
+    algorithm = "mcmctreepair"
+    epsilon = 0.25
+
+:func:`read_plan` checks the file's structure and every entry's parameters (no ledger);
+:func:`check_plan` then checks each run against the ledger and the policy exactly as
+:func:`dpcore.runs.charge_and_mine` does before its charge (dataset and kind, role, seed,
+mode, the registered data's content digest, the algorithm's pre-charge check), plus what
+only a batch can get wrong: a run id listed twice or already charged with another cost or
+dataset or already failed, and a plan whose new runs together exceed a dataset's remaining
+budget. Any error names the entry (``entry 3``, 1-based, with its run id) and the field,
+and nothing is charged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpcore.errors import DataError, DpcoreError, ParameterError
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester, RunPermit, authorize_run, content_digest
+from dpcore.privacy.roles import can_see_true_statistics
+from dpcore.privacy.units import nano_to_epsilon
+from dpcore.registry import ALL_ALGORITHMS, algorithm_spec
+from dpcore.runs import check_dataset_kind, load_registered
+
+__all__ = ["PlanError", "PlanEntry", "PlannedRun", "read_plan", "parse_plan", "check_plan"]
+
+#: Keys of an entry that are not algorithm parameters.
+ENTRY_KEYS = ("run_id", "dataset", "algorithm", "seed")
+MAX_RUN_ID = 64
+MAX_RUNS = 10_000
+
+
+class PlanError(ParameterError):
+    """A plan that cannot run as written (nothing was charged); the message names the entry
+    and the field."""
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One validated entry of a plan file (no ledger read yet).
+
+    Attributes
+    ----------
+    index : int
+        1-based position in ``runs``.
+    run_id : str or None
+        None: a fresh id is drawn when the batch charges it.
+    dataset : str
+    params : parameters of the algorithm (validated)
+    seed : int or None
+    """
+
+    index: int
+    run_id: str | None
+    dataset: str
+    params: object
+    seed: int | None
+
+    @property
+    def label(self) -> str:
+        return f"entry {self.index}" + (f" (run_id {self.run_id!r})" if self.run_id else "")
+
+
+@dataclass
+class PlannedRun:
+    """A run the policy allowed, ready to charge (see :mod:`dpcore.distributed.batch`).
+
+    Attributes
+    ----------
+    entry : PlanEntry
+    run_id : str
+    permit : RunPermit
+    parts_nano : tuple of int
+        The budget plan's parts (their sum is the charge, in nano-ε).
+    state : {"new", "done", "charged"}
+        ``done``: stored already (replayed, no charge, no mining); ``charged``: charged
+        earlier without a result (mined again under its id, no new charge).
+    """
+
+    entry: PlanEntry
+    run_id: str
+    permit: RunPermit
+    parts_nano: tuple[int, ...]
+    state: str = "new"
+
+    @property
+    def cost_nano(self) -> int:
+        return sum(self.parts_nano)
+
+
+def _fail(where: str, field: str | None, message: str) -> PlanError:
+    field_text = f", field {field!r}" if field else ""
+    return PlanError(f"plan {where}{field_text}: {message}. Nothing was charged")
+
+
+def read_plan(path) -> list[PlanEntry]:
+    """Read and validate a plan file (JSON or TOML by extension); see the module docstring.
+
+    Raises
+    ------
+    PlanError
+        Unreadable file, unknown extension, bad structure, or an entry whose algorithm,
+        parameters, run id or seed is wrong (the message names the entry and field).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise _fail(f"file {str(path)!r}", None, "name the plan .json or .toml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"file {str(path)!r}", None, f"cannot be read ({exc})") from None
+    try:
+        document = json.loads(text) if suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise _fail(f"file {str(path)!r}", None, f"is not valid {suffix[1:].upper()} ({exc})"
+                    ) from None
+    return parse_plan(document)
+
+
+def parse_plan(document) -> list[PlanEntry]:
+    """Validate a plan already parsed into Python values (see :func:`read_plan`)."""
+    if not isinstance(document, dict):
+        raise _fail("file", None, "the top level must be a table/object with a list 'runs'")
+    unknown = sorted(set(document) - {"runs", "defaults"})
+    if unknown:
+        raise _fail("file", unknown[0], "unknown top-level key (expected 'runs' and "
+                    "optionally 'defaults')")
+    defaults = document.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise _fail("file", "defaults", "must be a table/object of values every run inherits")
+    runs = document.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise _fail("file", "runs", "must be a non-empty list of runs")
+    if len(runs) > MAX_RUNS:
+        raise _fail("file", "runs", f"at most {MAX_RUNS:,} runs per plan; got {len(runs):,}")
+    entries = [_entry(i, {**defaults, **raw} if isinstance(raw, dict) else raw)
+               for i, raw in enumerate(runs, 1)]
+    seen: dict[str, int] = {}
+    for e in entries:
+        if e.run_id is not None:
+            if e.run_id in seen:
+                raise _fail(e.label, "run_id", f"listed twice (also entry {seen[e.run_id]})")
+            seen[e.run_id] = e.index
+    return entries
+
+
+def _entry(index: int, raw) -> PlanEntry:
+    where = f"entry {index}"
+    if not isinstance(raw, dict):
+        raise _fail(where, None, "each run must be a table/object")
+    run_id = raw.get("run_id")
+    if run_id is not None:
+        if (not isinstance(run_id, str) or not run_id.strip() or len(run_id) > MAX_RUN_ID
+                or not all(c.isalnum() or c in "-_." for c in run_id)):
+            raise _fail(where, "run_id", f"must be 1–{MAX_RUN_ID} letters, digits, '-', '_' "
+                                         f"or '.'; got {run_id!r}")
+        where = f"entry {index} (run_id {run_id!r})"
+    for key in ("dataset", "algorithm"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise _fail(where, key, "required, a non-empty string")
+    algorithm = raw["algorithm"]
+    if algorithm not in ALL_ALGORITHMS:
+        raise _fail(where, "algorithm", f"unknown algorithm {algorithm!r}; choose from "
+                                        f"{', '.join(ALL_ALGORITHMS)}")
+    seed = raw.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise _fail(where, "seed", f"must be an integer ≥ 0; got {seed!r}")
+    spec = algorithm_spec(algorithm)
+    defaults = spec.defaults()
+    given = {k: v for k, v in raw.items() if k not in ENTRY_KEYS}
+    for key in given:
+        if key not in defaults or key == "algorithm":
+            raise _fail(where, key, f"not a parameter of {spec.label}; its parameters: "
+                                    f"{', '.join(k for k in defaults if k != 'algorithm')}")
+    params = _params(spec, defaults, given, where)
+    return PlanEntry(index=index, run_id=run_id, dataset=raw["dataset"], params=params,
+                     seed=seed)
+
+
+def _build(spec, defaults: dict, given: dict):
+    params_type = spec.resolve("params_type")
+    names = {f.name for f in dataclasses.fields(params_type)}
+    values = {k: v for k, v in {**defaults, **given}.items() if k in names}
+    return params_type(**{**values, "algorithm": spec.key}).validate()
+
+
+def _params(spec, defaults: dict, given: dict, where: str):
+    """The validated parameters; a refusal names the field whose own value causes it (the
+    one field that, put back to its default, makes the entry valid)."""
+    try:
+        return _build(spec, defaults, given)
+    except (DpcoreError, TypeError, ValueError) as exc:
+        message = str(exc)
+        culprit = None
+        for key in given:
+            try:
+                _build(spec, defaults, {k: v for k, v in given.items() if k != key})
+            except (DpcoreError, TypeError, ValueError):
+                continue
+            culprit = key
+            break
+        raise _fail(where, culprit, message) from None
+
+
+def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
+               ) -> list[PlannedRun]:
+    """Check every entry against the ledger and the policy, before anything is charged.
+
+    Per entry, in the order of :func:`dpcore.runs.charge_and_mine`: the dataset and its
+    kind, :func:`dpcore.privacy.policy.authorize_run`, the registered data (loaded once per
+    dataset here, on the client) against its registered content digest, and the
+    algorithm's pre-charge ``check``. Then: a run id charged before must have the same
+    dataset and cost and must not have failed, and the new runs of each dataset together
+    must fit its remaining budget.
+
+    Returns
+    -------
+    list of PlannedRun
+        In plan order; ``state`` says whether a run id is new, done or charged earlier.
+
+    Raises
+    ------
+    PlanError
+        The first entry that cannot run (named, with its field); nothing was charged.
+    """
+    from dpcore.runs import new_run_id
+
+    data_by_dataset: dict[str, object] = {}
+    planned: list[PlannedRun] = []
+    for e in entries:
+        try:
+            record = ledger.get_dataset(e.dataset)
+        except ParameterError as exc:
+            raise _fail(e.label, "dataset", str(exc)) from None
+        try:
+            check_dataset_kind(record, e.params.algorithm)
+        except DpcoreError as exc:
+            raise _fail(e.label, "algorithm", str(exc).removesuffix(". Nothing was charged")
+                        ) from None
+        try:
+            permit = authorize_run(record, e.params, requester, seed=e.seed)
+        except DpcoreError as exc:
+            raise _fail(e.label, "seed" if e.seed is not None and "seed" in str(exc) else None,
+                        str(exc)) from None
+        if record.name not in data_by_dataset:
+            data_by_dataset[record.name] = _registered_data(ledger, record, requester, e)
+        data = data_by_dataset[record.name]
+        spec = algorithm_spec(e.params.algorithm)
+        try:
+            spec.resolve("check")(data, e.params)
+        except DpcoreError as exc:
+            raise _fail(e.label, None, str(exc).removesuffix(". Nothing was charged")
+                        ) from None
+        parts = tuple(s.epsilon_nano for s in spec.resolve("plan")(e.params))
+        run = PlannedRun(entry=e, run_id=e.run_id or new_run_id(), permit=permit,
+                         parts_nano=parts)
+        if e.run_id is not None:
+            run.state = _earlier_state(ledger, run)
+        planned.append(run)
+    _check_budgets(ledger, planned)
+    return planned
+
+
+def _registered_data(ledger: Ledger, record, requester: Requester, e: PlanEntry):
+    """The dataset's registered files, checked against the registered content digest."""
+    if not record.source_path:
+        raise _fail(e.label, "dataset", f"dataset {record.name!r} has no stored files; batch "
+                                        "workers mine a dataset's registered files")
+    try:
+        data = load_registered(record)
+    except DataError as exc:
+        if can_see_true_statistics(requester.role, record.public_demo):
+            raise _fail(e.label, "dataset", str(exc)) from None
+        # A loader message can quote a raw value and its row: not for analysts.
+        raise _fail(e.label, "dataset", f"the registered data of {record.name!r} could not "
+                                        "be loaded or checked; ask the data owner") from None
+    digest = content_digest(data)
+    if record.content_digest is None:
+        ledger.record_content_digest(record.name, digest)
+    elif digest != record.content_digest:
+        raise _fail(e.label, "dataset", f"the files of dataset {record.name!r} changed since "
+                                        "it was registered; the owner must register it again")
+    return data
+
+
+def _earlier_state(ledger: Ledger, run: PlannedRun) -> str:
+    """``new``, ``done`` or ``charged`` for a run id given in the plan."""
+    try:
+        earlier = ledger.get_run(run.run_id)
+    except ParameterError:
+        return "new"
+    e = run.entry
+    if earlier.dataset != e.dataset or earlier.epsilon_nano != run.cost_nano:
+        raise _fail(e.label, "run_id", f"already charged ε = {earlier.epsilon:.9g} on dataset "
+                                       f"{earlier.dataset!r}; this entry costs "
+                                       f"ε = {nano_to_epsilon(run.cost_nano):.9g} on "
+                                       f"{e.dataset!r} (use a new run id)")
+    if earlier.algorithm != e.params.algorithm:
+        raise _fail(e.label, "run_id", f"already charged for {earlier.algorithm}, not "
+                                       f"{e.params.algorithm} (use a new run id)")
+    if earlier.status == "failed":
+        raise _fail(e.label, "run_id", f"that run failed ({earlier.error}); its charge stays "
+                                       "spent; use a new run id")
+    return "done" if earlier.status == "done" else "charged"
+
+
+def _check_budgets(ledger: Ledger, planned: list[PlannedRun]) -> None:
+    """The new runs of each dataset must fit its remaining budget together."""
+    needed: dict[str, int] = {}
+    last: dict[str, PlannedRun] = {}
+    for run in planned:
+        if run.state == "new":
+            needed[run.entry.dataset] = needed.get(run.entry.dataset, 0) + run.cost_nano
+            last[run.entry.dataset] = run
+    for name, total in needed.items():
+        remaining = ledger.budget(name).remaining_nano
+        if total > remaining:
+            raise _fail(last[name].entry.label, "epsilon",
+                        f"the plan's new runs on dataset {name!r} cost ε = "
+                        f"{nano_to_epsilon(total):.9g} together, more than its remaining "
+                        f"ε = {nano_to_epsilon(max(remaining, 0)):.9g}")

@@ -1,0 +1,131 @@
+"""Batch plan files (dpcore.distributed.plan): a plan is checked in full before anything is
+charged; a bad plan names the entry and the field, and changes nothing in the ledger."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dpcore.distributed.plan import PlanError, check_plan, parse_plan, read_plan
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester, content_digest
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.params import MiningParams
+from dpcore.registry import ALTEXPM, MCMCTREEPAIR
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def private_clinic(root: Path) -> Path:
+    """The clinic sample as a *private* dataset folder (public_demo false) under ``root``."""
+    folder = root / "clinic_private"
+    shutil.copytree(REPO / "sample_data" / "clinic", folder)
+    schema = json.loads((folder / "schema.json").read_text(encoding="utf-8"))
+    schema["public_demo"] = False
+    (folder / "schema.json").write_text(json.dumps(schema), encoding="utf-8")
+    return folder
+
+
+def register(ledger: Ledger, folder: Path, name: str = "clinic", cap: float = 2.0):
+    from dpcore.data.loading import load_dataset
+
+    data = load_dataset(folder)
+    ledger.register_dataset(name, data.schema, str(folder), cap, actor="owner", confirmed=True,
+                            content_digest=content_digest(data))
+
+
+@pytest.fixture()
+def ledger(ledger_location, tmp_path):
+    led = Ledger(ledger_location)
+    register(led, private_clinic(tmp_path))
+    return led
+
+
+def _nothing_changed(ledger: Ledger) -> None:
+    assert ledger.budget("clinic").spent_nano == 0
+    assert ledger.list_runs("clinic") == []
+    assert ledger.audit_log() == []
+
+
+def test_a_toml_plan_reads_with_defaults_and_parameters_by_name(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[defaults]\ndataset = "clinic"\n\n'
+                    '[[runs]]\nrun_id = "a-1"\nalgorithm = "altexpm"\nepsilon = 0.5\nin_tr = 3\n\n'
+                    '[[runs]]\nalgorithm = "mcmctreepair"\nepsilon = 0.25\n', encoding="utf-8")
+    first, second = read_plan(plan)
+    assert (first.index, first.run_id, first.dataset) == (1, "a-1", "clinic")
+    assert first.params == MiningParams(algorithm=ALTEXPM, epsilon=0.5, in_tr=3).validate()
+    assert second.run_id is None and second.params.algorithm == MCMCTREEPAIR
+    assert second.params.epsilon == 0.25
+
+
+@pytest.mark.parametrize("document, entry, field", [
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm"},
+               {"dataset": "clinic", "algorithm": "altexpm", "epsilon": -1}]},
+     "entry 2", "epsilon"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm", "in_tr": 0}]}, "entry 1", "in_tr"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "nope"}]}, "entry 1", "algorithm"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm", "inn_tr": 2}]}, "entry 1",
+     "inn_tr"),
+    ({"runs": [{"algorithm": "altexpm"}]}, "entry 1", "dataset"),
+    ({"runs": [{"run_id": "x", "dataset": "clinic", "algorithm": "altexpm"},
+               {"run_id": "x", "dataset": "clinic", "algorithm": "altexpm"}]},
+     "entry 2 (run_id 'x')", "run_id"),
+    ({"runs": [{"run_id": "a b", "dataset": "clinic", "algorithm": "altexpm"}]}, "entry 1",
+     "run_id"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm", "seed": -3}]}, "entry 1", "seed"),
+    ({"runs": []}, "file", "runs"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm"}], "extra": 1}, "file", "extra"),
+])
+def test_a_bad_entry_is_named_with_its_field(document, entry, field):
+    with pytest.raises(PlanError) as info:
+        parse_plan(document)
+    message = str(info.value)
+    assert f"plan {entry}, field {field!r}" in message and "Nothing was charged" in message
+
+
+def test_a_plan_file_that_does_not_parse_is_refused(tmp_path):
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"runs": [', encoding="utf-8")
+    with pytest.raises(PlanError, match="not valid JSON"):
+        read_plan(bad)
+    with pytest.raises(PlanError, match=r"\.json or \.toml"):
+        read_plan(tmp_path / "plan.yaml")
+
+
+def test_bad_plans_against_the_ledger_charge_nothing(ledger):
+    analyst = Requester()
+    cases = [
+        ({"dataset": "nowhere", "algorithm": ALTEXPM}, "entry 2", "dataset"),
+        ({"dataset": "clinic", "algorithm": ALTEXPM, "seed": 4}, "entry 2", "seed"),
+        ({"dataset": "clinic", "algorithm": ALTEXPM, "mode": "faithful"}, "entry 2", None),
+        ({"dataset": "clinic", "algorithm": "pfs2"}, "entry 2", "algorithm"),
+    ]
+    good = {"dataset": "clinic", "algorithm": ALTEXPM, "epsilon": 0.5}
+    for bad, entry, field in cases:
+        with pytest.raises(PlanError) as info:
+            check_plan(ledger, parse_plan({"runs": [good, bad]}), analyst)
+        where = f"plan {entry}" + (f", field {field!r}" if field else "")
+        assert str(info.value).startswith(where), str(info.value)
+        _nothing_changed(ledger)
+    # Each run fits the cap of ε = 2, all five together do not: refused as a whole.
+    five = parse_plan({"runs": [dict(good, epsilon=0.5) for _ in range(5)]})
+    with pytest.raises(PlanError, match="entry 5, field 'epsilon'.*cost ε = 2.5 together"):
+        check_plan(ledger, five, analyst)
+    _nothing_changed(ledger)
+
+
+def test_a_run_id_charged_before_is_replayed_or_refused(ledger):
+    analyst = Requester()
+    part = epsilon_to_nano(0.5)
+    ledger.charge("old", "clinic", ALTEXPM, [part], {}, actor="analyst")
+    same = {"run_id": "old", "dataset": "clinic", "algorithm": ALTEXPM, "epsilon": 0.5}
+    (run,) = check_plan(ledger, parse_plan({"runs": [same]}), analyst)
+    assert run.state == "charged" and run.run_id == "old"
+    with pytest.raises(PlanError, match="entry 1 \\(run_id 'old'\\), field 'run_id'"):
+        check_plan(ledger, parse_plan({"runs": [dict(same, epsilon=0.25)]}), analyst)
+    ledger.mark_failed("old", "killed")
+    with pytest.raises(PlanError, match="that run failed"):
+        check_plan(ledger, parse_plan({"runs": [same]}), analyst)
+    assert ledger.budget("clinic").spent_nano == part
