@@ -517,6 +517,37 @@ def test_warmup_reports_progress_and_an_estimate():
     assert "compile on first use" in progress_text(failed)
 
 
+def test_every_family_warms_up_through_the_one_loop():
+    """A family's warm-up declares only its steps, thread name and progress line; the
+    thread, the shared state and the progress bar are components.warmup's."""
+    import threading
+    import time
+
+    from components import warmup
+    from components.sequence_warmup import SEQUENCE_WARMUP
+
+    assert warmup._FAMILIES[SEQUENCE_WARMUP.key] is SEQUENCE_WARMUP
+    assert warmup._FAMILIES[warmup.REDESCRIPTION_WARMUP.key] is warmup.REDESCRIPTION_WARMUP
+    ran, names = [], []
+    family = warmup.register_warmup(warmup.WarmupFamily(
+        key="test-family", thread_name="dprm-test-warmup",
+        steps=lambda: [("a", lambda: ran.append("a")),
+                       ("b", lambda: names.append(threading.current_thread().name))],
+        text=lambda state: f"{state.done} of {state.total}"))
+    try:
+        state = warmup.warmup_state(family)
+        assert warmup.warmup_state(family) is state            # started once
+        deadline = time.monotonic() + 10
+        while not state.ready:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert ran == ["a"] and names == ["dprm-test-warmup"] and state.error is None
+        assert family.text(state) == "2 of 2"
+    finally:
+        warmup._FAMILIES.pop(family.key, None)
+        warmup._warmup_once.clear()
+
+
 # --------------------------------------------------------------------------- Data page pieces
 # (what a newcomer trips over, points 8 and 9): no server paths, the owner decides about
 # every column the prefill left out.
