@@ -241,8 +241,9 @@ def _pay(ledger: Ledger, record: DatasetRecord, params: CustomQueryParams, run_i
 
 
 def custom_query_section(ledger: Ledger, record: DatasetRecord) -> None:
-    """The Explore page's section: a heading and an expander around :func:`render_custom_query`."""
+    """Explore's section: a heading over :func:`render_custom_query`, in a bordered box."""
     if record.kind != KIND_TWO_VIEW:
         return
-    with st.expander("Your own query (paid)", expanded=False):
+    st.subheader("Your own query (paid)")
+    with st.container(border=True):
         render_custom_query(ledger, record)

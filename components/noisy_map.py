@@ -198,8 +198,9 @@ def _show_maps(ledger: Ledger, record: DatasetRecord) -> None:
 
 
 def noisy_map_section(ledger: Ledger, record: DatasetRecord) -> None:
-    """The Explore page's section: a heading and an expander around :func:`render_noisy_map`."""
+    """Explore's section: a heading over :func:`render_noisy_map`, in a bordered box."""
     if record.kind != KIND_TWO_VIEW:
         return
-    with st.expander("Where it holds: a noisy map (paid)", expanded=False):
+    st.subheader("Where it holds: a noisy map (paid)")
+    with st.container(border=True):
         render_noisy_map(ledger, record)
