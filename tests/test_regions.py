@@ -1,10 +1,9 @@
 """Noisy maps (dpcore/redescriptions/regions.py) and the schema's location grid: validation
 with clear messages, cell assignment, the charged and stored map, the calibration of its
-noise, and the shipped ``sites`` sample."""
+noise (the ``sites`` sample itself: tests/test_samples_sites.py)."""
 
 from __future__ import annotations
 
-import filecmp
 import json
 import math
 import os
@@ -17,7 +16,6 @@ from scipy import stats
 from dpcore.data.kinds import sample_data_dir
 from dpcore.data.loading import load_dataset
 from dpcore.data.samples.sites import SITES_RULES
-from dpcore.data.samples.sites import main as write_sites_main
 from dpcore.data.schema import MAX_LOCATION_CELLS, schema_from_dict, schema_to_dict
 from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -180,27 +178,3 @@ def test_the_map_noise_is_discrete_laplace_with_the_charged_epsilon():
     assert pvalue(0.7 * eps) < 1e-6 and pvalue(1.3 * eps) < 1e-6, f"power {SEED_MSG}"
     sd = rg.noise_sd(eps)
     assert pooled.std() == pytest.approx(sd, rel=0.05)
-
-
-# --------------------------------------------------------------------------- the sample
-
-def test_the_sites_sample_is_reproducible_and_its_rules_hold(tmp_path, sites):
-    write_sites_main(["--write", str(tmp_path)])
-    files = ["traits.csv", "climate.csv", "schema.json", "README.md"]
-    match, mismatch, errors = filecmp.cmpfiles(SITES, tmp_path / "sites", files, shallow=False)
-    assert match == files, (mismatch, errors)
-    assert sites.n_rows == 1200 and sites.schema.public_demo is True
-    for left, right in SITES_RULES:
-        ml, mr = (serenade_query_mask(sites, q)
-                  for q in rg.parse_pair(sites.schema, left, right))
-        assert (ml & mr).sum() / (ml | mr).sum() > 0.6
-
-
-def test_the_app_bootstrap_registers_the_sites_sample(tmp_path):
-    from components.bootstrap import register_sample_datasets
-
-    led = Ledger(tmp_path / "boot.sqlite")
-    report = register_sample_datasets(led)
-    assert "sites" in report.registered and not report.problems
-    record = led.get_dataset("sites")
-    assert record.schema.location is not None and record.confirmed
