@@ -64,3 +64,150 @@ def test_pages_are_thin(page):
     n_lines = len(page.read_text(encoding="utf-8").splitlines())
     assert n_lines < MAX_PAGE_LINES, (
         f"{page.name} has {n_lines} lines; move its logic into a component")
+
+
+# ------------------------------------------------------------ tests mirror modules
+
+TESTS = REPO / "tests"
+
+#: Family packages whose module names repeat across families (dataset, params, results,
+#: samples, schema, miner, evaluate): their test modules always carry the family prefix,
+#: ``dpcore/sequences/kernels.py`` → ``tests/test_sequences_kernels.py``.
+PREFIXED_FAMILIES = {"sequences", "synthesis"}
+
+#: Test modules whose name looks like a module's but that test something else.
+NOT_MODULE_TESTS = {
+    "test_layout": "the repository's layout (this module), not redescriptions/kernels/layout.py",
+}
+
+#: Test modules named before the convention; kept rather than renamed.
+NAMED_BEFORE_THE_CONVENTION = {
+    "dpcore/experiments/harness.py": "test_experiment",
+    "dpcore/experiments/metrics.py": "test_experiment_metrics",
+    "dpcore/experiments/sequences.py": "test_experiment_sequences",
+    "dpcore/experiments/synthesis.py": "test_experiment_synthesis",
+    # test_kernels would also name serenade/kernels.py, so the suffix rule leaves it to none.
+    "dpcore/redescriptions/kernels/__init__.py": "test_kernels",
+    # named after the Explore page these modules serve
+    "dpcore/redescriptions/listing.py": "test_explore_listing",
+    "dpcore/redescriptions/workspace.py": "test_explore_workspace",
+}
+
+#: Modules without a test module of their own, and why. Each ``__init__.py`` listed here
+#: must stay a pure re-export (docstring, imports, ``__all__``) and each ``__main__.py`` a
+#: shim of at most three statements: the check below fails if code moves into them.
+EXEMPT = {
+    "dpcore/__main__.py": "shim: `python -m dpcore` calls dpcore.cli.main (test_cli)",
+    "dpcore/data/samples/__main__.py":
+        "shim: `python -m dpcore.data.samples` calls write.main (test_data_samples_write)",
+    "dpcore/data/__init__.py": "package docstring only",
+    "dpcore/data/samples/__init__.py": "re-exports clinic, cms, planted and write",
+    "dpcore/distributed/__init__.py": "package docstring only",
+    "dpcore/experiments/__init__.py": "package docstring only",
+    "dpcore/privacy/__init__.py": "package docstring only",
+    "dpcore/redescriptions/__init__.py": "package docstring only",
+    "dpcore/redescriptions/serenade/__init__.py": "package docstring only",
+    "dpcore/sequences/__init__.py": "package docstring only",
+    "dpcore/synthesis/__init__.py": "package docstring only",
+}
+
+
+def _dotted(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _mirror_names(path: Path) -> list[str]:
+    """Test module names that may cover the dpcore module at ``path`` by the convention:
+    ``test_`` + any tail of its dotted name joined by ``_`` (``dpcore/privacy/ledger/store.py``
+    → ``test_store``, ``test_ledger_store``, ``test_privacy_ledger_store``); family
+    packages' tails must start at the family; ``dpcore/__init__.py`` → ``test_dpcore``."""
+    parts = _dotted(path).split(".")[1:] or ["dpcore"]
+    starts = [0] if parts[0] in PREFIXED_FAMILIES else range(len(parts))
+    return ["test_" + "_".join(parts[i:]) for i in starts]
+
+
+def _imports_module(test_path: Path, dotted: str) -> bool:
+    tree = ast.parse(test_path.read_text(encoding="utf-8"), filename=str(test_path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == dotted for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == dotted or any(f"{node.module}.{a.name}" == dotted
+                                            for a in node.names):
+                return True
+    return False
+
+
+def _is_pure_reexport(path: Path) -> bool:
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    if path.name == "__main__.py":
+        return len(body) <= 4  # docstring + at most three statements
+    for i, node in enumerate(body):
+        docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        dunder_all = (isinstance(node, ast.Assign)
+                      and [ast.unparse(t) for t in node.targets] == ["__all__"])
+        if not (docstring or dunder_all or isinstance(node, ast.Import | ast.ImportFrom)):
+            return False
+    return True
+
+
+def _mirror_table() -> dict[str, str | None]:
+    """dpcore module (repo-relative path, exemptions left out) → the test module that
+    mirrors it, or None. A name that two modules could claim covers neither."""
+    modules = sorted(DPCORE.rglob("*.py"))
+    tests = {p.stem for p in TESTS.glob("test_*.py")} - set(NOT_MODULE_TESTS)
+    claims: dict[str, int] = {}
+    for path in modules:
+        for name in _mirror_names(path):
+            claims[name] = claims.get(name, 0) + 1
+    table = {}
+    for path in modules:
+        key = str(path.relative_to(REPO))
+        if key in EXEMPT:
+            continue
+        names = [NAMED_BEFORE_THE_CONVENTION[key]] if key in NAMED_BEFORE_THE_CONVENTION \
+            else [n for n in _mirror_names(path) if claims[n] == 1]
+        table[key] = next((n for n in names if n in tests), None)
+    return table
+
+
+def _suggested_name(module: str) -> str:
+    names = _mirror_names(REPO / module)
+    return names[-2] if len(names) > 2 else names[-1]  # ledger/store.py → test_ledger_store
+
+
+def test_every_dpcore_module_has_its_own_test_module():
+    table = _mirror_table()
+    missing = [f"{module} (name it tests/{_suggested_name(module)}.py)"
+               for module, test in table.items() if test is None]
+    assert not missing, "dpcore modules without a test module of their own:\n" + "\n".join(
+        missing)
+
+
+def test_each_mirror_test_module_imports_its_module():
+    table = _mirror_table()
+    unrelated = [f"tests/{test}.py does not import {_dotted(REPO / module)}"
+                 for module, test in table.items()
+                 if test and not _imports_module(TESTS / f"{test}.py", _dotted(REPO / module))]
+    assert not unrelated, "\n".join(unrelated)
+
+
+def test_the_exemptions_are_still_exempt():
+    stale = [m for m in EXEMPT if not (REPO / m).exists()]
+    assert not stale, f"EXEMPT lists modules that no longer exist: {stale}"
+    grown = [m for m in EXEMPT if not _is_pure_reexport(REPO / m)]
+    assert not grown, f"these exempt modules now hold code, so they need tests: {grown}"
+
+
+def test_the_mirror_names_follow_the_convention():
+    def names(p):
+        return _mirror_names(REPO / p)
+    assert names("dpcore/privacy/ledger/store.py") == [
+        "test_privacy_ledger_store", "test_ledger_store", "test_store"]
+    assert names("dpcore/sequences/kernels.py") == ["test_sequences_kernels"]
+    assert names("dpcore/redescriptions/kernels/__init__.py") == [
+        "test_redescriptions_kernels", "test_kernels"]
+    assert names("dpcore/__init__.py") == ["test_dpcore"]
+    probe = TESTS / "test_layout.py"
+    assert _imports_module(probe, "pytest") and not _imports_module(probe, "dpcore.cli")
