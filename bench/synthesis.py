@@ -17,7 +17,11 @@ The machine's load is printed with every case: the 1-minute load average before 
 CPU other processes used during it (from /proc/stat), since a shared machine inflates walls.
 
 Peers: smartnoise-synth (MST, AIM) is not installed in the main environment (it pulls torch
-and JAX); it is skipped here.
+and JAX). ``--peers-python PY [PY …]`` times one MST synthesis of the same table per given
+interpreter (the ``peers`` extra in its own environment, e.g. one with mbi as installed and
+one with mbi's upstream sampler fix), fed exactly as the utility harness feeds it (16
+equal-width bins per numeric feature, declared domains, ε the same); its peak RSS is the peer
+process's own. Without the flag the peers are skipped.
 """
 
 from __future__ import annotations
@@ -60,8 +64,44 @@ def _loadavg() -> float | None:
 
 # ---------------------------------------------------------------------------- child
 
+def run_peer_case(spec: dict) -> dict:
+    """One MST synthesis by another Python (``spec["peer"]``) on the Adult-shaped table."""
+    import tempfile
+
+    from dpcore.experiments.synthesis import (
+        _PEER_SCRIPT,
+        PEER_BINS,
+        _codes_frame,
+        peer_environment,
+    )
+    from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
+    from dpcore.synthesis.table import table_from_frame
+
+    table = table_from_frame(generate_adult_like(spec["rows"]), adult_like_schema())
+    cards = {table.schema.label: table.schema.n_classes}
+    for f in table.schema.features:
+        cards[f.name] = PEER_BINS if f.is_numeric else len(f.levels)
+    with tempfile.TemporaryDirectory(prefix="bench-peer-") as tmp:
+        src, dst = Path(tmp) / "seed.csv", Path(tmp) / "out.csv"
+        _codes_frame(table, PEER_BINS).to_csv(src, index=False)
+        job = {"synth": "mst", "epsilon": spec["epsilon"], "rows": table.n_rows,
+               "input": str(src), "output": str(dst), "cardinalities": cards, "seed": 1}
+        start = time.perf_counter()
+        proc = subprocess.run([spec["peer"], "-c", _PEER_SCRIPT], input=json.dumps(job),
+                              capture_output=True, text=True, timeout=3600, check=False)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0 or not dst.is_file():
+            raise RuntimeError(f"MST failed: {proc.stderr[-2000:]}")
+    return {"rows": table.n_rows, "columns_one_hot": table.schema.width, "generate_s": 0.0,
+            "load_s": 0.0, "cold_s": wall, "warm_median_s": wall, "warm_runs": [],
+            "environment": peer_environment(spec["peer"]),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
 def run_case(spec: dict) -> dict:
     """One case in this process: build the table, one cold and ``repeats`` warm runs."""
+    if "peer" in spec:
+        return run_peer_case(spec)
     import numpy as np
 
     from dpcore.privacy.accountant import PrivacyAccountant
@@ -126,6 +166,9 @@ def main(argv=None) -> int:
     parser.add_argument("--faithful-rows", type=int, default=0,
                         help="also time faithful MC-GEN (MDAV, O(n²)) on this many rows")
     parser.add_argument("--json", metavar="PATH", help="write every raw number here")
+    parser.add_argument("--peers-python", nargs="+", metavar="PYTHON", default=[],
+                        help="time one MST synthesis by each of these Pythons (smartnoise-synth "
+                             "installed)")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
@@ -149,6 +192,14 @@ def main(argv=None) -> int:
         _log(f"{name}: {rows} rows, {args.repeats} warm repeats")
         results.append(run_child(name, {"rows": rows, "repeats": args.repeats,
                                         "params": params.to_dict()}))
+    for python in args.peers_python:
+        _log(f"MST by {python}: {args.rows} rows, one run")
+        out = run_child("MST", {"rows": args.rows, "peer": python, "epsilon": args.epsilon})
+        env = out["environment"]
+        out["case"] = (f"MST (smartnoise-synth {env.get('smartnoise-synth')}, mbi "
+                       f"{env.get('mbi')}, " + ("upstream sampler fix" if env.get("sampler_fix")
+                                                 else "as installed") + "; one run)")
+        results.append(out)
     print(f"Adult-shaped table, ε = {args.epsilon:g}; {os.cpu_count()} cores; "
           f"load average now {_loadavg()}")
     print()
@@ -168,15 +219,18 @@ def main(argv=None) -> int:
               f"{target} |")
     print()
     for r in results:
+        if not r["warm_runs"]:
+            continue
         phases = r["warm_runs"][len(r["warm_runs"]) // 2]["phase_s"]
         print(f"- {r['case']}: phases (a warm run) " + ", ".join(
             f"{k} {v:.3f} s" for k, v in phases.items() if k != "total")
             + f"; {len(r['warm_runs'][0]['groups'])} feature groups (largest "
               f"{max(r['warm_runs'][0]['groups'])}), {r['warm_runs'][0]['cells']} cells; "
               f"table generation {r['generate_s']:.2f} s, loading {r['load_s']:.2f} s")
-    print(f"- {PEERS_SKIPPED}")
+    peers_note = "timed above" if args.peers_python else PEERS_SKIPPED
+    print(f"- peers: {peers_note}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"cases": results, "peers": PEERS_SKIPPED},
+        Path(args.json).write_text(json.dumps({"cases": results, "peers": peers_note},
                                               indent=2), encoding="utf-8")
     return 0
 
