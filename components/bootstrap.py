@@ -1,7 +1,8 @@
 """First-start bootstrapping: register the built-in sample datasets in the ledger.
 
 Each folder of ``sample_data/`` holding a schema file of any dataset kind —
-``schema.json``/``schema.toml`` (two-view tables: clinic, cms_small, diabetes),
+``schema.json``/``schema.toml`` (two-view tables: clinic, cms_small, diabetes, and sites,
+whose schema declares a public location grid for Explore's noisy map),
 ``sequence_schema.json`` (sequences: clickstream, house_power) or
 ``synthesis_schema.json`` (labelled tables: pima_like), see :mod:`dpcore.data.kinds` — is
 registered under its schema name with :data:`DEFAULT_SAMPLE_CAP` total ε, its kind, its
