@@ -35,14 +35,16 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
-from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.units import nano_to_epsilon
 from dpcore.runs import RunInProgressError
 
+from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
 
 __all__ = ["Job", "Progress", "Work", "ERROR_KINDS", "error_kind", "start_job", "get_job",
            "forget_job", "failure_message", "follow_in_ledger", "LEDGER_WAIT_SECONDS",
-           "DATA_DETAIL_HIDDEN"]
+           "DATA_DETAIL_HIDDEN", "budget_blockers"]
 
 _log = logging.getLogger(__name__)
 
@@ -185,6 +187,35 @@ def forget_job(run_id: str) -> None:
 DATA_DETAIL_HIDDEN = "ask the data owner to check it"
 #: How long a page waits for a run charged elsewhere before it offers to stop waiting (s).
 LEDGER_WAIT_SECONDS = 60.0
+
+
+def budget_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord, *,
+                    lower: str = "ε") -> list[str]:
+    """Why the ledger would refuse a run now, before it is offered (empty: it would not).
+
+    Pure: the caller reads ``remaining`` from the ledger, as the budget meter does.
+
+    Parameters
+    ----------
+    remaining : BudgetStatus
+        The dataset's budget (nano-ε inside).
+    cost_nano : int
+        The run's charge (nano-ε).
+    record : DatasetRecord
+        The dataset (its schema must be confirmed).
+    lower : str
+        What the analyst can lower to make the run fit (``"ε (or the number of trials)"``).
+    """
+    reasons = []
+    if not remaining.fits(cost_nano):
+        reasons.append(
+            f"This run costs ε = {fmt_eps(nano_to_epsilon(cost_nano))} but only ε = "
+            f"{fmt_eps(remaining.remaining)} remains on `{record.name}`: the ledger would "
+            f"refuse it. Lower {lower}, or ask the data owner for more budget.")
+    if not record.confirmed:
+        reasons.append("The owner has not confirmed this dataset's public schema yet; the "
+                       "ledger refuses runs until then.")
+    return reasons
 
 
 def failure_message(kind: str | None, error: str | None, ledger: Ledger, *,

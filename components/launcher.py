@@ -147,16 +147,8 @@ def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetReco
                     engine_ready: bool = True) -> list[str]:
     """Why the run cannot be launched now (empty: it can). Pure: the caller reads the
     remaining budget from the ledger, as the budget meter does."""
-    reasons = []
-    if not remaining.fits(cost_nano):
-        reasons.append(
-            f"This run costs ε = {fmt_eps(nano_to_epsilon(cost_nano))} but only ε = "
-            f"{fmt_eps(remaining.remaining)} remains on `{record.name}`: the ledger would "
-            "refuse it. Lower ε (or the number of trials), or ask the data owner for more "
-            "budget.")
-    if not record.confirmed:
-        reasons.append("The owner has not confirmed this dataset's public schema yet; the "
-                       "ledger refuses runs until then.")
+    reasons = jobs.budget_blockers(remaining, cost_nano, record,
+                                   lower="ε (or the number of trials)")
     if not engine_ready:
         reasons.append("The mining engine is still being prepared (see the progress bar).")
     return reasons

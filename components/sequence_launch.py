@@ -64,15 +64,7 @@ def cost_text(params, cost_nano: int) -> str:
 def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord,
                     engine_ready: bool = True) -> list[str]:
     """Why the run cannot be launched now (empty: it can). Pure."""
-    reasons = []
-    if not remaining.fits(cost_nano):
-        reasons.append(
-            f"This run costs ε = {fmt_eps(nano_to_epsilon(cost_nano))} but only ε = "
-            f"{fmt_eps(remaining.remaining)} remains on `{record.name}`: the ledger would "
-            "refuse it. Lower ε, or ask the data owner for more budget.")
-    if not record.confirmed:
-        reasons.append("The owner has not confirmed this dataset's public schema yet; the "
-                       "ledger refuses runs until then.")
+    reasons = jobs.budget_blockers(remaining, cost_nano, record)
     if not engine_ready:
         reasons.append("The sequence miner is still being prepared (see the progress bar).")
     return reasons

@@ -29,7 +29,15 @@ from dpcore.synthesis.params import (
 )
 
 from .budget_meter import fmt_eps
-from .jobs import Job, failure_message, follow_in_ledger, forget_job, get_job, start_job
+from .jobs import (
+    Job,
+    budget_blockers,
+    failure_message,
+    follow_in_ledger,
+    forget_job,
+    get_job,
+    start_job,
+)
 from .session import can_see_truth, current_requester, set_flash
 from .synthesis_form import demo_seed_from_state, form_problems, params_from_state
 
@@ -81,16 +89,7 @@ def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetReco
                     ) -> list[str]:
     """Why the run cannot be launched now (empty: it can). Pure: the caller reads the
     remaining budget from the ledger."""
-    reasons = []
-    if not remaining.fits(cost_nano):
-        reasons.append(
-            f"This run costs ε = {fmt_eps(nano_to_epsilon(cost_nano))} but only ε = "
-            f"{fmt_eps(remaining.remaining)} remains on `{record.name}`: the ledger would "
-            "refuse it. Lower ε, or ask the data owner for more budget.")
-    if not record.confirmed:
-        reasons.append("The owner has not confirmed this dataset's public schema yet; the "
-                       "ledger refuses runs until then.")
-    return reasons
+    return budget_blockers(remaining, cost_nano, record)
 
 
 def _work(ledger: Ledger, dataset: str, params: SynthesisParams, run_id: str, seed, requester):
