@@ -21,6 +21,7 @@ from dpcore.sequences.relaxation import laplace_pruning_threshold
 from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.strategy import (
     NOISY_STOP,
+    floods,
     keep_largest,
     plan_level,
     release_cap,
@@ -35,19 +36,33 @@ EPS = 10**8  # 0.1 ε in nano-ε
 # --------------------------------------------------------------------------- the rule
 
 def test_small_alphabets_do_not_prune_large_ones_do():
-    # MSNBC-like: 17 items, lmax 8, 8 levels at ε = 1 (0.05625 ε per part)
+    # MSNBC-like: 17 items, lmax 8, 8 levels; ε = 1 gives 0.05625 ε per part
     part = 56_250_000
     assert not plan_level(17, 1, 8, part, part, 19_796.0, 0.3).prune   # Δ = 8 of 17
-    two = plan_level(225, 2, 8, part, part, 19_796.0, 0.3)              # Δ = 28 of 225
-    assert two.prune and two.sensitivity == 28 and two.prune_nano == part
-    assert two.verify_nano == part
-    assert two.threshold == pytest.approx(19_796.0 + 28 / 0.05625 * math.log(0.6))
+    # level 2 at ε = 1: verifying all 225 has scale 2,000 ≈ 0.1·θ·N, it floods nothing
+    assert not plan_level(225, 2, 8, part, part, 19_796.0, 0.3).prune
+    # ... at ε = 0.1 it would (scale 20,000): pruning with Δ = 28 pays
+    two = plan_level(225, 2, 8, part // 10, part // 10, 19_796.0, 0.3)
+    assert two.prune and two.sensitivity == 28 and two.prune_nano == part // 10
+    assert two.verify_nano == part // 10
+    assert two.threshold == pytest.approx(19_796.0 + 28 / 0.005625 * math.log(0.6))
     # BIBLE-like level 1: 13,905 items, Δ = lmax = 32
     assert plan_level(13_905, 1, 32, part, part, 3_637.0, 0.3).prune
     # House_Power-like level 3: Δ = min(C(30, 3), |C_3|) = |C_3|: pruning cannot pay
     no = plan_level(500, 3, 30, part, part, 13_935.0, 0.3)
     assert not no.prune and no.sensitivity == 500
     assert no.prune_nano == 0 and no.verify_nano == 2 * part   # the level budget verifies
+
+
+def test_floods_counts_the_expected_false_releases_of_empty_candidates():
+    # m·½·exp(−T/s) ≥ 1  ⟺  s·ln(m/2) ≥ T
+    assert floods(100.0, 2 * math.ceil(math.exp(10.0)), 1000.0)
+    assert not floods(100.0, 2 * math.floor(math.exp(10.0)) - 2, 1000.0)
+    assert not floods(1e9, 2, 1.0)                      # two candidates never flood
+    rng = np.random.default_rng(SEED)
+    m, scale, t = 400, 250.0, 250.0 * math.log(200.0)
+    false = np.mean([(rng.laplace(0, scale, m) >= t).sum() for _ in range(2000)])
+    assert false == pytest.approx(1.0, abs=0.1)
 
 
 def test_a_non_positive_pruning_threshold_never_prunes():
@@ -89,7 +104,7 @@ def test_cap_keep_largest_and_the_other_helpers():
 
 def three_item_records(n=300, n_items=3):
     """Records "a b c" with l1 = 1: lmax = L_f = 1, and every item has support N."""
-    schema = SequenceSchema("abc", tuple("abcdefgh"[:n_items]), l1=1)
+    schema = SequenceSchema("abc", tuple(f"i{j}" for j in range(n_items)), l1=1)
     return SequenceDataset.from_lists(schema, [[0, 1, 2]] * n)
 
 
@@ -112,10 +127,11 @@ def test_the_cap_binds_and_the_run_finishes_with_exact_accounting():
 
 
 def test_a_pruned_level_whose_verification_cannot_pay_releases_the_pruning_values():
-    # 5 declared items, Δ_1 = 1: pruning pays; one survivor verified at 1/ε5,1 is no less
-    # noisy than the pruning at 1/ε4,1 (equal shares), so the pruning's values are released
-    params = SequenceMiningParams(epsilon=5.0, theta=0.3)
-    res = mine_frequent_sequences(three_item_records(n_items=5), params,
+    # 40 declared items, records "a b c", ε = 0.1: verifying all 40 would flood, Δ_1 = 1, so
+    # the level prunes; one survivor verified at 1/ε5,1 is no less noisy than the pruning at
+    # 1/ε4,1 (equal shares), so the pruning's values are released
+    params = SequenceMiningParams(epsilon=0.1, theta=0.3)
+    res = mine_frequent_sequences(three_item_records(n=2000, n_items=40), params,
                                   rng=np.random.default_rng(SEED))
     (level,) = res.levels
     p, v = level_shares(params, 1)[0]
@@ -123,7 +139,7 @@ def test_a_pruned_level_whose_verification_cannot_pay_releases_the_pruning_value
     assert level.verify_sensitivity == 0 and level.verify_epsilon_nano == 0
     assert [p.items for p in res.patterns] == [(0,)]
     assert res.mechanism_calls[-1]["epsilon_nano"] == p and res.unspent_nano == v
-    assert res.spent_nano + res.unspent_nano == epsilon_to_nano(5.0)
+    assert res.spent_nano + res.unspent_nano == epsilon_to_nano(0.1)
 
 
 def test_the_run_stops_where_the_noise_drowns_the_threshold():
