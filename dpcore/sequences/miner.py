@@ -23,8 +23,8 @@ Strict mode (default) — ε-DP, step by step
 
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
    b. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
-      only): prune when φ_k = Δ_k/ε4,k ≤ ½·|C_k|/(ε4,k + ε5,k) and θ′ > 0, with
-      Δ_k = min(C(lmax, k), |C_k|); a level that does not prune verifies all of C_k with
+      only): prune when φ_k = Δ_k/ε4,k ≤ ½·s_k, s_k = |C_k|/(ε4,k + ε5,k), θ′ > 0 and
+      s_k·ln(|C_k|/2) ≥ θ·N̂, with Δ_k = min(C(lmax, k), |C_k|); a level that does not prune verifies all of C_k with
       ε4,k + ε5,k (as the baseline); a level whose noise scale would be ≥ θ·N̂ stops the run;
    c. **pruning** on all records, each shrunk to at most lmax items (a local
       transformation from the record, C_k and lmax; hard truncation guarantees |S̃| ≤
