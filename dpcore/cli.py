@@ -1,5 +1,5 @@
-"""Command line: ``python -m dpcore {register,budget,mine,synthesize,result,runs,experiment,
-owner-hash} ...``.
+"""Command line: ``python -m dpcore {register,budget,mine,synthesize,batch,result,runs,
+experiment,owner-hash,ledger} ...``.
 
 ``register`` takes a dataset folder of any kind: a two-view table (``schema.json`` /
 ``schema.toml``), a sequence dataset (``sequence_schema.json``) or a labelled table
@@ -31,6 +31,12 @@ stored in the ledger before it is written to ``--out`` and can be fetched again
 with ``result RUN_ID``. ``runs DATASET`` lists a dataset's runs and their state.
 ``register`` and ``experiment`` (NOT private: it reports true statistics) need
 the owner password.
+
+``batch PLAN`` runs a plan file of many runs (:mod:`dpcore.distributed.plan`) on a Dask
+cluster (``--scheduler tcp://host:8786``, else ``$DPRM_SCHEDULER``, else a LocalCluster of
+``--workers`` processes): the whole plan is checked first (a bad plan charges nothing), each
+run is charged before it is dispatched, and each result is stored before it is written
+(``--out-dir``). ``experiment --scheduler`` runs the harness's trials on such a cluster.
 """
 
 from __future__ import annotations
@@ -428,6 +434,60 @@ def cmd_runs(args) -> int:
     return 0
 
 
+def _batch_progress(bar: tqdm, states: dict):
+    """``run_batch``'s ``progress(run_id, state, detail)``: one line per state change on
+    stderr, above a bar of finished runs."""
+    def progress(run_id: str, state: str, detail: dict) -> None:
+        states[run_id] = state
+        if state == "mining":
+            bar.set_postfix_str(f"{run_id[:8]}: {100 * (detail.get('fraction') or 0):.0f}% "
+                                f"{str(detail.get('message', ''))[:40]}")
+            return
+        text = {"running": f"running (attempt {detail.get('attempt')}"
+                           + (", a worker was lost" if (detail.get("attempt") or 1) > 1 else "")
+                           + f") on {detail.get('worker')}",
+                "charged": "charged", "resumed": "resumed (charged before, no result yet)",
+                "replayed": "stored before: replayed (no charge)",
+                "done": f"done, stored (attempts: {detail.get('attempts')})",
+                "failed": f"failed: {detail.get('error')}",
+                "refused": f"not charged: {detail.get('error')}"}.get(state, state)
+        bar.write(f"run {run_id}: {text}", file=sys.stderr)
+        if state in ("done", "failed", "refused", "replayed"):
+            bar.update(1)
+    return progress
+
+
+def cmd_batch(args) -> int:
+    from dpcore.distributed.batch import run_batch
+    from dpcore.distributed.cluster import open_client, scheduler_address
+    from dpcore.distributed.plan import check_plan, read_plan
+
+    out_dir = Path(args.out_dir) if args.out_dir else None
+    if out_dir is not None and not out_dir.is_dir():
+        raise ParameterError(f"--out-dir {args.out_dir!r} is not an existing folder")
+    address = scheduler_address(args.scheduler)
+    requester = _requester(args)
+    ledger = Ledger(args.ledger)
+    planned = check_plan(ledger, read_plan(args.plan), requester)
+    new = [r for r in planned if r.state == "new"]
+    print(f"plan {args.plan}: {len(planned)} runs checked ({len(new)} new, costing "
+          f"ε = {nano_to_epsilon(sum(r.cost_nano for r in new)):g}); each is charged before "
+          f"it is dispatched to {address or 'a LocalCluster'}", file=sys.stderr, flush=True)
+    states: dict[str, str] = {}
+    with _progress_bar("batch", len(planned), "run", counts=True) as bar, \
+            open_client(address, workers=args.workers) as client:
+        outcomes = run_batch(ledger, planned, client, progress=_batch_progress(bar, states))
+    failed = 0
+    for o in outcomes:
+        print(f"{o.run_id}\tentry {o.entry}\t{o.status}\tattempts {o.attempts}"
+              + (f"\t{o.error}" if o.error else ""))
+        if o.status not in ("done", "replayed"):
+            failed += 1
+        elif out_dir is not None and o.result is not None:
+            _write_out(out_dir / f"{o.run_id}.json", o.result.to_json())
+    return 1 if failed else 0
+
+
 def _csv(kind, what: str):
     def parse(text: str):
         try:
@@ -445,6 +505,9 @@ def cmd_experiment(args) -> int:
     command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \
         "python -m dpcore " + " ".join(args.argv)
     if args.family != REDESCRIPTIONS:
+        if args.scheduler is not None:
+            raise ParameterError("--scheduler runs the redescription grid on Dask; the "
+                                 f"{args.family} harness runs in this process")
         return _family_experiment(args, command)
     if args.data is None:
         raise ParameterError("experiment --family redescriptions needs --data (a dataset "
@@ -456,7 +519,8 @@ def cmd_experiment(args) -> int:
                                  args.prune, args.out, seed=args.seed,
                                  processes=args.processes, progress=_count_progress(bar),
                                  mc_iter=args.mc_iter, reference_runs=args.reference_runs,
-                                 tolerance=args.tolerance, command=command)
+                                 tolerance=args.tolerance, command=command,
+                                 scheduler=args.scheduler)
     print(f"report written to {Path(args.out) / 'report.md'} "
           f"({metrics['seconds']:.1f} s; NOT private: owner/teaching only)", file=sys.stderr)
     return 0
@@ -587,6 +651,24 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     _add_mine_arguments(synth, family_algorithms(SYNTHESIS), MCGEN)
 
+    bat = sub.add_parser("batch", help="run a plan file of many runs on a Dask cluster, each "
+                                       "charged to the ledger before it is dispatched")
+    bat.add_argument("plan", help="plan file (.json or .toml): a list 'runs' of entries with "
+                                  "dataset, algorithm, optional run_id and seed, and the "
+                                  "algorithm's parameters by name; checked in full before "
+                                  "anything is charged")
+    bat.add_argument("--scheduler", metavar="ADDRESS",
+                     help="Dask scheduler, tcp://host:8786 (default: $DPRM_SCHEDULER, else a "
+                          "LocalCluster; 'local' forces a LocalCluster)")
+    bat.add_argument("--workers", type=int, default=2,
+                     help="LocalCluster only: worker processes (one thread each)")
+    bat.add_argument("--out-dir", help="write each stored result as RUN_ID.json into this "
+                                       "folder (read back from the ledger)")
+    bat.add_argument("--owner", action="store_true",
+                     help="run as the data owner (asks for the owner password)")
+    bat.add_argument("--actor", default="cli", help="who spends (audit log)")
+    bat.set_defaults(func=cmd_batch)
+
     res = sub.add_parser("result", help="fetch a stored result as JSON (0 ε: it was paid "
                                         "for when it was mined)")
     res.add_argument("run_id")
@@ -636,6 +718,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="--prune auto: largest expected |noisy J − true J|")
     exp.add_argument("--out", required=True, help="report folder")
     exp.add_argument("--processes", type=int, default=1, help="parallel worker processes")
+    exp.add_argument("--scheduler", metavar="ADDRESS",
+                     help="run the trials on a Dask cluster: tcp://host:8786, or 'local' (a "
+                          "LocalCluster of max(2, --processes) worker processes); default: "
+                          "in this process, or the --processes pool")
     exp.add_argument("--seed", type=int, default=0, help="run i uses seed + i")
     exp.add_argument("--mc-iter", type=int, help="override MCIter of the tree miners (quick "
                                                  "looks; Serenade runs no chain)")

@@ -3,6 +3,7 @@
 run id, a worker killed mid-run and the run retried under the same run id."""
 
 import functools
+import json
 import os
 import signal
 import threading
@@ -139,3 +140,30 @@ def test_a_run_charged_without_a_result_is_finished_under_its_run_id(ledger, cli
     assert [e.run_id for e in ledger.audit_log()] == ["orphan"]
     assert ledger.get_run("orphan").status == "done"
     assert ledger.budget("clinic").spent_nano == run.cost_nano
+
+
+def test_the_command_line_runs_a_plan_and_refuses_a_bad_one(ledger, ledger_location, client,
+                                                           tmp_path):
+    """``python -m dpcore batch PLAN --scheduler ADDRESS``: results written from the ledger;
+    a bad plan exits 2 and charges nothing."""
+    from dpcore import cli
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[runs]]\ndataset = "clinic"\nalgorithm = "altmcmc"\nepsilon = 5.0\n',
+                   encoding="utf-8")
+    base = ["--ledger", str(ledger_location), "batch"]
+    address = client.scheduler.address
+    assert cli.main(base + [str(bad), "--scheduler", address]) == 2
+    assert ledger.audit_log() == []
+    good = tmp_path / "plan.json"
+    good.write_text(json.dumps({"defaults": {"dataset": "clinic", "epsilon": 0.25, **SMALL},
+                                "runs": [{"run_id": "c1", "algorithm": MCMCTREEPAIR},
+                                         {"run_id": "c2", "algorithm": ALTMCMC}]}),
+                    encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli.main(base + [str(good), "--scheduler", address, "--out-dir", str(out)]) == 0
+    for run_id in ("c1", "c2"):
+        written = (out / f"{run_id}.json").read_text(encoding="utf-8").strip()
+        assert written == load_result(ledger, run_id, role="analyst").to_json()
+    assert ledger.budget("clinic").spent_nano == 2 * 250_000_000

@@ -165,6 +165,36 @@ def _worker(task: tuple) -> tuple[str, list[ScoredRedescription]]:
     return result.to_json(), scored
 
 
+def _dask_trials(scheduler, path: str, tasks: list, seed: int, mc_iter: int | None,
+                 processes: int):
+    """Yield ``(task, result_json, scored)`` as the trials finish on a Dask cluster.
+
+    ``scheduler``: a connected ``distributed.Client``, ``"local"`` (a LocalCluster of
+    ``processes`` workers) or an address. Each trial is submitted once under a key naming
+    its cell and run index; Dask reschedules it under that key if its worker dies.
+    """
+    from contextlib import nullcontext
+
+    from distributed import Client, as_completed
+
+    from dpcore.distributed.cluster import open_client, scheduler_address
+
+    if isinstance(scheduler, Client):
+        context = nullcontext(scheduler)
+    else:
+        context = open_client(scheduler_address(str(scheduler), use_env=False),
+                              workers=max(2, processes))
+    with context as client:
+        futures = {client.submit(_worker, (path, spec, eps, seed + i, mc_iter),
+                                 key=f"dpcore-trial-{_cell_key(spec, eps)}-{i}", pure=False):
+                   (spec, eps, i) for spec, eps, i in tasks}
+        for fut in as_completed(list(futures)):
+            text, scored = fut.result()
+            task = futures[fut]
+            fut.release()
+            yield task, text, scored
+
+
 def _parse_prune(prune) -> float | None:
     """None for "auto", else the threshold as a float ≥ 0."""
     if isinstance(prune, str) and prune.strip().lower() == "auto":
@@ -221,7 +251,7 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
                    prune: str | float, out_dir, *, seed: int = 0, processes: int = 1,
                    progress: Progress | None = None, mc_iter: int | None = None,
                    reference_runs: int | None = None, tolerance: float = 0.1,
-                   command: str | None = None) -> dict:
+                   command: str | None = None, scheduler=None) -> dict:
     """Run the experiment grid and write the report; return the metrics dict.
 
     Parameters
@@ -250,6 +280,14 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         Override MCIter of the tree miners (tests, quick looks); Serenade ignores it.
     reference_runs : int, optional
         Runs of the ε = ∞ reference (default: the largest run count; 0 = none).
+    scheduler : str or distributed.Client, optional
+        Run the trials on a Dask cluster instead: ``"local"`` (a LocalCluster of
+        ``max(2, processes)`` worker processes, one thread each), a scheduler address
+        (``tcp://host:8786``) or a connected client. Each trial is one task keyed by its
+        cell and run index; a trial whose worker dies is rescheduled under the same key by
+        Dask and, being seeded (``seed + i``), returns what it would have returned (each
+        trial is recorded once). Needs the dataset's path, readable by every worker.
+        Default None: in-process (``processes == 1``) or the spawn pool.
 
     The harness never touches a ledger (sandbox budget: one in-memory accountant per
     run). The output is NOT private: it uses true statistics.
@@ -260,11 +298,19 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         raise ParameterError(f"processes must be an integer ≥ 1; got {processes!r}")
     if mc_iter is not None:
         MiningParams(mc_iter=mc_iter).validate()  # MCIter range (used by tree specs only)
+    if scheduler is not None:
+        if not isinstance(dataset, (str, Path)):
+            raise ParameterError("a Dask scheduler needs the dataset's path, not a loaded "
+                                 "dataset (every worker loads it)")
+        if isinstance(scheduler, str):
+            from dpcore.distributed.cluster import scheduler_address
+
+            scheduler_address(scheduler, use_env=False)  # a bad address: refused up front
     n_ref = max(runs) if reference_runs is None else int(reference_runs)
     path = None
     if isinstance(dataset, (str, Path)):
         path = str(Path(dataset).resolve())
-        dataset_obj = load_dataset(path) if processes == 1 else None
+        dataset_obj = load_dataset(path) if processes == 1 and scheduler is None else None
     else:
         dataset_obj = dataset
         if processes > 1:
@@ -288,7 +334,11 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         if progress:
             progress(done, total, f"{_label(spec)} ε = {_eps_text(eps)} run {i + 1}")
 
-    if processes == 1:
+    if scheduler is not None:
+        for done, (task, text, scored) in enumerate(
+                _dask_trials(scheduler, path, tasks, seed, mc_iter, processes), 1):
+            record(task, RunResult.from_json(text), scored, done)
+    elif processes == 1:
         for done, (spec, eps, i) in enumerate(tasks, 1):
             result, scored = _one_run(dataset_obj, spec, eps, seed + i, mc_iter)
             record((spec, eps, i), result, scored, done)
