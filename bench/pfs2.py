@@ -6,6 +6,7 @@ Run from the repository root (never part of the test suite)::
     .venv/bin/python -m bench.pfs2                 # all three shapes, 3 repeats (~3 min)
     .venv/bin/python -m bench.pfs2 --shapes msnbc --repeats 5
     .venv/bin/python -m bench.pfs2 --no-prefixspan --out /tmp/pfs2.json
+    .venv/bin/python -m bench.pfs2 --shapes bible --epsilon 0.1 --no-prefixspan
 
 Shapes (synthetic, :mod:`dpcore.sequences.samples`; the real data are not shipped):
 
@@ -15,12 +16,12 @@ Shapes (synthetic, :mod:`dpcore.sequences.samples`; the real data are not shippe
 
 Each shape runs in a fresh subprocess, so its peak RSS is its own. In it: warm the kernels
 on a tiny dataset (compile or load the numba cache), generate the data (timed apart), run
-strict PFS2 at ε = 1 ``repeats`` times with fixed seeds (median wall: "warm"), read the peak
-RSS, then time exact mining of the same data at the same θ with dpcore's own exact miner and
-with the ``prefixspan`` package (pure Python; if installed, under a time limit), and report
-PFS2's wall as a ratio of each. The machine's 1-minute load average is printed with every
-figure (2 cores are shared: a load above ~1 means the figures are inflated). Targets: the
-MSNBC shape ≤ 3 s warm and ≤ 1 GB peak RSS.
+strict PFS2 at ε = 1 (``--epsilon``) ``repeats`` times with fixed seeds (median wall:
+"warm"), read the peak RSS, then time exact mining of the same data at the same θ with
+dpcore's own exact miner and with the ``prefixspan`` package (pure Python; if installed,
+under a time limit), and report PFS2's wall as a ratio of each. The machine's 1-minute load
+average is printed with every figure (2 cores are shared: a load above ~1 means the
+figures are inflated). Targets: the MSNBC shape ≤ 3 s warm and ≤ 1 GB peak RSS.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def _alarm(signum, frame):
     raise _Timeout
 
 
-def run_case(shape: str, repeats: int, prefixspan_timeout: float) -> dict:
+def run_case(shape: str, repeats: int, prefixspan_timeout: float, epsilon: float = EPSILON
+             ) -> dict:
     """One shape, in this process (call it in a fresh subprocess)."""
     import numpy as np
 
@@ -72,7 +74,7 @@ def run_case(shape: str, repeats: int, prefixspan_timeout: float) -> dict:
 
     setting = SHAPES[shape]
     out: dict = {"shape": shape, "label": setting["label"], "theta": setting["theta"],
-                 "l1": setting["l1"], "epsilon": EPSILON}
+                 "l1": setting["l1"], "epsilon": epsilon}
     started = time.perf_counter()
     tiny = samples.generate_clickstream(500, 1)
     mine_frequent_sequences(tiny, SequenceMiningParams(theta=0.05),
@@ -85,7 +87,7 @@ def run_case(shape: str, repeats: int, prefixspan_timeout: float) -> dict:
     out["data_s"] = time.perf_counter() - started
     out["records"], out["items"] = data.n_records, int(data.lengths.sum())
 
-    params = SequenceMiningParams(epsilon=EPSILON, theta=setting["theta"], l1=setting["l1"])
+    params = SequenceMiningParams(epsilon=epsilon, theta=setting["theta"], l1=setting["l1"])
     walls, loads, result = [], [], None
     for seed in range(repeats):
         loads.append(_load())
@@ -99,8 +101,11 @@ def run_case(shape: str, repeats: int, prefixspan_timeout: float) -> dict:
     out["phases_s"] = {k: round(v, 3) for k, v in result.diagnostics.phase_seconds.items()}
     out["lmax"], out["l_f"] = result.lmax, result.max_frequent_length
     out["released"] = len(result.patterns)
-    out["levels"] = [(lv.length, lv.candidates, lv.kept_after_pruning, lv.frequent)
+    # per level: k, |C_k|, pruned (Δ_k > 0), kept, released, dropped by the cap, stop note
+    out["levels"] = [(lv.length, lv.candidates, lv.prune_sensitivity > 0,
+                      lv.kept_after_pruning, lv.frequent, lv.capped, lv.note)
                      for lv in result.levels]
+    out["unspent_epsilon"] = result.unspent_nano / 1e9
 
     load = _load()
     started = time.perf_counter()
@@ -174,6 +179,9 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", default=",".join(SHAPES),
                         help="comma-separated: " + ", ".join(SHAPES))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--epsilon", type=float, default=EPSILON,
+                        help="ε of every PFS2 run (default 1; 0.1 shows the work bound on "
+                             "the BIBLE shape)")
     parser.add_argument("--prefixspan-timeout", type=float, default=600.0,
                         help="seconds per shape for the prefixspan package (0: skip)")
     parser.add_argument("--no-prefixspan", action="store_true")
@@ -182,7 +190,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     timeout = 0.0 if args.no_prefixspan else args.prefixspan_timeout
     if args.case:
-        print(json.dumps(run_case(args.case, args.repeats, timeout)))
+        print(json.dumps(run_case(args.case, args.repeats, timeout, args.epsilon)))
         return 0
     cases = []
     for shape in args.shapes.split(","):
@@ -192,7 +200,8 @@ def main(argv=None) -> int:
               flush=True)
         proc = subprocess.run([sys.executable, "-m", "bench.pfs2", "--case", shape,
                                "--repeats", str(args.repeats), "--prefixspan-timeout",
-                               str(timeout)], capture_output=True, text=True, check=False)
+                               str(timeout), "--epsilon", str(args.epsilon)],
+                              capture_output=True, text=True, check=False)
         if proc.returncode:
             print(proc.stderr, file=sys.stderr)
             return proc.returncode
