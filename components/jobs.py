@@ -37,14 +37,15 @@ import streamlit as st
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.runs import RunInProgressError
+from dpcore.runs import RunInProgressError, new_run_id
 
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
 
 __all__ = ["Job", "Progress", "Work", "ERROR_KINDS", "error_kind", "start_job", "get_job",
            "forget_job", "failure_message", "follow_in_ledger", "LEDGER_WAIT_SECONDS",
-           "DATA_DETAIL_HIDDEN", "budget_blockers"]
+           "DATA_DETAIL_HIDDEN", "budget_blockers", "render_launch_button",
+           "render_confirm", "render_running_caption"]
 
 _log = logging.getLogger(__name__)
 
@@ -216,6 +217,47 @@ def budget_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetReco
         reasons.append("The owner has not confirmed this dataset's public schema yet; the "
                        "ledger refuses runs until then.")
     return reasons
+
+
+def render_launch_button(label: str, cost_nano: int, blockers: list[str], *,
+                         launch_key: str, key_prefix: str, confirm_state: dict) -> None:
+    """The Launch button (disabled, with the reasons, while ``blockers`` holds any).
+
+    A click opens the confirm step: the run id is drawn now and kept in session state
+    under ``launch_key`` with ``confirm_state`` (dataset, parameters, cost, ...), so a
+    double click later charges once. Button key: ``{key_prefix}_launch_button``.
+    """
+    if st.button(f"Launch {label} (ε = {fmt_eps(nano_to_epsilon(cost_nano))})",
+                 type="primary", key=f"{key_prefix}_launch_button", disabled=bool(blockers),
+                 help=" ".join(blockers) or None):
+        st.session_state[launch_key] = {"stage": "confirm", "run_id": new_run_id(),
+                                        **confirm_state}
+        st.rerun()
+    for reason in blockers:
+        st.warning(f"Launch is disabled: {reason}")
+
+
+def render_confirm(label: str, record: DatasetRecord, state: dict, *, launch_key: str,
+                   key_prefix: str) -> bool:
+    """The confirm step: what the run will spend, Confirm and Cancel (which forgets the
+    launch state and reruns). True when the analyst confirmed. Button keys:
+    ``{key_prefix}_confirm``, ``{key_prefix}_cancel``."""
+    st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
+               f"`{record.name}` on this {label} run? The ledger charges it before any noise "
+               "is drawn, and spent budget is never refunded.")
+    c1, c2 = st.columns(2)
+    confirm = c1.button("Confirm and run", type="primary", key=f"{key_prefix}_confirm")
+    if c2.button("Cancel", key=f"{key_prefix}_cancel"):
+        st.session_state.pop(launch_key, None)
+        st.rerun()
+    return confirm
+
+
+def render_running_caption(state: dict) -> None:
+    """The line above a running run's progress: it is charged, and stored before shown."""
+    st.caption(f"Run `{state['run_id'][:8]}` on `{state['dataset']}` — charged before any "
+               "noise; the result is stored in the ledger before it is shown, so leaving this "
+               "page loses nothing.")
 
 
 def failure_message(kind: str | None, error: str | None, ledger: Ledger, *,

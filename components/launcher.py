@@ -27,7 +27,7 @@ from dpcore.privacy.policy import Requester, authorize_run
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, SERENADE_CS
-from dpcore.runs import charge_and_mine, new_run_id, run_cost
+from dpcore.runs import charge_and_mine, run_cost
 
 from . import jobs
 from .budget_meter import fmt_eps
@@ -203,26 +203,14 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         state = None
     if state is None:
         label = ALGORITHM_LABELS[params.algorithm]
-        if st.button(f"Launch {label} (ε = {fmt_eps(nano_to_epsilon(cost))})", type="primary",
-                     key="mine_launch_button", disabled=bool(blockers),
-                     help=" ".join(blockers) or None):
-            st.session_state[LAUNCH_KEY] = {
-                "stage": "confirm", "run_id": new_run_id(), "dataset": record.name,
-                "params": params.to_dict(), "seed": seed, "cost_nano": cost}
-            st.rerun()
-        for reason in blockers:
-            st.warning(f"Launch is disabled: {reason}")
+        jobs.render_launch_button(
+            label, cost, blockers, launch_key=LAUNCH_KEY, key_prefix="mine",
+            confirm_state={"dataset": record.name, "params": params.to_dict(), "seed": seed,
+                           "cost_nano": cost})
         return
 
-    st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
-               f"`{record.name}` on this {ALGORITHM_LABELS[params.algorithm]} run? The ledger "
-               "charges it before any noise is drawn, and spent budget is never refunded.")
-    c1, c2 = st.columns(2)
-    confirm = c1.button("Confirm and run", type="primary", key="mine_confirm")
-    cancel = c2.button("Cancel", key="mine_cancel")
-    if cancel:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.rerun()
+    confirm = jobs.render_confirm(ALGORITHM_LABELS[params.algorithm], record, state,
+                                  launch_key=LAUNCH_KEY, key_prefix="mine")
     if confirm:
         try:
             # Public demo data come from this server's cache; private data are loaded by
@@ -263,9 +251,7 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
     if job is None:
         _follow_in_ledger(ledger, record, state)
         return
-    st.caption(f"Run `{run_id[:8]}` on `{state['dataset']}` — charged before any noise; the "
-               "result is stored in the ledger before it is shown, so leaving this page loses "
-               "nothing.")
+    jobs.render_running_caption(state)
     bar = st.progress(0.0, text="starting…")
     per_trial = []
     if job.trial_bars:

@@ -18,7 +18,7 @@ from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, by_mode
-from dpcore.runs import charge_and_mine, new_run_id, run_cost
+from dpcore.runs import charge_and_mine, run_cost
 from dpcore.synthesis.params import (
     CLASSES,
     FEATURES,
@@ -28,6 +28,7 @@ from dpcore.synthesis.params import (
     plan_budget,
 )
 
+from . import jobs
 from .budget_meter import fmt_eps
 from .jobs import (
     Job,
@@ -141,25 +142,14 @@ def render_synthesis_launch(ledger: Ledger, record: DatasetRecord) -> None:
         state = None
     label = ALGORITHM_LABELS[params.algorithm]
     if state is None:
-        if st.button(f"Launch {label} (ε = {fmt_eps(nano_to_epsilon(cost))})", type="primary",
-                     key="syn_launch_button", disabled=bool(blockers),
-                     help=" ".join(blockers) or None):
-            st.session_state[LAUNCH_KEY] = {
-                "stage": "confirm", "run_id": new_run_id(), "dataset": record.name,
-                "params": params.to_dict(), "seed": seed, "cost_nano": cost}
-            st.rerun()
-        for reason in blockers:
-            st.warning(f"Launch is disabled: {reason}")
+        jobs.render_launch_button(
+            label, cost, blockers, launch_key=LAUNCH_KEY, key_prefix="syn",
+            confirm_state={"dataset": record.name, "params": params.to_dict(), "seed": seed,
+                           "cost_nano": cost})
         return
 
-    st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
-               f"`{record.name}` on this {label} run? The ledger charges it before any noise "
-               "is drawn, and spent budget is never refunded.")
-    c1, c2 = st.columns(2)
-    confirm = c1.button("Confirm and run", type="primary", key="syn_confirm")
-    if c2.button("Cancel", key="syn_cancel"):
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.rerun()
+    confirm = jobs.render_confirm(label, record, state, launch_key=LAUNCH_KEY,
+                                  key_prefix="syn")
     if confirm:
         state = {**state, "stage": "running"}
         st.session_state[LAUNCH_KEY] = state
@@ -185,9 +175,7 @@ def _follow(ledger: Ledger, record: DatasetRecord, state: dict) -> None:
     if job is None:
         _follow_in_ledger(ledger, state)
         return
-    st.caption(f"Run `{run_id[:8]}` on `{state['dataset']}` — charged before any noise; the "
-               "result is stored in the ledger before it is shown, so leaving this page "
-               "loses nothing.")
+    jobs.render_running_caption(state)
     bar = st.progress(0.0, text="starting…")
     while True:
         done = job.done

@@ -136,7 +136,7 @@ def test_a_data_failure_is_detailed_only_to_who_may_see_the_data(ledger, tmp_pat
 
 
 def test_every_launcher_reports_failures_through_the_shared_message():
-    """The three launchers hold no message table of their own any more."""
+    """The three launchers hold no message table, confirm step or ledger loop of their own."""
     import inspect
 
     from components import launcher, sequence_launch, synthesis_launch
@@ -145,3 +145,7 @@ def test_every_launcher_reports_failures_through_the_shared_message():
         source = inspect.getsource(module)
         assert "failure_message(" in source and "follow_in_ledger(" in source
         assert 'error_kind == "budget"' not in source and "ledger.get_run(" not in source
+        for shared in ("render_launch_button(", "render_confirm(", "render_running_caption(",
+                       "budget_blockers("):
+            assert shared in source, (module.__name__, shared)
+        assert "Confirm and run" not in source and "new_run_id()" not in source
