@@ -13,11 +13,16 @@ Starting a run id that already has a job returns that job (a double click charge
 once); the ledger replays a run id charged by another process.
 
 The launchers of the three mining families (:mod:`components.launcher`,
-:mod:`components.sequence_launch`, :mod:`components.synthesis_launch`) share the two steps
-after a job: :func:`failure_message` turns how a run ended badly into the message the page
-shows (server paths removed, data errors detailed only to those who may see the data), and
-:func:`follow_in_ledger` follows a run that has no job in this process (charged by another
-server process, or before a restart) until the ledger holds its result.
+:mod:`components.sequence_launch`, :mod:`components.synthesis_launch`) share the launch path
+around a job: :func:`budget_blockers` (why the ledger would refuse the run),
+:func:`render_launch_button` and :func:`render_confirm` (the run id is drawn when the
+confirm step opens, so a double click charges once), :func:`render_running_caption`, then
+:func:`failure_message`, which turns how a run ended badly into the message the page shows
+(server paths removed, data errors detailed only to those who may see the data), and
+:func:`follow_in_ledger`, which follows a run that has no job in this process (charged by
+another server process, or before a restart) until the ledger holds its result. Each
+launcher keeps only what is its family's: the cost line, its progress display and what a
+stored run's message says.
 
 Nothing here is a DP release: a job holds progress text and, as ``outcome``,
 whatever its callable returned (a DP result or a count of released items). The failure
