@@ -1,32 +1,49 @@
-"""Which Dask cluster runs the work (dpcore.distributed.cluster): --scheduler, then
-$DPRM_SCHEDULER, else a LocalCluster; a bad address or worker count is refused before
-anything starts."""
+"""dpcore.distributed.cluster: which scheduler a run connects to (``--scheduler``, then
+``$DPRM_SCHEDULER``, else a LocalCluster), and bad addresses refused before connecting."""
+
+from __future__ import annotations
 
 import pytest
 
-from dpcore.distributed.cluster import ENV_VAR, open_client, scheduler_address
+from dpcore.distributed.cluster import ENV_VAR, LOCAL, open_client, scheduler_address
 from dpcore.errors import ParameterError
 
 
-def test_the_flag_wins_over_the_environment_and_local_forces_a_local_cluster(monkeypatch):
+def test_given_beats_the_environment(monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "tcp://env-host:8786")
+    assert scheduler_address("tcp://cli-host:8786") == "tcp://cli-host:8786"
+    assert scheduler_address() == "tcp://env-host:8786"
+    assert scheduler_address(use_env=False) is None
+
+
+def test_no_address_or_local_means_a_local_cluster(monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
-    assert scheduler_address(None) is None
-    monkeypatch.setenv(ENV_VAR, "tcp://scheduler.example:8786")
-    assert scheduler_address(None) == "tcp://scheduler.example:8786"
-    assert scheduler_address(None, use_env=False) is None
-    assert scheduler_address("tcp://10.0.0.2:9000") == "tcp://10.0.0.2:9000"
-    assert scheduler_address("local") is None
-    assert scheduler_address(" LOCAL ") is None
+    assert scheduler_address() is None
+    assert scheduler_address(LOCAL) is None and scheduler_address(" Local ") is None
+    monkeypatch.setenv(ENV_VAR, "")
+    assert scheduler_address() is None
 
 
-@pytest.mark.parametrize("bad", ["host:8786", "http://host:8786", "tcp://", "tcp://a b:1", ""])
-def test_a_bad_address_is_named(bad, monkeypatch):
+@pytest.mark.parametrize("address", ["tcp://10.0.0.5:8786", "tls://sched.example:8786",
+                                     "tcp://host"])
+def test_addresses_with_a_protocol_are_accepted(address):
+    assert scheduler_address(f"  {address} ") == address
+
+
+@pytest.mark.parametrize("bad", ["host:8786", "http//x", "tcp://"])
+def test_bad_addresses_name_where_they_came_from(bad, monkeypatch):
+    with pytest.raises(ParameterError, match="--scheduler"):
+        scheduler_address(bad)
+    monkeypatch.setenv(ENV_VAR, bad)
+    with pytest.raises(ParameterError, match=ENV_VAR):
+        scheduler_address()
+
+
+@pytest.mark.parametrize("bad", ["tcp://a b:1", "", "http://host:8786"])
+def test_more_bad_addresses(bad, monkeypatch):
     monkeypatch.delenv(ENV_VAR, raising=False)
     with pytest.raises(ParameterError, match="--scheduler"):
         scheduler_address(bad)
-    monkeypatch.setenv(ENV_VAR, bad or "x")
-    with pytest.raises(ParameterError, match=f"\\${ENV_VAR}"):
-        scheduler_address(None)
 
 
 @pytest.mark.parametrize("workers, threads", [(0, 1), (2, 0), (True, 1), (1.5, 1)])
