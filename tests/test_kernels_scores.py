@@ -49,4 +49,5 @@ def test_a_pure_leaf_scores_best():
 def test_pair_score_on_both_scales():
     assert pair_score(0.5, 0.5, False) == pytest.approx(0.375)
     assert pair_score(40.0, 60.0, True) == 100.0
-    assert (PAIR_SENSITIVITY_PAPER, PAIR_SENSITIVITY_COUNT) == (1.0, 2.0)
+    assert PAIR_SENSITIVITY_PAPER == 1.0    # g ∈ [0, 1]: the paper's score moves by ≤ 1
+    assert PAIR_SENSITIVITY_COUNT >= 2.0    # rows: at least one row's change on each tree
