@@ -555,8 +555,9 @@ def report_markdown(metrics: dict) -> str:
         lines += [f"## {t['table']} ({t['rows']:,} rows, {t['features']} features, "
                   f"{t['columns_one_hot']} encoded columns; {t['source']})", ""]
         if not t["faithful_run"]:
-            lines += [f"Faithful MC-GEN not run: more than {p['faithful_rows']:,} rows "
-                      "(MDAV is quadratic).", ""]
+            lines += ["Faithful MC-GEN not run: " + (
+                f"more than {p['faithful_rows']:,} rows (MDAV is quadratic)."
+                if p["faithful_rows"] else "faithful_rows = 0."), ""]
         results = t["results"]
         methods = list(dict.fromkeys(r["method"] for r in results))
         by = {(r["scenario"], r["method"], r["classifier"]): r for r in results}
