@@ -49,12 +49,13 @@ MODE_LABELS = MappingProxyType({STRICT: "strict (default): every step is ε-DP",
                                           "paper's code"})
 
 #: MCMCTreePair's tree-pair score (strict mode; faithful mode always uses the paper's):
-#: ``count`` — Q(T_L) + Q(T_R) in rows, Δ = 2, needs no N; ``paper`` — the paper's
+#: ``count`` — Q(T_L) + Q(T_R) − Q(root of T_R) in rows, Δ = 3, not divided by N;
+#: ``paper`` — the paper's
 #: normalised g(T_L)(1 + g(T_R))/2 ∈ [0, 1], Δ = 1 (docs/PRIVACY.md S2, S2c).
 COUNT_SCORE, PAPER_SCORE = "count", "paper"
 TREE_SCORES = (COUNT_SCORE, PAPER_SCORE)
 TREE_SCORE_LABELS = MappingProxyType({
-    COUNT_SCORE: "count-scale score (purities in rows, Δ = 2)",
+    COUNT_SCORE: "count-scale score (purities in rows, Δ = 3)",
     PAPER_SCORE: "paper score (purities normalised by N, Δ = 1)"})
 
 #: Mining families (one package each): redescriptions of a two-view table, frequent
@@ -380,6 +381,11 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"omega": 0.1, "tree_score": COUNT_SCORE}),
                  Preset(f"{MCMCTREEPAIR}-paper", "MCMCTreePair, paper score (ω = 0.1)",
                         {"omega": 0.1, "tree_score": PAPER_SCORE}),
+                 Preset(f"{MCMCTREEPAIR}-paper-w0.5", "MCMCTreePair, paper score (ω = 0.5)",
+                        {"omega": 0.5, "tree_score": PAPER_SCORE}),
+                 Preset(f"{MCMCTREEPAIR}-count-w0.5",
+                        "MCMCTreePair, count-scale score (ω = 0.5)",
+                        {"omega": 0.5, "tree_score": COUNT_SCORE}),
                  Preset("paper", "MCMCTreePair (InTr 20)",
                         {"in_tr": 20, "rm_iter": 1, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "MCMCTreePair (InTr 4)",

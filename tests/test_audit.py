@@ -55,6 +55,7 @@ from dpcore.privacy.audit import (
     count_events,
     epsilon_lower_bound,
 )
+from dpcore.redescriptions.kernels.scores import PAIR_SENSITIVITY_COUNT
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.params import plan_budget as tree_plan
@@ -65,6 +66,7 @@ from dpcore.registry import (
     COUNT_SCORE,
     MCGEN,
     MCMCTREEPAIR,
+    PAPER_SCORE,
     PFS2,
     SERENADE_CS,
     SERENADE_ES,
@@ -410,9 +412,10 @@ AUDITS = [
     # table, whose ε is 0.9ε (MCMCTreePair, ω = 0.1) or ε/3 (AltMCMC, AltExpM).
     (MCMCTREEPAIR, lambda: run_redescriptions(tree_params(MCMCTREEPAIR)), two_view_dataset,
      TREE_EVENTS, 1000, 2, 0.9),
-    # The count-scale pair score (PRIVACY.md S2c): same design, the chain charged at Δ = 2.
-    (f"{MCMCTREEPAIR}-{COUNT_SCORE}",
-     lambda: run_redescriptions(tree_params(MCMCTREEPAIR, tree_score=COUNT_SCORE)),
+    # The default is the count-scale pair score (PRIVACY.md S2c, chain charged at Δ = 3);
+    # the paper's score (S2, Δ = 1) is the same design with tree_score = paper.
+    (f"{MCMCTREEPAIR}-{PAPER_SCORE}",
+     lambda: run_redescriptions(tree_params(MCMCTREEPAIR, tree_score=PAPER_SCORE)),
      two_view_dataset, TREE_EVENTS, 1000, 2, 0.9),
     (ALTMCMC, lambda: run_redescriptions(tree_params(ALTMCMC)), two_view_dataset,
      TREE_EVENTS, 2500, 4, 1 / 3),
@@ -456,11 +459,12 @@ def test_miner_passes_the_audit_and_its_broken_variant_is_caught(
 #: view one, b. D: 15 rows a1 = a2 = b = 1 and 15 rows a1 = a2 = b = 0, symmetric in a1 ↔ a2,
 #: so the pair chain picks a2 with probability 1/2 whatever the target; D′ adds the row
 #: (a1 = 1, a2 = 0, b = 1), which makes the a1 tree purer and the a2 tree less pure by almost
-#: one row in each tree (gap 1.875 rows when the target is a1 or a2, 3.75 when it is b; the
-#: target attribute is drawn uniformly from the three, independently of the data). With
-#: ω = 0.99 the pair gets ε_T = 0.99ε, so P_D′(a2) = 1/3·σ(−3.75·ε_T/4) + 2/3·σ(−1.875·ε_T/4)
-#: = 0.35 at stationarity (σ the logistic function): an exact loss of ln(0.5/0.35) ≈ 0.36
-#: ≤ ε_T. The broken chain samples at 4·ε_T (accountant still charged ε_T) — loss ≈ 1.7.
+#: one row in each tree (score gap 1.875 rows when the target is a1 or a2, 3.75 when it is b;
+#: the target attribute is drawn uniformly from the three, independently of the data). With
+#: ω = 0.99 the pair gets ε_T = 0.99ε and Δ = 3, so at stationarity
+#: P_D′(a2) = 1/3·σ(−3.75·ε_T/6) + 2/3·σ(−1.875·ε_T/6) = 0.399 (σ the logistic function):
+#: an exact loss of ln(0.5/0.399) ≈ 0.23 ≤ ε_T. The broken chain samples at 6·ε_T (the
+#: accountant still charged ε_T): loss ≈ 1.6.
 STRUCTURE_ROWS = {(1, 1, 1): 15, (0, 0, 0): 15}
 STRUCTURE_EXTRA = (1, 0, 1)
 STRUCTURE_OMEGA = 0.99
@@ -486,7 +490,7 @@ def structure_loss(factor: float) -> float:
     eps_t = factor * STRUCTURE_OMEGA * EPSILON
 
     def p_a2(gap):
-        return 1.0 / (1.0 + math.exp(eps_t * gap / 4.0))
+        return 1.0 / (1.0 + math.exp(eps_t * gap / (2.0 * PAIR_SENSITIVITY_COUNT)))
 
     return math.log(0.5 / (p_a2(3.75) / 3 + 2 * p_a2(1.875) / 3))
 
@@ -494,7 +498,7 @@ def structure_loss(factor: float) -> float:
 @pytest.mark.slow
 def test_count_score_pair_choice_passes_the_audit_and_a_hotter_chain_is_caught(monkeypatch):
     """The structure the count-scale chain releases, audited on its own (the forced designs
-    above cannot see it): ε_lower ≤ ε_T for the real chain; a chain that samples at 4·ε_T
+    above cannot see it): ε_lower ≤ ε_T for the real chain; a chain that samples at 6·ε_T
     while charging ε_T is caught (ε_lower > ε)."""
     from dpcore.redescriptions import bitset_mcmc
 
@@ -502,9 +506,9 @@ def test_count_score_pair_choice_passes_the_audit_and_a_hotter_chain_is_caught(m
                           in_tr=1, depth=1, mc_iter=50, tree_score=COUNT_SCORE)
     audit = Audit(f"{MCMCTREEPAIR}-{COUNT_SCORE}-structure", run_redescriptions(params),
                   structure_dataset(False), structure_dataset(True),
-                  {"left tree splits on a2": left_splits_on_a2}, 2000, 4,
+                  {"left tree splits on a2": left_splits_on_a2}, 2000, 6,
                   STRUCTURE_OMEGA * EPSILON)
-    assert structure_loss(1) < audit.claim < EPSILON < structure_loss(4)
+    assert structure_loss(1) < audit.claim < EPSILON < structure_loss(audit.broken_factor)
     report = _audit(audit, "real")
     assert report.epsilon_lower <= audit.claim, (
         f"the count-scale pair chain looks less private than ε_T = {audit.claim}: "

@@ -302,6 +302,22 @@ def _purity_r(nodes_r, nodes_l, table, size_r, n_rows):
 
 
 @njit(cache=True, nogil=True)
+def _root_purity(nodes_l, hist, n_rows):
+    """Q(root of T_R) with T_L's leaves (+ 'no leaf') as classes, in rows:
+    (Σ_u |A_u|² + |no leaf|²)/N, the purity of the one-leaf tree over all rows."""
+    sq = 0.0
+    inside = 0
+    for u in range(nodes_l.shape[1]):
+        if nodes_l[SPLIT, u] == LEAF:
+            n = hist[u].sum()
+            sq += n * n
+            inside += n
+    rest = n_rows - inside
+    sq += rest * rest
+    return sq / n_rows if n_rows > 0 else 0.0
+
+
+@njit(cache=True, nogil=True)
 def _purity_l(nodes_l, hist, n_rows):
     g = 0.0
     for u in range(nodes_l.shape[1]):
@@ -324,10 +340,12 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
 
     Paper score (``count_scale=False``): g(T_L)(1+g(T_R))/2 ∈ [0, 1], Δ = 1, acceptance
     min(1, exp(ε·ΔS/2)·q(T′→T)/q(T→T′)). Count-scale score (``count_scale=True``):
-    Q(T_L) + Q(T_R) in rows, Q(T) = Σ_leaves Σ_c n_c²/n_leaf (the paper's purity without
-    the division by N), Δ = 2, acceptance min(1, exp(ε·ΔS/4)·q(T′→T)/q(T→T′)); it never
-    reads N (``kernels.scores.pair_score``; docs/PRIVACY.md S2c). The same random numbers
-    are drawn in the same order with either score.
+    Q(T_L) + [Q(T_R) − Q(root)] in rows, Q(T) = Σ_leaves Σ_c n_c²/n_leaf (the paper's
+    purity without the division by N) and Q(root) the purity of T_R's root for the same
+    classes (T_L's leaves), so a T_L that puts every row in one leaf gains nothing on T_R;
+    Δ = 3, acceptance min(1, exp(ε·ΔS/6)·q(T′→T)/q(T→T′)); no N normalises it
+    (``kernels.scores.pair_score``; docs/PRIVACY.md S2c). The same random numbers are drawn
+    in the same order with either score.
     Returns the iterations run (= mc_iter). ``stats[0]`` (optional) accumulates the rows
     reaching each changed node. ``hastings=False`` (tests only) drops the proposal ratio."""
     # Count scale: the purities are not divided by N (divisor 1); same arithmetic otherwise.
@@ -356,6 +374,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             _pair_row(j, nodes_l, bits_r, bits_l, table)
     g_l = _purity_l(nodes_l, hist, divisor)
     g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
+    if count_scale:
+        g_r -= _root_purity(nodes_l, hist, n_rows)
     score = pair_score(g_l, g_r, count_scale)
     saved_l = nodes_l.copy()
     saved_r = nodes_r.copy()
@@ -407,6 +427,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
                 _pair_row(j, nodes_l, bits_r, bits_l, table)
         new_g_l = _purity_l(nodes_l, hist, divisor) if on_left else g_l
         new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
+        if count_scale:
+            new_g_r -= _root_purity(nodes_l, hist, n_rows)
         new_score = pair_score(new_g_l, new_g_r, count_scale)
         if hastings_accept(new_score - score, epsilon, sensitivity, hastings, h, saved, nodes,
                            other_nodes, cands, fanout, depth_of, max_depth, True, work, rng):

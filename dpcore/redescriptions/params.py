@@ -14,6 +14,7 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
 from dpcore.registry import (
     ALGORITHMS,
+    COUNT_SCORE,
     FAITHFUL,
     MCMCTREEPAIR,
     MODES,
@@ -36,7 +37,8 @@ HELP = {
                  "redescription extended each round until its noisy Jaccard drops).",
     "epsilon": "Total privacy budget ε the run spends (smaller = more private, noisier).",
     "omega": "MCMCTreePair: share ω of each trial's ε for sampling the tree pair; the rest "
-             "(1−ω) pays for the noisy counts.",
+             "(1−ω) pays for the noisy counts. 0.1 is the paper's default; with the "
+             "count-scale tree score, ω = 0.5 found better trees on every dataset measured.",
     "mode": "strict (default): every step is ε-DP. faithful: reproduces the paper's code, "
             "which reads raw data unpaid at several steps — NOT strictly ε-DP.",
     "in_tr": "InTr: number of initial targets (independent trials); the budget is split "
@@ -45,8 +47,8 @@ HELP = {
                "one tree and extracts redescriptions.",
     "depth": "d: maximum tree depth (attributes per branch).",
     "tree_score": "MCMCTreePair, strict mode: the score its chain samples tree pairs by. "
-                  "count: the purities of both trees in rows (Δ = 2; a score difference "
-                  "of tens of rows moves the chain even at a small budget). paper: the "
+                  "count: the purities of both trees counted in rows (Δ = 3; a score "
+                  "difference of tens of rows moves the chain even at a small budget). paper: the "
                   "paper's purities divided by N (Δ = 1; at a small budget the chain is "
                   "close to a random walk). Faithful mode always uses the paper's score.",
     "mc_iter": "MCIter: MCMC iterations per sampled tree (pair).",
@@ -105,7 +107,7 @@ class TreeParams:
     max_support: float = 0.8
     max_clauses: int = 3
     noise: str = "discrete"
-    tree_score: str = PAPER_SCORE
+    tree_score: str = COUNT_SCORE
 
     is_serenade = False
 
@@ -187,7 +189,7 @@ class MiningParams:
     max_support: float = 0.8
     max_clauses: int = 3
     noise: str = "discrete"
-    tree_score: str = PAPER_SCORE
+    tree_score: str = COUNT_SCORE
     init_pairs: int = 20
     es_rounds: int = 80
     cs_rounds: int = 4

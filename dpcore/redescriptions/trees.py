@@ -219,9 +219,9 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
     """sampleTreePair (Alg. 5): joint MCMC over two trees.
 
     Score: the paper's g(T1)(1+g(T2))/2 ∈ [0, 1], Δ = 1; or, with ``count_scale`` (strict
-    mode only; faithful mode always uses the paper's score), Q(T1) + Q(T2) in rows with
-    Q(T) = Σ_leaves Σ_c n_c²/|leaf|, Δ = 2, which needs no row count N (docs/PRIVACY.md
-    S2c). ``coded_first`` is the tree with the initial target ``classes`` as class,
+    mode only; faithful mode always uses the paper's score), Q(T1) + Q(T2) − Q(root of T2)
+    in rows with Q(T) = Σ_leaves Σ_c n_c²/|leaf|, Δ = 3, not normalised by the row count N
+    (docs/PRIVACY.md S2c). ``coded_first`` is the tree with the initial target ``classes`` as class,
     ``coded_second`` the tree whose classes are the first tree's leaves. Acceptance
     min(1, exp(ε·ΔS/(2Δ))·q(T′→T)/q(T→T′)) with the data-independent proposal ratio, so in
     strict mode the stationary law is the exponential mechanism over pairs: ε-DP only upon

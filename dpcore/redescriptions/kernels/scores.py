@@ -2,7 +2,8 @@
 
 Sensitivities (docs/PRIVACY.md, S1, S2 and S2c): −Σ_leaves |leaf|·gini(leaf) has Δ = 2;
 the paper's pair score g(T_L)(1 + g(T_R))/2 has Δ = 1; the count-scale pair score
-Q(T_L) + Q(T_R), Q(T) = Σ_leaves Σ_c n_c²/|leaf| (rows), has Δ = 2 and needs no N. These
+Q(T_L) + [Q(T_R) − Q(root of T_R)], Q(T) = Σ_leaves Σ_c n_c²/|leaf| (rows), has Δ = 3 and is
+not normalised by N. These
 functions read true (private) counts; their values only ever enter a mechanism charged
 beforehand.
 """
@@ -16,8 +17,8 @@ from dpcore.redescriptions.kernels.layout import END, LEAF, SPLIT, START
 
 #: Sensitivity of the paper's pair score g(T_L)(1 + g(T_R))/2 ∈ [0, 1] (S2).
 PAIR_SENSITIVITY_PAPER = 1.0
-#: Sensitivity of the count-scale pair score Q(T_L) + Q(T_R), in rows (S2c).
-PAIR_SENSITIVITY_COUNT = 2.0
+#: Sensitivity of the count-scale pair score Q(T_L) + [Q(T_R) − Q(root)], in rows (S2c).
+PAIR_SENSITIVITY_COUNT = 3.0
 
 
 @njit(cache=True, nogil=True)
@@ -25,7 +26,8 @@ def pair_score(g_l, g_r, count_scale):
     """The tree-pair score from the two purities.
 
     ``count_scale=False``: the paper's g(T_L)(1 + g(T_R))/2, with g = Q/N ∈ [0, 1].
-    ``count_scale=True``: Q(T_L) + Q(T_R), both purities in rows (not divided by N).
+    ``count_scale=True``: Q(T_L) + G(T_R), in rows (not divided by N), where the caller
+    passes G(T_R) = Q(T_R) − Q(root of T_R), T_R's purity gain over its root.
     """
     if count_scale:
         return g_l + g_r
