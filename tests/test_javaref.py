@@ -1,0 +1,114 @@
+"""bench/javaref: the writers (ARFF, settings) and readers (.queries, ReReMi-style queries)
+used to run the authors' Java code as an oracle. No Java is needed: everything is checked on
+small constructed text and a tiny dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.javaref.run import (
+    JavaSettings,
+    query_mask,
+    read_queries,
+    score_java,
+    write_arff,
+)
+from dpcore.redescriptions.warmup import tiny_dataset
+
+
+@pytest.fixture(scope="module")
+def data():
+    d = tiny_dataset(n_rows=40, seed=4)
+    d.views[0].values[2, :3] = np.nan   # x1 missing in rows 0-2
+    d.views[0].values[1, 3] = np.nan    # c1 missing in row 3
+    return d
+
+
+def test_arff_declares_types_and_writes_every_row(data, tmp_path):
+    p = tmp_path / "v1.arff"
+    write_arff(data, 0, p)
+    lines = p.read_text().splitlines()
+    assert "@attribute v0 {0,1}" in lines            # boolean b1
+    assert "@attribute v1 {k0,k1,k2}" in lines       # categorical c1 (a, b, c)
+    assert "@attribute v2 numeric" in lines          # numeric x1
+    rows = lines[lines.index("@data") + 1:]
+    assert len(rows) == data.n_rows
+    cells = [r.split(",") for r in rows]
+    assert all(len(c) == 3 for c in cells)
+    vals = data.views[0].values
+    for i, c in enumerate(cells):
+        assert c[0] == ("1" if vals[0, i] == 1 else "0")
+        assert c[1] == ("?" if np.isnan(vals[1, i]) else f"k{int(vals[1, i])}")
+        assert c[2] == "?" if np.isnan(vals[2, i]) else float(c[2]) == vals[2, i]
+
+
+def test_settings_text_has_the_java_keys(tmp_path):
+    s = JavaSettings("a.arff", "b.arff", "out.rr", epsilon=0.5, n_iterations=7,
+                     weight_split=0.25)
+    kv = dict(line.split(" = ") for line in s.text().splitlines())
+    assert kv["inputFile1"] == "a.arff" and kv["outputFile"] == "out.rr"
+    assert float(kv["totalPrivacyBudget"]) == 0.5 and int(kv["numIterations"]) == 7
+    assert float(kv["weightSplit"]) == 0.25 and float(kv["weightNoise"]) == 0.75
+    assert float(kv["minRedSupport"]) == 10 and float(kv["maxRedSupport"]) == 0.8
+    with pytest.raises(ValueError, match="may not contain"):
+        JavaSettings("a=b.arff", "b.arff", "out.rr").text()
+
+
+QUERIES = ("rid\tquery_LHS\tquery_RHS\tacc\tpval\tcard_Exo\tcard_Eox\tcard_Exx\tcard_Eoo\t\n"
+           "r1\t( v0 & v1 = k2 )\t3.5 < v1\t0.5\t0.001\t12\t14\t9\t20\n"
+           "r2\t! ( v0 & v2 < 5.0 ) | v1 = k0\t! v0\t0.25\t0.0\t30\t10\t8.0\t1\n")
+
+
+def test_read_queries(tmp_path):
+    p = tmp_path / "x.queries"
+    p.write_text(QUERIES)
+    reds = read_queries(p)
+    assert len(reds) == 2
+    assert reds[0].left == "( v0 & v1 = k2 )" and reds[0].right == "3.5 < v1"
+    assert (reds[0].jaccard, reds[0].pvalue) == (0.5, 0.001)
+    assert (reds[0].support_left, reds[0].support_right, reds[0].support_both) == (12, 14, 9)
+    assert reds[1].support_neither == 1
+    assert read_queries(tmp_path / "absent.queries") == []
+    (tmp_path / "bad.queries").write_text("rid\tx\nr1\tv0\tv1\t0.5\n")
+    with pytest.raises(ValueError, match="fields"):
+        read_queries(tmp_path / "bad.queries")
+
+
+def test_query_mask_semantics(data):
+    b1, c1, x1 = data.views[0].values
+    b2, x2, _ = data.views[1].values
+    np.testing.assert_array_equal(query_mask("( v0 & v1 = k2 )", data, 0), (b1 == 1) & (c1 == 2))
+    np.testing.assert_array_equal(query_mask("3.5 < v1", data, 1), x2 > 3.5)
+    np.testing.assert_array_equal(query_mask("v1 < 3.5", data, 1), x2 <= 3.5)
+    # the left branch of a split is x <= t; a missing value satisfies no test ...
+    m = query_mask("v2 < 5.0", data, 0)
+    assert not m[:3].any()
+    np.testing.assert_array_equal(m[3:], x1[3:] <= 5.0)
+    # ... and a negated leaf holds every row outside the leaf, missing ones included
+    neg = query_mask("! ( v0 & v2 < 5.0 )", data, 0)
+    np.testing.assert_array_equal(neg, ~((b1 == 1) & (x1 <= 5.0)))
+    assert neg[:3].all()
+    either = query_mask("! ( v0 & v2 < 5.0 ) | v1 = k0", data, 0)
+    np.testing.assert_array_equal(either, neg | (c1 == 0))
+    np.testing.assert_array_equal(query_mask("! v0", data, 1), b2 != 1)
+    # a contradictory leaf (the Java trees can repeat a test on a path) is empty
+    assert not query_mask("( ! v0 & v0 )", data, 0).any()
+
+
+@pytest.mark.parametrize("bad", ["v9", "( v0", "v0 = x1", "v0 & & v1", "v0 )"])
+def test_query_mask_rejects_bad_text(data, bad):
+    with pytest.raises(ValueError):
+        query_mask(bad, data, 0)
+
+
+def test_score_java_gives_true_statistics(data, tmp_path):
+    p = tmp_path / "x.queries"
+    p.write_text(QUERIES)
+    scored = score_java(read_queries(p), data, "java-0")
+    lm = query_mask("( v0 & v1 = k2 )", data, 0)
+    rm = query_mask("3.5 < v1", data, 1)
+    both, union = int((lm & rm).sum()), int((lm | rm).sum())
+    assert scored[0].true_jaccard == pytest.approx(both / union if union else 0.0)
+    assert (scored[0].noisy_jaccard, scored[0].noisy_support) == (0.5, 9.0)
+    assert 0.0 <= scored[1].true_pvalue <= 1.0 and scored[1].run == "java-0"
