@@ -97,7 +97,9 @@ def test_cap_keep_largest_and_the_other_helpers():
     assert keep_largest(np.array([1, 2, 4]), np.array([0, 3.0, 3.0, 0, 3.0]), 2).tolist() \
         == [1, 2]                                                        # ties: index order
     assert verification_pays(10, EPS, 200.0) and not verification_pays(20, EPS, 200.0)
-    assert too_noisy(100.0, 100.0) and not too_noisy(99.0, 100.0)
+    # scale ≥ θ·N̂ and m·½·exp(−θ·N̂/scale) ≥ M_k
+    assert too_noisy(100.0, 100, 100.0, 18) and not too_noisy(100.0, 100, 100.0, 19)
+    assert not too_noisy(99.0, 10**6, 100.0, 1)        # below θ·N̂: never
 
 
 # --------------------------------------------------------------------------- in the miner
@@ -143,7 +145,8 @@ def test_a_pruned_level_whose_verification_cannot_pay_releases_the_pruning_value
 
 
 def test_the_run_stops_where_the_noise_drowns_the_threshold():
-    # 40 items at ε = 0.05 over 300 records: verifying all 40 has scale ≥ θ·N̂
+    # 40 items at ε = 0.05 over 300 records, l1 = 1: verifying all 40 has scale ≈ 890 ≥
+    # θ·N̂ ≈ 150 and 40·½·exp(−150/890) ≈ 17 expected false releases ≥ M_1 = 2
     schema = SequenceSchema("many", tuple(f"i{j}" for j in range(40)), l1=1)
     data = SequenceDataset.from_lists(schema, [[j % 40] for j in range(300)])
     params = SequenceMiningParams(epsilon=0.05, theta=0.5)

@@ -24,8 +24,9 @@ Strict mode (default) — ε-DP, step by step
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
    b. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
       only): prune when φ_k = Δ_k/ε4,k ≤ ½·s_k, s_k = |C_k|/(ε4,k + ε5,k), θ′ > 0 and
-      s_k·ln(|C_k|/2) ≥ θ·N̂, with Δ_k = min(C(lmax, k), |C_k|); a level that does not prune verifies all of C_k with
-      ε4,k + ε5,k (as the baseline); a level whose noise scale would be ≥ θ·N̂ stops the run;
+      s_k·ln(|C_k|/2) ≥ θ·N̂, with Δ_k = min(C(lmax, k), |C_k|); a level that does not
+      prune verifies all of C_k with ε4,k + ε5,k (as the baseline); a level whose noise
+      scale would be ≥ θ·N̂ and whose expected false releases would reach M_k stops the run;
    c. **pruning** on all records, each shrunk to at most lmax items (a local
       transformation from the record, C_k and lmax; hard truncation guarantees |S̃| ≤
       lmax): noisy supports + discrete Laplace(Δ_k/ε4,k); keep the candidates reaching
@@ -421,7 +422,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             lp = plan_level(trie.n_cand, k, lmax, *per_level[k - 1], threshold,
                             float(params.zeta))
             share = lp.verify_nano
-            if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), threshold):
+            if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), trie.n_cand,
+                                          threshold, cap):
                 levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
                                           0, NOISY_STOP))
                 break
@@ -450,7 +452,11 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                     verify_scale = kept_idx.size / nano_to_epsilon(per_level[k - 1][1])
                     if not verification_pays(kept_idx.size, per_level[k - 1][1], lp.scale):
                         from_pruning = (kept_idx, noisy_local, local)
-                    if too_noisy(min(verify_scale, lp.scale), threshold):
+                    if from_pruning is not None:
+                        stop = too_noisy(lp.scale, trie.n_cand, threshold, cap)
+                    else:
+                        stop = too_noisy(verify_scale, int(kept_idx.size), threshold, cap)
+                    if stop:
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP))

@@ -51,13 +51,15 @@ true support) and leaves its verification part unspent (reported as unspent).
 
 Stop when the noise drowns the threshold
 ----------------------------------------
-If the least noisy measurement a level can make has a noise scale of at least θ·N̂
-(verification of all |C_k| with the whole level budget when it does not prune; the
-smaller of φ_k and |C′_k|/ε5,k after pruning), a candidate of no support would pass the
-threshold with probability ≥ ½e⁻¹ ≈ 0.18: the level would release mostly noise (the
-straightforward baseline's collapse on large alphabets, thousands of released sequences).
+If the measurement a level would release from (verification of all |C_k| with the whole
+level budget when it does not prune; after pruning, the verification of the survivors or
+the pruning itself, whichever is less noisy) has a noise scale of at least θ·N̂, a
+candidate of no support passes the threshold with probability ≥ ½e⁻¹ ≈ 0.18; when the
+expected number of such false releases among the candidates measured also reaches M_k,
+the most sequences the level can truly have, the release would be mostly noise (the
+straightforward baseline's collapse on large alphabets: thousands of released sequences).
 The run stops there: the level releases nothing, no later level runs, and the unspent
-budget is reported. The test reads public values only.
+budget is reported. The test reads public values only (:func:`too_noisy`).
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ __all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "verificati
            "floods", "too_noisy", "NOISY_STOP", "PRUNE_GAIN"]
 
 #: The note of a level where the run stopped because the noise would drown θ·N̂.
-NOISY_STOP = "stopped: noise scale ≥ θ·N̂, the level would release mostly noise"
+NOISY_STOP = ("stopped: noise scale ≥ θ·N̂ and expected false releases ≥ the cap; the "
+              "level would release mostly noise")
 
 #: Pruning must be at least this many times less noisy than one verification of every
 #: candidate with the whole level budget (φ_k ≤ |C_k|/ε_k / PRUNE_GAIN).
@@ -171,9 +174,18 @@ def verification_pays(n_kept: int, verify_nano: int, prune_scale: float) -> bool
 
 
 
-def too_noisy(scale: float, support_threshold: float) -> bool:
-    """Whether a noise scale (records) is at least θ·N̂: the level would release noise."""
-    return float(scale) >= float(support_threshold)
+def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int) -> bool:
+    """Whether a level's release would be mostly noise (public inputs only).
+
+    True when the noise scale (records) is at least θ·N̂ — a candidate of no support then
+    passes with probability ½·exp(−θ·N̂/scale) ≥ ½e⁻¹ — and the expected number of such
+    false releases among the ``n_measured`` candidates reaches the cap M_k, the most
+    sequences the level can truly have: at least about half the release would be false.
+    """
+    scale, t = float(scale), float(support_threshold)
+    if scale < t:
+        return False
+    return n_measured * 0.5 * math.exp(-t / scale) >= cap
 
 
 def floods(scale: float, n_measured: int, support_threshold: float) -> bool:
