@@ -47,7 +47,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from tqdm import tqdm
@@ -472,10 +472,14 @@ def cmd_batch(args) -> int:
     new = [r for r in planned if r.state == "new"]
     print(f"plan {args.plan}: {len(planned)} runs checked ({len(new)} new, costing "
           f"ε = {nano_to_epsilon(sum(r.cost_nano for r in new)):g}); each is charged before "
-          f"it is dispatched to {address or 'a LocalCluster'}", file=sys.stderr, flush=True)
+          f"it is dispatched to {address or 'a LocalCluster'}"
+          + ("" if any(r.state != "done" for r in planned) else " (all stored: replayed)"),
+          file=sys.stderr, flush=True)
     states: dict[str, str] = {}
-    with _progress_bar("batch", len(planned), "run", counts=True) as bar, \
-            open_client(address, workers=args.workers) as client:
+    # A plan whose runs are all stored already only replays them: no cluster to start.
+    cluster = (open_client(address, workers=args.workers)
+               if any(r.state != "done" for r in planned) else nullcontext(None))
+    with _progress_bar("batch", len(planned), "run", counts=True) as bar, cluster as client:
         outcomes = run_batch(ledger, planned, client, progress=_batch_progress(bar, states))
     failed = 0
     for o in outcomes:

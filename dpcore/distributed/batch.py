@@ -199,8 +199,9 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
     ledger : Ledger
     planned : list of PlannedRun
         From :func:`dpcore.distributed.plan.check_plan` (nothing charged yet).
-    client : distributed.Client
-        From :func:`dpcore.distributed.cluster.open_client`.
+    client : distributed.Client or None
+        From :func:`dpcore.distributed.cluster.open_client`; None only when every run is
+        stored already (``state == "done"``: a replayed plan needs no cluster).
     progress : callable(run_id, state, detail), optional
         Per-run progress (states in the module docstring); called from the client's
         threads, one call at a time.
@@ -239,7 +240,8 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
             report(run_id, "mining", {"fraction": msg.get("fraction"),
                                       "message": msg.get("message")})
 
-    client.subscribe_topic(TOPIC, on_event)
+    if client is not None:
+        client.subscribe_topic(TOPIC, on_event)
     futures = {}
     try:
         for run in planned:
@@ -265,6 +267,9 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
                 report(run.run_id, "resumed", {})
             else:
                 report(run.run_id, "charged", {"epsilon_nano": charge.epsilon_nano})
+            if client is None:
+                raise ParameterError(f"run {run.run_id} needs mining but no Dask client was "
+                                     "given")
             job = WorkerJob(run_id=run.run_id, permit=permit, charged_nano=run.cost_nano,
                             relay_messages=can_see_true_statistics(
                                 permit.requester.role, permit.dataset.public_demo))
@@ -272,7 +277,7 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
                                 pure=False)
             futures[fut] = run
         by_id = {run.run_id: run for run in planned}
-        for fut in as_completed(list(futures)):
+        for fut in as_completed(list(futures)) if futures else ():
             run = futures[fut]
             outcome = outcomes[run.run_id]
             outcome.attempts = max(1, len(pids[run.run_id]), _scheduler_attempts(client, fut))
@@ -291,7 +296,7 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
             outcome.result = _read_back(ledger, by_id[run.run_id])
             report(run.run_id, "done", {"attempts": outcome.attempts})
     finally:
-        if client.status == "running":
+        if client is not None and client.status == "running":
             client.unsubscribe_topic(TOPIC)
     return [outcomes[run.run_id] for run in planned]
 
