@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -26,6 +26,7 @@ def test_half_range_and_its_refusals():
             half_range(bad)
 
 
+@settings(deadline=None)  # timing is not under test (a loaded CI machine)
 @given(hnp.arrays(np.float64, st.integers(0, 30), elements=st.floats(-3, 3)),
        st.integers(MIN_BITS, MAX_BITS))
 def test_to_fixed_is_clipped_and_within_half_a_step(values, bits):
@@ -39,6 +40,7 @@ def test_ends_map_to_the_ends():
     assert to_fixed(np.array([-1.0, 0.0, 1.0]), 8).tolist() == [-128, 0, 128]
 
 
+@settings(deadline=None)  # timing is not under test (a loaded CI machine)
 @given(st.integers(MIN_BITS, MAX_BITS))
 def test_exact_float_rows_keeps_every_partial_sum_below_2_53(bits):
     rows = exact_float_rows(bits)
