@@ -1,6 +1,7 @@
 """The layout rules a newcomer relies on (docs/ARCHITECTURE.md): dpcore's top level holds
 only its entry points, every other module lives in a layer package with a docstring,
-dpcore never imports Streamlit, and the Streamlit pages stay thin."""
+dpcore never imports Streamlit, the Streamlit pages stay thin, and tests mirror modules
+(every dpcore module has a test module of its own, named after it)."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ NAMED_BEFORE_THE_CONVENTION = {
 EXEMPT = {
     "dpcore/__main__.py": "shim: `python -m dpcore` calls dpcore.cli.main (test_cli)",
     "dpcore/data/samples/__main__.py":
-        "shim: `python -m dpcore.data.samples` calls write.main (test_data_samples_write)",
+        "shim: `python -m dpcore.data.samples` calls write.main (test_samples_write)",
     "dpcore/data/__init__.py": "package docstring only",
     "dpcore/data/samples/__init__.py": "re-exports clinic, cms, planted and write",
     "dpcore/distributed/__init__.py": "package docstring only",
@@ -112,17 +113,17 @@ EXEMPT = {
 }
 
 
-def _dotted(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
+def _dotted(path: Path, root: Path = REPO) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _mirror_names(path: Path) -> list[str]:
+def _mirror_names(path: Path, root: Path = REPO) -> list[str]:
     """Test module names that may cover the dpcore module at ``path`` by the convention:
     ``test_`` + any tail of its dotted name joined by ``_`` (``dpcore/privacy/ledger/store.py``
     → ``test_store``, ``test_ledger_store``, ``test_privacy_ledger_store``); family
     packages' tails must start at the family; ``dpcore/__init__.py`` → ``test_dpcore``."""
-    parts = _dotted(path).split(".")[1:] or ["dpcore"]
+    parts = _dotted(path, root).split(".")[1:] or ["dpcore"]
     starts = [0] if parts[0] in PREFIXED_FAMILIES else range(len(parts))
     return ["test_" + "_".join(parts[i:]) for i in starts]
 
@@ -152,22 +153,22 @@ def _is_pure_reexport(path: Path) -> bool:
     return True
 
 
-def _mirror_table() -> dict[str, str | None]:
-    """dpcore module (repo-relative path, exemptions left out) → the test module that
+def _mirror_table(root: Path = REPO) -> dict[str, str | None]:
+    """dpcore module (path relative to ``root``, exemptions left out) → the test module that
     mirrors it, or None. A name that two modules could claim covers neither."""
-    modules = sorted(DPCORE.rglob("*.py"))
-    tests = {p.stem for p in TESTS.glob("test_*.py")} - set(NOT_MODULE_TESTS)
+    modules = sorted((root / "dpcore").rglob("*.py"))
+    tests = {p.stem for p in (root / "tests").glob("test_*.py")} - set(NOT_MODULE_TESTS)
     claims: dict[str, int] = {}
     for path in modules:
-        for name in _mirror_names(path):
+        for name in _mirror_names(path, root):
             claims[name] = claims.get(name, 0) + 1
     table = {}
     for path in modules:
-        key = str(path.relative_to(REPO))
+        key = str(path.relative_to(root))
         if key in EXEMPT:
             continue
         names = [NAMED_BEFORE_THE_CONVENTION[key]] if key in NAMED_BEFORE_THE_CONVENTION \
-            else [n for n in _mirror_names(path) if claims[n] == 1]
+            else [n for n in _mirror_names(path, root) if claims[n] == 1]
         table[key] = next((n for n in names if n in tests), None)
     return table
 
@@ -196,6 +197,8 @@ def test_each_mirror_test_module_imports_its_module():
 def test_the_exemptions_are_still_exempt():
     stale = [m for m in EXEMPT if not (REPO / m).exists()]
     assert not stale, f"EXEMPT lists modules that no longer exist: {stale}"
+    stale = [m for m in NAMED_BEFORE_THE_CONVENTION if not (REPO / m).exists()]
+    assert not stale, f"NAMED_BEFORE_THE_CONVENTION lists modules that no longer exist: {stale}"
     grown = [m for m in EXEMPT if not _is_pure_reexport(REPO / m)]
     assert not grown, f"these exempt modules now hold code, so they need tests: {grown}"
 
@@ -211,3 +214,20 @@ def test_the_mirror_names_follow_the_convention():
     assert names("dpcore/__init__.py") == ["test_dpcore"]
     probe = TESTS / "test_layout.py"
     assert _imports_module(probe, "pytest") and not _imports_module(probe, "dpcore.cli")
+
+
+def test_the_mirror_check_sees_a_missing_or_ambiguous_test(tmp_path):
+    for module in ("dpcore/x/store.py", "dpcore/x/kernels.py", "dpcore/y/kernels.py",
+                   "dpcore/sequences/schema.py", "dpcore/sequences/params.py"):
+        (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / module).write_text('"""m"""\n', encoding="utf-8")
+    (tmp_path / "tests").mkdir()
+    for test in ("test_store", "test_kernels", "test_schema", "test_sequences_params"):
+        (tmp_path / "tests" / f"{test}.py").write_text("", encoding="utf-8")
+    assert _mirror_table(tmp_path) == {
+        "dpcore/sequences/params.py": "test_sequences_params",
+        "dpcore/sequences/schema.py": None,      # a family module needs its prefix
+        "dpcore/x/kernels.py": None,             # test_kernels could be either kernels.py
+        "dpcore/x/store.py": "test_store",
+        "dpcore/y/kernels.py": None,
+    }
