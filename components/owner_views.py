@@ -36,6 +36,7 @@ from dpcore.registry import ALGORITHM_LABELS, ALGORITHMS, SERENADE_ALGORITHMS
 from dpcore.runs import load_result, new_run_id, run_cost
 
 from .budget_meter import fmt_eps
+from .data_locations import hide_server_paths
 from .explore_view import done_runs, get_threshold
 from .launcher import get_job, start_job
 from .params_form import demo_seed_from_state, params_from_state
@@ -244,7 +245,7 @@ def render_teaching(ledger: Ledger, record: DatasetRecord) -> None:
     try:
         data = load_data(record)
     except DataError as exc:
-        st.error(str(exc))
+        st.error(hide_server_paths(str(exc), ledger))
         return
     threshold = get_threshold(record.name)
     runs = done_runs(ledger, record.name)
@@ -371,7 +372,8 @@ def _tradeoff_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDatase
             try:
                 result = load_result(ledger, run_id, role=current_role())
             except DpcoreError:
-                st.error(f"ε = {eps:g}: {error or 'no stored result'}")
+                st.error(f"ε = {eps:g}: "
+                         f"{hide_server_paths(error, ledger) if error else 'no stored result'}")
                 continue
             col.plotly_chart(tradeoff_scatter(result, evaluate(result, data), threshold,
                                               f"ε = {eps:g}"), key=f"teach_tradeoff_{eps:g}")
