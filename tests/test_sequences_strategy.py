@@ -140,6 +140,8 @@ def test_a_pruned_level_whose_verification_cannot_pay_releases_the_pruning_value
     assert level.prune_sensitivity == 1 and level.kept_after_pruning == 1
     assert level.verify_sensitivity == 0 and level.verify_epsilon_nano == 0
     assert [p.items for p in res.patterns] == [(0,)]
+    # the owner diagnostics hold the support counted on all records (unshrunk)
+    assert res.diagnostics.true_supports == {"0": 2000}
     assert res.mechanism_calls[-1]["epsilon_nano"] == p and res.unspent_nano == v
     assert res.spent_nano + res.unspent_nano == epsilon_to_nano(0.1)
 

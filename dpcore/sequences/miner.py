@@ -451,7 +451,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                 if kept_idx.size:
                     verify_scale = kept_idx.size / nano_to_epsilon(per_level[k - 1][1])
                     if not verification_pays(kept_idx.size, per_level[k - 1][1], lp.scale):
-                        from_pruning = (kept_idx, noisy_local, local)
+                        from_pruning = (kept_idx, noisy_local)
                     if from_pruning is not None:
                         stop = too_noisy(lp.scale, trie.n_cand, threshold, cap)
                     else:
@@ -495,8 +495,10 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         if from_pruning is not None:
             # verification would be noisier than the pruning: release the pruning's values
             # (already paid for); the level's verification part stays unspent
-            kept_idx, noisy_local, local = from_pruning
-            noisy, support, share = noisy_local[kept_idx], local[kept_idx], 0
+            kept_idx, noisy_local = from_pruning
+            noisy, share = noisy_local[kept_idx], 0
+            # true supports on all records, for the owner diagnostics only (not released)
+            support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
         else:
             support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
             noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
