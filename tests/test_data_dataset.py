@@ -55,8 +55,6 @@ def test_bad_codes_name_column_and_row(attr, column, match):
         check_column_codes(attr, np.asarray(column, dtype=float), file="f.csv")
 
 
-@pytest.mark.xfail(strict=True, reason="dpcore/data/dataset.py formats the bad value with "
-                   "repr() of a NumPy scalar, so NumPy 2 shows 'np.float64(0.5)' to the user")
 @pytest.mark.parametrize("attr, column, shown", [
     (SCHEMA.attributes[0], [0.5], "Boolean value 0.5 is"),
     (SCHEMA.attributes[1], [3.0], "category code 3.0 not"),

@@ -91,20 +91,20 @@ def check_column_codes(attr: Attribute, column: np.ndarray, file: str | None = N
     if attr.type == BOOLEAN:
         bad = finite & ~np.isin(column, (0.0, 1.0))
         if bad.any():
-            raise DataError(f"Boolean value {column[bad][0]!r} is not 0/1", file=file,
+            raise DataError(f"Boolean value {float(column[bad][0])!r} is not 0/1", file=file,
                             column=attr.name, row=int(np.argmax(bad)) + 1)
     elif attr.type == CATEGORICAL:
         k = len(attr.categories)
         bad = finite & ((column < 0) | (column >= k) | (column != np.floor(column)))
         if bad.any():
-            raise DataError(f"category code {column[bad][0]!r} not in 0..{k - 1}", file=file,
+            raise DataError(f"category code {float(column[bad][0])!r} not in 0..{k - 1}", file=file,
                             column=attr.name, row=int(np.argmax(bad)) + 1)
     elif attr.type == NUMERIC:
         if attr.domain is not None and vals.size:
             lo, hi = attr.domain
             bad = finite & ((column < lo) | (column > hi))
             if bad.any():
-                raise DataError(f"value {column[bad][0]!r} outside the declared domain "
+                raise DataError(f"value {float(column[bad][0])!r} outside the declared domain "
                                 f"[{lo}, {hi}]", file=file, column=attr.name,
                                 row=int(np.argmax(bad)) + 1)
     else:
