@@ -37,6 +37,7 @@ from dpcore.redescriptions.results import (
     TreeQuery,
     TreeRecord,
 )
+from dpcore.registry import FAITHFUL, STRICT
 
 __all__ = [
     "marg_pvalues",
@@ -296,16 +297,20 @@ class _Side:
 
 def _extend_side(this: _Side, other: _Side, e11_raw: np.ndarray, jac: np.ndarray,
                  marg: np.ndarray, cross: np.ndarray, c: _Counts, pval: float,
-                 max_e11: float, this_is_left: bool) -> None:
+                 max_e11: float, this_is_left: bool, after: np.ndarray | None = None) -> None:
     """Add to ``this`` side, per seed, the admissible literal with the largest J gain.
 
     ``cross`` is the table oriented this-side × other-side. Updates ``this``,
     ``e11_raw`` and ``jac`` in place for the seeds that were extended.
+    ``after`` (faithful mode): per seed, only leaves with a larger index are candidates
+    (the paper's code extends the seed of leaf pair (i, j) with leaves i+1, … and j+1, …).
     """
     m = this.mask.shape[1]
     v = other.mask.astype(np.float64) @ cross.T           # R × m: Σ_{j∈other} ñ_cj
     vtot = v.sum(axis=1)
     free = ~this.used & ~this.mask
+    if after is not None:
+        free &= np.arange(m)[None, :] > after[:, None]
     # Any addition must change the mask without covering every leaf (tautology);
     # both fail once the mask already covers m − 1 leaves.
     free &= (this.mask.sum(axis=1) < m - 1)[:, None]
@@ -430,6 +435,7 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
     pval = float(params.max_pvalue)
     max_e11 = float(params.max_support) * c.n
     n_lit = max(int(params.max_clauses), 1)
+    faithful = getattr(params, "mode", STRICT) == FAITHFUL
 
     ii, jj, neg_l, neg_r, ql_raw, qr_raw, e11_raw, jac = _seeds(c, pval, max_e11)
     results = []
@@ -441,10 +447,13 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
         left.add(rows, ii[block], neg_l[block], ql_raw[block])
         right.add(rows, jj[block], neg_r[block], qr_raw[block])
         e_raw, j_cur = e11_raw[block].copy(), jac[block].copy()
+        after_l = ii[block] if faithful else None
+        after_r = jj[block] if faithful else None
         for _ in range(n_lit - 1):
-            _extend_side(left, right, e_raw, j_cur, c.left, c.table, c, pval, max_e11, True)
+            _extend_side(left, right, e_raw, j_cur, c.left, c.table, c, pval, max_e11, True,
+                         after_l)
             _extend_side(right, left, e_raw, j_cur, c.right, c.table.T, c, pval, max_e11,
-                         False)
+                         False, after_r)
         results.append((left, right, e_raw))
 
     out: list[Redescription] = []

@@ -176,6 +176,14 @@ class _Run:
         self.redescriptions.extend(reds)
 
 
+def tree_depth(params) -> int:
+    """Split levels of a tree: ``depth``; faithful mode ``max(depth − 1, 1)`` (the authors'
+    code counts the root as level 1 and makes a node at level ``depth`` a leaf, so depth 4
+    means 3 splits on a path; its depth 1, a lone root, would give nothing, so faithful
+    depth 1 keeps one split; docs/ALGORITHMS.md §2.9)."""
+    return max(params.depth - 1, 1) if params.mode == FAITHFUL else params.depth
+
+
 def _build_tree(run: _Run, view: int, classes, n_classes, trial, step) -> Tree:
     p = run.params
     budget = run.slot(trial, step, "tree").epsilon_nano
@@ -184,9 +192,9 @@ def _build_tree(run: _Run, view: int, classes, n_classes, trial, step) -> Tree:
         coded = run.coded(view)
     with run.phase("trees"):
         if p.algorithm == ALTEXPM:
-            return build_expmech_tree(view, coded, classes, n_classes, p.depth, budget,
+            return build_expmech_tree(view, coded, classes, n_classes, tree_depth(p), budget,
                                       run.rng, run.accountant, label)
-        tree, trace = sample_mcmc_tree(view, coded, classes, n_classes, p.depth, budget,
+        tree, trace = sample_mcmc_tree(view, coded, classes, n_classes, tree_depth(p), budget,
                                        run.rng, run.accountant, label, mc_iter=p.mc_iter,
                                        faithful=run.faithful, sigma=p.sigma,
                                        window=p.sigma_window, stats=run.mcmc_stats)
@@ -236,7 +244,7 @@ def _mine_tree_pairs(run: _Run) -> None:
         with run.phase("trees"):
             t1, t2, trace = sample_tree_pair(
                 (first, second), coded_first, coded_second, target.classes,
-                target.n_classes, p.depth, run.slot(trial, 0, "tree").epsilon_nano, run.rng,
+                target.n_classes, tree_depth(p), run.slot(trial, 0, "tree").epsilon_nano, run.rng,
                 run.accountant, label, mc_iter=p.mc_iter, faithful=run.faithful,
                 sigma=p.sigma, window=p.sigma_window, stats=run.mcmc_stats,
                 count_scale=p.tree_score == COUNT_SCORE and not run.faithful)
