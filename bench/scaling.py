@@ -1,0 +1,274 @@
+"""Scaling figures of docs/SCALING.md: memory and time per row of every redescription miner
+at 115,200 / 1M / 5M generated rows, and the per-step cost of a reduction on a Dask
+``LocalCluster`` (the communication a row-partitioned MCMC step would pay).
+
+Usage (from the repository root)::
+
+    .venv/bin/python -m bench.scaling                     # mining cases + communication
+    .venv/bin/python -m bench.scaling --parts comm        # communication only (≈ 1 min)
+    .venv/bin/python -m bench.scaling --rows 115200,1000000 --algorithms altexpm
+
+Every mining case runs in a fresh subprocess (``--case JSON``), so its peak RSS
+(``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in the child) is its own: kernel warm-up on
+tiny data, generation of the CMS-like data (``dpcore.data.samples.generate_cms_like_dataset``,
+452 Boolean + 152 numeric attributes, seed 20232), one ``mine()`` with the algorithm's
+registry preset named ``paper`` (MCMCTreePair, Serenade) or ``paper-stable`` (AltMCMC,
+AltExpM). A row count whose predicted peak (a linear fit of the measured peaks against
+rows) exceeds the memory available now is not run: it is reported as extrapolated. Each
+figure carries the 1-minute load average (``os.getloadavg``) before and after it: the
+machine may be shared. Results go to ``bench/results/scaling.json`` (git-ignored) and a
+Markdown summary to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.settings import CMS_BOOL, CMS_NUMERIC, DATA_SEED, DEFAULT_OUT, REPO_ROOT, RUN_SEED, log
+from dpcore.registry import ALTEXPM, ALTMCMC, MCMCTREEPAIR, SERENADE_CS, SERENADE_ES
+
+DEFAULT_ROWS = (115_200, 1_000_000, 5_000_000)
+DEFAULT_ALGORITHMS = (MCMCTREEPAIR, ALTMCMC, ALTEXPM, SERENADE_ES, SERENADE_CS)
+#: The machine the design is judged for (docs/SCALING.md).
+MACHINE_GB = 24.0
+CASE_TIMEOUT_S = 3_600
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def _available_mb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024.0
+    return float("inf")
+
+
+def _setting(algorithm: str) -> dict:
+    from bench.settings import settings_for
+
+    settings = settings_for(algorithm)
+    chosen = [s for s in settings if s["name"].endswith("-stable")] or settings
+    return chosen[0]
+
+
+# --------------------------------------------------------------------------- child: one case
+
+def case(spec: dict) -> dict:
+    """One (rows, algorithm) case in this (fresh) process."""
+    from bench.cases import _one_run, _peak_rss_mb, _rss_now_mb, _warm_up
+    from bench.settings import params_of
+
+    setting = spec["setting"]
+    params = params_of(setting)
+    warm_s = _warm_up(setting["algorithm"])
+    rss_warm = _rss_now_mb()
+    from dpcore.data.samples import generate_cms_like_dataset
+
+    start = time.perf_counter()
+    dataset = generate_cms_like_dataset(spec["rows"], n_bool=CMS_BOOL, n_numeric=CMS_NUMERIC,
+                                        seed=DATA_SEED)
+    data_s = time.perf_counter() - start
+    rss_data = _rss_now_mb()
+    run = _one_run(dataset, params, RUN_SEED)
+    return {"rows": spec["rows"], "setting": setting, "params": params.to_dict(),
+            "warmup_s": warm_s, "data_s": data_s, "run": run, "rss_after_warmup_mb": rss_warm,
+            "rss_after_data_mb": rss_data, "peak_rss_mb": _peak_rss_mb()}
+
+
+def run_case(spec: dict) -> dict:
+    load_before = _load()
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench.scaling", "--case", json.dumps(spec)],
+                              cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True,
+                              timeout=CASE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {CASE_TIMEOUT_S} s", "spec": spec}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"case exited with {proc.returncode} (killed for memory?)",
+                "spec": spec, "process_wall_s": time.perf_counter() - start}
+    out = json.loads(lines[-1])
+    out["process_wall_s"] = time.perf_counter() - start
+    out["load_1min_before"] = load_before
+    out["load_1min_after"] = _load()
+    return out
+
+
+def _fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
+    """Least-squares a + b·rows (None with fewer than two sizes)."""
+    if len({r for r, _ in points}) < 2:
+        return None
+    n = len(points)
+    mx = sum(r for r, _ in points) / n
+    my = sum(v for _, v in points) / n
+    b = sum((r - mx) * (v - my) for r, v in points) / sum((r - mx) ** 2 for r, _ in points)
+    return my - b * mx, b
+
+
+# --------------------------------------------------------------------------- communication
+
+def measure_communication(steps: int = 200, leaves: int = 16, partitions: int = 2) -> dict:
+    """Per-step cost of reducing a leaf-count array over ``partitions`` worker processes.
+
+    What a row-partitioned MCMC step needs: every partition counts its rows per leaf of the
+    proposed tree (here an ``int64`` array of ``leaves × 2`` counts, computed from a
+    partition-local array so the compute is negligible), and the counts are summed where
+    the acceptance is decided. Two ways are timed per step, each ``steps`` times:
+
+    - ``submit``: one task per partition (pinned to its worker), then ``gather`` and a sum on
+      the client (the plain futures API);
+    - ``actor``: one Dask actor per partition holding its rows; a step is one method call per
+      actor and a sum on the client (the lowest-latency path Dask offers).
+    """
+    import numpy as np
+    from distributed import Client, LocalCluster
+
+    class Partition:
+        def __init__(self, rows: int, seed: int):
+            rng = np.random.default_rng(seed)
+            self.leaf = rng.integers(0, leaves, rows).astype(np.int64)
+            self.target = rng.integers(0, 2, rows).astype(np.int64)
+
+        def counts(self, step: int) -> np.ndarray:
+            return np.bincount(self.leaf * 2 + self.target, minlength=2 * leaves)
+
+    def counts_task(rows: int, seed: int, step: int) -> np.ndarray:
+        rng = np.random.default_rng(seed)
+        leaf = rng.integers(0, leaves, rows)
+        return np.bincount(leaf * 2 + (step & 1), minlength=2 * leaves)
+
+    load_before = _load()
+    with LocalCluster(n_workers=partitions, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        workers = list(client.scheduler_info()["workers"])
+        actors = [client.submit(Partition, 1_000, seed, actor=True, workers=[w]).result()
+                  for seed, w in enumerate(workers)]
+        for step in range(10):  # warm the connections
+            sum(a.counts(step).result() for a in actors)
+        start = time.perf_counter()
+        for step in range(steps):
+            total = sum(a.counts(step).result() for a in actors)
+        actor_s = (time.perf_counter() - start) / steps
+        assert int(total.sum()) == 1_000 * partitions
+        for step in range(5):
+            client.gather([client.submit(counts_task, 1_000, s, step, workers=[w], pure=False)
+                           for s, w in enumerate(workers)])
+        start = time.perf_counter()
+        for step in range(steps):
+            parts = client.gather([client.submit(counts_task, 1_000, s, step, workers=[w],
+                                                 pure=False)
+                                   for s, w in enumerate(workers)])
+            total = np.sum(parts, axis=0)
+        submit_s = (time.perf_counter() - start) / steps
+    return {"steps": steps, "leaves": leaves, "partitions": partitions,
+            "actor_s_per_step": actor_s, "submit_s_per_step": submit_s,
+            "load_1min_before": load_before, "load_1min_after": _load()}
+
+
+# --------------------------------------------------------------------------- parent
+
+def _summary(cases: list[dict], comm: dict | None, skipped: list[dict]) -> str:
+    lines = ["| rows | setting | wall s | µs per row | trees s | extract s | peak RSS MB | "
+             "bytes per row (peak − warm) | load before/after |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in cases:
+        if "error" in c:
+            lines.append(f"| {c['spec']['rows']:,} | {c['spec']['setting']['label']} | "
+                         f"{c['error']} | | | | | | |")
+            continue
+        run = c["run"]
+        per_row = run["wall_s"] / c["rows"] * 1e6
+        extra = (c["peak_rss_mb"] - (c["rss_after_warmup_mb"] or 0)) * 2**20 / c["rows"]
+        lines.append(f"| {c['rows']:,} | {c['setting']['label']} | {run['wall_s']:.1f} | "
+                     f"{per_row:.1f} | {run['phase_s'].get('trees', float('nan')):.1f} | "
+                     f"{run['phase_s'].get('extract', float('nan')):.2f} | "
+                     f"{c['peak_rss_mb']:,.0f} | {extra:,.0f} | "
+                     f"{c['load_1min_before']:.2f} / {c['load_1min_after']:.2f} |")
+    for s in skipped:
+        lines.append(f"| {s['rows']:,} | {s['label']} | not run: predicted peak "
+                     f"{s['predicted_mb']:,.0f} MB > {s['available_mb']:,.0f} MB available | "
+                     "| | | | | |")
+    if comm:
+        lines += ["", f"Reduction of a {comm['leaves']}-leaf × 2 count array over "
+                      f"{comm['partitions']} worker processes (LocalCluster), per step: "
+                      f"actor calls {comm['actor_s_per_step'] * 1e3:.2f} ms, "
+                      f"submit + gather {comm['submit_s_per_step'] * 1e3:.2f} ms "
+                      f"({comm['steps']} steps; load {comm['load_1min_before']:.2f} before, "
+                      f"{comm['load_1min_after']:.2f} after)."]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.scaling", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--rows", default=",".join(str(r) for r in DEFAULT_ROWS))
+    parser.add_argument("--algorithms", default=",".join(DEFAULT_ALGORITHMS))
+    parser.add_argument("--parts", default="mine,comm", help="mine, comm or both")
+    parser.add_argument("--steps", type=int, default=200, help="communication: steps timed")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), help="results folder")
+    args = parser.parse_args(argv)
+    if args.case:
+        print(json.dumps(case(json.loads(args.case))))
+        return 0
+    parts = set(args.parts.split(","))
+    rows_list = sorted(int(r) for r in args.rows.split(","))
+    cases, skipped, comm = [], [], None
+    if "mine" in parts:
+        for algorithm in args.algorithms.split(","):
+            setting = _setting(algorithm)
+            peaks: list[tuple[int, float]] = []
+            for rows in rows_list:
+                fit = _fit(peaks)
+                available = _available_mb()
+                predicted = None if fit is None else fit[0] + fit[1] * rows
+                if predicted is not None and predicted > 0.9 * available:
+                    log(f"{setting['label']} at {rows:,} rows: predicted {predicted:,.0f} MB "
+                        f"> 90 % of {available:,.0f} MB available; extrapolated, not run")
+                    skipped.append({"rows": rows, "label": setting["label"],
+                                    "predicted_mb": predicted, "available_mb": available})
+                    continue
+                log(f"{setting['label']} at {rows:,} rows (load {_load():.2f})")
+                result = run_case({"rows": rows, "setting": setting})
+                cases.append(result)
+                if "error" not in result:
+                    peaks.append((rows, result["peak_rss_mb"]))
+                    log(f"  wall {result['run']['wall_s']:.1f} s, peak "
+                        f"{result['peak_rss_mb']:,.0f} MB")
+                else:
+                    log(f"  {result['error']}")
+    if "comm" in parts:
+        comm = measure_communication(steps=args.steps)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    fits = {}
+    for algorithm in args.algorithms.split(",") if "mine" in parts else ():
+        label = _setting(algorithm)["label"]
+        points = [(c["rows"], c["peak_rss_mb"]) for c in cases
+                  if "error" not in c and c["setting"]["label"] == label]
+        fit = _fit(points)
+        if fit:
+            fits[label] = {"mb_fixed": fit[0], "mb_per_row": fit[1],
+                           "rows_at_machine_gb": (MACHINE_GB * 1024 - fit[0]) / fit[1]}
+    (out / "scaling.json").write_text(json.dumps(
+        {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cores": os.cpu_count(),
+         "cases": cases, "skipped": skipped, "communication": comm, "memory_fits": fits},
+        indent=2), encoding="utf-8")
+    print(_summary(cases, comm, skipped))
+    for label, f in fits.items():
+        print(f"- {label}: peak ≈ {f['mb_fixed']:,.0f} MB + {f['mb_per_row'] * 1024:,.2f} kB "
+              f"per row → {MACHINE_GB:g} GB at ≈ {f['rows_at_machine_gb']:,.0f} rows")
+    return 1 if any("error" in c for c in cases) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
