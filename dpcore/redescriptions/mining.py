@@ -180,7 +180,7 @@ def tree_depth(params) -> int:
     """Split levels of a tree: ``depth``; faithful mode ``max(depth − 1, 1)`` (the authors'
     code counts the root as level 1 and makes a node at level ``depth`` a leaf, so depth 4
     means 3 splits on a path; its depth 1, a lone root, would give nothing, so faithful
-    depth 1 keeps one split; docs/ALGORITHMS.md §2.9)."""
+    depth 1 keeps one split; docs/ALGORITHMS.md §4.3)."""
     return max(params.depth - 1, 1) if params.mode == FAITHFUL else params.depth
 
 
