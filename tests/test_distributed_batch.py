@@ -167,3 +167,15 @@ def test_the_command_line_runs_a_plan_and_refuses_a_bad_one(ledger, ledger_locat
         written = (out / f"{run_id}.json").read_text(encoding="utf-8").strip()
         assert written == load_result(ledger, run_id, role="analyst").to_json()
     assert ledger.budget("clinic").spent_nano == 2 * 250_000_000
+
+
+def test_a_budget_spent_after_the_check_refuses_the_run_and_charges_nothing(ledger):
+    """Another analyst spends the budget between the plan's check and its charge: the
+    ledger refuses that run's charge; it is reported refused, never dispatched."""
+    plan = parse_plan({"runs": [{"run_id": "late", "dataset": "clinic",
+                                 "algorithm": MCMCTREEPAIR, "epsilon": 1.0, **SMALL}]})
+    (run,) = check_plan(ledger, plan, Requester())
+    ledger.charge("other", "clinic", MCMCTREEPAIR, [2_500_000_000], {}, actor="analyst")
+    (outcome,) = run_batch(ledger, [run], None)  # no cluster: nothing may be dispatched
+    assert outcome.status == "refused" and "exceed" in outcome.error.lower()
+    assert [e.run_id for e in ledger.audit_log()] == ["other"]

@@ -160,7 +160,8 @@ class RunOutcome:
         1-based plan entry.
     status : {"done", "replayed", "failed", "refused"}
         ``replayed``: stored before this batch (no charge, no mining); ``refused``: not
-        charged (the budget ran out after the plan was checked).
+        charged (the ledger refused the charge after the plan was checked: the budget ran
+        out, or the run id was charged meanwhile with another cost or dataset).
     attempts : int
         Worker attempts seen for this run (2 or more: a worker was lost and the run retried
         under the same run id).
@@ -249,7 +250,9 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
             permit = run.permit
             try:
                 charge = _charge(ledger, run)
-            except BudgetExceededError as exc:
+            except (BudgetExceededError, ParameterError) as exc:
+                # Refused by the ledger after the plan was checked (the budget shrank, or
+                # another client charged this run id differently): nothing was charged.
                 outcome.status, outcome.error = "refused", str(exc)
                 report(run.run_id, "refused", {"error": str(exc)})
                 continue
