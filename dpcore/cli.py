@@ -69,6 +69,7 @@ from dpcore.registry import (
     SEQUENCES,
     STRICT,
     SYNTHESIS,
+    TREE_SCORES,
     algorithm_spec,
     dataset_kind_spec,
     family_algorithms,
@@ -113,7 +114,8 @@ SERENADE_FLAGS = (("init_pairs", int), ("es_rounds", int), ("cs_rounds", int),
 #: when set to anything but their default.
 _REDESCRIPTION_FLAGS = ("omega", "in_tr", "rm_iter", "depth", "mc_iter", "sigma",
                         "sigma_window", "min_jaccard", "max_pvalue", "min_support",
-                        "max_support", "max_clauses") + tuple(n for n, _ in SERENADE_FLAGS)
+                        "max_support", "max_clauses", "tree_score") + \
+    tuple(n for n, _ in SERENADE_FLAGS)
 
 
 def _parse_groups(text: str) -> list[list[str]]:
@@ -195,7 +197,7 @@ def _params(args):
                         mc_iter=args.mc_iter, sigma=args.sigma, sigma_window=args.sigma_window,
                         min_jaccard=args.min_jaccard, max_pvalue=args.max_pvalue,
                         min_support=args.min_support, max_support=args.max_support,
-                        max_clauses=args.max_clauses,
+                        max_clauses=args.max_clauses, tree_score=args.tree_score,
                         **{name: getattr(args, name) for name, _ in SERENADE_FLAGS}).validate()
 
 
@@ -600,6 +602,8 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                           help=HELP["max_support"])
         mine.add_argument("--max-clauses", type=int, default=DEFAULTS.max_clauses,
                           help=HELP["max_clauses"])
+        mine.add_argument("--tree-score", choices=TREE_SCORES, default=DEFAULTS.tree_score,
+                          help=HELP["tree_score"])
         for name, kind in SERENADE_FLAGS:
             mine.add_argument("--" + name.replace("_", "-"), type=kind,
                               default=getattr(DEFAULTS, name),
