@@ -36,9 +36,13 @@ _PENDING = "_explore_workspace_pending"  # dataset → threshold to apply once r
 _NOTE = "_explore_workspace_note"        # (kind, text) shown under the import box
 
 
+_KEPT_NAME = "_explore_workspace_name_kept"  # survives pages without the box
+
+
 def workspace_name() -> str:
-    """The workspace name of this session: the box, else the page address, else the role."""
-    name = st.session_state.get(NAME_KEY)
+    """The workspace name of this session: the box (or its last value on another page),
+    else the page address, else the role."""
+    name = st.session_state.get(NAME_KEY) or st.session_state.get(_KEPT_NAME)
     if not name:
         name = st.query_params.get(QUERY_PARAM) or current_role()
     return str(name).strip() or current_role()
@@ -78,7 +82,7 @@ def current_workspace(ledger: Ledger, dataset: str) -> Workspace:
 def _apply(dataset: str, ws: Workspace) -> None:
     """Put a loaded or imported workspace's settings into the page's state."""
     from .explore_view import TOLERANCE_KEY, DEFAULT_TOLERANCE   # noqa: I001 (no cycle at import)
-    from .redescription_list import restore_view
+    from .redescription_list import GENERATION_KEY, restore_view
 
     picks = dict(st.session_state.get("explore_pick", {}))
     if ws.runs:
@@ -92,6 +96,7 @@ def _apply(dataset: str, ws: Workspace) -> None:
     pending[dataset] = ws.threshold
     st.session_state[_PENDING] = pending
     restore_view(ws.view, force=True)
+    st.session_state[GENERATION_KEY] = st.session_state.get(GENERATION_KEY, 0) + 1
 
 
 def pending_threshold(dataset: str) -> tuple[bool, float | None]:
@@ -131,6 +136,7 @@ def save_if_changed(ledger: Ledger, dataset: str, ws: Workspace) -> None:
 def _name_changed() -> None:
     name = (st.session_state.get(NAME_KEY) or "").strip()
     if name:
+        st.session_state[_KEPT_NAME] = name
         st.query_params[QUERY_PARAM] = name
 
 
@@ -138,13 +144,14 @@ def render_workspace_name() -> None:
     """The workspace box: whose decisions, tags and notes this page shows and saves."""
     if not st.session_state.get(NAME_KEY):
         st.session_state[NAME_KEY] = workspace_name()
+    st.session_state[_KEPT_NAME] = workspace_name()
     st.text_input(
         "Workspace (your name)", key=NAME_KEY, on_change=_name_changed, max_chars=128,
         help="Your keep/reject decisions, tags, notes, runs, threshold and list settings "
              "are saved in the ledger under this name for this dataset, and come back on "
              "your next visit (the name is also kept in the page address). Saving costs "
              "0 ε: a workspace refers to released redescriptions only.")
-    if QUERY_PARAM not in st.query_params:
+    if st.query_params.get(QUERY_PARAM) != workspace_name():
         st.query_params[QUERY_PARAM] = workspace_name()
 
 

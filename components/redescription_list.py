@@ -15,6 +15,8 @@ All of it reads released values and the analyst's input only: 0 ε.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 
 import pandas as pd
@@ -34,8 +36,9 @@ from dpcore.redescriptions.workspace import DECISIONS, DEFAULT_VIEW, Workspace
 
 from .redescription_view import NOT_RELEASED
 
-__all__ = ["VIEW_KEYS", "EDITOR_KEY", "restore_view", "current_view", "list_filter",
-           "render_list_controls", "list_frame", "apply_edits", "render_list"]
+__all__ = ["VIEW_KEYS", "EDITOR_KEY", "GENERATION_KEY", "editor_key", "restore_view",
+           "current_view", "list_filter", "render_list_controls", "list_frame", "apply_edits",
+           "render_list"]
 
 #: Widget key of each list setting of a workspace view.
 VIEW_KEYS = {"sort": "explore_list_sort", "descending": "explore_list_desc",
@@ -45,8 +48,8 @@ VIEW_KEYS = {"sort": "explore_list_sort", "descending": "explore_list_desc",
              "max_length": "explore_list_max_length", "decisions": "explore_list_decisions",
              "collapse": "explore_list_collapse"}
 EDITOR_KEY = "explore_list_editor"
-_VERSION = "_explore_list_editor_version"
-_ROWS = "_explore_list_editor_rows"      # editor key → the member keys of each shown row
+#: Bumped when a workspace is loaded or imported, so no old edit applies to it.
+GENERATION_KEY = "_explore_list_generation"
 _CELL_LABELS = ("|E11|", "|E10|", "|E01|", "|E00|")
 
 
@@ -137,7 +140,9 @@ def list_frame(rows: list[tuple[ListEntry, int]], ws: Workspace) -> pd.DataFrame
         frame["pvalue"] = frame["pvalue"].astype(float)
     else:
         frame["pvalue"] = [p if isinstance(p, str) else f"{p:.2e}" for p in frame["pvalue"]]
-    frame["decision"] = frame["decision"].astype(object)
+    # fixed column types whatever the values, so an edit never changes the editor's identity
+    for column in ("decision", "tags", "note"):
+        frame[column] = frame[column].astype("string")
     return frame
 
 
@@ -169,31 +174,42 @@ def apply_edits(ws: Workspace, edits: dict, members: list[list[str]]) -> tuple[W
     return ws, problem
 
 
-def render_list(entries: list[ListEntry], ws: Workspace, view_names: tuple[str, str],
-                run_labels: dict[str, str]) -> tuple[Workspace, list[ListEntry]]:
-    """The controls and the editable table; returns the (edited) workspace and the entries
-    listed (every member of a collapsed group)."""
-    version = st.session_state.get(_VERSION, 0)
-    key = f"{EDITOR_KEY}_{version}"
-    edits = st.session_state.get(key)
-    problem = None
-    if edits and edits.get("edited_rows"):
-        ws, problem = apply_edits(ws, edits, st.session_state.get(_ROWS, {}).get(key, []))
-        version += 1
-        st.session_state[_VERSION] = version
-        key = f"{EDITOR_KEY}_{version}"
-
-    view = render_list_controls(entries, run_labels)
+def _rows(entries: list[ListEntry], ws: Workspace, view: dict):
+    """(listed entries, table rows (entry, count), members of each row) of a view."""
     listed = sort_entries(filter_entries(entries, list_filter(view), ws.decisions()),
                           view["sort"], view["descending"])
     if view["collapse"]:
         groups = collapse_near_duplicates(listed)
-        rows = [(g.best, g.count) for g in groups]
-        members = [[m.key for m in g.members] for g in groups]
-    else:
-        rows = [(e, 1) for e in listed]
-        members = [[e.key] for e in listed]
-    st.session_state.setdefault(_ROWS, {})[key] = members
+        return (listed, [(g.best, g.count) for g in groups],
+                [[m.key for m in g.members] for g in groups])
+    return listed, [(e, 1) for e in listed], [[e.key] for e in listed]
+
+
+def editor_key(members: list[list[str]]) -> str:
+    """The editor's key: one per set and order of rows (and workspace generation), so an
+    edit's row position always means the row it was made on."""
+    text = json.dumps([members, st.session_state.get(GENERATION_KEY, 0)])
+    return f"{EDITOR_KEY}_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def render_list(entries: list[ListEntry], ws: Workspace, view_names: tuple[str, str],
+                run_labels: dict[str, str]) -> tuple[Workspace, list[ListEntry]]:
+    """The controls and the editable table; returns the (edited) workspace and the entries
+    listed (every member of a collapsed group).
+
+    The editor keeps its key while its rows stay the same, so its edits (all of them,
+    relative to the table it was given) live in its state and are applied to the
+    workspace on every run — applying them again changes nothing. When the rows change
+    (a filter, a sort, a rejected row hidden), a new key starts a fresh editor.
+    """
+    view = render_list_controls(entries, run_labels)
+    _, _, members = _rows(entries, ws, view)
+    edits = st.session_state.get(editor_key(members))
+    problem = None
+    if isinstance(edits, dict) and edits.get("edited_rows"):
+        ws, problem = apply_edits(ws, edits, members)
+    listed, rows, members = _rows(entries, ws, view)
+    key = editor_key(members)
     frame = list_frame(rows, ws)
     st.caption(f"Listed: {len(rows)} row(s) for {len(listed)} of {len(entries)} kept "
                "redescriptions. Edit decision, tags (comma-separated) and note in the "

@@ -1,0 +1,266 @@
+"""Real-browser test of the Explore list and workspace: sort, filter, search, tag and reject
+redescriptions in the editable table, reload the page (a new session) and find the
+workspace intact.
+
+As ``tests/test_browser.py``: Debian's chromium (``/usr/bin/chromium``) driven by
+Playwright against ``streamlit run app.py`` on a free port with a temporary ledger; it
+FAILS without chromium. The ledger is prepared before the server starts — the sample
+datasets and one seeded MCMCTreePair run on ``clinic`` through :func:`dpcore.runs.charge_and_mine`
+— so the test spends its time on Explore. Cells of the table (a canvas grid) are edited
+with the keyboard, as a user would: click a row, arrow to the column, Enter, type, Enter.
+Saves a screenshot to ``artifacts/explore_workspace.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_browser import (
+    CHROMIUM,
+    REPO_ROOT,
+    _free_port,
+    _metric,
+    _set_number,
+    _wait_healthy,
+    _wait_idle,
+    app_page,
+)
+
+from dpcore.privacy.ledger import Ledger
+from dpcore.redescriptions.listing import ListFilter, filter_entries, list_entries, sort_entries
+from dpcore.redescriptions.workspace import workspace_from_json
+from dpcore.runs import load_result
+
+RUN_ID = "e" * 32
+WORKSPACE = "tester"
+#: Column positions in the list's table (0 = id).
+DECISION, TAGS, NOTE = 1, 2, 3
+ROW_PX, HEADER_PX = 35, 35
+
+
+@pytest.fixture
+def prepared_app(tmp_path, clinic_dataset):
+    """The app served on a ledger holding the samples and one seeded run on clinic."""
+    from components.bootstrap import register_sample_datasets
+    from dpcore.privacy.policy import Requester
+    from dpcore.redescriptions.params import MiningParams
+    from dpcore.runs import charge_and_mine
+
+    ledger_path = tmp_path / "ledger.sqlite"
+    ledger = Ledger(ledger_path)
+    register_sample_datasets(ledger)
+    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200)
+    charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id=RUN_ID, seed=11,
+                    requester=Requester())
+    port = _free_port()
+    env = {**os.environ, "DPRM_LEDGER": str(ledger_path),
+           "DPRM_DATA_DIR": str(tmp_path / "datasets")}
+    env.pop("DPRM_OWNER_PASSWORD_HASH", None)
+    log = tmp_path / "streamlit.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+             "--server.port", str(port), "--server.address", "127.0.0.1",
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc, log)
+        yield url, ledger
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+def _editor(page):
+    """The list's editable table (the data frame whose header has a decision column)."""
+    return page.locator('[data-testid="stDataFrame"]').filter(
+        has=page.locator("table", has_text="decision")).first
+
+
+def _listed(page) -> tuple[int, int]:
+    """(rows listed, kept redescriptions) from the caption above the table."""
+    text = page.get_by_text(re.compile(r"^Listed: \d+ row")).inner_text()
+    found = re.search(r"Listed: (\d+) row\(s\) for \d+ of (\d+) kept", text)
+    return int(found.group(1)), int(found.group(2))
+
+
+def _shown_ids(page) -> list[str]:
+    """The ids of the rows the grid draws (its accessible table, top rows)."""
+    return page.evaluate("""() => {
+        const t = [...document.querySelectorAll('[data-testid="stDataFrame"] table')]
+            .find(x => x.innerText.includes('decision'));
+        if (!t) return [];
+        return [...t.rows].slice(1).map(r => r.cells[0].innerText.trim())
+            .filter(x => x.length > 0);
+    }""")
+
+
+def _row_text(page, row_id: str) -> str:
+    return page.evaluate("""(id) => {
+        const t = [...document.querySelectorAll('[data-testid="stDataFrame"] table')]
+            .find(x => x.innerText.includes('decision'));
+        const r = [...t.rows].find(r => r.cells[0] && r.cells[0].innerText.trim() === id);
+        return r ? [...r.cells].map(c => c.innerText.trim()).join(' | ') : '';
+    }""", row_id)
+
+
+def _edit_cell(page, row: int, column: int, text: str) -> None:
+    """Type ``text`` into a cell: click its row, arrow to the column, Enter, type, Enter."""
+    editor = _editor(page)
+    editor.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    box = editor.bounding_box()
+    page.mouse.click(box["x"] + 25, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
+    page.wait_for_timeout(200)
+    for _ in range(column):
+        page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(400)
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+    _wait_idle(page)
+    page.wait_for_timeout(500)
+
+
+def _until(read, ok, seconds: float = 20.0):
+    """``read()`` again until ``ok`` of it (the grid redraws a moment after a rerun)."""
+    deadline = time.monotonic() + seconds
+    value = read()
+    while not ok(value) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        value = read()
+    return value
+
+
+def _choose(page, label: str, option: str) -> None:
+    """Pick ``option`` in the selectbox labelled ``label`` (again if a rerun closed the list)."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    box = page.get_by_test_id("stSelectbox").filter(
+        has=page.get_by_text(label, exact=True)).first
+    choice = page.locator("[role=option]").filter(
+        has_text=re.compile(rf"^\s*{re.escape(option)}\s*$")).first
+    for attempt in range(5):
+        _wait_idle(page)
+        box.scroll_into_view_if_needed()
+        box.locator("input").click()
+        try:
+            choice.click(timeout=5_000)
+            break
+        except PlaywrightError:
+            if attempt == 4:
+                raise
+            page.keyboard.press("Escape")
+    _wait_idle(page)
+
+
+def _stored(ledger: Ledger):
+    record = ledger.get_workspace("clinic", "analyst", WORKSPACE)
+    return None if record is None else workspace_from_json(record.workspace_json,
+                                                           dataset="clinic")
+
+
+def _short(key: str) -> str:
+    run, red = key.split(":")
+    return f"{run[:8]}:{red}"
+
+
+@pytest.mark.browser
+def test_sort_filter_tag_reject_reload_and_find_the_workspace(prepared_app):
+    from playwright.sync_api import expect
+
+    assert Path(CHROMIUM).is_file()
+    url, ledger = prepared_app
+    result = load_result(ledger, RUN_ID, role="analyst")
+    entries = list_entries([result])
+    with app_page(url) as page:
+        page.get_by_role("link", name="Explore").click()
+        name = page.get_by_label("Workspace (your name)", exact=True)
+        name.wait_for()
+        _wait_idle(page)
+        name.fill(WORKSPACE)
+        name.press("Enter")
+        _wait_idle(page)
+        expect(page).to_have_url(re.compile(rf"workspace={WORKSPACE}"))
+        _set_number(page, "Pruning threshold: smallest noisy support |E11| kept", "0")
+        assert _listed(page) == (len(entries), len(entries))
+
+        # sort by noisy support, lowest first: the grid's top rows follow
+        _choose(page, "Sort by", "noisy |E11|")
+        toggle = page.get_by_role("switch", name="Descending").first
+        toggle.locator("xpath=ancestor::label[1]").click()
+        expect(toggle).not_to_be_checked()
+        _wait_idle(page)
+        expected = [_short(e.key) for e in sort_entries(entries, "support", descending=False)]
+        shown = _until(lambda: _shown_ids(page), lambda ids: ids[:3] == expected[:3])
+        assert len(shown) >= 3 and shown == expected[:len(shown)], (shown, expected)
+
+        # filter by noisy J and search an attribute name: the counts match the listing
+        _set_number(page, "Noisy J at least", "0.3")
+        want = filter_entries(entries, ListFilter(min_jaccard=0.3))
+        assert _until(lambda: _listed(page)[0], lambda n: n == len(want)) == len(want)
+        attribute = entries[0].attributes[0]
+        search = page.get_by_label("Search attribute names", exact=True)
+        search.fill(attribute.lower())
+        search.press("Enter")
+        _wait_idle(page)
+        want = filter_entries(entries, ListFilter(min_jaccard=0.3, search=attribute.lower()))
+        assert _until(lambda: _listed(page)[0], lambda n: n == len(want)) == len(want) >= 1
+        search.fill("")
+        search.press("Enter")
+        _wait_idle(page)
+        _set_number(page, "Noisy J at least", "")
+        assert _until(lambda: _listed(page)[0], lambda n: n == len(entries)) == len(entries)
+
+        # tag, note and reject the top row
+        top = _until(lambda: _shown_ids(page), bool)[0]
+        for column, text in ((TAGS, "heart, check"), (NOTE, "too good to be true"),
+                             (DECISION, "reject")):
+            _edit_cell(page, 0, column, text)
+            # the next edit waits until the table shows this one (the fragment re-ran)
+            assert text in _until(lambda: _row_text(page, top), lambda row, t=text: t in row)
+        ws = _stored(ledger)
+        (key,) = [k for k in ws.annotations if _short(k) == top]
+        assert ws.annotations[key].decision == "reject"
+        assert ws.annotations[key].tags == ("heart", "check")
+        assert ws.annotations[key].note == "too good to be true"
+        assert "heart, check" in _row_text(page, top)
+        # hide rejected ones
+        _choose(page, "Decision", "all but rejected")
+        assert _until(lambda: _listed(page)[0], lambda n: n == len(entries) - 1) == len(
+            entries) - 1
+        assert top not in _until(lambda: _shown_ids(page), bool)
+        spent = _metric(page, "Spent ε")
+
+        # reload: a new session finds the workspace as it was left
+        page.reload()
+        page.get_by_text("Privacy budget of").wait_for()
+        _wait_idle(page)
+        name = page.get_by_label("Workspace (your name)", exact=True)
+        expect(name).to_have_value(WORKSPACE)
+        expect(page.get_by_label(re.compile("^Pruning threshold"))).to_have_value("0.0")
+        assert _listed(page) == (len(entries) - 1, len(entries))
+        assert top not in _until(lambda: _shown_ids(page), bool)
+        sort_box = page.get_by_test_id("stSelectbox").filter(
+            has=page.get_by_text("Sort by", exact=True)).first
+        expect(sort_box.locator("input")).to_have_value("noisy |E11|")
+        _choose(page, "Decision", "rejected")
+        assert _until(lambda: _shown_ids(page), lambda ids: ids == [top]) == [top]
+        row = _row_text(page, top)
+        assert "reject" in row and "heart, check" in row and "too good to be true" in row
+        assert _metric(page, "Spent ε") == spent == "1"        # all of it cost 0 ε
+        _editor(page).scroll_into_view_if_needed()
+        shot = REPO_ROOT / "artifacts" / "explore_workspace.png"
+        page.screenshot(path=str(shot), full_page=True)
+    assert shot.is_file()
