@@ -26,7 +26,6 @@ from dpcore.sequences.strategy import (
     plan_level,
     release_cap,
     too_noisy,
-    verification_pays,
 )
 
 SEED = 20241126
@@ -96,7 +95,6 @@ def test_cap_keep_largest_and_the_other_helpers():
     assert keep_largest(np.array([0, 3]), noisy, 5).tolist() == [0, 3]   # below the cap
     assert keep_largest(np.array([1, 2, 4]), np.array([0, 3.0, 3.0, 0, 3.0]), 2).tolist() \
         == [1, 2]                                                        # ties: index order
-    assert verification_pays(10, EPS, 200.0) and not verification_pays(20, EPS, 200.0)
     # scale ≥ θ·N̂ and m·½·exp(−θ·N̂/scale) ≥ M_k
     assert too_noisy(100.0, 100, 100.0, 18) and not too_noisy(100.0, 100, 100.0, 19)
     assert not too_noisy(99.0, 10**6, 100.0, 1)        # below θ·N̂: never
@@ -128,22 +126,21 @@ def test_the_cap_binds_and_the_run_finishes_with_exact_accounting():
     assert len(released) == 2
 
 
-def test_a_pruned_level_whose_verification_cannot_pay_releases_the_pruning_values():
-    # 40 declared items, records "a b c", ε = 0.1: verifying all 40 would flood, Δ_1 = 1, so
-    # the level prunes; one survivor verified at 1/ε5,1 is no less noisy than the pruning at
-    # 1/ε4,1 (equal shares), so the pruning's values are released
+def test_a_pruned_level_verifies_its_survivors_with_exact_accounting():
+    # 40 declared items, records "a b c", ε = 0.1: verifying all 40 would flood and Δ_1 = 1,
+    # so the level prunes (ε4,1), then verifies its one survivor (ε5,1)
     params = SequenceMiningParams(epsilon=0.1, theta=0.3)
     res = mine_frequent_sequences(three_item_records(n=2000, n_items=40), params,
                                   rng=np.random.default_rng(SEED))
     (level,) = res.levels
     p, v = level_shares(params, 1)[0]
     assert level.prune_sensitivity == 1 and level.kept_after_pruning == 1
-    assert level.verify_sensitivity == 0 and level.verify_epsilon_nano == 0
+    assert level.verify_sensitivity == 1 and level.verify_epsilon_nano == v
     assert [p.items for p in res.patterns] == [(0,)]
-    # the owner diagnostics hold the support counted on all records (unshrunk)
     assert res.diagnostics.true_supports == {"0": 2000}
-    assert res.mechanism_calls[-1]["epsilon_nano"] == p and res.unspent_nano == v
-    assert res.spent_nano + res.unspent_nano == epsilon_to_nano(0.1)
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[-2:]] == \
+        [(p, 1), (v, 1)]
+    assert res.spent_nano == epsilon_to_nano(0.1) and res.unspent_nano == 0
 
 
 def test_the_run_stops_where_the_noise_drowns_the_threshold():

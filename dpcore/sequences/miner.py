@@ -117,7 +117,6 @@ from dpcore.sequences.strategy import (
     plan_level,
     release_cap,
     too_noisy,
-    verification_pays,
 )
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
@@ -414,7 +413,6 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             break
         trie = build_candidate_trie(cands, k)
         delta_k, scale, theta_prime, capped = 0, 0.0, None, 0
-        from_pruning = None
         share = verify_shares[k - 1]
         cap = release_cap(lmax, k, theta) if pfs2 and strict else None
         if pfs2 and strict:
@@ -450,13 +448,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                 run.timed("prune", started)
                 if kept_idx.size:
                     verify_scale = kept_idx.size / nano_to_epsilon(per_level[k - 1][1])
-                    if not verification_pays(kept_idx.size, per_level[k - 1][1], lp.scale):
-                        from_pruning = (kept_idx, noisy_local)
-                    if from_pruning is not None:
-                        stop = too_noisy(lp.scale, trie.n_cand, threshold, cap)
-                    else:
-                        stop = too_noisy(verify_scale, int(kept_idx.size), threshold, cap)
-                    if stop:
+                    if too_noisy(verify_scale, int(kept_idx.size), threshold, cap):
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP))
@@ -492,19 +484,11 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             break
         started = time.perf_counter()
         vtrie = build_candidate_trie(kept, k)
-        if from_pruning is not None:
-            # verification would be noisier than the pruning: release the pruning's values
-            # (already paid for); the level's verification part stays unspent
-            kept_idx, noisy_local = from_pruning
-            noisy, share = noisy_local[kept_idx], 0
-            # true supports on all records, for the owner diagnostics only (not released)
-            support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
-        else:
-            support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
-            noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
-                                     continuous=pfs2 and not strict,
-                                     label=f"level {k}: noisy supports of {vtrie.n_cand} "
-                                           "candidates on all records")
+        support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
+        noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
+                                 continuous=pfs2 and not strict,
+                                 label=f"level {k}: noisy supports of {vtrie.n_cand} "
+                                       "candidates on all records")
         frequent = np.flatnonzero(noisy >= threshold)
         if cap is not None:
             capped_frequent = keep_largest(frequent, noisy, cap)
@@ -516,7 +500,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                                              float(noisy[i]), k))
             true_supports[pattern_key(items)] = int(support[i])
         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
-                                  0 if from_pruning is not None else vtrie.n_cand, share,
+                                  vtrie.n_cand, share,
                                   threshold if strict else None, int(frequent.size),
                                   capped))
         previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]

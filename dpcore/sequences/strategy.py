@@ -41,23 +41,21 @@ is post-processing of noisy values; it bounds the next level's candidates (at mo
 for k = 2) and so the run's work and memory. It can drop truly frequent sequences only
 when many records are longer than lmax (η of them are not, by the choice of lmax).
 
-Verify or release the pruning's values
---------------------------------------
-After pruning, |C′_k| is known (a released count). If verifying the survivors with the
-level's verification part would add noise of scale |C′_k|/ε5,k at least as large as the
-pruning noise φ_k, verification cannot improve on the pruning's noisy supports: the level
-releases those instead (supports of the records shrunk to lmax items, a lower bound of the
-true support) and leaves its verification part unspent (reported as unspent).
+A pruned level always verifies its survivors: the verification is a second, independent
+noisy filter. Releasing the pruning's own noisy values instead when they were the less
+noisy measurement was tried and measured worse (clickstream sample, θ = 0.02, ε = 1, three
+seeds: F 0.575 against 0.661 when verifying): candidates just below θ·N̂ pass one filter
+far more often than two.
 
 Stop when the noise drowns the threshold
 ----------------------------------------
 If the measurement a level would release from (verification of all |C_k| with the whole
-level budget when it does not prune; after pruning, the verification of the survivors or
-the pruning itself, whichever is less noisy) has a noise scale of at least θ·N̂, a
-candidate of no support passes the threshold with probability ≥ ½e⁻¹ ≈ 0.18; when the
-expected number of such false releases among the candidates measured also reaches M_k,
-the most sequences the level can truly have, the release would be mostly noise (the
-straightforward baseline's collapse on large alphabets: thousands of released sequences).
+level budget when it does not prune; after pruning, the verification of the survivors)
+has a noise scale of at least θ·N̂, a candidate of no support passes the threshold with
+probability ≥ ½e⁻¹ ≈ 0.18; when the expected number of such false releases among the
+candidates measured also reaches M_k, the most sequences the level can truly have, the
+release would be mostly noise (the straightforward baseline's collapse on large
+alphabets: thousands of released sequences).
 The run stops there: the level releases nothing, no later level runs, and the unspent
 budget is reported. The test reads public values only (:func:`too_noisy`).
 """
@@ -73,8 +71,8 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.sequences.relaxation import laplace_pruning_threshold
 
-__all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "verification_pays",
-           "floods", "too_noisy", "NOISY_STOP", "PRUNE_GAIN"]
+__all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "floods", "too_noisy",
+           "NOISY_STOP", "PRUNE_GAIN"]
 
 #: The note of a level where the run stopped because the noise would drown θ·N̂.
 NOISY_STOP = ("stopped: noise scale ≥ θ·N̂ and expected false releases ≥ the cap; the "
@@ -163,15 +161,6 @@ def keep_largest(selected: np.ndarray, noisy: np.ndarray, cap: int) -> np.ndarra
         return selected
     order = np.argsort(-np.asarray(noisy, dtype=np.float64)[selected], kind="stable")
     return np.sort(selected[order[:cap]])
-
-
-def verification_pays(n_kept: int, verify_nano: int, prune_scale: float) -> bool:
-    """Whether verifying ``n_kept`` survivors adds less noise than the pruning had.
-
-    Verification noise scale |C′_k|/ε5,k (records) against the pruning's φ_k; both public.
-    """
-    return n_kept / nano_to_epsilon(verify_nano) < prune_scale
-
 
 
 def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int) -> bool:
