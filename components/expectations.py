@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from dpcore.errors import DpcoreError
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.redescriptions.pruning import cell_noise_variance, jaccard_error_sd
-from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, MCMCTREEPAIR
+from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, MCMCTREEPAIR, PAPER_SCORE, STRICT
 
 __all__ = ["DEFAULT_TOLERANCE", "ExpectedNoise", "expected_noise", "expectation_text",
            "tree_pair_starved", "miner_warnings", "empty_result_advice",
@@ -116,13 +116,18 @@ def expectation_text(params: MiningParams, tolerance: float = DEFAULT_TOLERANCE)
             f"near there; below it, high noisy Jaccards are mostly noise.")
 
 
-def tree_pair_starved(algorithm: str, epsilon: float, omega: float, in_tr: int) -> bool:
-    """Whether MCMCTreePair runs at a large ε with too little ε for its tree pairs.
+def tree_pair_starved(algorithm: str, epsilon: float, omega: float, in_tr: int,
+                      mode: str = STRICT, tree_score: str = PAPER_SCORE) -> bool:
+    """Whether MCMCTreePair samples by the paper's score at a large ε with too little ε for
+    its tree pairs.
 
     Then its trees are nearly random while its counts are accurate, and few leaf pairs
-    pass the constraints Γ: a larger ε returns *fewer* redescriptions.
+    pass the constraints Γ: a larger ε returns *fewer* redescriptions. The count-scale
+    score (strict mode's ``tree_score = count``) moves by rows, so its chain is steered
+    at these budgets and the warning does not apply.
     """
-    return (algorithm == MCMCTREEPAIR and epsilon >= LARGE_EPSILON
+    paper_score = mode == FAITHFUL or tree_score == PAPER_SCORE
+    return (algorithm == MCMCTREEPAIR and paper_score and epsilon >= LARGE_EPSILON
             and epsilon * omega / max(in_tr, 1) < PAIR_EPSILON_ENOUGH)
 
 
@@ -140,7 +145,8 @@ def _starved_text(epsilon: float, omega: float, in_tr: int) -> str:
 def miner_warnings(params: MiningParams) -> list[str]:
     """Warnings, from public parameters only, where a miner is known to return little."""
     out = []
-    if tree_pair_starved(params.algorithm, params.epsilon, params.omega, params.in_tr):
+    if tree_pair_starved(params.algorithm, params.epsilon, params.omega, params.in_tr,
+                         params.mode, params.tree_score):
         out.append(_starved_text(params.epsilon, params.omega, params.in_tr))
     return out
 
@@ -155,7 +161,11 @@ def empty_result_advice(algorithm: str, params: Mapping) -> str:
         in_tr = int(params.get("in_tr"))
     except (TypeError, ValueError, DpcoreError):
         epsilon, omega, in_tr = math.nan, math.nan, 1
-    if math.isfinite(epsilon) and tree_pair_starved(algorithm, epsilon, omega, in_tr):
+    # A stored run without tree_score ran before the choice existed: the paper's score.
+    starved = tree_pair_starved(algorithm, epsilon, omega, in_tr,
+                                str(params.get("mode", STRICT)),
+                                str(params.get("tree_score", PAPER_SCORE)))
+    if math.isfinite(epsilon) and starved:
         return _starved_text(epsilon, omega, in_tr)
     return (f"This {label} run released no redescription that passed the constraints Γ. "
             "On the Mine page, try a larger ε (less noise), more trials, or looser "

@@ -306,6 +306,9 @@ def test_mine_says_what_to_expect_before_launch(app):
     assert "What to expect" in infos and "rows" in infos and "0 ε" in infos
     assert not any("few or no" in w.value for w in app.main.warning)
     app.number_input(key="mine_epsilon").set_value(10.0).run()
+    # The default count-scale score is steered at ε = 10; the paper's score is not.
+    assert not any("few or no" in w.value for w in app.main.warning)
+    app.radio(key="mine_tree_score").set_value("paper").run()
     warning = " ".join(w.value for w in app.main.warning)
     assert "MCMCTreePair at ε = 10 often returns **few or no** redescriptions" in warning
     assert "A larger ε does not help" in warning

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -337,13 +338,22 @@ def test_mcmctreepair_at_a_large_epsilon_is_announced_and_never_told_to_raise_it
     hint said "try a larger ε"."""
     from components.expectations import empty_result_advice, miner_warnings
 
-    assert miner_warnings(MiningParams(epsilon=1.0)) == []
-    [warning] = miner_warnings(MiningParams(epsilon=10.0))
+    paper = MiningParams(tree_score="paper")
+    assert miner_warnings(replace(paper, epsilon=1.0)) == []
+    [warning] = miner_warnings(replace(paper, epsilon=10.0))
     assert "few or no" in warning and "does not help" in warning and "ω" in warning
-    assert miner_warnings(MiningParams(epsilon=10.0, omega=0.9)) == []
-    assert miner_warnings(MiningParams(algorithm="altexpm", epsilon=10.0)) == []
-    advice = empty_result_advice("mcmctreepair", MiningParams(epsilon=10.0).to_dict())
+    assert miner_warnings(replace(paper, epsilon=10.0, omega=0.9)) == []
+    assert miner_warnings(replace(paper, algorithm="altexpm", epsilon=10.0)) == []
+    # Faithful mode always samples by the paper's score; the count-scale score is steered.
+    assert miner_warnings(MiningParams(epsilon=10.0, mode="faithful"))
+    assert miner_warnings(MiningParams(epsilon=10.0, tree_score="count")) == []
+    advice = empty_result_advice("mcmctreepair", replace(paper, epsilon=10.0).to_dict())
     assert "larger ε does not help" in advice and "try a larger ε" not in advice
+    # A run stored before the choice existed ran the paper's score.
+    old = {k: v for k, v in replace(paper, epsilon=10.0).to_dict().items() if k != "tree_score"}
+    assert "larger ε does not help" in empty_result_advice("mcmctreepair", old)
+    counted = MiningParams(epsilon=10.0, tree_score="count").to_dict()
+    assert "try a larger ε" in empty_result_advice("mcmctreepair", counted)
     assert "try a larger ε" in empty_result_advice("altexpm", {"epsilon": 0.1})
 
 
