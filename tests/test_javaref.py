@@ -112,3 +112,27 @@ def test_score_java_gives_true_statistics(data, tmp_path):
     assert scored[0].true_jaccard == pytest.approx(both / union if union else 0.0)
     assert (scored[0].noisy_jaccard, scored[0].noisy_support) == (0.5, 9.0)
     assert 0.0 <= scored[1].true_pvalue <= 1.0 and scored[1].run == "java-0"
+
+
+def test_dataset_spec_and_arff_of_generated_data(tmp_path):
+    from bench.javaref.run import load_dataset_spec
+
+    d = load_dataset_spec("cms:60:8:4:7")
+    assert d.n_rows == 60 and d.views[0].n_attributes == 8
+    write_arff(d, 1, tmp_path / "v2.arff")
+    text = (tmp_path / "v2.arff").read_text().splitlines()
+    assert text.count("@data") == 1 and len(text) - text.index("@data") - 1 == 60
+
+
+def test_timed_process_measures_the_child_alone():
+    import sys
+
+    from bench.javaref.speed import timed_process
+
+    busy = timed_process([sys.executable, "-c", "x = bytearray(200 * 2**20); "
+                          "s = sum(range(3_000_000))"])
+    assert busy["rc"] == 0 and busy["wall_s"] > 0
+    assert busy["peak_rss_mib"] >= 200          # the 200 MiB buffer, not this process's RSS
+    assert 0 < busy["cpu_s"] <= busy["wall_s"] * 2 + 0.5
+    failed = timed_process([sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert failed["rc"] == 3

@@ -375,7 +375,7 @@ def run_java(algorithm: str, settings_path: Path, classpath: str, cwd: Path,
 # --------------------------------------------------------------------------- datasets
 
 def load_dataset_spec(spec: str):
-    """``cms:ROWS[:N_BOOL:N_NUMERIC[:SEED]]`` (generated CMS-2-k shape), ``desynpuf`` or a
+    """``cms:ROWS[:N_BOOL:N_NUMERIC[:SEED]]`` (generated CMS-2-k shape), ``desynpuf[:ROWS]`` or a
     schema / dataset path understood by :func:`dpcore.data.loading.load_dataset`."""
     if spec.startswith("cms:"):
         from dpcore.data.samples import generate_cms_like_dataset
@@ -385,10 +385,16 @@ def load_dataset_spec(spec: str):
         n_bool, n_num = (parts[1], parts[2]) if len(parts) >= 3 else (452, 152)
         seed = parts[3] if len(parts) >= 4 else 20232
         return generate_cms_like_dataset(rows, n_bool=n_bool, n_numeric=n_num, seed=seed)
-    if spec == "desynpuf":
+    if spec == "desynpuf" or spec.startswith("desynpuf:"):
         from bench.desynpuf import load_desynpuf
+        from dpcore.data.dataset import TwoViewDataset
 
-        return load_desynpuf()
+        d = load_desynpuf()
+        if ":" not in spec:
+            return d
+        n = int(spec.split(":")[1])       # the first n rows (the 2008 year has 10,000)
+        return TwoViewDataset.from_arrays(d.schema, d.views[0].values[:, :n],
+                                          d.views[1].values[:, :n], d.ids[:n])
     from dpcore.data.loading import load_dataset
 
     return load_dataset(spec)
@@ -425,6 +431,8 @@ def run_dpcore(dataset, algorithm: str, args, seed: int):
 def _summary(runs, threshold: float) -> dict:
     from dpcore.experiments.metrics import summarize
 
+    if not runs:
+        return {"runs": 0}
     s = summarize(runs, threshold)
     s["n_per_run"] = [len(r) for r in runs]
     errs = [r.noisy_jaccard - r.true_jaccard for run in runs for r in run]
