@@ -49,8 +49,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING
 
 from dpcore.data.kinds import load_any_dataset
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
@@ -84,6 +83,9 @@ from dpcore.runs import (
     new_run_id,
     run_cost,
 )
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 DEFAULTS = MiningParams()
 
@@ -207,6 +209,8 @@ def _progress_bar(desc: str, total: float | None, unit: str, *, counts: bool = F
     """A progress bar on stderr (tqdm), closed however the block ends: its line always
     ends with a newline, so what is printed next starts on a line of its own. It appears
     only after 0.5 s, so a request refused at once prints no bar."""
+    from tqdm import tqdm  # lazy: only commands that show progress pay for it
+
     bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=True, delay=0.5,
                dynamic_ncols=True, mininterval=0.2,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| "

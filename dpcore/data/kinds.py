@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from dpcore.data.dataset import TwoViewDataset
-from dpcore.data.loading import load_dataset, sample_data_dir
 from dpcore.errors import DataError
 from dpcore.registry import DATASET_KIND_SPECS, KIND_TWO_VIEW, dataset_kind_spec
 
@@ -26,7 +25,16 @@ __all__ = ["load_two_view", "kind_of_schema", "kind_of_data", "find_schema_file"
 
 def load_two_view(source_path, schema) -> TwoViewDataset:
     """The two-view data at ``source_path`` read with the confirmed ``schema``."""
+    from dpcore.data.loading import load_dataset  # lazy: pandas, only for reading data
+
     return load_dataset(source_path, schema=schema)
+
+
+def sample_data_dir() -> Path:
+    """The repository's ``sample_data/`` folder (:func:`dpcore.data.loading.sample_data_dir`)."""
+    from dpcore.data.loading import sample_data_dir as folder  # lazy: pandas
+
+    return folder()
 
 
 def _kind_by_type(value, what: str) -> str:

@@ -1,0 +1,99 @@
+"""The command line starts fast: a command imports only what it needs (issue 19).
+
+Behaviour tests, not timings: each runs a fresh interpreter and checks which modules it
+imported and which numba kernels it loaded. ``import dpcore.cli`` (what ``--help``,
+``budget``, ``runs`` pay for) must not pull in pandas, SciPy, numba, plotly, Dask,
+scikit-learn, psycopg, pyarrow, Streamlit or tqdm; a redescription ``mine`` pays for
+pandas (its loader), numba and its own kernels, never for another family's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dpcore.privacy.roles import hash_password
+
+REPO = Path(__file__).resolve().parent.parent
+CMS_SMALL = str(REPO / "sample_data" / "cms_small")
+
+#: Heavy libraries no command needs just to start.
+HEAVY = ("pandas", "scipy", "numba", "plotly", "dask", "distributed", "sklearn", "psycopg",
+         "pyarrow", "streamlit", "tqdm")
+
+#: Libraries of other commands or families than a redescription ``mine``.
+NOT_FOR_MINE = ("plotly", "dask", "distributed", "sklearn", "psycopg",
+                "streamlit", "dpcore.sequences.miner", "dpcore.synthesis.miner",
+                "dpcore.experiments.harness")
+
+
+def _imported(code: str, env: dict | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter; it prints a JSON object last."""
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                         text=True, check=True, env={**os.environ, **(env or {})}).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _loaded(names, modules) -> list[str]:
+    """Which of ``names`` (top-level packages or modules) are in ``modules``."""
+    return [n for n in names if any(m == n or m.startswith(n + ".") for m in modules)]
+
+
+def test_importing_the_cli_pulls_in_no_heavy_library():
+    modules = _imported("import json, sys, dpcore.cli; print(json.dumps(sorted(sys.modules)))")
+    assert "dpcore.cli" in modules
+    assert _loaded(HEAVY, modules) == []
+
+
+def test_help_and_budget_import_no_heavy_library(tmp_path):
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from dpcore.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    for argv in (['--help'], ['mine', '--help']):\n"
+        "        try:\n"
+        "            main(argv)\n"
+        "        except SystemExit:\n"
+        "            pass\n"
+        "    main(['budget', 'nothing'])\n"
+        "    main(['runs', 'nothing'])\n"
+        "print(json.dumps(sorted(sys.modules)))\n")
+    modules = _imported(code, {"DPRM_LEDGER": str(tmp_path / "ledger.sqlite")})
+    assert _loaded(HEAVY, modules) == []
+
+
+def test_a_redescription_mine_loads_only_its_own_family_and_kernels(tmp_path):
+    """MCMCTreePair on cms_small: pandas (the loader) and numba are needed; no other
+    family's module, no plotting or cluster library; and of the numba kernels of dpcore
+    only those the miner calls are loaded (Serenade's and other families' stay untouched)."""
+    ledger = tmp_path / "ledger.sqlite"
+    out = tmp_path / "run.json"
+    code = (
+        "import json, sys\n"
+        "from dpcore.cli import main\n"
+        f"assert main(['register', '--data', {CMS_SMALL!r}, '--cap', '5']) == 0\n"
+        "assert main(['mine', '--dataset', 'cms_small', '--algorithm', 'mcmctreepair',\n"
+        "             '--epsilon', '1', '--mc-iter', '50', '--seed', '1',\n"
+        f"             '--out', {str(out)!r}]) == 0\n"
+        "from numba.core.registry import CPUDispatcher\n"
+        "loaded, idle = [], []\n"
+        "for name, module in list(sys.modules.items()):\n"
+        "    if not name.startswith('dpcore.'):\n"
+        "        continue\n"
+        "    for attr, value in vars(module).items():\n"
+        "        if isinstance(value, CPUDispatcher) and value.__module__ == name:\n"
+        "            (loaded if value.signatures else idle).append(name + '.' + attr)\n"
+        "print(json.dumps({'modules': sorted(sys.modules), 'loaded': sorted(loaded),\n"
+        "                  'idle': sorted(idle)}))\n")
+    seen = _imported(code, {"DPRM_LEDGER": str(ledger), "DPRM_OWNER_PASSWORD": "pw",
+                            "DPRM_OWNER_PASSWORD_HASH": hash_password("pw", n=2**10)})
+    assert json.loads(out.read_text())["algorithm"] == "mcmctreepair"
+    assert _loaded(NOT_FOR_MINE, seen["modules"]) == []
+    assert "pandas" in seen["modules"] and "numba" in seen["modules"]
+    assert any(k.startswith("dpcore.redescriptions.bitset_mcmc.") for k in seen["loaded"])
+    assert not [k for k in seen["loaded"] if k.startswith("dpcore.redescriptions.serenade.")]
+    assert any(k.startswith("dpcore.redescriptions.serenade.") for k in seen["idle"]), \
+        "the check must see Serenade's kernels (imported, never called) to mean anything"
