@@ -20,6 +20,13 @@ kernels take either unchanged (numba reads the bit generator through its ``ctype
 interface), and the draws stay in the same order, so a seeded public-demo run and a
 private run execute the same code.
 
+A run whose independent parts (the tree miners' trials) run in parallel threads gives
+each part its own stream with :func:`child_generators`, derived from the run's
+generator so that the split keeps both properties: children of a ChaCha20 run
+generator are ChaCha20 generators keyed from its output, children of a seeded PCG64
+generator are PCG64 generators spawned from its seed sequence (reproducible, and
+independent of how many threads run them).
+
 Privacy: the DP arguments of docs/PRIVACY.md assume ideal randomness; with ChaCha20
 they hold against any adversary that cannot break ChaCha20 (computational DP), and
 the exact samplers' distributions hold for exactly uniform integers
@@ -37,7 +44,7 @@ from randomgen import ChaCha
 from dpcore.errors import ParameterError
 
 __all__ = ["CSPRNG_ROUNDS", "CSPRNG_KEY_BITS", "run_generator", "secure_generator",
-           "is_secure_generator"]
+           "is_secure_generator", "child_generators"]
 
 #: ChaCha rounds of the private-data generator: the standard ChaCha20.
 CSPRNG_ROUNDS = 20
@@ -99,3 +106,56 @@ def run_generator(*, public_demo: bool, seed: int | None) -> np.random.Generator
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ParameterError(f"seed must be a non-negative int; got {seed!r}")
     return np.random.default_rng(int(seed))
+
+
+def child_generators(rng: np.random.Generator, n: int) -> list[np.random.Generator]:
+    """``n`` independent child streams of a run's generator, one per independent part.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The run's generator (:func:`run_generator`).
+    n : int
+        Number of children (≥ 0).
+
+    Returns
+    -------
+    list of numpy.random.Generator
+        * ``rng`` over ChaCha (the private-data source): each child is
+          ``ChaCha(key=k, counter=0, rounds=<the parent's>)`` with a 256-bit key ``k`` read
+          from the parent's own output (four 64-bit words per child, in child order). The
+          keys are ChaCha20 output, so they are as unpredictable as the parent's stream to
+          anyone without its key; they are never stored. Every child is therefore
+          :func:`is_secure_generator` when the parent is. A ChaCha generator's own
+          ``seed_seq`` is *not* used: it is unrelated to its key.
+        * any other generator with a :class:`numpy.random.SeedSequence` (a seeded
+          ``default_rng(seed)``, PCG64): ``rng.spawn(n)``, children of the same bit
+          generator type from the spawned seed sequences; a seeded run's children are the
+          same on every machine and for any number of threads.
+        * otherwise: PCG64 generators seeded with four 64-bit words of the parent's
+          output each.
+
+        Calling this advances the parent (ChaCha, fallback) or its seed sequence's spawn
+        counter (PCG64), so two calls give different children; a run calls it once.
+
+    Raises
+    ------
+    ParameterError
+        ``n`` is not a non-negative int.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ParameterError(f"the number of child streams must be a non-negative int; "
+                             f"got {n!r}")
+    n = int(n)
+    bit_generator = rng.bit_generator
+    if isinstance(bit_generator, ChaCha):
+        rounds = int(bit_generator.state["state"]["rounds"])
+        words = bit_generator.random_raw(4 * n).astype(np.uint64).reshape(n, 4)
+        return [np.random.Generator(ChaCha(key=int.from_bytes(w.astype("<u8").tobytes(),
+                                                              "little"),
+                                           counter=0, rounds=rounds))
+                for w in words]
+    if isinstance(getattr(bit_generator, "seed_seq", None), np.random.SeedSequence):
+        return rng.spawn(n)
+    words = bit_generator.random_raw(4 * n).astype(np.uint64).reshape(n, 4)
+    return [np.random.default_rng(w) for w in words]

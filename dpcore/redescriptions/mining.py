@@ -6,17 +6,27 @@ every noisy table is charged before its randomness is drawn. Callers that use
 the ledger charge the plan's total *before* calling :func:`mine` and pass an
 accountant capped at that charge.
 
-Loops over trials stay in Python with one kernel call per tree, so a caller can
-show progress between calls (numba cannot call back into a UI).
+The InTr trials are independent: the calling thread picks every trial's initial
+target, charges every tree of every trial (in trial order), gives each trial its own
+random stream (:func:`~dpcore.privacy.randomness.child_generators`), then runs the
+trials' tree kernels — numba, ``nogil`` — in a pool of :func:`trial_threads` plain
+threads (no numba threading layer, so it is safe inside Streamlit's script threads),
+and finally releases the trees and draws the extractions in trial order. A trial draws
+only from its own stream, so the result does not depend on the number of threads.
+Progress is reported from the calling thread as trials finish, in trial order (numba
+cannot call back into a UI, and Streamlit calls must come from the script's thread).
 """
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -24,10 +34,10 @@ import numpy as np
 from dpcore import __version__
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import NUMERIC
-from dpcore.errors import DataError
+from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import noisy_counts
-from dpcore.privacy.randomness import secure_generator
+from dpcore.privacy.randomness import child_generators, secure_generator
 from dpcore.redescriptions.coding import (
     CodedView,
     code_dataset_strict,
@@ -45,15 +55,19 @@ from dpcore.redescriptions.params import (
 )
 from dpcore.redescriptions.results import ExtractionRecord, OwnerDiagnostics, RunResult
 from dpcore.redescriptions.serenade.miner import mine_serenade
-from dpcore.redescriptions.targets import make_target, pick_attribute
+from dpcore.redescriptions.targets import Target, make_target, pick_attribute
 from dpcore.redescriptions.trees import (
     Tree,
-    build_expmech_tree,
+    charge_expmech_tree,
+    charge_mcmc_tree,
+    charge_tree_pair,
     child_bitsets,
+    draw_expmech_tree,
+    draw_mcmc_tree,
+    draw_tree_pair,
     leaf_classes,
-    sample_mcmc_tree,
-    sample_tree_pair,
     true_leaf_table,
+    view_fanout,
 )
 from dpcore.registry import (
     ALGORITHM_LABELS,
@@ -66,6 +80,53 @@ from dpcore.registry import (
 
 Progress = Callable[[float, str], None]
 TRACE_POINTS = 2000
+TRIAL_THREADS_ENV = "DPRM_TRIAL_THREADS"
+"""Environment variable: threads that run a tree miner's trials (1 … MAX_TRIAL_THREADS)."""
+MAX_TRIAL_THREADS = 8
+DEFAULT_TRIAL_THREADS = 2
+"""Default pool size, at most the usable cores (the app's target machine has 2)."""
+
+
+def trial_threads(threads: int | None = None) -> int:
+    """Threads that run a tree miner's independent trials.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Explicit count (1 … :data:`MAX_TRIAL_THREADS`). Default: the environment variable
+        ``DPRM_TRIAL_THREADS`` if set, else min(usable cores, :data:`DEFAULT_TRIAL_THREADS`).
+
+    Returns
+    -------
+    int
+        The pool size. The result of a run does not depend on it (each trial draws from
+        its own stream); only the wall time does.
+
+    Raises
+    ------
+    ParameterError
+        A count (argument or environment variable) that is not an int in range.
+    """
+    source = "threads"
+    if threads is None:
+        raw = os.environ.get(TRIAL_THREADS_ENV, "").strip()
+        if not raw:
+            try:
+                cores = len(os.sched_getaffinity(0))
+            except AttributeError:      # not on Linux
+                cores = os.cpu_count() or 1
+            return max(1, min(cores, DEFAULT_TRIAL_THREADS))
+        source = TRIAL_THREADS_ENV
+        try:
+            threads = int(raw)
+        except ValueError:
+            raise ParameterError(f"{source} must be a whole number of threads "
+                                 f"(1 to {MAX_TRIAL_THREADS}); got {raw!r}") from None
+    if isinstance(threads, bool) or not isinstance(threads, int) or \
+            not 1 <= threads <= MAX_TRIAL_THREADS:
+        raise ParameterError(f"{source} must be a whole number of threads "
+                             f"(1 to {MAX_TRIAL_THREADS}); got {threads!r}")
+    return threads
 
 _strict_codes: dict[int, tuple[CodedView, CodedView]] = {}
 
@@ -82,8 +143,9 @@ def strict_coding(dataset: TwoViewDataset) -> tuple[CodedView, CodedView]:
 class _Run:
     """State of one run: budget slots, released trees/extractions, diagnostics."""
 
-    def __init__(self, dataset, params: TreeParams, rng, accountant, progress):
+    def __init__(self, dataset, params: TreeParams, rng, accountant, progress, threads=1):
         self.dataset, self.params, self.rng = dataset, params, rng
+        self.threads = threads
         self.accountant, self.progress = accountant, progress or (lambda f, m: None)
         self.slots = {(s.trial, s.step, s.role): s for s in plan_budget(params)}
         self.trees: list = []
@@ -111,11 +173,46 @@ class _Run:
     def slot(self, trial: int, step: int, role: str) -> BudgetSlot:
         return self.slots[(trial, step, role)]
 
-    def coded(self, view: int) -> CodedView:
-        """Strict: the public-grid coding. Faithful: fresh data-derived thresholds per tree."""
+    def coded(self, view: int, rng) -> CodedView:
+        """Strict: the public-grid coding. Faithful: fresh data-derived thresholds per tree,
+        drawn from ``rng`` (the trial's stream)."""
         if self.faithful:
-            return code_view_faithful(self.dataset.views[view], self.rng)
+            return code_view_faithful(self.dataset.views[view], rng)
         return self.strict_codes[view]
+
+    def fanout(self, view: int) -> int:
+        """Fanout for a tree's charge records: the strict coding's, or (faithful) the
+        view's from its attribute types (``trees.view_fanout``), known before the coding."""
+        if self.faithful:
+            return view_fanout(self.dataset.views[view])
+        return self.strict_codes[view].fanout
+
+    def run_trials(self, trials: list, work: Callable, what: str) -> None:
+        """Run ``work(trial)`` for every trial, in a pool of ``self.threads`` threads.
+
+        ``work`` must only read shared state and write its own trial (it runs outside the
+        calling thread); progress is reported from the calling thread, in trial order.
+        """
+        n = len(trials)
+        label = ALGORITHM_LABELS[self.params.algorithm]
+        self.progress(0.0, f"{label}: {what} for {n} trials")
+        with self.phase("trees"):
+            if self.threads <= 1 or n <= 1:
+                for i, trial in enumerate(trials):
+                    work(trial)
+                    self.progress((i + 1) / n, f"{label}: trial {i + 1} of {n} done")
+                return
+            pool = ThreadPoolExecutor(max_workers=min(self.threads, n),
+                                      thread_name_prefix="dprm-trial")
+            try:
+                futures = [pool.submit(work, trial) for trial in trials]
+                for i, future in enumerate(futures):
+                    future.result()
+                    self.progress((i + 1) / n, f"{label}: trial {i + 1} of {n} done")
+            finally:
+                # On an error or a stopped script: start nothing new; running kernels end
+                # on their own (they hold no shared state).
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def keep_trace(self, label: str, trace: np.ndarray) -> None:
         self.mcmc_iterations += int(trace.size)
@@ -127,33 +224,34 @@ class _Run:
         return len(self.trees) - 1
 
     def extract(self, tree_a: Tree, id_a: int, tree_b: Tree, id_b: int, trial: int,
-                step: int) -> None:
-        """extractReds (Alg. 6): charge, draw the noisy leaf×leaf counts, post-process."""
+                step: int, rng) -> None:
+        """extractReds (Alg. 6): charge, draw the noisy leaf×leaf counts from ``rng`` (the
+        trial's stream), post-process."""
         (left, lid), (right, rid) = sorted([(tree_a, id_a), (tree_b, id_b)],
                                            key=lambda p: p[0].view)
         with self.phase("extract"):
-            self._extract(left, lid, right, rid, trial, step)
+            self._extract(left, lid, right, rid, trial, step, rng)
 
     def _extract(self, left: Tree, lid: int, right: Tree, rid: int, trial: int,
-                 step: int) -> None:
+                 step: int, rng) -> None:
         table = true_leaf_table(left, right)
         budget = self.slot(trial, step, "extract").epsilon_nano
         label = f"trial {trial} step {step} extraction"
         if self.faithful:
             third = budget // 3
             noisy_table = noisy_counts(table, kind="continuous", sensitivity=1,
-                                       epsilon_nano=third, rng=self.rng,
+                                       epsilon_nano=third, rng=rng,
                                        accountant=self.accountant, label=label + " table")
             noisy_left = noisy_counts(table.sum(axis=1), kind="continuous", sensitivity=1,
-                                      epsilon_nano=third, rng=self.rng,
+                                      epsilon_nano=third, rng=rng,
                                       accountant=self.accountant, label=label + " left")
             noisy_right = noisy_counts(table.sum(axis=0), kind="continuous", sensitivity=1,
-                                       epsilon_nano=budget - 2 * third, rng=self.rng,
+                                       epsilon_nano=budget - 2 * third, rng=rng,
                                        accountant=self.accountant, label=label + " right")
             noisy_n = float(np.sum(noisy_left))
         else:
             noisy_table = noisy_counts(table, kind=self.params.noise, sensitivity=1,
-                                       epsilon_nano=budget, rng=self.rng,
+                                       epsilon_nano=budget, rng=rng,
                                        accountant=self.accountant, label=label)
             noisy_left = noisy_table.sum(axis=1)
             noisy_right = noisy_table.sum(axis=0)
@@ -184,80 +282,147 @@ def tree_depth(params) -> int:
     return max(params.depth - 1, 1) if params.mode == FAITHFUL else params.depth
 
 
-def _build_tree(run: _Run, view: int, classes, n_classes, trial, step) -> Tree:
+@dataclass
+class _Trial:
+    """One trial: its target, its own stream, the ε its trees were charged, its output."""
+
+    index: int
+    view: int                     # the initial target's view
+    target: Target
+    rng: np.random.Generator | None = None
+    eps: list = field(default_factory=list)       # per tree (step), as charged
+    views: list = field(default_factory=list)     # view of each tree (step)
+    labels: list = field(default_factory=list)    # accountant label of each tree (step)
+    stats: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    trees: list = field(default_factory=list)
+    traces: list = field(default_factory=list)    # (label, trace) of each chain
+
+
+def _pick_targets(run: _Run, *, exclude_used: bool) -> list[_Trial]:
+    """Every trial's initial target, drawn in trial order from the run's generator, then one
+    child stream per trial (``child_generators``, indexed by trial, so a skipped trial
+    shifts no other trial's stream)."""
     p = run.params
-    budget = run.slot(trial, step, "tree").epsilon_nano
-    label = f"trial {trial} step {step} tree ({'LR'[view]})"
-    with run.phase("prepare"):
-        coded = run.coded(view)
-    with run.phase("trees"):
-        if p.algorithm == ALTEXPM:
-            return build_expmech_tree(view, coded, classes, n_classes, tree_depth(p), budget,
-                                      run.rng, run.accountant, label)
-        tree, trace = sample_mcmc_tree(view, coded, classes, n_classes, tree_depth(p), budget,
-                                       run.rng, run.accountant, label, mc_iter=p.mc_iter,
-                                       faithful=run.faithful, sigma=p.sigma,
-                                       window=p.sigma_window, stats=run.mcmc_stats)
-    run.keep_trace(label, trace)
-    return tree
+    used: set = set()
+    trials = []
+    for index in range(p.in_tr):
+        if exclude_used:
+            view, attr = pick_attribute(run.dataset, run.rng, exclude=used)
+            used.add((view, attr))
+        else:
+            view, attr = pick_attribute(run.dataset, run.rng)
+        target = make_target(run.dataset, view, attr, p.mode)
+        if target is not None:
+            trials.append(_Trial(index, view, target))
+    streams = child_generators(run.rng, p.in_tr)
+    for trial in trials:
+        trial.rng = streams[trial.index]
+    return trials
 
 
 def _mine_alternating(run: _Run) -> None:
     """createRedsAlt (Alg. 1): per initial target, one tree on the other view, then
     RMIter × (tree on the other view with the previous tree's leaves as classes,
-    extraction between the last two trees)."""
+    extraction between the last two trees).
+
+    Calling thread: targets, then every tree's charge (trial by trial, step by step).
+    Pool: each trial's R + 1 trees, in order, from the trial's stream. Calling thread,
+    trial order: release the trees, charge and draw each extraction from the trial's
+    stream."""
     p = run.params
-    for trial in range(p.in_tr):
-        run.progress(trial / p.in_tr, f"trial {trial + 1} of {p.in_tr}: initial target")
-        view, attr = pick_attribute(run.dataset, run.rng)
-        target = make_target(run.dataset, view, attr, p.mode)
-        if target is None:
-            continue
-        prev = _build_tree(run, 1 - view, target.classes, target.n_classes, trial, 0)
-        prev_id = run.release_tree(prev, trial, 0)
-        for step in range(1, p.rm_iter + 1):
-            run.progress((trial + step / (p.rm_iter + 1)) / p.in_tr,
-                         f"trial {trial + 1} of {p.in_tr}: alternation {step} of {p.rm_iter}")
-            classes, n_classes = leaf_classes(prev)
-            tree = _build_tree(run, 1 - prev.view, classes, n_classes, trial, step)
-            tree_id = run.release_tree(tree, trial, step)
-            run.extract(prev, prev_id, tree, tree_id, trial, step)
+    trials = _pick_targets(run, exclude_used=False)
+    depth = tree_depth(p)
+    for trial in trials:
+        view = 1 - trial.view
+        for step in range(p.rm_iter + 1):
+            label = f"trial {trial.index} step {step} tree ({'LR'[view]})"
+            budget = run.slot(trial.index, step, "tree").epsilon_nano
+            if p.algorithm == ALTEXPM:
+                eps = charge_expmech_tree(run.accountant, label, budget, depth,
+                                          run.fanout(view))
+            else:
+                eps = charge_mcmc_tree(run.accountant, label, budget)
+            trial.eps.append(eps)
+            trial.views.append(view)
+            trial.labels.append(label)
+            view = 1 - view
+
+    def work(trial: _Trial) -> None:
+        classes, n_classes = trial.target.classes, trial.target.n_classes
+        for step, (view, eps, label) in enumerate(zip(trial.views, trial.eps, trial.labels)):
+            if step > 0:
+                classes, n_classes = leaf_classes(trial.trees[-1])
+            coded = run.coded(view, trial.rng)
+            if p.algorithm == ALTEXPM:
+                tree = draw_expmech_tree(view, coded, classes, n_classes, depth, eps,
+                                         trial.rng)
+            else:
+                tree, trace = draw_mcmc_tree(view, coded, classes, n_classes, depth, eps,
+                                             trial.rng, mc_iter=p.mc_iter,
+                                             faithful=run.faithful, sigma=p.sigma,
+                                             window=p.sigma_window, stats=trial.stats)
+                trial.traces.append((label, trace))
+            trial.trees.append(tree)
+
+    run.run_trials(trials, work, "building trees")
+    for trial in trials:
+        _finish_trial(run, trial)
+        prev, prev_id = None, None
+        for step, tree in enumerate(trial.trees):
+            tree_id = run.release_tree(tree, trial.index, step)
+            if step > 0:
+                run.extract(prev, prev_id, tree, tree_id, trial.index, step, trial.rng)
             prev, prev_id = tree, tree_id
+
+
+def _finish_trial(run: _Run, trial: _Trial) -> None:
+    """The trial's traces and row counters, into the run (calling thread, trial order)."""
+    for label, trace in trial.traces:
+        run.keep_trace(label, trace)
+    run.mcmc_stats += trial.stats
 
 
 def _mine_tree_pairs(run: _Run) -> None:
     """MCMCTreePair (Alg. 4): per trial, an initial target (no attribute repeats while
-    unused ones remain), one jointly sampled tree pair, one extraction."""
+    unused ones remain), one jointly sampled tree pair, one extraction.
+
+    Calling thread: targets, then every pair's charge (trial order). Pool: each trial's
+    pair chain from the trial's stream. Calling thread, trial order: release the pair,
+    charge and draw its extraction from the trial's stream."""
     p = run.params
-    used: set = set()
-    for trial in range(p.in_tr):
-        run.progress(trial / p.in_tr, f"trial {trial + 1} of {p.in_tr}: sampling a tree pair")
-        view, attr = pick_attribute(run.dataset, run.rng, exclude=used)
-        used.add((view, attr))
-        target = make_target(run.dataset, view, attr, p.mode)
-        if target is None:
-            continue
-        first, second = 1 - view, view
-        label = f"trial {trial} tree pair"
-        with run.phase("prepare"):
-            coded_first, coded_second = run.coded(first), run.coded(second)
-        with run.phase("trees"):
-            t1, t2, trace = sample_tree_pair(
-                (first, second), coded_first, coded_second, target.classes,
-                target.n_classes, tree_depth(p), run.slot(trial, 0, "tree").epsilon_nano, run.rng,
-                run.accountant, label, mc_iter=p.mc_iter, faithful=run.faithful,
-                sigma=p.sigma, window=p.sigma_window, stats=run.mcmc_stats,
-                count_scale=p.tree_score == COUNT_SCORE and not run.faithful)
-        run.keep_trace(label, trace)
-        id1 = run.release_tree(t1, trial, 0)
-        id2 = run.release_tree(t2, trial, 0)
-        run.extract(t1, id1, t2, id2, trial, 0)
+    trials = _pick_targets(run, exclude_used=True)
+    count_scale = p.tree_score == COUNT_SCORE and not run.faithful
+    for trial in trials:
+        label = f"trial {trial.index} tree pair"
+        trial.labels.append(label)
+        trial.eps.append(charge_tree_pair(run.accountant, label,
+                                          run.slot(trial.index, 0, "tree").epsilon_nano,
+                                          count_scale=count_scale, faithful=run.faithful))
+
+    def work(trial: _Trial) -> None:
+        first, second = 1 - trial.view, trial.view
+        coded_first, coded_second = run.coded(first, trial.rng), run.coded(second, trial.rng)
+        t1, t2, trace = draw_tree_pair(
+            (first, second), coded_first, coded_second, trial.target.classes,
+            trial.target.n_classes, tree_depth(p), trial.eps[0], trial.rng,
+            mc_iter=p.mc_iter, faithful=run.faithful, sigma=p.sigma, window=p.sigma_window,
+            stats=trial.stats, count_scale=count_scale)
+        trial.trees = [t1, t2]
+        trial.traces.append((trial.labels[0], trace))
+
+    run.run_trials(trials, work, "sampling tree pairs")
+    for trial in trials:
+        _finish_trial(run, trial)
+        t1, t2 = trial.trees
+        id1 = run.release_tree(t1, trial.index, 0)
+        id2 = run.release_tree(t2, trial.index, 0)
+        run.extract(t1, id1, t2, id2, trial.index, 0, trial.rng)
 
 
 def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
          rng: np.random.Generator | None = None, accountant: PrivacyAccountant | None = None,
          run_id: str | None = None, seed: int | None = None,
-         progress: Progress | None = None) -> RunResult:
+         progress: Progress | None = None, threads: int | None = None) -> RunResult:
     """Run one DP redescription miner on a dataset.
 
     Parameters
@@ -277,7 +442,12 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
         Caps the run's spending (normally at what the ledger charged). Default:
         one capped at the plan's total.
     progress : callable(fraction, message), optional
-        Called between kernel calls.
+        Called from the calling thread between kernel calls (tree miners: as trials finish,
+        in trial order).
+    threads : int, optional
+        Threads that run the tree miners' trials (:func:`trial_threads`; default the
+        ``DPRM_TRIAL_THREADS`` environment variable or min(usable cores, 2)). The result
+        does not depend on it.
 
     Returns
     -------
@@ -285,6 +455,7 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
         Everything released, the exact mechanism calls, and (apart) diagnostics.
     """
     params.validate()
+    threads = trial_threads(threads)
     plan = plan_budget(params)
     total = sum(s.epsilon_nano for s in plan)
     if accountant is None:
@@ -296,7 +467,7 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
     if params.is_serenade:
         return _mine_serenade(dataset, params, stored, rng, accountant, run_id, seed,
                               progress)
-    run = _Run(dataset, params, rng, accountant, progress)
+    run = _Run(dataset, params, rng, accountant, progress, threads)
     if params.algorithm == MCMCTREEPAIR:
         _mine_tree_pairs(run)
     else:

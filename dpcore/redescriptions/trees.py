@@ -13,11 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcore.data.schema import CATEGORICAL
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import split_evenly
 from dpcore.redescriptions import bitset_mcmc as B
 from dpcore.redescriptions import kernels as K
-from dpcore.redescriptions.coding import CodedView
+from dpcore.redescriptions.coding import MAX_MULTIWAY, CodedView
 from dpcore.redescriptions.kernels.scores import PAIR_SENSITIVITY_COUNT, PAIR_SENSITIVITY_PAPER
 from dpcore.redescriptions.results import TreeNode, TreeRecord
 
@@ -124,6 +125,55 @@ def attribute_candidate_ranges(coded: CodedView) -> tuple[np.ndarray, np.ndarray
     return first, last
 
 
+def view_fanout(view) -> int:
+    """Largest number of children of a split on ``view``, from its attribute types only.
+
+    Boolean and numeric attributes split in two; a categorical one with at most
+    ``coding.MAX_MULTIWAY`` categories splits into one child per category, a larger one in
+    two (``A = c`` / ``A != c``). Data-independent: it is the ``fanout`` of a strict coding
+    of the view, and of a faithful coding unless a numeric attribute has no threshold in
+    the faithful sample (then the faithful coding's fanout can only be smaller). Used for
+    the ``parallel`` count of the records a tree's ε is charged under.
+    """
+    out = 2
+    for at in view.attributes:
+        if at.type == CATEGORICAL and len(at.categories) <= MAX_MULTIWAY:
+            out = max(out, len(at.categories))
+    return out
+
+
+def charge_expmech_tree(accountant: PrivacyAccountant, label: str, epsilon_nano: int,
+                        depth: int, fanout: int) -> np.ndarray:
+    """Charge a createDTExpMech tree: ε split evenly over the ``depth`` levels, one record
+    per level (``exponential``, Δ = 2, ``parallel`` = fanout^level), before any draw.
+
+    Returns
+    -------
+    ndarray of float64, shape (depth,)
+        Each level's ε (as a float), for :func:`draw_expmech_tree`.
+    """
+    levels = split_evenly(epsilon_nano, depth)
+    return np.array([accountant.spend("exponential", f"{label} level {t}", e, 2.0,
+                                      parallel=fanout ** t)
+                     for t, e in enumerate(levels)], dtype=np.float64)
+
+
+def draw_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
+                      depth: int, level_eps: np.ndarray, rng: np.random.Generator) -> Tree:
+    """Draw a createDTExpMech tree whose level ε ``level_eps`` were charged by
+    :func:`charge_expmech_tree` (call it only after that charge). Releases the GIL while
+    its kernel runs, so independent trees can be drawn in parallel threads, each with its
+    own generator."""
+    tree = _empty_tree(view, coded, depth)
+    perm = np.empty(coded.codes.shape[1], dtype=np.int64)
+    first, last = attribute_candidate_ranges(coded)
+    K.expmech_tree(coded.codes, cands_matrix(coded), first, last, coded.n_codes,
+                   classes, n_classes, coded.fanout, K.node_depths(coded.fanout, depth),
+                   depth, tree.nodes, perm, tree.leaf_of_row,
+                   np.ascontiguousarray(level_eps, dtype=np.float64), rng)
+    return tree
+
+
 def build_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
                        depth: int, epsilon_nano: int, rng: np.random.Generator,
                        accountant: PrivacyAccountant, label: str) -> Tree:
@@ -132,7 +182,8 @@ def build_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_class
     The ε is split evenly over the ``depth`` levels; each level's ε is charged
     once and covers all its nodes (disjoint rows: parallel composition). At each
     node the split is drawn by the exponential mechanism with utility
-    −Σ_children |child|·gini(child), sensitivity 2.
+    −Σ_children |child|·gini(child), sensitivity 2. :func:`charge_expmech_tree` then
+    :func:`draw_expmech_tree`.
 
     Parameters
     ----------
@@ -141,17 +192,8 @@ def build_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_class
     epsilon_nano : int
         ε for the whole tree, nano-ε.
     """
-    levels = split_evenly(epsilon_nano, depth)
-    level_eps = np.array([accountant.spend("exponential", f"{label} level {t}", e, 2.0,
-                                           parallel=coded.fanout ** t)
-                          for t, e in enumerate(levels)], dtype=np.float64)
-    tree = _empty_tree(view, coded, depth)
-    perm = np.empty(coded.codes.shape[1], dtype=np.int64)
-    first, last = attribute_candidate_ranges(coded)
-    K.expmech_tree(coded.codes, cands_matrix(coded), first, last, coded.n_codes,
-                   classes, n_classes, coded.fanout, K.node_depths(coded.fanout, depth),
-                   depth, tree.nodes, perm, tree.leaf_of_row, level_eps, rng)
-    return tree
+    level_eps = charge_expmech_tree(accountant, label, epsilon_nano, depth, coded.fanout)
+    return draw_expmech_tree(view, coded, classes, n_classes, depth, level_eps, rng)
 
 
 _child_bits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -191,7 +233,23 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
     diagnostics only). ``stats[0]``, if given, accumulates the rows reaching each
     changed node (benchmark diagnostics).
     """
-    eps = accountant.spend("mcmc", label, epsilon_nano, 2.0)
+    eps = charge_mcmc_tree(accountant, label, epsilon_nano)
+    return draw_mcmc_tree(view, coded, classes, n_classes, depth, eps, rng, mc_iter=mc_iter,
+                          faithful=faithful, sigma=sigma, window=window, stats=stats)
+
+
+def charge_mcmc_tree(accountant: PrivacyAccountant, label: str, epsilon_nano: int) -> float:
+    """Charge a createDTMCMC chain (record ``mcmc``, Δ = 2) before it starts; its ε."""
+    return accountant.spend("mcmc", label, epsilon_nano, 2.0)
+
+
+def draw_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
+                   depth: int, eps: float, rng: np.random.Generator, *, mc_iter: int,
+                   faithful: bool, sigma: float, window: int,
+                   stats: np.ndarray | None = None) -> tuple[Tree, np.ndarray]:
+    """Run a createDTMCMC chain whose ε ``eps`` was charged by :func:`charge_mcmc_tree`
+    (call it only after that charge). The kernel releases the GIL: independent chains can
+    run in parallel threads, each with its own generator and its own ``stats``."""
     tree = _empty_tree(view, coded, depth)
     trace = np.zeros(mc_iter, dtype=np.float64)
     depths = K.node_depths(coded.fanout, depth)
@@ -229,9 +287,32 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
     faithful on rows. Returns both trees and the (non-private) trace (score units: [0, 1]
     for the paper's score, rows for the count-scale one).
     """
+    eps = charge_tree_pair(accountant, label, epsilon_nano, count_scale=count_scale,
+                           faithful=faithful)
+    return draw_tree_pair(views, coded_first, coded_second, classes, n_classes, depth, eps,
+                          rng, mc_iter=mc_iter, faithful=faithful, sigma=sigma, window=window,
+                          stats=stats, count_scale=count_scale)
+
+
+def charge_tree_pair(accountant: PrivacyAccountant, label: str, epsilon_nano: int, *,
+                     count_scale: bool, faithful: bool) -> float:
+    """Charge a sampleTreePair chain (record ``mcmc``; Δ = 3 for the count-scale score in
+    strict mode, else 1) before it starts; its ε."""
     count_scale = bool(count_scale) and not faithful
-    eps = accountant.spend("mcmc", label, epsilon_nano,
-                           PAIR_SENSITIVITY_COUNT if count_scale else PAIR_SENSITIVITY_PAPER)
+    return accountant.spend("mcmc", label, epsilon_nano,
+                            PAIR_SENSITIVITY_COUNT if count_scale else PAIR_SENSITIVITY_PAPER)
+
+
+def draw_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_second: CodedView,
+                   classes: np.ndarray, n_classes: int, depth: int, eps: float,
+                   rng: np.random.Generator, *, mc_iter: int, faithful: bool, sigma: float,
+                   window: int, stats: np.ndarray | None = None,
+                   count_scale: bool = False) -> tuple[Tree, Tree, np.ndarray]:
+    """Run a sampleTreePair chain whose ε ``eps`` was charged by :func:`charge_tree_pair`
+    with the same ``count_scale`` and ``faithful`` (call it only after that charge). The
+    kernel releases the GIL: independent pairs can run in parallel threads, each with its
+    own generator and its own ``stats``."""
+    count_scale = bool(count_scale) and not faithful
     t1 = _empty_tree(views[0], coded_first, depth)
     t2 = _empty_tree(views[1], coded_second, depth)
     n_rows = coded_first.codes.shape[1]
