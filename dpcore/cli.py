@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpcore {register,budget,mine,synthesize,batch,result,runs,
+"""Command line: ``python -m dpcore {register,budget,mine,synthesize,query,batch,result,runs,
 experiment,owner-hash,ledger} ...``.
 
 ``register`` takes a dataset folder of any kind: a two-view table (``schema.json`` /
@@ -31,6 +31,18 @@ stored in the ledger before it is written to ``--out`` and can be fetched again
 with ``result RUN_ID``. ``runs DATASET`` lists a dataset's runs and their state.
 ``register`` and ``experiment`` (NOT private: it reports true statistics) need
 the owner password.
+
+``query --dataset D --left TEXT --right TEXT`` pays for a query pair of the analyst's own
+(:mod:`dpcore.redescriptions.custom_query`): it prints the pair in canonical form and its
+cost, asks for a yes on the terminal (``--yes`` skips the question; with neither a terminal
+nor ``--yes`` it is refused), then charges and stores it like ``mine`` and writes the noisy
+4-cell table and its statistics as JSON. ``--map`` releases instead the noisy E11/E10/E01
+counts per cell of the schema's location grid (:mod:`dpcore.redescriptions.regions`). Text
+naming what the public schema does not declare is refused with the reason, nothing charged.
+
+A command imports only what it needs: pandas, SciPy, numba and the miners are imported when
+data are read or mined, so ``--help``, ``budget`` and ``runs`` start in a fraction of a
+second.
 
 ``batch PLAN`` runs a plan file of many runs (:mod:`dpcore.distributed.plan`) on a Dask
 cluster (``--scheduler tcp://host:8786``, else ``$DPRM_SCHEDULER``, else a LocalCluster of
@@ -353,6 +365,19 @@ def _summary(result, family: str) -> str:
     return f"{len(result.redescriptions)} redescriptions"
 
 
+@contextmanager
+def _analyst_safe_data_errors(record, requester: Requester) -> Iterator[None]:
+    """A DataError while loading or checking private data reaches an analyst without its
+    text: a loader message can quote a raw value and its row."""
+    try:
+        yield
+    except DataError:
+        if can_see_true_statistics(requester.role, record.public_demo):
+            raise
+        raise DpcoreError(f"the registered data of {record.name!r} could not be loaded or "
+                          "checked; ask the data owner. Nothing was charged.") from None
+
+
 def cmd_mine(args) -> int:
     params = _params(args)
     family = algorithm_spec(params.algorithm).family
@@ -378,18 +403,12 @@ def cmd_mine(args) -> int:
           f"(remaining before: ε = {ledger.budget(name).remaining:g}), charged once its last "
           f"checks pass; fetch it again with `python -m dpcore result {run_id}`",
           file=sys.stderr, flush=True)
-    try:
+    with _analyst_safe_data_errors(record, requester):
         with _progress_bar(f"run {run_id[:8]}", 100, "%") as bar:
             result = charge_and_mine(ledger, name, params, requester=requester,
                                      seed=args.seed, run_id=run_id,
                                      progress=_fraction_progress(bar))
             bar.update(100 - bar.n)
-    except DataError:
-        if can_see_true_statistics(requester.role, record.public_demo):
-            raise
-        # A loader message can quote a raw value and its row: not for analysts.
-        raise DpcoreError(f"the registered data of {name!r} could not be loaded or checked; "
-                          "ask the data owner. Nothing was charged.") from None
     try:
         _export(result, family, out, fmt)
     except OSError as exc:
@@ -400,6 +419,97 @@ def cmd_mine(args) -> int:
     if out is not None:
         print(f"run {run_id}: {_summary(result, family)} written to {args.out}",
               file=sys.stderr)
+    return 0
+
+
+def _confirmed(question: str) -> bool:
+    """Ask ``question`` on the terminal (stderr); True only for an explicit yes. Without a
+    terminal to ask on, refuse (ParameterError): a paid query needs ``--yes`` or a person."""
+    if not sys.stdin.isatty():
+        raise ParameterError("this query spends budget and there is no terminal to confirm "
+                             "on; give --yes to pay without asking. Nothing was charged")
+    print(question + " [y/N] ", end="", file=sys.stderr, flush=True)
+    try:
+        answer = input()
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _query_json(result, table) -> dict:
+    """``query``'s output: the released 4-cell table and its statistics (DP releases)."""
+    red = result.redescriptions[0]
+    return {"run_id": result.run_id, "dataset": result.dataset, "epsilon": result.epsilon,
+            "left": red.left.text, "right": red.right.text,
+            "cells": dict(zip(("E11", "E10", "E01", "E00"), table.cells)),
+            "support_left": table.support_left, "support_right": table.support_right,
+            "support_both": table.support_both, "jaccard": table.jaccard,
+            "pvalue": table.pvalue, "n": table.n}
+
+
+def _map_json(result, counts, sd: float) -> dict:
+    """``query --map``'s output: per grid cell its public bounds and noisy E11/E10/E01."""
+    return {"run_id": result.run_id, "dataset": result.dataset, "epsilon": counts.epsilon,
+            "left": counts.left_text, "right": counts.right_text, "noise_sd_rows": sd,
+            "cells": [{"cell": k, "lon_lo": b[0], "lat_lo": b[1], "lon_hi": b[2],
+                       "lat_hi": b[3], "E11": c[0], "E10": c[1], "E01": c[2]}
+                      for k, (b, c) in enumerate(zip(counts.bounds.tolist(),
+                                                     counts.counts.tolist()))]}
+
+
+def cmd_query(args) -> int:
+    """A paid query pair of the analyst's own: its noisy 4-cell table, or with ``--map`` its
+    noisy E11/E10/E01 counts per cell of the declared location grid (ε-DP releases)."""
+    import json
+
+    # The query modules pull in SciPy (the p-value): only this command pays for them.
+    from dpcore.redescriptions.custom_query import CustomQueryParams, parse_pair, query_table
+    from dpcore.redescriptions.regions import (
+        RegionMapParams,
+        location_of,
+        map_counts,
+        noise_sd,
+    )
+
+    kind = RegionMapParams if args.map else CustomQueryParams
+    epsilon = kind.epsilon if args.epsilon is None else args.epsilon
+    params = kind(epsilon=epsilon, left_query=args.left, right_query=args.right).validate()
+    out = _check_out(args.out)
+    requester = _requester(args)
+    ledger = Ledger(args.ledger)
+    record = ledger.get_dataset(args.dataset)
+    check_dataset_kind(record, params.algorithm)
+    if args.map:
+        location_of(record.schema)
+    left, right = parse_pair(record.schema, params.left_query, params.right_query)
+    authorize_run(record, params, requester)
+    cost = run_cost(params)
+    remaining = ledger.budget(record.name).remaining
+    what = "noisy map" if args.map else "noisy 4-cell table"
+    print(f"query on {record.name!r}: {left.text}  ⇔  {right.text}\n"
+          f"its {what} costs ε = {nano_to_epsilon(cost):g} (remaining: ε = {remaining:g}); "
+          "spent budget is never refunded", file=sys.stderr, flush=True)
+    if not args.yes and not _confirmed(f"spend ε = {nano_to_epsilon(cost):g} of "
+                                       f"{record.name!r}?"):
+        print("not paid: nothing was charged", file=sys.stderr)
+        return 1
+    run_id = new_run_id()
+    with _analyst_safe_data_errors(record, requester):
+        result = charge_and_mine(ledger, record.name, params, requester=requester,
+                                 run_id=run_id)
+    if args.map:
+        payload = _map_json(result, map_counts(result, record.schema), noise_sd(epsilon))
+    else:
+        payload = _query_json(result, query_table(result))
+    try:
+        _write_out(out, json.dumps(payload, ensure_ascii=False, indent=2))
+    except OSError as exc:
+        print(f"error: the result of run {run_id} is stored in the ledger but could not be "
+              f"written to {args.out!r} ({exc}); fetch it with "
+              f"`python -m dpcore result {run_id} --out FILE`", file=sys.stderr)
+        return 1
+    print(f"run {run_id}: paid ε = {nano_to_epsilon(cost):g}; stored, fetch it again with "
+          f"`python -m dpcore result {run_id}`", file=sys.stderr)
     return 0
 
 
@@ -662,6 +772,33 @@ def build_parser() -> argparse.ArgumentParser:
                                               "ledger",
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     _add_mine_arguments(synth, family_algorithms(SYNTHESIS), MCGEN)
+
+    qry = sub.add_parser("query", help="pay for a query pair of your own: its noisy 4-cell "
+                                       "table (or, with --map, its noisy counts per cell of "
+                                       "the dataset's location grid), charged to the ledger")
+    qry.add_argument("--dataset", required=True, help="registered two-view dataset name")
+    qry.add_argument("--left", required=True,
+                     help="left-view query in the export's syntax, e.g. "
+                          "'([A] ∧ [B = x]) ∨ [C > 2]': declared attributes, public grid "
+                          "thresholds, declared categories only")
+    qry.add_argument("--right", required=True,
+                     help="right-view query, e.g. '[300 < LAB_BNP ≤ 800]'")
+    qry.add_argument("--epsilon", type=float,
+                     help="ε this query spends (default 0.1; with --map 0.5): one discrete "
+                          "Laplace draw of scale 1/ε rows per released count")
+    qry.add_argument("--map", action="store_true",
+                     help="release where the pair holds: noisy E11/E10/E01 counts per cell "
+                          "of the schema's declared location grid")
+    qry.add_argument("--yes", action="store_true",
+                     help="pay without asking (without it, the cost is shown and a yes is "
+                          "asked on the terminal; no terminal: refused, nothing charged)")
+    qry.add_argument("--owner", action="store_true",
+                     help="run as the data owner (asks for the owner password)")
+    qry.add_argument("--actor", default="cli", help="who spends (audit log)")
+    qry.add_argument("--out", default="-",
+                     help="output file ('-' = JSON on stdout): the released table or map as "
+                          "JSON. Checked before anything is charged")
+    qry.set_defaults(func=cmd_query)
 
     bat = sub.add_parser("batch", help="run a plan file of many runs on a Dask cluster, each "
                                        "charged to the ledger before it is dispatched")

@@ -53,7 +53,7 @@ def test_help_and_budget_import_no_heavy_library(tmp_path):
         "import contextlib, io, json, sys\n"
         "from dpcore.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    for argv in (['--help'], ['mine', '--help']):\n"
+        "    for argv in (['--help'], ['mine', '--help'], ['query', '--help']):\n"
         "        try:\n"
         "            main(argv)\n"
         "        except SystemExit:\n"
