@@ -9,6 +9,14 @@ datasets and one seeded MCMCTreePair run on ``clinic`` through :func:`dpcore.run
 — so the test spends its time on Explore. Cells of the table (a canvas grid) are edited
 with the keyboard, as a user would: click a row, arrow to the column, Enter, type, Enter.
 Saves a screenshot to ``artifacts/explore_workspace.png``.
+
+Known issue (open): under load, a cell edit typed into the grid is sometimes not taken
+— the cell stays empty, and typing it again into the same cell does not help either. At a
+load of about 8 on 2 cores this test failed one run in three (the note typed right after
+the tags of the same row); the cause (the grid's keyboard focus after a fragment rerun,
+or the app) is not found yet. The test types such an edit again, at most twice, then
+fails. What it checks is that every edit the table shows is saved, survives the reload
+and filters as it should.
 """
 
 from __future__ import annotations
@@ -115,16 +123,41 @@ def _row_text(page, row_id: str) -> str:
     }""", row_id)
 
 
+def _selected_cell(page) -> tuple[int, int] | None:
+    """(column, row) of the grid's selected cell, from its accessible table."""
+    found = page.evaluate("""() => {
+        const c = document.querySelector('[data-testid="stDataFrame"] td[aria-selected="true"]');
+        return c ? c.id : null;
+    }""")
+    match = re.match(r"glide-cell-(\d+)-(\d+)$", found or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def _edit_cell(page, row: int, column: int, text: str) -> None:
-    """Type ``text`` into a cell: click its row, arrow to the column, Enter, type, Enter."""
+    """Type ``text`` into a cell: click the row, arrow to the cell (checked in the grid's
+    accessible table: the page may shift a little under the mouse), Enter, type, Enter."""
     editor = _editor(page)
-    editor.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
-    box = editor.bounding_box()
-    page.mouse.click(box["x"] + 25, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
-    page.wait_for_timeout(200)
+    for _ in range(10):                      # until the click lands on a cell
+        editor.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        box = editor.bounding_box()
+        page.mouse.click(box["x"] + 25, box["y"] + HEADER_PX + ROW_PX * row + ROW_PX / 2)
+        page.wait_for_timeout(300)
+        if _selected_cell(page) is not None:
+            break
+    for _ in range(20):                      # to the row (the page may shift a little)
+        at = _selected_cell(page)
+        assert at is not None, "no cell of the list is selected"
+        if at[1] == row:
+            break
+        page.keyboard.press("ArrowDown" if at[1] < row else "ArrowUp")
+        page.wait_for_timeout(100)
+    assert _selected_cell(page)[1] == row
+    for _ in range(20):                      # to the first column, then to ``column``
+        page.keyboard.press("ArrowLeft")
     for _ in range(column):
         page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(200)
     page.keyboard.press("Enter")
     page.wait_for_timeout(400)
     page.keyboard.type(text)
@@ -227,9 +260,16 @@ def test_sort_filter_tag_reject_reload_and_find_the_workspace(prepared_app):
         top = _until(lambda: _shown_ids(page), bool)[0]
         for column, text in ((TAGS, "heart, check"), (NOTE, "too good to be true"),
                              (DECISION, "reject")):
-            _edit_cell(page, 0, column, text)
-            # the next edit waits until the table shows this one (the fragment re-ran)
-            assert text in _until(lambda: _row_text(page, top), lambda row, t=text: t in row)
+            # the next edit waits until the table shows this one (the fragment re-ran); an
+            # edit the grid did not take is typed again, at most twice (known issue: under
+            # load, about one run in two loses a keystroke sequence typed into the canvas
+            # grid — see the module docstring)
+            for _attempt in range(3):
+                _edit_cell(page, 0, column, text)
+                if text in _until(lambda: _row_text(page, top), lambda row, t=text: t in row,
+                                  seconds=10):
+                    break
+            assert text in _row_text(page, top)
         ws = _stored(ledger)
         (key,) = [k for k in ws.annotations if _short(k) == top]
         assert ws.annotations[key].decision == "reject"
