@@ -12,7 +12,9 @@ from dpcore.synthesis.cells import (
     assign_cells,
     choose_grid,
     constrain_to_cells,
+    histogram_grid,
     target_cells,
+    uniform_in_cells,
 )
 from dpcore.synthesis.moments import group_layout
 from dpcore.synthesis.schema import Feature, TableSchema
@@ -67,3 +69,27 @@ def test_constrained_draws_stay_in_their_cell():
     assert np.all(out[:, 0] >= low - 1e-12) and np.all(out[:, 0] <= low + 0.5 + 1e-12)
     assert np.array_equal(out[:, 1:4], np.eye(3)[cells % 3])
     assert np.all(np.abs(out[:, 4]) <= 1.0)               # not split: only clipped
+
+
+def test_histogram_grid_bins_and_uniform_draws_stay_in_their_bin():
+    age, colour = group_layout(SCHEMA, [0]), group_layout(SCHEMA, [1])
+    assert histogram_grid(age, target=40, max_bins=16).bins == (16,)
+    assert histogram_grid(age, target=5, max_bins=16).bins == (5,)
+    assert histogram_grid(age, target=0, max_bins=16).bins == (1,)
+    assert histogram_grid(colour, target=1, max_bins=16).bins == (3,)     # always its levels
+    with pytest.raises(ValueError, match="one feature"):
+        histogram_grid(LAYOUT, target=4, max_bins=16)
+    rng = np.random.default_rng(0)
+    grid = histogram_grid(age, target=5, max_bins=16)
+    cells = rng.integers(0, 5, size=4000)
+    draws = uniform_in_cells(cells, age, grid, rng)
+    low = -1.0 + 2.0 * cells / 5
+    assert ((draws[:, 0] >= low) & (draws[:, 0] <= low + 0.4)).all()
+    assert (assign_cells(draws, age, grid) == cells).all()
+    # uniform inside the bin: the position within it has mean ½ and variance 1/12
+    pos = (draws[:, 0] - low) / 0.4
+    assert abs(pos.mean() - 0.5) < 0.02 and abs(pos.var() - 1 / 12) < 0.01
+    levels = rng.integers(0, 3, size=50)
+    onehot = uniform_in_cells(levels, colour, histogram_grid(colour, target=3, max_bins=16),
+                              rng)
+    assert (onehot.sum(axis=1) == 1).all() and (onehot.argmax(axis=1) == levels).all()
