@@ -29,7 +29,6 @@ from dpcore.redescriptions.targets import make_target, pick_attribute
 from dpcore.redescriptions.trees import sample_tree_pair
 from tests.test_mining import SEED, toy_dataset
 
-
 # ---------------------------------------------------------------- child streams
 
 def test_chacha_children_are_chacha20_keyed_from_the_parent():
@@ -251,3 +250,15 @@ def test_an_error_in_a_trial_reaches_the_caller(monkeypatch):
     with pytest.raises(RuntimeError, match="kernel failed"):
         mine(toy_dataset(), MiningParams(algorithm="altmcmc", in_tr=3, mc_iter=20),
              rng=np.random.default_rng(SEED), seed=SEED, threads=2)
+
+
+def test_every_kernel_the_pool_runs_releases_the_gil():
+    """The pool gains nothing (and Streamlit's threads stall) if a chain kernel holds the GIL:
+    every numba dispatcher the draw_* functions reach is compiled with ``nogil=True``."""
+    from dpcore.redescriptions import bitset_mcmc as B
+    from dpcore.redescriptions import kernels as K
+
+    kernels = [B.mcmc_tree_pair_bits, B.mcmc_single_tree_bits, K.mcmc_tree_pair,
+               K.mcmc_single_tree, K.expmech_tree, K.leaf_rows_for_codes, K.contingency]
+    assert all(k.targetoptions.get("nogil") is True for k in kernels), \
+        [k.__name__ for k in kernels if k.targetoptions.get("nogil") is not True]
