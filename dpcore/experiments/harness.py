@@ -33,7 +33,6 @@ literal queries directly.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -57,6 +56,7 @@ from dpcore.experiments.metrics import (
     split_by_threshold,
     summarize,
 )
+from dpcore.experiments.report import jsonable, write_report
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
@@ -389,9 +389,9 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
             pooled = [s for _, sc in sorted(cells[(spec, eps)].items()) for s in sc[1]]
             kept_by[spec], _ = split_by_threshold(pooled, row["threshold"])
         comparisons[_eps_text(eps)] = {
-            "true_j_kept": _jsonable(compare_methods(
+            "true_j_kept": jsonable(compare_methods(
                 {k: [s.true_jaccard for s in v] for k, v in kept_by.items()}, True)),
-            "abs_error_kept": _jsonable(compare_methods(
+            "abs_error_kept": jsonable(compare_methods(
                 {k: [abs(s.noisy_jaccard - s.true_jaccard) for s in v]
                  for k, v in kept_by.items()}, False)),
         }
@@ -416,9 +416,7 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         "comparisons": comparisons,
         "threshold_comparison": threshold_comparison,
     }
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=False),
-                                      encoding="utf-8")
-    (out / "report.md").write_text(_report(metrics, algorithms, epsilons), encoding="utf-8")
+    write_report(out, metrics, _report(metrics, algorithms, epsilons))
     _plots(cells, cell_rows, out)
     return metrics
 
@@ -442,14 +440,6 @@ def _cell_key(spec: str, eps: float) -> str:
 def _find(rows, spec, eps):
     want = None if math.isinf(eps) else eps
     return next(r for r in rows if r["algorithm"] == spec and r["epsilon"] == want)
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _fmt(key: str, value) -> str:

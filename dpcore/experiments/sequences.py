@@ -31,7 +31,6 @@ uses ``numpy.random.default_rng([seed, i])``.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import time
@@ -43,6 +42,7 @@ import numpy as np
 
 from dpcore import __version__
 from dpcore.errors import ParameterError
+from dpcore.experiments.report import write_report
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import ALGORITHM_LABELS, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS, STRICT
 from dpcore.sequences import samples
@@ -348,9 +348,7 @@ def run_sequence_experiment(out_dir, *, shapes: Sequence[str] = tuple(SHAPES),
         "cells": cells,
         "comparison": _compare(cells, algorithms),
     }
-    (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=1, allow_nan=False),
-                                      encoding="utf-8")
-    (out / "report.md").write_text(report_markdown(metrics), encoding="utf-8")
+    write_report(out, metrics, report_markdown(metrics))
     return metrics
 
 
@@ -377,16 +375,6 @@ def _versions() -> dict:
     import scipy
     return {"dpcore": __version__, "python": platform.python_version(),
             "numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__}
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _pm(stat: dict, spec: str = ".3f", percent: bool = False) -> str:

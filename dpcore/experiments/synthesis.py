@@ -45,6 +45,7 @@ import pandas as pd
 
 from dpcore import __version__
 from dpcore.errors import DataError, ParameterError
+from dpcore.experiments.report import write_report
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FAITHFUL, FLOOR, MCGEN, STRICT
 from dpcore.synthesis.miner import synthesize
@@ -477,9 +478,7 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
                "versions": _versions(environments), "machine": _machine(),
                "seconds": time.perf_counter() - started_all, "tables": reports,
                "peer_failures": failures}
-    (out / "metrics.json").write_text(json.dumps(_jsonable(metrics), indent=1, allow_nan=False),
-                                      encoding="utf-8")
-    (out / "report.md").write_text(report_markdown(metrics), encoding="utf-8")
+    write_report(out, metrics, report_markdown(metrics))
     return metrics
 
 
@@ -513,18 +512,6 @@ def _versions(environments: Mapping[str, dict]) -> dict:
 def _machine() -> dict:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {"cpu_count": os.cpu_count(), "loadavg": load, "platform": sys.platform}
-
-
-def _jsonable(value):
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (np.floating, np.integer)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _acc(r: dict | None) -> str:
