@@ -482,7 +482,7 @@ def cmd_query(args) -> int:
     if args.map:
         location_of(record.schema)
     left, right = parse_pair(record.schema, params.left_query, params.right_query)
-    authorize_run(record, params, requester)
+    authorize_run(record, params, requester, seed=args.seed)
     cost = run_cost(params)
     remaining = ledger.budget(record.name).remaining
     what = "noisy map" if args.map else "noisy 4-cell table"
@@ -496,7 +496,7 @@ def cmd_query(args) -> int:
     run_id = new_run_id()
     with _analyst_safe_data_errors(record, requester):
         result = charge_and_mine(ledger, record.name, params, requester=requester,
-                                 run_id=run_id)
+                                 seed=args.seed, run_id=run_id)
     if args.map:
         payload = _map_json(result, map_counts(result, record.schema), noise_sd(epsilon))
     else:
@@ -792,6 +792,8 @@ def build_parser() -> argparse.ArgumentParser:
     qry.add_argument("--yes", action="store_true",
                      help="pay without asking (without it, the cost is shown and a yes is "
                           "asked on the terminal; no terminal: refused, nothing charged)")
+    qry.add_argument("--seed", type=int, help="fixed seed: public demo datasets only "
+                                              "(refused on private data)")
     qry.add_argument("--owner", action="store_true",
                      help="run as the data owner (asks for the owner password)")
     qry.add_argument("--actor", default="cli", help="who spends (audit log)")

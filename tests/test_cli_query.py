@@ -143,3 +143,12 @@ def test_map_of_a_dataset_without_a_grid_is_refused(ledger, capsys):
                  "[LAB_BNP > 400]", "--map", "--yes"]) == 2
     assert "declares no location grid" in capsys.readouterr().err
     assert ledger.budget("clinic").spent_nano == 0 and ledger.audit_log() == []
+
+
+def test_a_seed_repeats_a_public_demo_query(ledger, capsys):
+    cells = []
+    for _ in range(2):
+        assert main(["query", "--dataset", "sites", *PAIR, "--seed", "7", "--yes"]) == 0
+        cells.append(json.loads(capsys.readouterr().out)["cells"])
+    assert cells[0] == cells[1]
+    assert ledger.budget("sites").spent_nano == 2 * epsilon_to_nano(0.1), "each run is paid"
