@@ -93,7 +93,7 @@ def test_the_plan_sums_exactly_to_epsilon(epsilon):
         for n_levels in {1, max(1, lmax // 2), lmax}:
             shares = mechanism_shares(params, lmax, n_levels)
             assert sum(s.epsilon_nano for s in shares) == epsilon_to_nano(epsilon)
-            assert sum(s.phase == MAX_LENGTH for s in shares) == probe_count(lmax)
+            assert sum(s.phase == MAX_LENGTH for s in shares) == 1   # one length histogram
             assert sum(s.phase == VERIFY for s in shares) == n_levels
             # strict: one pruning part per level (sequential), the pairs of level_shares
             prune = [s.epsilon_nano for s in shares if s.phase == PRUNE]
@@ -192,11 +192,11 @@ def test_exact_accounting_every_call_recorded_and_summing_to_epsilon():
     assert sum(c["epsilon_nano"] for c in res.mechanism_calls) == epsilon_to_nano(50.0)
     assert res.spent_nano == acc.spent_nano == res.epsilon_nano and res.unspent_nano == 0
     sens = [c["sensitivity"] for c in res.mechanism_calls]
-    assert sens[:5] == [1, 1, 1, 1, 1]                      # N̂, histogram, 3 probes
+    assert sens[:3] == [1, 1, 1]                # N̂, length histogram, L_f histogram
     shares = mechanism_shares(params, 8, 8)
     head = [s.epsilon_nano for s in shares if s.phase not in (PRUNE, VERIFY)]
-    assert [c["epsilon_nano"] for c in res.mechanism_calls[:5]] == head
-    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[5:]] == \
+    assert [c["epsilon_nano"] for c in res.mechanism_calls[:3]] == head
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == \
         expected_level_calls(res, params)
     assert all(c["parallel"] == 1 for c in res.mechanism_calls) and res.part_calls == []
     assert all(c["mechanism"] == "discrete_laplace" for c in res.mechanism_calls)
@@ -213,8 +213,8 @@ def test_an_early_stop_leaves_the_rest_unspent_and_reported():
             res.mechanism_calls[-len(level_calls):]] == level_calls
     per_level = level_shares(params, res.max_frequent_length)
     assert res.unspent_nano == sum(p + v for p, v in per_level) - sum(e for e, _ in level_calls)
-    assert sum(c["label"].startswith("L_f probe") for c in res.mechanism_calls) == \
-        probe_count(res.lmax) >= len(res.length_probes)
+    assert sum(c["label"].startswith("L_f") for c in res.mechanism_calls) == 1
+    assert len(res.length_probes) == res.lmax
 
 
 def test_a_too_small_accountant_refuses_before_drawing():

@@ -11,13 +11,14 @@ Strict mode (default) — ε-DP, step by step
 2. **Length histogram** α_i = #records of length i, i = 1..l1, + discrete Laplace(1/ε2)
    each (one record is in at most one cell: L1 sensitivity 1). l2 = the smallest i whose
    cumulative noisy share Σ_{j≤i} α̂_j / N̂ reaches η (l1 if none); lmax = min(l1, l2).
-3. **L_f**, the longest frequent length, by binary search over y ∈ [1, lmax] with
-   Q = ⌈log2 lmax⌉ probes of ε3/Q each. A probe releases whether β_y + Z ≥ θ·N̂, where
-   β_y is the largest support of any y-sequence (sensitivity 1) and Z discrete Laplace
-   noise. The decisions are exact: every β_y at least 40 noise scales below θ·N̂ is
-   computed once by branch and bound (a threshold lower than that, probability ~e^-40, is
-   decided by a depth-first search for a y-sequence of that support). L_f ≥ 1. A search
-   that ends after fewer than Q probes leaves the rest of ε3 unspent.
+3. **L_f**, the longest length the levels may reach: a second noisy histogram h_y =
+   #records of length y, y = 1..lmax (longer records in cell lmax), + discrete
+   Laplace(1/ε3) each (sensitivity 1); L_f = the largest y whose noisy count of records
+   of length ≥ y, Σ_{j≥y} ĥ_j, reaches θ·N̂ (at least 1). A record shorter than y holds no
+   y-sequence, so this bounds the support of every y-sequence from above: L_f can only
+   over-estimate the longest frequent length (the levels' stop rules end the run
+   earlier). O(N) work, no search over the data (the paper's exact maximal supports
+   β_y are computed only in faithful mode).
 4. **Levels** k = 1..L_f; level k owns ε4,k + ε5,k (ε4 and ε5 split evenly,
    :func:`~dpcore.sequences.params.level_shares`):
 
@@ -55,10 +56,11 @@ items, beyond the Δ_k bound); the level-1 candidates are the items found in the
 pruning and verification noise is continuous (float) Laplace. The plan charges the nominal
 ε, which does not bound what a faithful run reveals.
 
-Performance: the kernels are serial numba; a run costs a few passes over the records per
-level plus, for L_f, depth-first searches over the frequent sequences. The cap M_k bounds
-every level's candidates by public values; the L_f search is not bounded (its time grows
-with the number of sequences at least as frequent as a probe's threshold).
+Performance: the kernels are serial numba; a strict run costs one pass over the record
+lengths for L_f and a few passes over the records per level, each level's candidates
+bounded by public values (|alphabet| at level 1, then at most M_{k−1}² by the cap).
+Faithful mode keeps the paper's exact maximal supports β_y (branch-and-bound searches
+whose time grows with the number of sequences at least as frequent as the threshold).
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import discrete_laplace, laplace
 from dpcore.privacy.randomness import secure_generator
-from dpcore.privacy.units import nano_to_epsilon, split_evenly
+from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import STRICT
 from dpcore.sequences.candidates import (
     build_candidate_trie,
@@ -120,7 +122,8 @@ from dpcore.sequences.strategy import (
 )
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
-           "frequent_length_exists", "LengthDecider", "partition_records", "NOT_DP_STEPS"]
+           "length_counts", "frequent_length_bound", "frequent_length_exists",
+           "LengthDecider", "partition_records", "NOT_DP_STEPS"]
 
 #: A level with more candidates than this is not mined (the run stops, its budget
 #: unspent): a guard on memory, decided from DP outputs only (strict PFS2's cap M_k keeps
@@ -182,6 +185,41 @@ def estimate_lmax(noisy_histogram: np.ndarray, noisy_records: float, eta: float,
     reached = np.flatnonzero(cumulative >= eta)
     l2 = int(reached[0]) + 1 if reached.size else int(l1)
     return l2, min(int(l1), l2)
+
+
+def length_counts(lengths: np.ndarray, lmax: int) -> np.ndarray:
+    """Records of each length 1..lmax, records longer than lmax counted in cell lmax (private).
+
+    One pass over the record lengths (O(N), no search): the work and time do not depend on
+    what the records contain. One record added or removed changes one cell by 1 (L1
+    sensitivity 1; an empty record is in no cell).
+    """
+    lmax = int(lmax)
+    if lmax < 1:
+        raise ValueError(f"lmax must be ≥ 1; got {lmax}")
+    capped = np.minimum(np.asarray(lengths, dtype=np.int64), lmax)
+    return np.bincount(capped, minlength=lmax + 1)[1:lmax + 1].astype(np.int64)
+
+
+def frequent_length_bound(noisy_counts: np.ndarray, support_threshold: float
+                          ) -> tuple[int, np.ndarray]:
+    """Strict L_f from the noisy length counts (post-processing of a DP release).
+
+    ``at_least[y − 1]`` = Σ_{j ≥ y} noisy_counts[j − 1] estimates the number of records of
+    length ≥ y (records longer than lmax are in the last cell). A record shorter than y
+    contains no y-sequence, so that number bounds the support of every y-sequence from
+    above. L_f is the largest y whose estimate reaches ``support_threshold`` (θ·N̂), at
+    least 1: an over-estimate of the longest frequent length, never a search.
+
+    Returns
+    -------
+    (int, numpy.ndarray)
+        L_f, and the noisy counts of records of length ≥ y for y = 1..lmax.
+    """
+    counts = np.asarray(noisy_counts, dtype=np.float64)
+    at_least = np.cumsum(counts[::-1])[::-1]
+    reached = np.flatnonzero(at_least >= float(support_threshold))
+    return (int(reached[-1]) + 1 if reached.size else 1), at_least
 
 
 def frequent_length_exists(data: SequenceDataset, runs, length: int, threshold: float) -> bool:
@@ -341,24 +379,17 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     run.progress(0.05, f"longest frequent length (lmax = {lmax})")
     runs = build_occurrence_runs(data.indptr, data.items, n_items)
     probes: list[dict] = []
-    q = probe_count(lmax)
     target = theta * n_base
     if strict:
-        zs = [run.counts_noise(np.zeros(1, dtype=np.int64), sensitivity=1, epsilon_nano=share,
-                               label=f"L_f probe {i + 1}/{q}: noise of one comparison "
-                                     "β_y + Z ≥ θ·N̂")[0]
-              for i, share in enumerate(split_evenly(plan[MAX_LENGTH], q))]
-        decide = LengthDecider(data, runs, lmax, min(target - z for z in zs))
-        lo, hi = 1, lmax
-        for z in zs:
-            if lo >= hi:
-                break
-            mid = (lo + hi + 1) // 2
-            hit = decide(mid, target - z)
-            probes.append({"length": mid, "frequent": hit})
-            lo, hi = (mid, hi) if hit else (lo, mid - 1)
-        l_f = lo
+        counts = length_counts(data.lengths, lmax)
+        noisy_counts = run.counts_noise(
+            counts, sensitivity=1, epsilon_nano=plan[MAX_LENGTH],
+            label=f"L_f: records of each length 1..{lmax} (longer ones in cell {lmax})")
+        l_f, at_least = frequent_length_bound(noisy_counts, target)
+        probes = [{"length": y, "noisy_records_at_least": float(at_least[y - 1]),
+                   "frequent": bool(y <= l_f)} for y in range(1, lmax + 1)]
     else:
+        q = probe_count(lmax)
         z = run.counts_noise(np.zeros(lmax, dtype=np.int64), sensitivity=q,
                              epsilon_nano=plan[MAX_LENGTH],
                              label=f"β̂_1..β̂_{lmax}: noisy maximal supports at scale "

@@ -1,9 +1,9 @@
 """PFS2 parameters (Xu et al. 2015 defaults), their help texts, and the exact budget plan.
 
 :func:`plan_budget` decides how a run's ε is divided among its phases; the ledger charges
-its total before any noise is drawn. Two phases are split further at run time, once DP
-outputs fix how many calls they make: the maximal-length probes (Q = ⌈log2 lmax⌉ calls)
-and the verification (one call per level, L_f levels). :func:`mechanism_shares` lists
+its total before any noise is drawn. The level phases are split further at run time, once
+DP outputs fix how many calls they make (one pruning and one verification part per level,
+L_f levels). :func:`mechanism_shares` lists
 every call's share given lmax and L_f; the miner spends exactly those, and what an early
 stop (no candidates left before level L_f) leaves unspent is reported, never re-spent.
 """
@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, fields
 from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
 from dpcore.registry import (
-    FAITHFUL,
     MODES,
     PFS2,
     PFS2_BASELINE,
@@ -56,8 +55,9 @@ HELP = {
           "blank = the dataset's declared l1.",
     "budget_records": "Share of ε for the noisy number of records N̂ (ε1).",
     "budget_lengths": "Share of ε for the noisy histogram of record lengths (ε2).",
-    "budget_max_length": "Share of ε for estimating the longest frequent length L_f by "
-                         "binary search (ε3).",
+    "budget_max_length": "Share of ε for estimating the longest frequent length L_f (ε3): "
+                         "strict, a noisy histogram of record lengths; faithful, the "
+                         "paper's noisy maximal supports.",
     "budget_prune": "PFS2: share of ε for pruning the candidates (ε4). Strict: each level "
                     "gets ε4/L_f for pruning on all records, or adds it to its verification "
                     "when pruning cannot pay; faithful: every level uses all of ε4 on its "
@@ -151,7 +151,7 @@ class BudgetSlot:
 def plan_budget(params: SequenceMiningParams) -> list[BudgetSlot]:
     """Divide the run's ε exactly among its phases (what the ledger charges).
 
-    PFS2: ε1 N̂ (``records``), ε2 length histogram (``lengths``), ε3 L_f probes
+    PFS2: ε1 N̂ (``records``), ε2 length histogram (``lengths``), ε3 L_f
     (``max_length``), ε4 noisy supports on the samples (``prune``), ε5 = the rest, noisy
     supports on all records (``verify``); the paper's shares are 0.025/0.025/0.05/0.45/0.45.
     The straightforward baseline has no ``prune``: ε4 + ε5 go to ``verify``. The parts are
@@ -213,9 +213,9 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
     """Every mechanism call's share, once lmax and L_f (``n_levels``) are known.
 
     * ``records``, ``lengths``: one call each.
-    * ``max_length``: strict, Q = :func:`probe_count` equal parts (one per probe, all
-      charged and drawn before the search); faithful, one call that draws all lmax noisy
-      maxima at the paper's scale Q/ε3 each.
+    * ``max_length``: one call. Strict: the noisy histogram of record lengths 1..lmax
+      (sensitivity 1) from which L_f is read; faithful: all lmax noisy maxima at the
+      paper's scale Q/ε3 each (Q = :func:`probe_count`).
     * ``prune`` (PFS2): strict, one part per level (index k − 1, :func:`level_shares`),
       spent on pruning all records or, when the level does not prune, added to that
       level's verification call; faithful, one share, charged once, used in full on each
@@ -228,9 +228,7 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
     if lmax < 1 or n_levels < 1 or n_levels > lmax:
         raise ParameterError(f"need 1 ≤ L_f ≤ lmax; got lmax = {lmax}, L_f = {n_levels}")
     out = [BudgetSlot(RECORDS, 0, plan[RECORDS]), BudgetSlot(LENGTHS, 0, plan[LENGTHS])]
-    probes = 1 if params.mode == FAITHFUL else probe_count(lmax)
-    out += [BudgetSlot(MAX_LENGTH, i, e) for i, e in
-            enumerate(split_evenly(plan[MAX_LENGTH], probes))]
+    out.append(BudgetSlot(MAX_LENGTH, 0, plan[MAX_LENGTH]))
     if PRUNE in plan and params.mode == STRICT:
         for i, (p, v) in enumerate(level_shares(params, n_levels)):
             out += [BudgetSlot(PRUNE, i, p), BudgetSlot(VERIFY, i, v)]
