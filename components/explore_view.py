@@ -38,8 +38,10 @@ from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.redescriptions.listing import contingency_cells, entry_key, list_entries
 from dpcore.redescriptions.pruning import prune, suggest_threshold
 from dpcore.redescriptions.results import RunResult
+from dpcore.registry import KIND_TWO_VIEW, REDESCRIPTIONS, family_algorithms
 from dpcore.runs import load_result, readable_runs
 
+from .data_locations import hide_server_paths
 from .expectations import empty_result_advice
 from .explore_workspace import (
     current_workspace,
@@ -49,6 +51,7 @@ from .explore_workspace import (
     save_if_changed,
 )
 from .export import export_csv, export_json
+from .family_pages import other_kind_text
 from .number_fields import Bounds, number_field, number_problem
 from .redescription_list import current_view, render_list
 from .redescription_view import (
@@ -67,7 +70,8 @@ from .tree_diagram import render_tree_pair
 __all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "TOLERANCE_KEY",
            "USE_SUGGESTED_KEY", "DEFAULT_TOLERANCE", "get_threshold", "set_threshold",
            "done_runs", "load_results", "render_explore", "kept_frame", "suggested_threshold",
-           "kept_display_frame", "default_pick", "threshold_runs", "TOLERANCE_BOUNDS"]
+           "kept_display_frame", "default_pick", "threshold_runs", "TOLERANCE_BOUNDS",
+           "two_view_only"]
 
 CHART_KEY = "explore_scatter"
 THRESHOLD_KEY = "explore_threshold"
@@ -167,12 +171,25 @@ def _runs_picked(dataset: str) -> None:
 # --------------------------------------------------------------------------- data
 
 def done_runs(ledger: Ledger, dataset: str) -> list[RunRecord]:
-    """Finished runs of ``dataset`` this session may read, newest first.
+    """Finished redescription runs of ``dataset`` this session may read, newest first.
 
-    Faithful runs on private data are the owner's only (:mod:`dpcore.privacy.policy`).
+    Only runs of the redescription family (:func:`dpcore.registry.family_algorithms`) are
+    listed: their results are :class:`~dpcore.redescriptions.results.RunResult`; a
+    frequent-sequence or synthesis run is read on its own family's page. Faithful runs on
+    private data are the owner's only (:mod:`dpcore.privacy.policy`).
     """
+    family = set(family_algorithms(REDESCRIPTIONS))
     return [r for r in reversed(readable_runs(ledger, dataset, current_role()))
-            if r.status == "done"]
+            if r.status == "done" and r.algorithm in family]
+
+
+def two_view_only(record: DatasetRecord, purpose: str) -> bool:
+    """True when ``record`` is a two-view dataset; else show ``purpose`` (what the page does
+    for two-view datasets) and the page that mines the dataset's kind, and return False."""
+    if record.kind == KIND_TWO_VIEW:
+        return True
+    st.info(f"{purpose} {other_kind_text(record)}")
+    return False
 
 
 def load_results(ledger: Ledger, run_ids: list[str]) -> dict[str, RunResult]:
@@ -233,7 +250,11 @@ def _show_runs(dataset: str, run_ids: list[str]) -> None:
 # --------------------------------------------------------------------------- page
 
 def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
-    """Draw the Explore page for ``record``."""
+    """Draw the Explore page for ``record`` (on a sequence or table dataset only a pointer
+    to the page that mines it)."""
+    if not two_view_only(record, "Explore is for two-view datasets: it prunes the "
+                                 "redescriptions mined from them."):
+        return
     st.info(PRUNING_NOTE)
     render_workspace_name()
     runs = done_runs(ledger, record.name)
@@ -245,7 +266,8 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
         try:
             results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
         except DpcoreError as exc:
-            st.warning(f"Run {run.run_id[:8]}: its stored result could not be read ({exc}).")
+            st.warning(f"Run {run.run_id[:8]}: its stored result could not be read "
+                       f"({hide_server_paths(str(exc), ledger)}).")
     counts = {rid: len(r.redescriptions) for rid, r in results.items()}
     options = [r.run_id for r in runs if r.run_id in results]
     if not options:

@@ -37,7 +37,7 @@ from dpcore.runs import load_result, new_run_id, run_cost
 
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
-from .explore_view import done_runs, get_threshold
+from .explore_view import done_runs, get_threshold, two_view_only
 from .launcher import get_job, start_job
 from .params_form import demo_seed_from_state, params_from_state
 from .scatter import KEPT_COLOR, PRUNED_COLOR, THRESHOLD_COLOR, run_label
@@ -232,7 +232,13 @@ def tradeoff_scatter(result: RunResult, truth: list[TrueStatistics], threshold: 
 # --------------------------------------------------------------------------- page
 
 def render_teaching(ledger: Ledger, record: DatasetRecord) -> None:
-    """Draw the Owner & teaching page (or only the explanation when not allowed)."""
+    """Draw the Owner & teaching page (or only the explanation when not allowed; on a
+    sequence or table dataset only a pointer to the page that mines it)."""
+    if not two_view_only(record, "Owner & teaching is for two-view datasets: it compares "
+                                 "true and noisy redescriptions. The family pages show "
+                                 "owners (and everyone on public demo data) true beside "
+                                 "noisy values."):
+        return
     if not can_see_truth(record):
         st.info(EXPLANATION)
         return

@@ -29,8 +29,11 @@ from dpcore.registry import (
     ALGORITHM_LABELS,
     KIND_TWO_VIEW,
     PARAMETER_SYMBOLS,
+    REDESCRIPTIONS,
     STRICT,
     algorithm_spec,
+    family_algorithms,
+    tree_score_of,
 )
 from dpcore.runs import load_result
 
@@ -42,10 +45,27 @@ from .scatter import run_label
 from .session import current_role
 
 __all__ = ["history_frame", "family_history_frame", "comparison_params_frame",
+           "parameter_summary",
            "run_thresholds", "default_comparison", "jaccard_violins", "render_runs"]
 
 #: Marks a parameter the run's algorithm (in its mode) does not use.
 NOT_USED = "—"
+
+
+def parameter_summary(algorithm: str, params: dict) -> str:
+    """The run's main parameters in one line (:meth:`dpcore.registry.AlgorithmSpec.summary`),
+    with the tree-pair score for an algorithm that has the choice in some mode.
+
+    The score is read with :func:`dpcore.registry.tree_score_of`: a faithful run and a
+    result stored before the choice existed used the paper's score. A demo seed stays last.
+    """
+    spec = algorithm_spec(algorithm)
+    if not any("tree_score" in used for used in spec.parameters.values()):
+        return spec.summary(params)
+    score = f"{PARAMETER_SYMBOLS['tree_score']} {tree_score_of(params)}"
+    seed = params.get("seed")
+    return ", ".join([spec.summary({**params, "seed": None}), score]
+                     + ([f"demo seed {seed}"] if seed is not None else []))
 
 
 def comparison_params_frame(results: list[RunResult], labels: list[str]) -> pd.DataFrame:
@@ -150,7 +170,7 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
                      "redescriptions": before, "threshold": threshold,
                      "threshold from": source, "kept at threshold": after,
                      "ε requested": run.params.get("epsilon"),
-                     "parameters": algorithm_spec(run.algorithm).summary(run.params),
+                     "parameters": parameter_summary(run.algorithm, run.params),
                      "error": _error_text(run, role, ledger)})
     return pd.DataFrame(rows)
 
@@ -173,7 +193,7 @@ def family_history_frame(runs: list[RunRecord], role: str = ANALYST,
          "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
          "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
          "ε requested": run.params.get("epsilon"),
-         "parameters": algorithm_spec(run.algorithm).summary(run.params),
+         "parameters": parameter_summary(run.algorithm, run.params),
          "error": _error_text(run, role, ledger)} for run in runs])
 
 
@@ -204,8 +224,10 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
         _render_family_runs(ledger, record, runs)
         return
     results: dict[str, RunResult] = {}
+    family = set(family_algorithms(REDESCRIPTIONS))   # only these store a RunResult
     for run in runs:
-        if run.status == "done" and can_read(run.audience, current_role()):
+        if (run.status == "done" and run.algorithm in family
+                and can_read(run.audience, current_role())):
             try:
                 results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
             except DpcoreError as exc:

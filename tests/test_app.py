@@ -1137,3 +1137,35 @@ def test_the_runs_page_lists_the_runs_of_a_sequence_or_table_dataset(app, ledger
     assert list(history["status"]) == ["done"] and list(history["ε charged"]) == [1.0]
     assert "redescriptions" not in history.columns
     assert any(f"Open the **{page_name}** page" in m.value for m in app.main.markdown)
+
+
+@pytest.mark.parametrize("dataset, page_name", [("clickstream", "Sequences"),
+                                                ("pima_like", "Synthesis")])
+def test_explore_runs_and_teaching_render_with_a_stored_sequence_or_table_run(
+        app, ledger_path, monkeypatch, dataset, page_name):
+    """Before, a stored PFS2 or MC-GEN run crashed Explore ('SequenceRunResult' object has
+    no attribute 'redescriptions'): it read every stored run as redescriptions. Now Explore
+    and Owner & teaching say they are for two-view datasets and name the family's page, for
+    an analyst and for the owner (who may read every result), and Runs lists the run."""
+    from dpcore.registry import ALGORITHM_SPECS, DATASET_KIND_SPECS
+
+    ledger = Ledger(ledger_path)
+    family = DATASET_KIND_SPECS[ledger.get_dataset(dataset).kind].family
+    key = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
+    params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
+    result = charge_and_mine(ledger, dataset, params, requester=Requester(), seed=None)
+    app.selectbox(key="dataset").set_value(dataset).run()
+    assert not app.exception, [e.value for e in app.exception]
+    for owner in (False, True):
+        if owner:
+            _owner(app, monkeypatch)
+        for page in ("pages/explore.py", "pages/runs.py", "pages/teaching.py"):
+            run_page(app, page)
+            text = " ".join(m.value for m in [*app.main.info, *app.main.warning,
+                                              *app.main.markdown, *app.main.caption])
+            if page == "pages/runs.py":
+                history = table_with(app, "run", "algorithm")
+                assert list(history["run"]) == [result.run_id[:8]]
+            else:
+                assert "two-view" in text and f"**{page_name}**" in text, (page, text)
+            assert "Mine** page" not in text, (page, text)

@@ -34,7 +34,7 @@ from components.redescription_view import (
     released_text,
     statistics_row,
 )
-from components.runs_view import NOT_USED, comparison_params_frame
+from components.runs_view import NOT_USED, comparison_params_frame, parameter_summary
 from components.scatter import redescription_rows, scatter_figure
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
@@ -42,16 +42,21 @@ from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.results import AttributeTest, Query
 from dpcore.redescriptions.warmup import warmup_params
-from dpcore.registry import ALGORITHMS, MODES, PARAMETER_SYMBOLS, algorithm_spec
+from dpcore.registry import (
+    ALGORITHMS,
+    COUNT_SCORE,
+    FAITHFUL,
+    MODES,
+    PAPER_SCORE,
+    PARAMETER_SYMBOLS,
+    TREE_SCORES,
+    algorithm_spec,
+)
 from dpcore.runs import run_cost
 
 
 def parameters_used(algorithm, mode):
     return algorithm_spec(algorithm).parameters_used(mode)
-
-
-def parameter_summary(algorithm, params):
-    return algorithm_spec(algorithm).summary(params)
 
 
 TINY = dict(epsilon=10.0, init_pairs=3, es_rounds=5, cs_rounds=2)
@@ -256,7 +261,18 @@ def test_parameter_summary_of_each_family():
     assert parameter_summary("serenade_cs", cs) == \
         "I 3, L 2, s 0.02, split init/ext/qual 0.45/0.45/0.10, min_acc 0.3, demo seed 4"
     tree = MiningParams(in_tr=2, mc_iter=200).to_dict()
-    assert parameter_summary("mcmctreepair", tree) == "InTr 2, ω 0.1, d 4, MCIter 200"
+    assert parameter_summary("mcmctreepair", tree) == \
+        f"InTr 2, ω 0.1, d 4, MCIter 200, score {tree['tree_score']}"
+    for score in TREE_SCORES:      # the strict-mode choice, before a demo seed
+        assert parameter_summary("mcmctreepair", {**tree, "tree_score": score, "seed": 3}) == \
+            f"InTr 2, ω 0.1, d 4, MCIter 200, score {score}, demo seed 3"
+    # faithful runs, and results stored before the choice existed, used the paper's score
+    old = {k: v for k, v in tree.items() if k != "tree_score"}
+    assert parameter_summary("mcmctreepair", old).endswith(f"score {PAPER_SCORE}")
+    faithful = {**tree, "mode": FAITHFUL, "tree_score": COUNT_SCORE}
+    assert parameter_summary("mcmctreepair", faithful).endswith(f"score {PAPER_SCORE}")
+    alt = MiningParams(algorithm="altmcmc", in_tr=2, mc_iter=200).to_dict()
+    assert "score" not in parameter_summary("altmcmc", alt)
 
 
 def test_comparison_frame_marks_parameters_a_run_does_not_use(serenade_results, tree_result):
