@@ -143,7 +143,7 @@ def render_synthesis_result(ledger: Ledger, record: DatasetRecord, run_id: str) 
                f"{len(result.feature_groups)} feature groups · created {result.created_at}"
                + (f" · demo seed {result.seed}" if result.seed is not None else ""))
 
-    real = _real_frame(record) if truth else None
+    real = _real_frame(ledger, record) if truth else None
     true_counts = result.diagnostics.true_class_counts if truth else None
     c1, c2 = st.columns([4, 9])
     c1.markdown("**Rows per class**")
@@ -164,15 +164,16 @@ def render_synthesis_result(ledger: Ledger, record: DatasetRecord, run_id: str) 
     _render_associations(result, schema, real)
     _render_histograms(result, schema, real)
     if truth:
-        _render_utility(record, result)
+        _render_utility(ledger, record, result)
 
 
-def _real_frame(record: DatasetRecord) -> pd.DataFrame | None:
+def _real_frame(ledger: Ledger, record: DatasetRecord) -> pd.DataFrame | None:
     """The registered real table (owners and public demos only; the caller checks)."""
     try:
         return load_registered(record).to_frame()
     except DpcoreError as exc:
-        st.warning(f"The real table could not be loaded for comparison: {exc}")
+        st.warning("The real table could not be loaded for comparison: "
+                   + hide_server_paths(str(exc), ledger))
         return None
 
 
@@ -212,7 +213,7 @@ def _render_histograms(result: SynthesisResult, schema: TableSchema,
             histogram_figure(name, schema, result.synthetic, real), key=f"syn_hist_{i}")
 
 
-def _render_utility(record: DatasetRecord, result: SynthesisResult) -> None:
+def _render_utility(ledger: Ledger, record: DatasetRecord, result: SynthesisResult) -> None:
     """The paper's two classifier scenarios at this run's ε, k and groups (NOT private)."""
     st.markdown("#### Utility report (not private: trains and tests on the real table)")
     st.caption("Scenario 1 trains on 80 % of the real table and tests on a table synthesised "
@@ -239,7 +240,8 @@ def _render_utility(record: DatasetRecord, result: SynthesisResult) -> None:
         report = utility_report(table, methods, rounds=int(rounds),
                                 progress=lambda f, m: bar.progress(min(max(f, 0.0), 1.0), m))
     except DpcoreError as exc:
-        st.error(f"The utility report could not be computed: {exc}")
+        st.error("The utility report could not be computed: "
+                 + hide_server_paths(str(exc), ledger))
         return
     wide = summary_table(report).reset_index()
     st.session_state[UTILITY_KEY] = {"run_id": result.run_id, "rounds": rounds, "table": wide}

@@ -1169,3 +1169,42 @@ def test_explore_runs_and_teaching_render_with_a_stored_sequence_or_table_run(
             else:
                 assert "two-view" in text and f"**{page_name}**" in text, (page, text)
             assert "Mine** page" not in text, (page, text)
+
+
+def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_path,
+                                                                 monkeypatch):
+    """Explore (a stored result that cannot be read) and Synthesis (the real table for the
+    comparison) showed the exception text as it came, with any server path in it; now it
+    passes through hide_server_paths, as on the other pages."""
+    import components.explore_view
+    import components.synthesis_view
+    from dpcore.errors import DataError
+    from dpcore.redescriptions.params import MiningParams
+    from dpcore.registry import MCGEN, algorithm_spec
+
+    secret = "/srv/hidden-mount/q3/"
+    ledger = Ledger(ledger_path)
+    seed = 11 if ledger.get_dataset("clinic").public_demo else None
+    charge_and_mine(ledger, "clinic", MiningParams(epsilon=1.0, in_tr=2, mc_iter=200),
+                    requester=Requester(), seed=seed)
+    pima = ledger.get_dataset("pima_like")
+    charge_and_mine(ledger, "pima_like",
+                    algorithm_spec(MCGEN).resolve("params_type")(epsilon=1.0),
+                    requester=Requester(), seed=7 if pima.public_demo else None)
+
+    def unreadable(*args, **kwargs):
+        raise DataError(f"cannot read '{secret}stored.json'")
+    monkeypatch.setattr(components.explore_view, "load_result", unreadable)
+    monkeypatch.setattr(components.synthesis_view, "load_registered", unreadable)
+
+    run_page(app, "pages/explore.py")
+    shown = [w.value for w in app.main.warning]
+    assert any("could not be read" in w and "'stored.json'" in w for w in shown), shown
+    app.selectbox(key="dataset").set_value("pima_like").run()
+    run_page(app, "pages/synthesis.py")
+    shown = [w.value for w in app.main.warning]
+    assert any("could not be loaded for comparison" in w and "'stored.json'" in w
+               for w in shown), shown
+    for page in ("pages/explore.py", "pages/synthesis.py"):
+        text, _ = page_text(run_page(app, page))
+        assert "/srv" not in text and "hidden-mount" not in text, page
