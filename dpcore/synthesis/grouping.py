@@ -32,8 +32,6 @@ of groups chosen by the pairwise Davies–Bouldin index of the authors' code.
 from __future__ import annotations
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
 
 from dpcore.synthesis.schema import TableSchema
 
@@ -100,6 +98,11 @@ def upgma_groups(dist: np.ndarray, threshold: float | None = None
     n = dist.shape[0]
     if n == 1 or (n <= 2 and threshold is None):
         return [np.arange(n)], {}
+    # Imported here: scipy.cluster and scipy.spatial cost ~0.7 s to import, and only runs
+    # that build feature groups from DP correlations need them.
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
     sym = 0.5 * (dist + dist.T)
     np.fill_diagonal(sym, 0.0)
     tree = linkage(squareform(np.maximum(sym, 0.0), checks=False), method="average")
