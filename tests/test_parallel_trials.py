@@ -262,3 +262,22 @@ def test_every_kernel_the_pool_runs_releases_the_gil():
                K.mcmc_single_tree, K.expmech_tree, K.leaf_rows_for_codes, K.contingency]
     assert all(k.targetoptions.get("nogil") is True for k in kernels), \
         [k.__name__ for k in kernels if k.targetoptions.get("nogil") is not True]
+
+
+def test_a_run_started_from_a_worker_thread_uses_the_pool_and_gives_the_same_result():
+    """The app mines in a worker thread of its own (components.jobs); the trial pool then
+    starts from that thread. Same seed, same result as from the main thread."""
+    ds = toy_dataset()
+    params = MiningParams(algorithm="altmcmc", epsilon=1.0, in_tr=4, mc_iter=200)
+    here = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED, threads=1)
+    out = {}
+
+    def job():
+        out["result"] = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED,
+                             threads=2)
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive()
+    assert _fingerprint(out["result"]) == _fingerprint(here)
