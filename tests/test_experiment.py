@@ -210,3 +210,85 @@ def test_faithful_serenade_nan_pvalues_do_not_break_the_metrics(tiny_data):
     kept = [s for r in runs for s in r]
     comp = compare_methods({"faithful": [s.true_jaccard for s in kept], "none": []})
     assert comp["best"] == "faithful" and comp["tests"] == {}
+
+
+# --------------------------------------------------------------------------- --mode
+
+def test_a_tiny_faithful_grid_runs_and_its_report_says_faithful(tiny_data, tmp_path, no_ledger):
+    """experiment --mode faithful (issue 19): the paper's grid as the paper ran it. Every run
+    is faithful (the paper's score for MCMCTreePair), charged its plan's honest cost by
+    its sandbox accountant, and the report's title and metrics.json name the mode."""
+    from dpcore.redescriptions.params import MiningParams, run_cost_nano
+    from dpcore.registry import FAITHFUL, MODE_LABELS, PAPER_SCORE
+
+    out = tmp_path / "f"
+    metrics = run_experiment(tiny_data, ["mcmctreepair", "altexpm", "serenade_es"], [1.0],
+                             [2], "auto", out, seed=3, mc_iter=200, reference_runs=1,
+                             mode=FAITHFUL)
+    stored = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert stored["mode"] == metrics["mode"] == FAITHFUL
+    assert stored["mode_label"] == MODE_LABELS[FAITHFUL]
+    assert stored["parameters"]["mode"] == FAITHFUL
+    assert all(p["mode"] == FAITHFUL for p in stored["parameters"]["mining_params"].values())
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert report.splitlines()[0] == "# Experiment report — faithful mode"
+    assert "NOT ε-DP" in report and "NOT private" in report
+    for cell in stored["cells"]:
+        if cell["algorithm"] == "nonprivate":
+            continue
+        assert cell["runs"] == 2
+        for name in cell["run_files"]:
+            result = RunResult.from_json((out / name).read_text(encoding="utf-8"))
+            assert result.mode == FAITHFUL
+            params = MiningParams.from_dict(result.params)
+            assert result.epsilon == pytest.approx(run_cost_nano(params) * 1e-9)
+            if cell["algorithm"] == "mcmctreepair":
+                assert result.params["tree_score"] == PAPER_SCORE
+                assert result.epsilon > 1.0          # three noisy histograms per extraction
+    # the strict default is named too
+    strict = run_experiment(tiny_data, ["altexpm"], [1.0], [1], "auto", tmp_path / "s",
+                            mc_iter=100, reference_runs=0)
+    assert strict["mode"] == "strict"
+    assert (tmp_path / "s" / "report.md").read_text(encoding="utf-8").startswith(
+        "# Experiment report — strict mode")
+
+
+@pytest.mark.parametrize("mode", ["loose", "FAITHFUL", None])
+def test_a_bad_mode_is_refused_naming_it_before_anything_runs(tiny_data, tmp_path, mode,
+                                                              no_ledger, monkeypatch):
+    import dpcore.experiments.harness as harness
+    from dpcore.errors import ParameterError
+
+    def never(*args, **kwargs):
+        raise AssertionError("a run started")
+    monkeypatch.setattr(harness, "mine", never)
+    with pytest.raises(ParameterError, match=f"got {mode!r}"):
+        run_experiment(tiny_data, ["altexpm"], [1.0], [1], "auto", tmp_path / "x",
+                       mode=mode, reference_runs=1)
+    assert not (tmp_path / "x").exists()
+
+
+def test_faithful_mode_refuses_a_preset_that_picks_the_strict_score(tiny_data, tmp_path,
+                                                                     no_ledger):
+    from dpcore.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="mcmctreepair-count"):
+        run_experiment(tiny_data, ["mcmctreepair-count"], [1.0], [1], "auto",
+                       tmp_path / "x", mode="faithful")
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_mode_flag(tiny_data, tmp_path, no_ledger, capsys):
+    base = ["experiment", "--data", str(tiny_data), "--algorithms", "altexpm", "--epsilons",
+            "1", "--runs", "1", "--mc-iter", "50", "--reference-runs", "0"]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(base + ["--out", str(tmp_path / "bad"), "--mode", "loose"])
+    assert exc.value.code == 2 and "'loose'" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()
+    assert cli.main(base + ["--out", str(tmp_path / "f"), "--mode", "faithful"]) == 0
+    stored = json.loads((tmp_path / "f" / "metrics.json").read_text(encoding="utf-8"))
+    assert stored["mode"] == "faithful" and "--mode faithful" in stored["command"]
+    assert "faithful mode" in (tmp_path / "f" / "report.md").read_text(encoding="utf-8")
+    rc = cli.main(["experiment", "--family", "sequences", "--out", str(tmp_path / "q"),
+                   "--mode", "faithful"])
+    assert rc == 2 and "redescription grid" in capsys.readouterr().err

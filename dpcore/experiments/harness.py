@@ -20,6 +20,16 @@ released runs of that cell (released values only, 0 ε).
 
 Seeds: run ``i`` of every cell uses ``numpy.random.default_rng(seed + i)``.
 
+Mode
+----
+``mode`` is strict by default (every step ε-DP). ``faithful`` runs the papers' code as
+written (float Laplace, reads the true N, not ε-DP), so that researchers can run the
+papers' grid as the papers did. It is allowed here, though faithful runs on private data are
+otherwise the owner's only, because the harness is itself owner/teaching only and its
+report is already NOT private; the report's title and ``metrics.json`` (``mode``) name the
+mode. In faithful mode MCMCTreePair always samples by the paper's pair score, so a preset
+that asks for another score is refused.
+
 Equal ε
 -------
 Every algorithm of one ε section spends exactly that total ε per run (strict
@@ -27,6 +37,9 @@ mode), however its plan divides it: the tree miners among trees and noisy
 leaf tables, SerenadeES / SerenadeCS among the initial pairs, the extensions and
 the noisy quality counts (0.45 / 0.45 / 0.1 of ε by default). The report and the
 Mann–Whitney comparisons therefore compare tree miners and Serenade at equal ε.
+In faithful mode every algorithm runs the papers' nominal split of that ε; the tree
+miners' extractions then really cost 1.5 times their share (three Laplace(2/ε_x)
+histograms), which the sandbox accountant charges, as the ledger would.
 Serenade runs release no trees; :func:`dpcore.redescriptions.evaluate.evaluate` scores their
 literal queries directly.
 """
@@ -63,7 +76,7 @@ from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams, run_cost_nano
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.redescriptions.results import RunResult
-from dpcore.registry import ALTEXPM, presets
+from dpcore.registry import ALTEXPM, FAITHFUL, MODE_LABELS, MODES, PAPER_SCORE, STRICT, presets
 
 __all__ = ["ALGORITHM_PRESETS", "REFERENCE", "REFERENCE_LABEL", "algorithm_params",
            "nonprivate_reference", "run_experiment"]
@@ -95,7 +108,15 @@ METRIC_COLUMNS = [
 PAPER_THRESHOLDS = {"NPAS": 200, "MAMMAL": 500, "CMS": 1000, "MIMIC-III": 2000}
 
 
-def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -> MiningParams:
+def _check_mode(mode) -> str:
+    """``mode`` if it is one of :data:`dpcore.registry.MODES`, else a ParameterError naming it."""
+    if not isinstance(mode, str) or mode not in MODES:
+        raise ParameterError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    return mode
+
+
+def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None,
+                     mode: str = STRICT) -> MiningParams:
     """The validated :class:`MiningParams` of one algorithm spec at ``epsilon``.
 
     Parameters
@@ -103,17 +124,28 @@ def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None) -
     spec : str
         A key of :data:`ALGORITHM_PRESETS`.
     epsilon : float
-        Total ε of one run (strict mode).
+        Total ε of one run.
     mc_iter : int, optional
         MCIter override; applies to the tree miners only (Serenade runs no chain and
         keeps the default, so its recorded parameters stay what it ran).
+    mode : str
+        Privacy mode, strict (default, ε-DP) or faithful (the papers' code, NOT ε-DP).
+        A faithful tree run records the paper's pair score, the one it samples by; a
+        preset that sets another score is refused in faithful mode.
     """
+    _check_mode(mode)
     if spec not in ALGORITHM_PRESETS:
         raise ParameterError(f"unknown algorithm {spec!r}; choose from "
                              f"{', '.join(ALGORITHM_PRESETS)}")
     algorithm, setting = ALGORITHM_PRESETS[spec]
+    if mode == FAITHFUL and setting.overrides.get("tree_score", PAPER_SCORE) != PAPER_SCORE:
+        raise ParameterError(f"{spec!r} sets tree_score = {setting.overrides['tree_score']!r}, "
+                             f"a {STRICT}-mode choice; {FAITHFUL} mode always samples by the "
+                             f"paper's score ({PAPER_SCORE!r})")
     params = replace(MiningParams(algorithm=algorithm.key), epsilon=float(epsilon),
                      **setting.overrides)
+    if mode == FAITHFUL:
+        params = replace(params, mode=FAITHFUL, tree_score=PAPER_SCORE)
     if mc_iter is not None and not params.is_serenade:
         params = replace(params, mc_iter=int(mc_iter))
     return params.validate()
@@ -145,11 +177,12 @@ _worker_datasets: dict[str, TwoViewDataset] = {}
 
 
 def _one_run(dataset: TwoViewDataset, spec: str, epsilon: float, seed: int,
-             mc_iter: int | None) -> tuple[RunResult, list[ScoredRedescription]]:
+             mc_iter: int | None, mode: str = STRICT
+             ) -> tuple[RunResult, list[ScoredRedescription]]:
     if spec == REFERENCE:
         result = nonprivate_reference(dataset, seed)
     else:
-        params = algorithm_params(spec, epsilon, mc_iter=mc_iter)
+        params = algorithm_params(spec, epsilon, mc_iter=mc_iter, mode=mode)
         # Sandbox budget: a private accountant capped at this run's plan, no ledger.
         result = mine(dataset, params, rng=np.random.default_rng(seed), seed=seed,
                       accountant=PrivacyAccountant(run_cost_nano(params)))
@@ -158,15 +191,15 @@ def _one_run(dataset: TwoViewDataset, spec: str, epsilon: float, seed: int,
 
 def _worker(task: tuple) -> tuple[str, list[ScoredRedescription]]:
     """Process-pool entry point: load the dataset by path once per worker."""
-    path, spec, epsilon, seed, mc_iter = task
+    path, spec, epsilon, seed, mc_iter, mode = task
     if path not in _worker_datasets:
         _worker_datasets[path] = load_dataset(path)
-    result, scored = _one_run(_worker_datasets[path], spec, epsilon, seed, mc_iter)
+    result, scored = _one_run(_worker_datasets[path], spec, epsilon, seed, mc_iter, mode)
     return result.to_json(), scored
 
 
 def _dask_trials(scheduler, path: str, tasks: list, seed: int, mc_iter: int | None,
-                 processes: int):
+                 processes: int, mode: str = STRICT):
     """Yield ``(task, result_json, scored)`` as the trials finish on a Dask cluster.
 
     ``scheduler``: a connected ``distributed.Client``, ``"local"`` (a LocalCluster of
@@ -185,7 +218,7 @@ def _dask_trials(scheduler, path: str, tasks: list, seed: int, mc_iter: int | No
         context = open_client(scheduler_address(str(scheduler), use_env=False),
                               workers=max(2, processes))
     with context as client:
-        futures = {client.submit(_worker, (path, spec, eps, seed + i, mc_iter),
+        futures = {client.submit(_worker, (path, spec, eps, seed + i, mc_iter, mode),
                                  key=f"dpcore-trial-{_cell_key(spec, eps)}-{i}", pure=False):
                    (spec, eps, i) for spec, eps, i in tasks}
         for fut in as_completed(list(futures)):
@@ -208,14 +241,14 @@ def _parse_prune(prune) -> float | None:
     return value
 
 
-def _check_inputs(algorithms, epsilons, runs) -> tuple[list[str], list[float], list[int]]:
+def _check_inputs(algorithms, epsilons, runs, mode: str = STRICT
+                  ) -> tuple[list[str], list[float], list[int]]:
+    _check_mode(mode)
     algorithms = list(algorithms)
     if not algorithms:
         raise ParameterError("give at least one algorithm")
     for spec in algorithms:
-        if spec not in ALGORITHM_PRESETS:
-            raise ParameterError(f"unknown algorithm {spec!r}; choose from "
-                                 f"{', '.join(ALGORITHM_PRESETS)}")
+        algorithm_params(spec, 1.0, mode=mode)    # unknown, or a score faithful cannot run
     if len(set(algorithms)) != len(algorithms):
         raise ParameterError("an algorithm is listed twice")
     epsilons = [float(e) for e in epsilons]
@@ -251,7 +284,7 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
                    prune: str | float, out_dir, *, seed: int = 0, processes: int = 1,
                    progress: Progress | None = None, mc_iter: int | None = None,
                    reference_runs: int | None = None, tolerance: float = 0.1,
-                   command: str | None = None, scheduler=None) -> dict:
+                   command: str | None = None, scheduler=None, mode: str = STRICT) -> dict:
     """Run the experiment grid and write the report; return the metrics dict.
 
     Parameters
@@ -288,11 +321,16 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         Dask and, being seeded (``seed + i``), returns what it would have returned (each
         trial is recorded once). Needs the dataset's path, readable by every worker.
         Default None: in-process (``processes == 1``) or the spawn pool.
+    mode : str
+        ``strict`` (default: every run ε-DP) or ``faithful`` (the papers' code, NOT ε-DP;
+        allowed because this harness is owner/teaching only and its output is NOT private
+        anyway). Checked before anything runs; the report's title and ``metrics.json``
+        (``mode``, ``mode_label``) name it. The ε = ∞ reference is the same in both.
 
     The harness never touches a ledger (sandbox budget: one in-memory accountant per
     run). The output is NOT private: it uses true statistics.
     """
-    algorithms, epsilons, runs = _check_inputs(algorithms, epsilons, runs)
+    algorithms, epsilons, runs = _check_inputs(algorithms, epsilons, runs, mode)
     threshold_fixed = _parse_prune(prune)
     if not isinstance(processes, int) or processes < 1:
         raise ParameterError(f"processes must be an integer ≥ 1; got {processes!r}")
@@ -336,15 +374,15 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
 
     if scheduler is not None:
         for done, (task, text, scored) in enumerate(
-                _dask_trials(scheduler, path, tasks, seed, mc_iter, processes), 1):
+                _dask_trials(scheduler, path, tasks, seed, mc_iter, processes, mode), 1):
             record(task, RunResult.from_json(text), scored, done)
     elif processes == 1:
         for done, (spec, eps, i) in enumerate(tasks, 1):
-            result, scored = _one_run(dataset_obj, spec, eps, seed + i, mc_iter)
+            result, scored = _one_run(dataset_obj, spec, eps, seed + i, mc_iter, mode)
             record((spec, eps, i), result, scored, done)
     else:
         with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(_worker, (path, spec, eps, seed + i, mc_iter))
+            futures = [pool.submit(_worker, (path, spec, eps, seed + i, mc_iter, mode))
                        for spec, eps, i in tasks]
             for done, (task, fut) in enumerate(zip(tasks, futures), 1):
                 text, scored = fut.result()
@@ -398,15 +436,19 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
 
     metrics = {
         "note": "NOT private: metrics use true statistics (owner/teaching only). Sandbox "
-                "budget: every run had its own in-memory accountant; no ledger was used.",
+                "budget: every run had its own in-memory accountant; no ledger was used."
+                + ("" if mode == STRICT else " Faithful mode: the runs themselves were not "
+                   "ε-DP (the papers' code as written)."),
+        "mode": mode, "mode_label": MODE_LABELS[mode],
         "command": command,
         "parameters": {
             "dataset": path or dataset_obj.schema.name,
             "algorithms": algorithms, "epsilons": epsilons, "runs": runs,
             "prune": "auto" if threshold_fixed is None else threshold_fixed,
             "tolerance": tolerance, "seed": seed, "processes": processes,
-            "mc_iter": mc_iter, "reference_runs": n_ref,
-            "mining_params": {spec: algorithm_params(spec, epsilons[0], mc_iter=mc_iter)
+            "mc_iter": mc_iter, "reference_runs": n_ref, "mode": mode,
+            "mining_params": {spec: algorithm_params(spec, epsilons[0], mc_iter=mc_iter,
+                                                     mode=mode)
                               .to_dict() | {"epsilon": None} for spec in algorithms},
             "reference_params": reference_params().to_dict(),
         },
@@ -467,10 +509,13 @@ def _table(rows) -> list[str]:
 def _report(metrics: dict, algorithms, epsilons) -> str:
     p = metrics["parameters"]
     rows = metrics["cells"]
-    lines = ["# Experiment report", "",
+    mode = metrics["mode"]
+    lines = [f"# Experiment report — {mode} mode", "",
              "**NOT private — owner/teaching only.** The metrics compare released (noisy) "
              "statistics with true statistics read from the raw data. Sandbox budget: each "
              "run had its own in-memory accountant; no ledger was read or charged.", "",
+             f"- mode: {metrics['mode_label']}"
+             + ("" if mode == STRICT else " (the runs themselves are NOT ε-DP)"),
              f"- dataset: `{p['dataset']}`",
              f"- command: `{metrics['command']}`" if metrics["command"] else "- command: (API)",
              "- pruning: " + (f"auto (suggested threshold per algorithm × ε, tolerance "
@@ -482,7 +527,9 @@ def _report(metrics: dict, algorithms, epsilons) -> str:
              f"- wall time: {metrics['seconds']:.1f} s", "",
              "Columns: shares in %; counts pooled over runs; ρ, median true J and median "
              "|error| on the kept redescriptions; FP = released with true p > 0.01.", "",
-             "Every algorithm in one ε section spent that same total ε per run (strict mode), "
+             "Every algorithm in one ε section spent that same total ε per run (strict mode; "
+             "faithful mode runs the papers' nominal split of it, whose tree extractions "
+             "really cost 1.5× their share), "
              "so tree miners and Serenade are compared at equal ε. No metric reads the noisy "
              "p-value (FP uses the true one): faithful Serenade releases none (NaN).", ""]
     for eps in epsilons:
