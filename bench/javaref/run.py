@@ -40,12 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
-ALGORITHMS = ("mcmctreepair", "altmcmc", "altexpm")
+from dpcore.registry import ALTEXPM, ALTMCMC, FAITHFUL, MCMCTREEPAIR
+
+ALGORITHMS = (MCMCTREEPAIR, ALTMCMC, ALTEXPM)
 #: main class and extra argument of the Java program for each miner
 MAIN_CLASS = {
-    "mcmctreepair": ("dptressexpm.twotreesEM.TestRedescriptionMining", []),
-    "altexpm": ("generaldpalgos.TestRedescriptionMiningImproved", ["0"]),
-    "altmcmc": ("generaldpalgos.TestRedescriptionMiningImproved", ["1"]),
+    MCMCTREEPAIR: ("dptressexpm.twotreesEM.TestRedescriptionMining", []),
+    ALTEXPM: ("generaldpalgos.TestRedescriptionMiningImproved", ["0"]),
+    ALTMCMC: ("generaldpalgos.TestRedescriptionMiningImproved", ["1"]),
 }
 SOURCE_DIRS = ("twotreesEM", "generaldpalgos")
 DEBIAN_MATH_JAR = "/usr/share/java/commons-math3.jar"
@@ -402,12 +404,12 @@ def load_dataset_spec(spec: str):
 
 def dpcore_params(algorithm: str, args) -> dict:
     """Faithful dpcore parameters matching the Java settings."""
-    p = dict(algorithm=algorithm, mode="faithful", epsilon=args.epsilon, depth=args.depth,
+    p = dict(algorithm=algorithm, mode=FAITHFUL, epsilon=args.epsilon, depth=args.depth,
              mc_iter=args.mc_iter, sigma=args.sigma, min_support=args.min_supp,
              max_support=args.max_supp, min_jaccard=args.min_jaccard,
              max_pvalue=args.max_pval,
              max_clauses=args.max_clauses, in_tr=args.iterations)
-    if algorithm == "mcmctreepair":
+    if algorithm == MCMCTREEPAIR:
         p["omega"] = args.omega
     else:
         p["rm_iter"] = 1

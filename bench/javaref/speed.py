@@ -35,6 +35,7 @@ from bench.javaref.run import (
     weka_jar,
     write_arff,
 )
+from dpcore.registry import FAITHFUL
 
 OWNER_PASSWORD = "javaref-bench"
 
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
     # one untimed dpcore run per miner first: fills the compiled-kernel cache
     for alg in algorithms:
         subprocess.run([sys.executable, "-m", "dpcore", "mine", "--dataset", name,
-                        "--algorithm", alg, "--mode", "faithful", "--owner", "--seed", "0",
+                        "--algorithm", alg, "--mode", FAITHFUL, "--owner", "--seed", "0",
                         "--epsilon", str(args.epsilon), "--out", str(work / "warm.json")],
                        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = []
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
                                str(work / f"speed_{alg}.settings"), *extra], cwd=work)
             j["n_redescriptions"] = len(read_queries(rr.with_suffix(".queries")))
             d = timed_process([sys.executable, "-m", "dpcore", "mine", "--dataset", name,
-                               "--algorithm", alg, "--mode", "faithful", "--owner",
+                               "--algorithm", alg, "--mode", FAITHFUL, "--owner",
                                "--seed", str(rnd + 1), "--epsilon", str(args.epsilon),
                                "--out", str(work / f"speed_{alg}.json")], env=env)
             if d["rc"] == 0:
