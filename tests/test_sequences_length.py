@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 import sequences_reference as ref
 
+from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano
+from dpcore.registry import FAITHFUL, PFS2_BASELINE
 from dpcore.sequences import miner as miner_module
 from dpcore.sequences import samples
 from dpcore.sequences.dataset import SequenceDataset
@@ -25,7 +27,15 @@ from dpcore.sequences.miner import (
     length_counts,
     mine_frequent_sequences,
 )
-from dpcore.sequences.params import MAX_LENGTH, SequenceMiningParams, plan_budget
+from dpcore.sequences.params import (
+    LEVEL_HORIZON,
+    MAX_LENGTH,
+    SequenceMiningParams,
+    level_schedule,
+    level_shares,
+    mechanism_shares,
+    plan_budget,
+)
 from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.strategy import release_cap
 
@@ -139,3 +149,39 @@ def test_house_power_shape_at_two_percent_finishes_without_any_search(monkeypatc
     assert res.patterns and math.isclose(
         sum(c["epsilon_nano"] for c in res.mechanism_calls) + res.unspent_nano,
         epsilon_to_nano(1.0))
+
+
+# --------------------------------------------------------------------------- level schedule
+
+@pytest.mark.parametrize("total", [1000, 450_000_000, 7_777_777])
+@pytest.mark.parametrize("n_levels", [1, 2, 3, 4, 8, 30, 1000])
+def test_the_level_schedule_sums_exactly_and_gives_every_level_budget(total, n_levels):
+    parts = level_schedule(total, n_levels)
+    assert len(parts) == n_levels and sum(parts) == total and min(parts) >= 1
+    if n_levels <= LEVEL_HORIZON:                        # even split (within a nano-ε)
+        assert max(parts) - min(parts) <= n_levels
+    else:                     # front-loaded, then the last H levels split the rest evenly
+        head = parts[:n_levels - LEVEL_HORIZON + 1]
+        assert all(a >= b for a, b in zip(head, head[1:]))
+        assert max(parts[-LEVEL_HORIZON:]) - min(parts[-LEVEL_HORIZON:]) <= LEVEL_HORIZON
+        assert parts[0] == min(total // LEVEL_HORIZON, total - (n_levels - 1))
+
+
+def test_the_schedule_leaves_the_last_levels_an_even_split_of_the_rest():
+    assert level_schedule(900, 8, horizon=3) == [300, 200, 133, 89, 59, 39, 40, 40]
+    assert level_schedule(900, 8, horizon=1000) == [112] * 4 + [113] * 4
+    with pytest.raises(ParameterError):
+        level_schedule(900, 0)
+
+
+def test_strict_pfs2_and_its_baseline_spend_the_schedule_and_faithful_splits_evenly():
+    params = SequenceMiningParams(epsilon=1.0)
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    assert level_shares(params, 6) == list(zip(level_schedule(plan["prune"], 6),
+                                               level_schedule(plan["verify"], 6)))
+    base = SequenceMiningParams(epsilon=1.0, algorithm=PFS2_BASELINE)
+    verify = [s.epsilon_nano for s in mechanism_shares(base, 8, 6) if s.phase == "verify"]
+    assert verify == level_schedule(900_000_000, 6)
+    faithful = SequenceMiningParams(epsilon=1.0, mode=FAITHFUL)
+    verify = [s.epsilon_nano for s in mechanism_shares(faithful, 8, 6) if s.phase == "verify"]
+    assert verify == [75_000_000] * 6

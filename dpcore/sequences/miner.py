@@ -19,8 +19,10 @@ Strict mode (default) — ε-DP, step by step
    over-estimate the longest frequent length (the levels' stop rules end the run
    earlier). O(N) work, no search over the data (the paper's exact maximal supports
    β_y are computed only in faithful mode).
-4. **Levels** k = 1..L_f; level k owns ε4,k + ε5,k (ε4 and ε5 split evenly,
-   :func:`~dpcore.sequences.params.level_shares`):
+4. **Levels** k = 1..L_f; level k owns ε4,k + ε5,k (ε4 and ε5 each split by the public
+   schedule :func:`~dpcore.sequences.params.level_schedule`: evenly when L_f ≤ 3, else
+   level k takes a third of what the earlier levels left, the last three levels splitting
+   the rest evenly; :func:`~dpcore.sequences.params.level_shares`):
 
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
    b. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
