@@ -59,3 +59,18 @@ def test_an_unreachable_scheduler_is_a_clear_error():
     with pytest.raises(ParameterError, match="cannot reach the Dask scheduler"):
         with open_client("tcp://127.0.0.1:9", workers=1):
             pass
+
+
+def test_local_workers_run_one_trial_thread_unless_told_otherwise(monkeypatch):
+    """Two worker processes share the cores: each miner in them runs its trials on one
+    thread, unless DPRM_TRIAL_THREADS says otherwise."""
+    import os
+
+    monkeypatch.delenv("DPRM_TRIAL_THREADS", raising=False)
+    with open_client(None, workers=1, threads_per_worker=1) as client:
+        seen = client.run(lambda: os.environ.get("DPRM_TRIAL_THREADS"))
+    assert list(seen.values()) == ["1"]
+    monkeypatch.setenv("DPRM_TRIAL_THREADS", "2")
+    with open_client(None, workers=1, threads_per_worker=1) as client:
+        seen = client.run(lambda: os.environ.get("DPRM_TRIAL_THREADS"))
+    assert list(seen.values()) == ["2"]

@@ -101,7 +101,11 @@ def open_client(address: str | None = None, *, workers: int = 2,
         with client:
             yield client
         return
+    # One trial thread per worker unless the user chose otherwise: the workers already
+    # share the cores, and each miner would otherwise start its own pool of two.
+    trial_threads = os.environ.get("DPRM_TRIAL_THREADS", "1")
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
-                                  processes=True, dashboard_address=None) as cluster, \
+                                  processes=True, dashboard_address=None,
+                                  env={"DPRM_TRIAL_THREADS": trial_threads}) as cluster, \
             distributed.Client(cluster) as client:
         yield client
