@@ -186,7 +186,8 @@ def plan_budget(params: SequenceMiningParams) -> list[BudgetSlot]:
 
 
 def probe_count(lmax: int) -> int:
-    """Q = ⌈log2 lmax⌉ (at least 1): the binary search's probes over lengths 1..lmax."""
+    """Q = ⌈log2 lmax⌉ (at least 1): the paper's binary-search probe count, which sets
+    faithful mode's noise scale Q/ε3 on the maximal supports (strict mode has no probes)."""
     return max(1, math.ceil(math.log2(lmax))) if lmax > 1 else 1
 
 

@@ -18,7 +18,9 @@ JSON shape (``to_json()``)::
      "noisy_support": 2531.0, "length": 2}, ...],
      "levels": [{"length": 1, "candidates": 17, ...}, ...], "noisy_records": ...,
      "noisy_length_histogram": [...], "l1": 8, "l2": ..., "lmax": ...,
-     "max_frequent_length": ..., "length_probes": [{"length": 5, "frequent": true}, ...],
+     "max_frequent_length": ..., "length_probes": [{"length": 5, "frequent": true,
+     "noisy_records_at_least": 812.0}, ...] (strict: one entry per length 1..lmax, the noisy
+     number of records at least that long; faithful: the paper's decisions, no count),
      "mechanism_calls": [{"mechanism": ..., "label": ..., "epsilon_nano": ...,
      "sensitivity": ..., "parallel": ...}, ...], "part_calls": [...], "not_dp": [...],
      "seed": null, "neighbouring": ..., "audience": "everyone"}
