@@ -155,7 +155,14 @@ def _show_result(record: DatasetRecord, result: SequenceRunResult, truth_allowed
                    + ", ".join(result.not_dp) + ".")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Frequent patterns", len(result.patterns))
-    c2.metric("Longest frequent length L_f", result.max_frequent_length)
+    if result.mode == FAITHFUL:
+        c2.metric("Longest frequent length L_f", result.max_frequent_length)
+    else:  # strict: from noisy record lengths, an upper bound on the longest frequent length
+        c2.metric("Levels allowed L_f (upper bound)", result.max_frequent_length,
+                  help="The longest length whose noisy count of records at least that "
+                       "long reaches θ·N̂. A pattern fits only in records at least as long "
+                       "as itself, so no longer pattern can be frequent (up to the noise); "
+                       "the frequent patterns may stop earlier.")
     c3.metric("lmax (items)", result.lmax)
     c4.metric("Noisy number of records N̂", f"{result.noisy_records:,.0f}")
     if not result.patterns:
