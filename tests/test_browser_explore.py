@@ -10,13 +10,11 @@ datasets and one seeded MCMCTreePair run on ``clinic`` through :func:`dpcore.run
 with the keyboard, as a user would: click a row, arrow to the column, Enter, type, Enter.
 Saves a screenshot to ``artifacts/explore_workspace.png``.
 
-Known issue (open): under load, a cell edit typed into the grid is sometimes not taken
-— the cell stays empty, and typing it again into the same cell does not help either. At a
-load of about 8 on 2 cores this test failed one run in three (the note typed right after
-the tags of the same row); the cause (the grid's keyboard focus after a fragment rerun,
-or the app) is not found yet. The test types such an edit again, at most twice, then
-fails. What it checks is that every edit the table shows is saved, survives the reload
-and filters as it should.
+Text cells are edited by waiting for the grid's overlay editor (its textarea) and filling
+it: typing blind after Enter lost an edit in about one run in three at a load of 8 on 2
+cores, when the overlay was not open yet. An edit the table does not show is typed again, at
+most twice, then the test fails. What it checks is that every edit the table shows is saved,
+survives the reload and filters as it should.
 """
 
 from __future__ import annotations
@@ -136,6 +134,8 @@ def _selected_cell(page) -> tuple[int, int] | None:
 def _edit_cell(page, row: int, column: int, text: str) -> None:
     """Type ``text`` into a cell: click the row, arrow to the cell (checked in the grid's
     accessible table: the page may shift a little under the mouse), Enter, type, Enter."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     editor = _editor(page)
     for _ in range(10):                      # until the click lands on a cell
         editor.scroll_into_view_if_needed()
@@ -159,9 +159,21 @@ def _edit_cell(page, row: int, column: int, text: str) -> None:
         page.keyboard.press("ArrowRight")
     page.wait_for_timeout(200)
     page.keyboard.press("Enter")
-    page.wait_for_timeout(400)
-    page.keyboard.type(text)
-    page.keyboard.press("Enter")
+    # A text cell opens the grid's overlay editor (a textarea): wait until it is there and
+    # fill it, rather than typing blind into whatever holds the focus under load. The
+    # decision cell opens a select, which takes typed text and Enter.
+    overlay = page.locator("textarea.gdg-input")
+    try:
+        overlay.wait_for(state="visible", timeout=3_000)
+    except PlaywrightTimeout:
+        overlay = None
+    if overlay is not None:
+        overlay.fill(text)
+        overlay.press("Enter")
+    else:
+        page.wait_for_timeout(400)
+        page.keyboard.type(text)
+        page.keyboard.press("Enter")
     _wait_idle(page)
     page.wait_for_timeout(500)
 
