@@ -490,8 +490,10 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
     # ------------------------------------------------------------ frequent sequences
     AlgorithmSpec(
         key=PFS2, family=SEQUENCES, label="PFS2",
-        blurb="frequent sequences level by level: each level's candidates are pruned on a "
-              "disjoint sample of the records before their noisy supports are paid for",
+        blurb="frequent sequences level by level: a level's candidates are pruned before "
+              "their noisy supports are paid for where that is less noisy (strict: on all "
+              "records, decided from public and released values; faithful: on a disjoint "
+              "sample of the records, as the paper)",
         parameters={STRICT: _PFS2_PARAMETERS, FAITHFUL: _PFS2_PARAMETERS},
         presets=(Preset(PFS2, "PFS2 (θ = 0.02, the paper's split)", {}),
                  Preset("interactive", "PFS2 (θ = 0.02)", {"theta": 0.02})),

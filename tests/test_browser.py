@@ -56,11 +56,12 @@ def _wait_healthy(url: str, proc: subprocess.Popen, log: Path) -> None:
                          f"{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def served_app(tmp_path):
-    """``streamlit run app.py`` in a subprocess with a temporary ledger; yields its URL."""
+@contextmanager
+def streamlit_server(tmp_path: Path, ledger_path: Path):
+    """``streamlit run app.py`` in a subprocess on a free port with the ledger at
+    ``ledger_path``; yields its URL once it answers, and stops it after the block."""
     port = _free_port()
-    env = {**os.environ, "DPRM_LEDGER": str(tmp_path / "ledger.sqlite"),
+    env = {**os.environ, "DPRM_LEDGER": str(ledger_path),
            "DPRM_DATA_DIR": str(tmp_path / "datasets")}
     env.pop("DPRM_OWNER_PASSWORD_HASH", None)
     log = tmp_path / "streamlit.log"
@@ -81,6 +82,13 @@ def served_app(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+@pytest.fixture
+def served_app(tmp_path):
+    """``streamlit run app.py`` in a subprocess with a temporary ledger; yields its URL."""
+    with streamlit_server(tmp_path, tmp_path / "ledger.sqlite") as url:
+        yield url
 
 
 def _metric(page, label: str) -> str:

@@ -19,10 +19,7 @@ survives the reload and filters as it should.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,12 +27,11 @@ import pytest
 from test_browser import (
     CHROMIUM,
     REPO_ROOT,
-    _free_port,
     _metric,
     _set_number,
-    _wait_healthy,
     _wait_idle,
     app_page,
+    streamlit_server,
 )
 
 from dpcore.privacy.ledger import Ledger
@@ -64,28 +60,8 @@ def prepared_app(tmp_path, clinic_dataset):
     params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200)
     charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id=RUN_ID, seed=11,
                     requester=Requester())
-    port = _free_port()
-    env = {**os.environ, "DPRM_LEDGER": str(ledger_path),
-           "DPRM_DATA_DIR": str(tmp_path / "datasets")}
-    env.pop("DPRM_OWNER_PASSWORD_HASH", None)
-    log = tmp_path / "streamlit.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-            cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc, log)
+    with streamlit_server(tmp_path, ledger_path) as url:
         yield url, ledger
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
 
 
 def _editor(page):

@@ -40,9 +40,10 @@ RECORDS, LENGTHS, MAX_LENGTH, PRUNE, VERIFY = (
 _MAX_LEVELS = 1000
 
 HELP = {
-    "algorithm": "PFS2 prunes each level's candidates on a disjoint sample of the records "
-                 "before paying for their noisy supports; the straightforward approach "
-                 "pays for every candidate (teaching baseline).",
+    "algorithm": "PFS2 prunes a level's candidates before paying for their noisy supports "
+                 "where that is less noisy (strict: on all records, decided from public and "
+                 "released values; faithful: on a disjoint sample, as the paper); the "
+                 "straightforward approach pays for every candidate (teaching baseline).",
     "epsilon": "Total privacy budget ε the run spends (smaller = more private, noisier).",
     "mode": "strict (default): every step is ε-DP. faithful: the paper as written, which "
             "is NOT ε-DP at several steps (owner or public demo data only).",
