@@ -38,7 +38,7 @@ from dpcore.sequences.schema import (
 
 __all__ = ["read_alphabet_file", "load_record_lines", "load_event_table",
            "load_sequence_dataset", "load_registered_sequences", "write_record_lines",
-           "write_alphabet_file"]
+           "write_alphabet_file", "observed_items"]
 
 _CSV_EXT = (".csv", ".csv.gz", ".tsv", ".txt")
 _PARQUET_EXT = (".parquet", ".pq")
@@ -235,6 +235,43 @@ def load_event_table(path, schema: SequenceSchema, *, record_column: str, order_
     indptr = np.zeros(len(uniques) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     return SequenceDataset(schema, indptr, codes[perm].astype(np.int32))
+
+
+def observed_items(path, item_column: str | None = None
+                   ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """OWNER ONLY: the column names of an event table and the distinct items it holds.
+
+    .. warning::
+       The items are **read from the private data** (a rare item reveals that some record
+       holds it). They are a prefill the owner reviews before declaring the alphabet
+       public; never show them to analysts.
+
+    Returns
+    -------
+    (columns, items) : tuple of str, tuple of str
+        The table's column names, and the item column's distinct stripped texts, sorted
+        (empty without ``item_column``: the header only, to choose the columns from).
+
+    Raises
+    ------
+    DataError
+        The table cannot be read, has no rows, lacks ``item_column`` or has a missing item
+        (naming the file, column and 1-based data row).
+    """
+    frame, kind = _read_table(path)
+    columns = tuple(str(c) for c in frame.columns)
+    if item_column is None:
+        return columns, ()
+    if item_column not in frame.columns:
+        raise DataError(f"column not found (the table has {', '.join(columns)})",
+                        file=str(path), column=item_column)
+    if len(frame) == 0:
+        raise DataError("the event table has no rows", file=str(path))
+    miss = _missing(frame[item_column], kind)
+    if miss.any():
+        raise DataError("missing value", file=str(path), column=item_column,
+                        row=int(np.flatnonzero(miss)[0]) + 1)
+    return columns, tuple(sorted(set(frame[item_column].astype(str).str.strip())))
 
 
 def load_sequence_dataset(path) -> SequenceDataset:
