@@ -547,3 +547,32 @@ def test_property_matches_plain_loop_reference(table, params):
     for r, (_, s) in zip(reds, expected):
         assert r.jaccard == pytest.approx(s[3], abs=1e-12)
 
+
+
+# --------------------------------------------------------------------------- p-value
+
+def test_marg_pvalues_equal_scipy_stats_binomial_tail_on_a_grid():
+    """``marg_pvalues`` uses ``scipy.special.betainc`` (so a ``mine`` need not import
+    ``scipy.stats``); it must equal ``binom.sf(|E11| − 1, Ñ, |qL|·|qR|/Ñ²)`` for Ñ up to
+    200,000, in both tails, at the edges (|E11| = 0, 1, Ñ; p near 0 and 1) and in between."""
+    from dpcore.redescriptions.extract import marg_pvalues
+
+    rng = np.random.default_rng(19)
+    ns = np.unique(np.r_[1, 2, 3, 10, 100, 1000, 3000, 7200, 50_000, 200_000,
+                         rng.integers(1, 200_001, 30)])
+    checked = 0
+    for n in ns.astype(float):
+        for p in np.r_[1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.999, 1.0, rng.random(3)]:
+            sd = math.sqrt(max(n * p * (1 - p), 1.0))
+            e11 = np.unique(np.clip(np.r_[0, 1, 2, n - 1, n, rng.integers(0, n + 1, 10),
+                                          np.rint(n * p + sd * np.linspace(-9, 9, 19))],
+                                    0, n))
+            side = math.sqrt(p) * n          # |qL| = |qR| = √p·Ñ, so |qL|·|qR|/Ñ² = p
+            got = marg_pvalues(side, side, e11, n)
+            want = binom.sf(e11 - 1, n, min(side * side / n**2, 1.0))
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+            checked += e11.size
+    assert checked > 10_000
+    # the p = 1 conventions: an empty side, or Ñ < 1
+    assert marg_pvalues(0.0, 50.0, 0.0, 100.0) == 1.0
+    assert np.all(marg_pvalues(np.zeros(3), np.ones(3), np.zeros(3), 0.5) == 1.0)
