@@ -9,6 +9,7 @@ import pytest
 
 from bench.javaref.run import (
     JavaSettings,
+    dpcore_params,
     query_mask,
     read_queries,
     score_java,
@@ -53,6 +54,32 @@ def test_settings_text_has_the_java_keys(tmp_path):
     assert float(kv["minRedSupport"]) == 10 and float(kv["maxRedSupport"]) == 0.8
     with pytest.raises(ValueError, match="may not contain"):
         JavaSettings("a=b.arff", "b.arff", "out.rr").text()
+
+
+def test_dpcore_alternating_runs_the_java_chain_setting():
+    """The Java alternating miners run one chain of numIterations steps: dpcore gets InTr = 1,
+    RMIter = numIterations (same trees, extractions and ε per tree); --alt-trials the other."""
+    from dpcore.redescriptions.params import MiningParams, plan_budget
+
+    args = main_args(["--iterations", "4"])
+    for alg in ("altmcmc", "altexpm"):
+        p = dpcore_params(alg, args)
+        assert (p["in_tr"], p["rm_iter"]) == (1, 4)
+        plan = plan_budget(MiningParams(**p))
+        trees = [s for s in plan if s.role == "tree"]
+        assert len(trees) == 5                     # numIterations + 1 trees, as in Java
+        assert {s.epsilon_nano for s in trees} <= {111_111_111, 111_111_112}   # ε/9 each
+    p = dpcore_params("altmcmc", main_args(["--iterations", "4", "--alt-trials"]))
+    assert (p["in_tr"], p["rm_iter"]) == (4, 1)
+    p = dpcore_params("mcmctreepair", args)
+    assert p["in_tr"] == 4 and p["omega"] == 0.1 and "rm_iter" not in p
+
+
+def main_args(extra):
+    """The parsed command line of ``bench.javaref.run`` (nothing runs)."""
+    from bench.javaref.run import parser
+
+    return parser().parse_args(["--java-src", "x", *extra])
 
 
 QUERIES = ("rid\tquery_LHS\tquery_RHS\tacc\tpval\tcard_Exo\tcard_Eox\tcard_Exx\tcard_Eoo\t\n"

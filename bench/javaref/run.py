@@ -403,7 +403,15 @@ def load_dataset_spec(spec: str):
 
 
 def dpcore_params(algorithm: str, args) -> dict:
-    """Faithful dpcore parameters matching the Java settings."""
+    """Faithful dpcore parameters matching the Java settings.
+
+    MCMCTreePair: InTr = ``--iterations`` (the Java trials). AltMCMC / AltExpM: the Java
+    ``TestRedescriptionMiningImproved`` runs one chain of ``numIterations`` alternation steps
+    (``numIterations`` + 1 trees, ``numIterations`` extractions, ε/(2·numIterations + 1) per
+    tree), which is createRedsAlt with InTr = 1, RMIter = ``--iterations``; that is the default
+    here. ``--alt-trials`` runs InTr = ``--iterations``, RMIter = 1 instead (what the Java
+    ``…ImprovedStable`` variant does with ``numIterations`` = 1).
+    """
     p = dict(algorithm=algorithm, mode=FAITHFUL, epsilon=args.epsilon, depth=args.depth,
              mc_iter=args.mc_iter, sigma=args.sigma, min_support=args.min_supp,
              max_support=args.max_supp, min_jaccard=args.min_jaccard,
@@ -411,8 +419,10 @@ def dpcore_params(algorithm: str, args) -> dict:
              max_clauses=args.max_clauses, in_tr=args.iterations)
     if algorithm == MCMCTREEPAIR:
         p["omega"] = args.omega
-    else:
+    elif getattr(args, "alt_trials", False):
         p["rm_iter"] = 1
+    else:
+        p["in_tr"], p["rm_iter"] = 1, args.iterations
     return p
 
 
@@ -442,7 +452,8 @@ def _summary(runs, threshold: float) -> dict:
     return s
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command line of :func:`main`."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--java-src", required=True, help="checkout of the authors' Java code")
     ap.add_argument("--dataset", default="cms:7200:40:16")
@@ -454,7 +465,13 @@ def main(argv=None) -> int:
     ap.add_argument("--weka-jar"), ap.add_argument("--math-jar")
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--iterations", type=int, default=4,
-                    help="Java numIterations = dpcore InTr")
+                    help="Java numIterations: dpcore InTr (MCMCTreePair) or RMIter with "
+                         "InTr = 1 (AltMCMC / AltExpM)")
+    ap.add_argument("--alt-trials", action="store_true",
+                    help="AltMCMC / AltExpM in dpcore: InTr = --iterations, RMIter = 1 "
+                         "(not the Java chain's setting)")
+    ap.add_argument("--dpcore-seed", type=int, default=1000,
+                    help="first dpcore seed (runs use seed, seed + 1, …)")
     ap.add_argument("--depth", type=int, default=4)
     ap.add_argument("--mc-iter", type=int, default=10_000)
     ap.add_argument("--sigma", type=float, default=0.005)
@@ -465,7 +482,11 @@ def main(argv=None) -> int:
     ap.add_argument("--max-clauses", type=int, default=3)
     ap.add_argument("--omega", type=float, default=0.1)
     ap.add_argument("--prune", type=float, default=0.0, help="noisy-support pruning threshold")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     algorithms = args.algorithm or list(ALGORITHMS)
     out = Path(args.out)
     work = Path(args.work) if args.work else out
@@ -504,13 +525,15 @@ def main(argv=None) -> int:
                   f"{cpu:.1f} s CPU", file=sys.stderr)
         dp_runs = []
         for k in range(args.dpcore_runs):
-            scored, dt = run_dpcore(dataset, alg, args, seed=1000 + k)
+            seed = args.dpcore_seed + k
+            scored, dt = run_dpcore(dataset, alg, args, seed=seed)
             dp_runs.append(scored)
-            print(f"dpcore {alg} seed {1000 + k}: {len(scored)} redescriptions, {dt:.2f} s",
+            print(f"dpcore {alg} seed {seed}: {len(scored)} redescriptions, {dt:.2f} s",
                   file=sys.stderr)
         report["miners"][alg] = {"java": _summary(java_runs, args.prune),
                                  "dpcore_faithful": _summary(dp_runs, args.prune),
-                                 "java_wall_s": times}
+                                 "java_wall_s": times,
+                                 "dpcore_params": dpcore_params(alg, args)}
     report["load_after"] = os.getloadavg()
     text = json.dumps(report, indent=1, default=lambda x: None if isinstance(x, float)
                       and math.isnan(x) else str(x))
