@@ -278,3 +278,28 @@ def test_no_released_leaf_contradicts_itself(algorithm, mode):
                 elif c.op == "<=":
                     upper[c.attribute] = min(upper[c.attribute], c.value)
             assert all(lower[a] < upper[a] for a in lower), conditions
+
+
+@pytest.mark.parametrize("alg", ["altmcmc", "altexpm", "mcmctreepair"])
+@pytest.mark.parametrize("mode", ["strict", "faithful"])
+def test_target_classed_tree_view(alg, mode, monkeypatch):
+    """The tree with the initial target's classes grows on the opposite view in strict mode,
+    on the target's own view in faithful mode (the paper's sampleTreePair and the authors'
+    code); later alternation trees alternate views, one extraction per step."""
+    import dpcore.redescriptions.mining as M
+
+    target_view = 0
+    monkeypatch.setattr(M, "pick_attribute",
+                        lambda ds, rng, exclude=None: (target_view, 0))   # D0, Boolean
+    extra = {} if alg == "mcmctreepair" else {"rm_iter": 3}
+    res = mine(toy_dataset(), MiningParams(algorithm=alg, mode=mode, epsilon=1.0, in_tr=1,
+                                           mc_iter=300, **extra),
+               rng=np.random.default_rng(3), seed=3)
+    first = target_view if mode == "faithful" else 1 - target_view
+    views = [t.view for t in sorted(res.trees, key=lambda t: t.step)]
+    if alg == "mcmctreepair":
+        assert views == [first, 1 - first]
+        assert len(res.extractions) == 1
+    else:
+        assert views == [first, 1 - first, first, 1 - first]
+        assert len(res.extractions) == 3

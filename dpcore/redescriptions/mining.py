@@ -320,8 +320,18 @@ def _pick_targets(run: _Run, *, exclude_used: bool) -> list[_Trial]:
     return trials
 
 
+def target_tree_view(target_view: int, faithful: bool) -> int:
+    """View of the tree that has the initial target's classes (the first tree of an
+    alternating chain, T1 of a tree pair): strict mode the view opposite the target's, so the
+    tree cannot reproduce the target by splitting on the target attribute itself; faithful
+    mode the target's own view, as in the paper's sampleTreePair and in the authors' code of
+    all three miners (docs/ALGORITHMS.md §4.3, §7 item 2)."""
+    return target_view if faithful else 1 - target_view
+
+
 def _mine_alternating(run: _Run) -> None:
-    """createRedsAlt (Alg. 1): per initial target, one tree on the other view, then
+    """createRedsAlt (Alg. 1): per initial target, one tree with the target classes (on the
+    other view; faithful: on the target's view, :func:`target_tree_view`), then
     RMIter × (tree on the other view with the previous tree's leaves as classes,
     extraction between the last two trees).
 
@@ -333,7 +343,7 @@ def _mine_alternating(run: _Run) -> None:
     trials = _pick_targets(run, exclude_used=False)
     depth = tree_depth(p)
     for trial in trials:
-        view = 1 - trial.view
+        view = target_tree_view(trial.view, run.faithful)
         for step in range(p.rm_iter + 1):
             label = f"trial {trial.index} step {step} tree ({'LR'[view]})"
             budget = run.slot(trial.index, step, "tree").epsilon_nano
@@ -400,7 +410,8 @@ def _mine_tree_pairs(run: _Run) -> None:
                                           count_scale=count_scale, faithful=run.faithful))
 
     def work(trial: _Trial) -> None:
-        first, second = 1 - trial.view, trial.view
+        first = target_tree_view(trial.view, run.faithful)
+        second = 1 - first
         coded_first, coded_second = run.coded(first, trial.rng), run.coded(second, trial.rng)
         t1, t2, trace = draw_tree_pair(
             (first, second), coded_first, coded_second, trial.target.classes,
