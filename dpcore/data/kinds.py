@@ -24,10 +24,11 @@ __all__ = ["load_two_view", "kind_of_schema", "kind_of_data", "find_schema_file"
 
 
 def load_two_view(source_path, schema) -> TwoViewDataset:
-    """The two-view data at ``source_path`` read with the confirmed ``schema``."""
-    from dpcore.data.loading import load_dataset  # lazy: pandas, only for reading data
+    """The two-view data at ``source_path`` read with the confirmed ``schema`` (through the
+    owner-side columnar cache, :mod:`dpcore.data.columnar_cache`: pandas only on a miss)."""
+    from dpcore.data.columnar_cache import load_two_view_cached
 
-    return load_dataset(source_path, schema=schema)
+    return load_two_view_cached(source_path, schema)
 
 
 def sample_data_dir() -> Path:
