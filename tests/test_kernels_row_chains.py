@@ -80,5 +80,7 @@ def test_scores_stabilised():
     flat = np.full(10, 3.0)
     assert not scores_stabilised(flat, 9, 10, 0.1)       # not enough accepted yet
     assert scores_stabilised(flat, 10, 10, 0.1)
-    spread = np.arange(10, dtype=float)                   # variance 8.25
-    assert not scores_stabilised(spread, 50, 10, 8.0) and scores_stabilised(spread, 50, 10, 9.0)
+    spread = np.arange(10, dtype=float)   # sample variance 55/6 ≈ 9.17 (population 8.25)
+    assert not scores_stabilised(spread, 50, 10, 9.0) and scores_stabilised(spread, 50, 10, 9.2)
+    pair = np.array([0.0, 0.1])            # sample variance 0.005 (population 0.0025), as Weka
+    assert not scores_stabilised(pair, 2, 2, 0.005) and scores_stabilised(pair, 2, 2, 0.0051)

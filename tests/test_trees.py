@@ -201,3 +201,53 @@ def test_builders_charge_before_building(data):
                        faithful=False, sigma=0.1, window=5)
     assert [(x.mechanism, x.epsilon_nano, x.sensitivity) for x in acc.calls] == [
         ("mcmc", 55, 1.0)]
+
+
+@pytest.mark.parametrize("builder", ["mcmc", "pair"])
+def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
+    """Faithful chains accept with min(1, exp(ε·ΔS/(2Δ))), as the paper and the authors'
+    code do: the tree equals the row kernel's with ``hastings=False`` from the same stream,
+    and (on these seeds) differs from the Metropolis–Hastings chain's."""
+    ds, coded, y = data
+    c0, c1 = coded["faithful"]
+    eps, iters = 0.3, 300
+    differs = False
+    for seed in range(3):
+        if builder == "mcmc":
+            tree, trace = T.draw_mcmc_tree(0, c0, y[0], N_CLASSES, 3, eps,
+                                           np.random.default_rng(seed), mc_iter=iters,
+                                           faithful=True, sigma=1e-12, window=50)
+            got = [tree.nodes]
+        else:
+            t1, t2, trace = T.draw_tree_pair((0, 1), c0, c1, y[0], N_CLASSES, 3, eps,
+                                             np.random.default_rng(seed), mc_iter=iters,
+                                             faithful=True, sigma=1e-12, window=50)
+            got = [t1.nodes, t2.nodes]
+        for hastings in (False, True):
+            n = c0.codes.shape[1]
+            e0 = T._empty_tree(0, c0, 3)
+            tr = np.zeros(iters)
+            if builder == "mcmc":
+                K.mcmc_single_tree(c0.codes, T.cands_matrix(c0), y[0], N_CLASSES, c0.fanout,
+                                   K.node_depths(c0.fanout, 3), 3, e0.nodes,
+                                   np.empty(n, np.int64), e0.leaf_of_row, eps, iters, True,
+                                   1e-12, 50, T.FAITHFUL_MIN_ROWS, np.random.default_rng(seed),
+                                   tr, None, hastings)
+                ref = [e0.nodes]
+            else:
+                e1 = T._empty_tree(1, c1, 3)
+                K.mcmc_tree_pair(c0.codes, T.cands_matrix(c0), c0.fanout,
+                                 K.node_depths(c0.fanout, 3), e0.nodes, np.empty(n, np.int64),
+                                 e0.leaf_of_row, c1.codes, T.cands_matrix(c1), c1.fanout,
+                                 K.node_depths(c1.fanout, 3), e1.nodes, np.empty(n, np.int64),
+                                 e1.leaf_of_row, y[0], N_CLASSES, 3, eps, iters, True, 1e-12,
+                                 50, T.FAITHFUL_MIN_ROWS, np.random.default_rng(seed), tr,
+                                 None, hastings)
+                ref = [e0.nodes, e1.nodes]
+            same = all(np.array_equal(a, b) for a, b in zip(got, ref)) and np.array_equal(
+                trace, tr[:len(trace)])
+            if not hastings:
+                assert same, MSG
+            else:
+                differs |= not same
+    assert differs, MSG

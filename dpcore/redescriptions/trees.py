@@ -223,7 +223,9 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
     """createDTMCMC (Alg. 3, Bai et al. 2017): a tree sampled by MCMC with score
     −Σ_leaves |leaf|·gini(leaf), sensitivity 2, Metropolis–Hastings acceptance
     min(1, exp(ε·ΔS/4)·q(T′→T)/q(T→T′)) (``kernels.log_proposal_ratio``: the proposal
-    ratio, a function of the tree structures and the public candidates only).
+    ratio, a function of the tree structures and the public candidates only). Faithful
+    mode accepts with min(1, exp(ε·ΔS/4)), without the ratio, as the paper and the
+    authors' code do (plain Metropolis; not the exponential mechanism, docs/PRIVACY.md §8).
 
     In strict mode the chain's stationary law is the exponential mechanism exp(ε·S/4)
     over the trees it visits, so the release is ε-DP only upon convergence of the chain
@@ -258,7 +260,7 @@ def draw_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: 
         done = K.mcmc_single_tree(coded.codes, cands_matrix(coded), classes, n_classes,
                                   coded.fanout, depths, depth, tree.nodes, perm,
                                   tree.leaf_of_row, eps, mc_iter, True, sigma, window,
-                                  FAITHFUL_MIN_ROWS, rng, trace, stats)
+                                  FAITHFUL_MIN_ROWS, rng, trace, stats, False)
     else:
         bits, offset = child_bitsets(coded)
         done = B.mcmc_single_tree_bits(cands_matrix(coded), bits, offset, classes, n_classes,
@@ -283,9 +285,10 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
     ``coded_second`` the tree whose classes are the first tree's leaves. Acceptance
     min(1, exp(ε·ΔS/(2Δ))·q(T′→T)/q(T→T′)) with the data-independent proposal ratio, so in
     strict mode the stationary law is the exponential mechanism over pairs: ε-DP only upon
-    convergence (in the limit), not for the finite chain. Strict mode runs on bitsets,
-    faithful on rows. Returns both trees and the (non-private) trace (score units: [0, 1]
-    for the paper's score, rows for the count-scale one).
+    convergence (in the limit), not for the finite chain. Faithful mode drops the ratio,
+    as the paper and the authors' code do (not the exponential mechanism). Strict mode runs
+    on bitsets, faithful on rows. Returns both trees and the (non-private) trace (score
+    units: [0, 1] for the paper's score, rows for the count-scale one).
     """
     eps = charge_tree_pair(accountant, label, epsilon_nano, count_scale=count_scale,
                            faithful=faithful)
@@ -327,7 +330,7 @@ def draw_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_second:
                                 coded_second.fanout, d2, t2.nodes,
                                 np.empty(n_rows, dtype=np.int64), t2.leaf_of_row,
                                 classes, n_classes, depth, eps, mc_iter, True, sigma, window,
-                                FAITHFUL_MIN_ROWS, rng, trace, stats)
+                                FAITHFUL_MIN_ROWS, rng, trace, stats, False)
     else:
         bits1, off1 = child_bitsets(coded_first)
         bits2, off2 = child_bitsets(coded_second)

@@ -56,15 +56,17 @@ def random_tree(h_rows, nodes, perm, leaf_of_row, codes, cands, fanout, depth_of
 
 @njit(cache=True, nogil=True)
 def scores_stabilised(ring, n_acc, window, sigma):
-    """Faithful mode's stopping rule: the variance of the last ``window`` accepted scores
-    (the ring buffer ``ring``, ``n_acc`` accepted so far) is below ``sigma``."""
+    """Faithful mode's stopping rule: the sample variance (divisor ``window`` − 1, as the
+    authors' code computes it with Weka's ``Utils.variance``) of the last ``window``
+    accepted scores (the ring buffer ``ring``, ``n_acc`` accepted so far) is below
+    ``sigma``; ``window`` ≥ 2."""
     if n_acc < window:
         return False
     m = ring.mean()
     v = 0.0
     for i in range(window):
         v += (ring[i] - m) ** 2
-    return v / window < sigma
+    return v / (window - 1) < sigma
 
 
 @njit(cache=True, nogil=True)
@@ -79,8 +81,9 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
     iterations. Faithful: stops early when the variance of the last ``window``
     accepted scores is below ``sigma``. Returns the number of iterations run;
     ``trace[i]`` is the score after iteration ``i`` (not private). ``hastings=False``
-    drops the proposal ratio (plain Metropolis, NOT the exponential mechanism): for the
-    tests that show the difference only; the miners never pass it.
+    drops the proposal ratio (plain Metropolis, NOT the exponential mechanism): faithful
+    mode passes it, as the paper and the authors' code accept with
+    min(1, exp(ε·ΔS/4)) (docs/ALGORITHMS.md §4.3); strict mode never does.
     """
     n_rows = codes.shape[1]
     cap = nodes.shape[1]
@@ -159,8 +162,8 @@ def mcmc_tree_pair(codes_l, cands_l, fanout_l, depth_l, nodes_l, perm_l, leaf_l,
     serves both trees: it moves the chosen tree and keeps the leaf×leaf table current
     (T_L's rows give its columns, T_R's its rows); only a move of T_L changes g(T_L).
     Returns the number of iterations run; ``trace`` gets the score after each (not
-    private). ``hastings=False``: plain Metropolis, for tests only (see
-    :func:`mcmc_single_tree`).
+    private). ``hastings=False``: plain Metropolis, min(1, exp(ε·ΔS/2)), as faithful mode
+    runs it (see :func:`mcmc_single_tree`).
     """
     n_rows = codes_l.shape[1]
     cap_l = nodes_l.shape[1]
