@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import multiprocessing as mp
+import os
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -377,3 +380,70 @@ def test_the_hash_is_read_at_every_check(monkeypatch, stored):
     assert not check_owner("correct horse", {})
     monkeypatch.setenv(ENV_VAR, stored)
     assert check_owner("correct horse", {})
+
+
+# --------------------------------------------------------------------------- across processes
+
+HAMMER_PROCESSES = 6
+HAMMER_SECONDS = 2.5
+
+
+def _hammer(location, stored_hash, barrier, results):
+    """A child process: wrong passwords as fast as it can for HAMMER_SECONDS."""
+    ledger = Ledger(location)
+    tries = 0
+    try:
+        barrier.wait(timeout=120)
+        deadline = time.monotonic() + HAMMER_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                unlock_owner(ledger, WRONG, actor=f"p{os.getpid()}", entry="race",
+                             secrets={SECRETS_KEY: stored_hash})
+            except OwnerLoginThrottled:
+                pass
+            tries += 1
+            time.sleep(0.005)
+        results.put(("ok", tries))
+    except BaseException as exc:  # noqa: BLE001 - report anything unexpected to the parent
+        results.put((f"{type(exc).__name__}: {exc}", tries))
+
+
+@pytest.mark.slow          # 5-8 s: spawned processes guess for HAMMER_SECONDS
+def test_processes_hammering_one_ledger_obey_the_backoff(ledger_location):
+    """N processes (spawn) guessing at once on one ledger: every checked attempt waited.
+
+    Four failures are on record before the processes start, so the next one is the last
+    free one and each after it must wait 1 s, 2 s, ... after the previous failure. If the
+    back-off were read and the attempt recorded in separate transactions, processes
+    released together would all read "no wait" and be checked within milliseconds.
+    """
+    ctx = mp.get_context("spawn")
+    ledger = Ledger(ledger_location)
+    for _ in range(LOGIN_FREE_FAILURES - 1):
+        ledger.record_auth_event(actor="earlier", entry="race", outcome="failure")
+    stored_hash = hash_password(RIGHT)          # the default costs: ~50 ms a check
+    barrier, results = ctx.Barrier(HAMMER_PROCESSES), ctx.Queue()
+    procs = [ctx.Process(target=_hammer, args=(str(ledger_location), stored_hash, barrier,
+                                               results)) for _ in range(HAMMER_PROCESSES)]
+    for p in procs:
+        p.start()
+    try:
+        out = [results.get(timeout=180) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert [status for status, _ in out] == ["ok"] * HAMMER_PROCESSES, out
+    events = ledger.auth_events()
+    assert len(events) == LOGIN_FREE_FAILURES - 1 + sum(n for _, n in out)  # every try logged
+    failures = [datetime.fromisoformat(e.created_at) for e in events if e.outcome == "failure"]
+    assert not any(e.outcome == "success" for e in events)
+    for k in range(LOGIN_FREE_FAILURES, len(failures)):
+        gap = (failures[k] - failures[k - 1]).total_seconds()
+        assert gap >= backoff_delay(k), (k, gap, backoff_delay(k))
+    # Within HAMMER_SECONDS (< 1 + 2 s) at most the free failure and the one after 1 s are
+    # checked; the rest were refused unchecked, so the test did race.
+    assert LOGIN_FREE_FAILURES <= len(failures) <= LOGIN_FREE_FAILURES + 1
+    assert sum(e.outcome == "throttled" for e in events) >= HAMMER_PROCESSES

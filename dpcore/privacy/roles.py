@@ -44,7 +44,10 @@ The app and the command line unlock the owner role with :func:`unlock_owner`, no
 log (never the password), and after :data:`LOGIN_FREE_FAILURES` failures in a row
 further attempts are refused unchecked for an exponentially growing time (see
 :func:`login_backoff`). The back-off is read from the ledger, so it is shared by
-every process and server that uses the same ledger file.
+every process and server that uses the same ledger (file or database), and reading it,
+checking the password and recording the attempt are one ledger transaction under a lock
+(:meth:`dpcore.privacy.ledger.Ledger.login_attempt`): two processes can never both read
+"no back-off" and both be checked.
 """
 
 from __future__ import annotations
@@ -114,9 +117,9 @@ LOGIN_BACKOFF_MAX_SECONDS = 15 * 60.0
 #: Failures older than this are forgotten (4 hours; see above why not shorter).
 LOGIN_FAILURE_WINDOW_SECONDS = 4 * 3600.0
 
-# One login at a time per process: the back-off is read, the password checked and the
-# outcome recorded without another thread of this process (another Streamlit session)
-# slipping an attempt in between. (Other processes can still race; see unlock_owner.)
+# One login at a time per process. The ledger's login lock already serialises logins of
+# every process (see unlock_owner); this lock only spares the threads of one process
+# (Streamlit sessions) from waiting on the database's lock instead.
 _LOGIN_LOCK = threading.Lock()
 
 
@@ -355,11 +358,17 @@ def login_backoff(ledger: Ledger, *, now: datetime | None = None) -> LoginBackof
     LoginBackoff
     """
     moment = _moment(now)
-    # Read a little more than the window (measured from the real clock, as the ledger
-    # does) so that a ``now`` in the past still sees its whole window.
+    return _backoff_from(ledger.auth_events(since_seconds=_log_span(moment)), moment)
+
+
+def _log_span(moment: datetime) -> float:
+    """Seconds of login log (back from the real clock) needed to judge ``moment``.
+
+    A little more than the window, so that a ``now`` in the past still sees its whole
+    window (the ledger measures from the real clock).
+    """
     real = _utcnow()
-    since = LOGIN_FAILURE_WINDOW_SECONDS + max(0.0, (real - moment).total_seconds()) + 60.0
-    return _backoff_from(ledger.auth_events(since_seconds=since), moment)
+    return LOGIN_FAILURE_WINDOW_SECONDS + max(0.0, (real - moment).total_seconds()) + 60.0
 
 
 def unlock_owner(ledger: Ledger, password: str, *, actor: str, entry: str,
@@ -403,32 +412,41 @@ def unlock_owner(ledger: Ledger, password: str, *, actor: str, entry: str,
 
     Notes
     -----
-    Within one process, logins are serialised. Separate processes sharing a ledger
-    read the back-off and record their outcome in two steps, so attempts started at
-    the same instant in different processes may each be checked once.
+    Reading the back-off, checking the password and recording the outcome are one
+    ledger transaction under the ledger's login lock
+    (:meth:`~dpcore.privacy.ledger.Ledger.login_attempt`), so logins of every process and
+    server sharing the ledger run one after the other and each sees all earlier ones. The
+    back-off is judged once the lock is held (at ``now`` if given, else the real time
+    then), and the attempt is stamped after its check, so two checked failures are always
+    at least the back-off apart in the log. The check (~50 ms of scrypt) holds the lock:
+    on SQLite that also delays other ledger writes by as much.
     """
     for name, value in (("actor", actor), ("entry", entry)):
         if not isinstance(value, str) or not value.strip():
             raise ParameterError(f"{name} must be a non-empty label; got {value!r}")
-    with _LOGIN_LOCK:
-        state = login_backoff(ledger, now=now)
+    span = _log_span(_moment(now))             # also refuses a bad ``now`` before any write
+    decided: dict = {}
+
+    def decide(events: list[AuthEvent]) -> tuple[str, str]:
+        state = _backoff_from(events, _moment(now))
+        decided["state"] = state
         if state.throttled:
-            ledger.record_auth_event(
-                actor=actor, entry=entry, outcome="throttled",
-                detail=f"refused unchecked: {state.failures} failures in a row, "
-                       f"{state.wait_seconds:.0f} s of back-off left")
-            raise OwnerLoginThrottled(state.wait_seconds, state.failures)
+            return "throttled", (f"refused unchecked: {state.failures} failures in a row, "
+                                 f"{state.wait_seconds:.0f} s of back-off left")
         configured = owner_password_hash(secrets) is not None
         ok = check_owner(password if isinstance(password, str) else "", secrets=secrets)
+        decided["ok"] = ok
         if ok:
-            ledger.record_auth_event(actor=actor, entry=entry, outcome="success",
-                                     detail=f"owner role unlocked from {entry}")
-        else:
-            ledger.record_auth_event(
-                actor=actor, entry=entry, outcome="failure",
-                detail="wrong password" if configured
-                else "no owner password hash is configured")
-        return ok
+            return "success", f"owner role unlocked from {entry}"
+        return "failure", ("wrong password" if configured
+                           else "no owner password hash is configured")
+
+    with _LOGIN_LOCK:
+        ledger.login_attempt(decide, actor=actor, entry=entry, since_seconds=span)
+    if "ok" not in decided:
+        state = decided["state"]
+        raise OwnerLoginThrottled(state.wait_seconds, state.failures)
+    return decided["ok"]
 
 
 def can_see_true_statistics(role: str, public_demo: bool) -> bool:

@@ -8,8 +8,9 @@ stays cheap to keep, e.g. one per Streamlit session.
 Every backend offers the same small seam: ``read()`` and ``write()`` (context managers
 yielding a connection whose ``execute`` takes ``?`` placeholders and returns rows readable
 by name and position), ``row_lock`` (the SQL suffix that locks the rows a write reads),
-``connect()``, ``ensure_schema()``, ``schema_version()``, ``reset_identities()`` and the
-driver's ``IntegrityError`` / ``Error`` classes.
+``lock_logins(con)`` (serialises owner logins inside a write), ``connect()``,
+``ensure_schema()``, ``schema_version()``, ``reset_identities()`` and the driver's
+``IntegrityError`` / ``Error`` classes.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ Selected by a ``postgresql://`` (or ``postgres://``) URL in ``DPRM_LEDGER`` or
   the other, and the second, once it holds the lock, reads (each statement takes a new
   snapshot at READ COMMITTED) every charge the first committed. The argument that the cap
   holds is in docs/PRIVACY.md.
+* **Owner logins.** Reading the login log, checking the password and recording the
+  attempt is one transaction holding a transaction-scoped advisory lock
+  (:meth:`PostgresBackend.lock_logins`; there is no row to lock before the first event):
+  logins of every server run one after the other, and each reads every earlier attempt.
 * **Unique names and run ids.** Two transactions inserting the same dataset name or the same
   run id at once (on different datasets, so no shared row lock) are stopped by the UNIQUE
   index: the second waits for the first and then fails; that failure is reported as a
@@ -39,6 +43,8 @@ __all__ = ["PostgresBackend", "PgConnection", "Row", "is_postgres_url"]
 SCHEMES = ("postgresql://", "postgres://")
 # Key of the advisory lock held while the schema is created or migrated (any fixed int64).
 _MIGRATION_LOCK = 0x6470726D_6C656467          # "dprmledg"
+# Key of the advisory lock held by every write of the owner-login log ("dprmlogn").
+_LOGIN_LOCK = 0x6470726D_6C6F676E
 _IDENTITY_TABLES = ("budgets", "charges", "auth_events")
 
 
@@ -239,6 +245,11 @@ class PostgresBackend:
             con.execute("COMMIT")
         finally:
             con.close()
+
+    def lock_logins(self, con: PgConnection) -> None:
+        """Serialise owner logins: take the login advisory lock, held until the transaction
+        ends. Statements after it (READ COMMITTED) see every login committed before."""
+        con.execute("SELECT pg_advisory_xact_lock(?)", (_LOGIN_LOCK,))
 
     def reset_identities(self, con: PgConnection) -> None:
         """After rows were inserted with explicit ids: move each id sequence past the largest."""

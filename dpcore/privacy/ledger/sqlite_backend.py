@@ -155,5 +155,9 @@ class SqliteBackend:
         finally:
             con.close()
 
+    def lock_logins(self, con: sqlite3.Connection) -> None:
+        """Serialise owner logins: nothing to add, ``BEGIN IMMEDIATE`` already holds the
+        database's one write lock from before the login log is read until COMMIT."""
+
     def reset_identities(self, con: sqlite3.Connection) -> None:
         """After rows were inserted with explicit ids: nothing to do (AUTOINCREMENT follows)."""

@@ -12,7 +12,7 @@ import json
 import math
 import numbers
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -830,6 +830,9 @@ class Ledger:
                           detail: str | None = None) -> None:
         """Append one owner-login attempt to the login log (never the password).
 
+        Written under the login lock, like :meth:`login_attempt` (which the login itself
+        uses, so that reading the back-off and recording the attempt are one step).
+
         Parameters
         ----------
         actor : str
@@ -843,9 +846,67 @@ class Ledger:
         _check_text(entry, "entry")
         if outcome not in ("success", "failure", "throttled"):
             raise ParameterError(f"outcome must be success, failure or throttled; got {outcome!r}")
+        self.login_attempt(lambda events: (outcome, detail), actor=actor, entry=entry,
+                           since_seconds=0.0)
+
+    def login_attempt(self, decide: Callable[[list[AuthEvent]], tuple[str, str | None]], *,
+                      actor: str, entry: str, since_seconds: float) -> AuthEvent:
+        """Read the login log, decide an owner-login attempt and record it: one atomic step.
+
+        One write transaction holding the login lock (SQLite: ``BEGIN IMMEDIATE``, the
+        database's write lock; PostgreSQL: a transaction-scoped advisory lock): the recent
+        events are read, ``decide(events)`` runs (it may check the password), and its
+        outcome is appended. Every process and server sharing this ledger therefore sees
+        each earlier attempt before deciding its own, so no two attempts can both read
+        "no back-off" (docs/PRIVACY.md, owner logins).
+
+        Parameters
+        ----------
+        decide : callable
+            ``decide(events) -> (outcome, detail)`` with ``events`` the attempts of the
+            last ``since_seconds``, oldest first, and ``outcome`` one of ``success``,
+            ``failure``, ``throttled``. It runs while the lock is held: keep it short
+            (one password check). If it raises, nothing is recorded.
+        actor, entry : str
+            Who tries and through which entry point (see :meth:`record_auth_event`).
+        since_seconds : float
+            How far back (from now) ``decide`` needs the log; ≥ 0.
+
+        Returns
+        -------
+        AuthEvent
+            The attempt as recorded (its time stamped after ``decide`` returned).
+
+        Raises
+        ------
+        ParameterError
+            Empty ``actor`` or ``entry``, a bad ``since_seconds``, or ``decide`` returned an
+            unknown outcome; nothing is recorded.
+        """
+        _check_text(actor, "actor")
+        _check_text(entry, "entry")
+        if (isinstance(since_seconds, bool) or not isinstance(since_seconds, numbers.Real)
+                or not math.isfinite(since_seconds) or since_seconds < 0):
+            raise ParameterError(f"since_seconds must be a finite number ≥ 0; "
+                                 f"got {since_seconds!r}")
         with self._write() as con:
-            con.execute("INSERT INTO auth_events (created_at, actor, entry, outcome, detail) "
-                        "VALUES (?, ?, ?, ?, ?)", (_stamp(_now()), actor, entry, outcome, detail))
+            self._backend.lock_logins(con)
+            rows = con.execute("SELECT * FROM auth_events WHERE created_at >= ? ORDER BY id",
+                               (_stamp(_now() - timedelta(seconds=float(since_seconds))),)
+                               ).fetchall()
+            outcome, detail = decide([self._auth_event(r) for r in rows])
+            if outcome not in ("success", "failure", "throttled"):
+                raise ParameterError(f"outcome must be success, failure or throttled; "
+                                     f"got {outcome!r}")
+            row = con.execute("INSERT INTO auth_events (created_at, actor, entry, outcome, "
+                              "detail) VALUES (?, ?, ?, ?, ?) RETURNING *",
+                              (_stamp(_now()), actor, entry, outcome, detail)).fetchone()
+        return self._auth_event(row)
+
+    @staticmethod
+    def _auth_event(row) -> AuthEvent:
+        return AuthEvent(id=row["id"], created_at=row["created_at"], actor=row["actor"],
+                         entry=row["entry"], outcome=row["outcome"], detail=row["detail"])
 
     def auth_events(self, *, since_seconds: float | None = None) -> list[AuthEvent]:
         """Owner-login attempts, oldest first (optionally only the last ``since_seconds``)."""
@@ -855,6 +916,4 @@ class Ledger:
             args = (_stamp(_now() - timedelta(seconds=float(since_seconds))),)
         with self._read() as con:
             rows = con.execute(sql + " ORDER BY id", args).fetchall()
-        return [AuthEvent(id=r["id"], created_at=r["created_at"], actor=r["actor"],
-                          entry=r["entry"], outcome=r["outcome"], detail=r["detail"])
-                for r in rows]
+        return [self._auth_event(r) for r in rows]
