@@ -485,7 +485,7 @@ def _export(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
                "back.")
     c1, c2 = st.columns(2)
     stem = f"{dataset}_kept_t{threshold:g}"
-    c1.download_button("Download CSV", export_csv(kept, results, threshold),
+    c1.download_button("Download CSV", export_csv(kept, results, threshold, workspace),
                        file_name=f"{stem}.csv", mime="text/csv", key="export_csv",
                        on_click="ignore")
     c2.download_button("Download JSON", export_json(dataset, kept, results, threshold,

@@ -3,6 +3,9 @@
 Everything exported is a DP release (queries, noisy statistics) or public metadata
 (run parameters, the pruning threshold). Exporting costs 0 ε.
 
+Each CSV row also carries the analyst's decision (kept, rejected, undecided), tags and
+note from the workspace: what the analyst typed, no statistic.
+
 A statistic the run did not release (faithful Serenade's supports |q_L|, |q_R|
 and p-value) is an empty cell in the CSV and ``null`` in the JSON, which is
 always strict JSON (no ``NaN``). The JSON gives tree queries by their leaves and
@@ -24,10 +27,17 @@ from datetime import UTC, datetime
 import pandas as pd
 
 from dpcore.redescriptions.results import Query, RunResult
+from dpcore.redescriptions.workspace import (
+    ANNOTATION_COLUMNS,
+    Workspace,
+    annotation_columns,
+    workspace_from_dict,
+)
 
 __all__ = ["export_table", "export_csv", "export_json", "json_safe"]
 
-_CSV_COLUMNS = ["run_id", "id", "left_query", "right_query", "noisy_support_left",
+_CSV_COLUMNS = ["run_id", "id", "left_query", "right_query", *ANNOTATION_COLUMNS,
+                "noisy_support_left",
                 "noisy_support_right", "noisy_support_both", "noisy_jaccard", "noisy_pvalue",
                 "trial", "step", "algorithm", "mode", "epsilon_charged", "pruning_threshold",
                 "params_json"]
@@ -61,14 +71,30 @@ def _run_meta(result: RunResult) -> dict:
             "created_at": result.created_at, "seed": result.seed}
 
 
-def export_table(kept: pd.DataFrame, results: dict[str, RunResult],
-                 threshold: float) -> pd.DataFrame:
-    """The kept redescriptions as a flat table (one row each, run parameters repeated)."""
+def _workspace(workspace: Workspace | dict | None) -> Workspace | None:
+    """The workspace as a :class:`Workspace` (its dict form is checked in full)."""
+    if workspace is None or isinstance(workspace, Workspace):
+        return workspace
+    return workspace_from_dict(workspace, dataset=workspace.get("dataset"))
+
+
+def export_table(kept: pd.DataFrame, results: dict[str, RunResult], threshold: float,
+                 workspace: Workspace | dict | None = None) -> pd.DataFrame:
+    """The kept redescriptions as a flat table (one row each, run parameters repeated).
+
+    Each row also carries the analyst's ``decision`` (kept, rejected, undecided), ``tags``
+    and ``note`` from ``workspace`` (a :class:`Workspace` or its ``to_dict()``;
+    :func:`dpcore.redescriptions.workspace.annotation_columns`); without one every row is
+    undecided.
+    """
+    ws = _workspace(workspace)
     out = []
     for row in kept.itertuples(index=False):
         result = results[row.run_id]
         out.append({"run_id": row.run_id, "id": int(row.red_id), "left_query": row.left,
-                    "right_query": row.right, "noisy_support_left": row.support_left,
+                    "right_query": row.right,
+                    **annotation_columns(ws, row.run_id, int(row.red_id)),
+                    "noisy_support_left": row.support_left,
                     "noisy_support_right": row.support_right,
                     "noisy_support_both": row.support, "noisy_jaccard": row.jaccard,
                     "noisy_pvalue": row.pvalue, "trial": int(row.trial), "step": int(row.step),
@@ -78,9 +104,10 @@ def export_table(kept: pd.DataFrame, results: dict[str, RunResult],
     return pd.DataFrame(out, columns=_CSV_COLUMNS)
 
 
-def export_csv(kept: pd.DataFrame, results: dict[str, RunResult], threshold: float) -> str:
-    """CSV text of :func:`export_table`."""
-    return export_table(kept, results, threshold).to_csv(index=False)
+def export_csv(kept: pd.DataFrame, results: dict[str, RunResult], threshold: float,
+               workspace: Workspace | dict | None = None) -> str:
+    """CSV text of :func:`export_table` (with the workspace's decisions, tags and notes)."""
+    return export_table(kept, results, threshold, workspace).to_csv(index=False)
 
 
 def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],

@@ -4,14 +4,16 @@ session, export with the workspace, import back (checked; 0 ε)."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 
+import pandas as pd
 import pytest
 from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
-from components.export import export_json
+from components.export import export_csv, export_json
 from components.scatter import redescription_rows
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
@@ -185,6 +187,15 @@ def test_export_carries_the_workspace_and_imports_back(explore, ledger_path):
                                  workspace=ws.to_dict()))
     assert doc["workspace"]["annotations"] == ws.to_dict()["annotations"]
     assert sum("workspace" in r for r in doc["redescriptions"]) == 1
+    table = pd.read_csv(io.StringIO(export_csv(rows, {result.run_id: result}, 0.0,
+                                               ws.to_dict())), keep_default_na=False)
+    assert len(table) == len(rows)
+    assert list(table.columns[4:7]) == ["decision", "tags", "note"]
+    decided = table[table["decision"] != "undecided"]
+    (key,) = ws.annotations
+    assert [f"{r}:{i}" for r, i in zip(decided["run_id"], decided["id"])] == [key]
+    assert list(decided[["decision", "tags", "note"]].iloc[0]) == ["rejected", "t1", ""]
+    assert (table.loc[table.index.difference(decided.index), "tags"] == "").all()
     # start afresh under another name, then import the export: the decisions come back
     explore.text_input(key="explore_workspace_name").set_value("carol")
     rerun(explore)

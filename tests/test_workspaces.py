@@ -11,10 +11,12 @@ import pytest
 from dpcore.errors import ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.redescriptions.workspace import (
+    ANNOTATION_COLUMNS,
     DEFAULT_VIEW,
     MAX_TAGS,
     Annotation,
     Workspace,
+    annotation_columns,
     parse_tags,
     workspace_from_dict,
     workspace_from_json,
@@ -122,3 +124,19 @@ def test_saved_in_the_ledger_per_analyst_and_read_back(ledger_location):
     bob = led.get_workspace("clinic", "analyst", "bob")
     assert workspace_from_json(bob.workspace_json, dataset="clinic").annotations == {}
     assert led.get_workspace("clinic", "owner", "alice") is None
+
+
+def test_annotation_columns_for_a_tabular_export():
+    ws = _ws().annotate(f"{RUN}:0", note="line one\nline two, with a comma")
+    assert tuple(annotation_columns(ws, RUN, 0)) == ANNOTATION_COLUMNS
+    assert annotation_columns(ws, RUN, 0) == {
+        "decision": "rejected", "tags": "heart, check",
+        "note": "line one\nline two, with a comma"}
+    assert annotation_columns(ws, RUN, 1) == {"decision": "kept", "tags": "", "note": ""}
+    tagged = ws.annotate(f"{RUN}:1", decision=None, tags=["x"])
+    assert annotation_columns(tagged, RUN, 1) == {"decision": "undecided", "tags": "x",
+                                                  "note": ""}
+    assert annotation_columns(ws, RUN, 2)["decision"] == "undecided"      # not annotated
+    assert annotation_columns(ws, "b" * 32, 0)["decision"] == "undecided"  # another run
+    assert annotation_columns(None, RUN, 0) == {"decision": "undecided", "tags": "",
+                                                "note": ""}
