@@ -41,17 +41,24 @@ from dpcore.data.prefill import ColumnNote, prefill
 from dpcore.data.schema import VIEW_KEYS, Schema, save_schema
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
+from dpcore.registry import KIND_SEQUENCES, KIND_TABLE, KIND_TWO_VIEW
 
 from .budget_meter import fmt_eps
 from .data_locations import data_root, hide_server_paths
 from .schema_editor import render_schema_editor
 from .session import set_flash
+from .upload_sequences import render_sequence_upload
+from .upload_table import render_table_upload
 
 __all__ = ["DRAFT_KEY", "start_draft", "prefill_draft", "notes_frame", "undecided_columns",
            "register_draft", "render_upload"]
 
 #: Session-state key of the upload in progress (owner only: it holds the private tables).
 DRAFT_KEY = "upload_draft"
+#: The kinds the upload offers: what the app mines on Mine, Sequences and Synthesis.
+_KIND_LABELS = {KIND_TWO_VIEW: "two-view table (redescriptions)",
+                KIND_SEQUENCES: "sequences (frequent paths)",
+                KIND_TABLE: "labelled table (synthetic data)"}
 
 
 def _read_upload(uploaded, workdir: Path) -> pd.DataFrame:
@@ -286,11 +293,20 @@ def _render_review_step(ledger: Ledger, draft: dict) -> None:
 
 
 def render_upload(ledger: Ledger) -> None:
-    """Owner: upload files, review the prefilled schema, set the budget, register."""
+    """Owner: choose the kind, upload files, review the (prefilled) declaration, set the
+    budget, register. Sequence datasets and labelled tables are uploaded by
+    :mod:`components.upload_sequences` and :mod:`components.upload_table`."""
     st.subheader("Register a new dataset")
     draft = st.session_state.get(DRAFT_KEY)
     if draft is None:
-        _render_first_step()
+        kind = st.radio("Kind", tuple(_KIND_LABELS), key="up_kind", horizontal=True,
+                        format_func=_KIND_LABELS.get)
+        if kind == KIND_SEQUENCES:
+            render_sequence_upload(ledger)
+        elif kind == KIND_TABLE:
+            render_table_upload(ledger)
+        else:
+            _render_first_step()
         return
     st.markdown(f"Draft **{draft['name']}** from {', '.join(draft['files'])} (owner only; "
                 "nothing is registered yet).")
