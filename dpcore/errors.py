@@ -92,3 +92,32 @@ class OwnerLoginThrottled(DpcoreError):
         super().__init__(
             f"too many failed owner logins ({self.failures} in a row): wait {self.wait} "
             "before trying again (this attempt was refused without checking the password)")
+
+
+class WorkspaceConflict(ParameterError):
+    """A workspace save refused because the stored one changed since it was read.
+
+    Saved workspaces carry a revision; a save names the revision it was based on and is
+    refused, writing nothing, when another tab or session saved (or deleted) the
+    workspace meanwhile (:meth:`dpcore.privacy.ledger.Ledger.save_workspace`).
+
+    Attributes
+    ----------
+    name : str
+        The workspace's name.
+    expected : int
+        The revision the refused save was based on (0: none existed when it was read).
+    revision : int or None
+        The stored revision now; None when the workspace was deleted meanwhile.
+    updated_at : str or None
+        When the stored one was last saved (ISO 8601 UTC); None when deleted.
+    """
+
+    def __init__(self, name: str, expected: int, revision: int | None,
+                 updated_at: str | None):
+        self.name, self.expected = name, int(expected)
+        self.revision, self.updated_at = revision, updated_at
+        what = (f"was changed elsewhere (another tab or session) at {updated_at}"
+                if revision is not None else "was deleted elsewhere")
+        super().__init__(f"workspace {name!r} {what} since this copy was read; nothing was "
+                         "saved: reload it to see that change, or overwrite it explicitly")

@@ -195,7 +195,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
 
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
-    assert stored_version(db) == SCHEMA_VERSION == 4
+    assert stored_version(db) == SCHEMA_VERSION == 5
     if not on_postgres(db):
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -249,7 +249,7 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
     assert [d.name for d in led.list_datasets(kind="two_view")] == ["clinic"]
     assert led.list_datasets(kind="sequences") == []
-    assert stored_version(db) == SCHEMA_VERSION == 4
+    assert stored_version(db) == SCHEMA_VERSION == 5
     con = raw(db)
     with pytest.raises(DB_ERROR, match="kind never changes"):
         con.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
@@ -743,6 +743,7 @@ def _same_ledger(a: Ledger, b: Ledger) -> None:
     for d in a.list_datasets():
         assert a.list_workspaces(d.name) == b.list_workspaces(d.name)
     assert len(a.list_workspaces("clinic")) == 2
+    assert b.get_workspace("clinic", "analyst", "alice").revision == 2     # saved twice
 
 
 def test_ledger_copy_from_sqlite_to_postgresql_keeps_every_record(tmp_path, postgres_server,
@@ -820,6 +821,55 @@ def test_workspaces_are_saved_per_dataset_role_and_name_and_replaced(ledger, db)
     assert ledger.get_workspace("other", "analyst", "alice").workspace_json == "{}"
 
 
+def test_a_stale_workspace_save_is_refused_and_changes_nothing(ledger, db):
+    """Two tabs read revision 1; the first saves (revision 2), the second is refused."""
+    from dpcore.errors import WorkspaceConflict
+
+    key = ("clinic", "analyst", "alice")
+    first = ledger.save_workspace(*key, '{"v": 1}', expected_revision=0)
+    assert first.revision == 1
+    with pytest.raises(WorkspaceConflict) as refused:       # created meanwhile elsewhere
+        ledger.save_workspace(*key, '{"v": "other creator"}', expected_revision=0)
+    assert (refused.value.expected, refused.value.revision) == (0, 1)
+    tab_a = ledger.save_workspace(*key, '{"v": "a"}', expected_revision=first.revision)
+    assert tab_a.revision == 2 and tab_a.created_at == first.created_at
+    before = dump(db)
+    with pytest.raises(WorkspaceConflict, match="changed elsewhere .* nothing was saved") \
+            as refused:
+        ledger.save_workspace(*key, '{"v": "b"}', expected_revision=first.revision)
+    assert refused.value.revision == 2 and refused.value.updated_at == tab_a.updated_at
+    assert refused.value.updated_at in str(refused.value)
+    assert dump(db) == before
+    assert ledger.get_workspace(*key).workspace_json == '{"v": "a"}'
+    # the refused tab reloads (revision 2) and saves on it, or overwrites explicitly
+    tab_b = ledger.save_workspace(*key, '{"v": "b"}', expected_revision=tab_a.revision)
+    assert tab_b.revision == 3
+    forced = ledger.save_workspace(*key, '{"v": "forced"}')
+    assert forced.revision == 4 and ledger.get_workspace(*key).workspace_json == '{"v": "forced"}'
+    ledger.delete_workspace(*key)
+    with pytest.raises(WorkspaceConflict, match="deleted elsewhere") as refused:
+        ledger.save_workspace(*key, '{"v": "late"}', expected_revision=4)
+    assert refused.value.revision is None and ledger.get_workspace(*key) is None
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ParameterError, match="expected_revision"):
+            ledger.save_workspace(*key, "{}", expected_revision=bad)
+
+
+def test_migration_v4_to_v5_gives_saved_workspaces_revision_1(db):
+    _v2_ledger(db)
+    con = raw(db)
+    for version in (3, 4):
+        migration(db, version)(con)
+    set_version(con, db, 4)
+    con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, created_at, "
+                "updated_at) VALUES ('clinic', 'analyst', 'old', '{}', 't', 't')")
+    con.close()
+    led = Ledger(db)
+    assert led.get_workspace("clinic", "analyst", "old").revision == 1
+    assert stored_version(db) == SCHEMA_VERSION == 5
+    assert led.save_workspace("clinic", "analyst", "old", "{}", expected_revision=1).revision == 2
+
+
 @pytest.mark.parametrize("args, message", [
     (("nope", "analyst", "a", "{}"), "unknown dataset"),
     (("clinic", "admin", "a", "{}"), "role must be one of"),
@@ -856,17 +906,20 @@ def test_migration_v3_to_v4_adds_empty_workspaces_and_keeps_rows(db):
     migration(db, 3)(con)
     set_version(con, db, 3)
     con.close()
-    assert Ledger(db).list_datasets()[0].kind == "two_view"  # migrates to version 4
-    assert stored_version(db) == 4
+    assert Ledger(db).list_datasets()[0].kind == "two_view"  # migrates to the newest
+    assert stored_version(db) == SCHEMA_VERSION
     con = raw(db)
     try:
         assert con.execute("SELECT COUNT(*) FROM workspaces").fetchone()[0] == 0
         with pytest.raises(INTEGRITY):
-            con.execute("INSERT INTO workspaces VALUES ('clinic', 'boss', 'x', '{}', 't', 't')")
+            con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, "
+                        "created_at, updated_at) VALUES ('clinic', 'boss', 'x', '{}', 't', 't')")
         if not on_postgres(db):
             con.execute("PRAGMA foreign_keys = ON")   # as every ledger connection has it
         with pytest.raises(INTEGRITY):
-            con.execute("INSERT INTO workspaces VALUES ('ghost', 'analyst', 'x', '{}', 't', 't')")
+            con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, "
+                        "created_at, updated_at) "
+                        "VALUES ('ghost', 'analyst', 'x', '{}', 't', 't')")
     finally:
         con.close()
     led = Ledger(db)

@@ -33,7 +33,9 @@ Guarantees
   (a double click, a Streamlit rerun) returns the first charge.
 * **Workspaces are user state.** ``workspaces`` (version 4) holds each analyst's Explore
   workspace (decisions, tags, notes, settings about released redescriptions) per dataset,
-  role and name; it is updated and deleted freely and spends nothing.
+  role and name; it is updated and deleted freely and spends nothing. Each save bumps its
+  ``revision`` (version 5), and a save based on an older revision is refused, so two tabs
+  never overwrite each other silently.
 * **Results before display.** :meth:`Ledger.store_result` writes the DP release
   and marks the run ``done`` in one transaction, so a reload, a second tab or a
   crash loses no paid-for result, and a crash mid-write leaves no partial row.

@@ -4,8 +4,9 @@
 from one machine's file to a database several app servers share. Everything is copied as
 it is — datasets (schemas, sources, flags, digests, kinds), the cap history, every charge
 with its id and parts, runs with their status and audience, stored results (releases and
-owner diagnostics), the owner-login log and the analysts' workspaces — so budgets, audit
-trails, results and workspaces read the same afterwards; nothing is re-charged or refunded.
+owner diagnostics), the owner-login log and the analysts' workspaces (with their
+revisions) — so budgets, audit trails, results and workspaces read the same afterwards;
+nothing is re-charged or refunded.
 
 The copy is one transaction on the target: it either holds everything or nothing. A
 target that holds anything is refused (a copy never merges two ledgers' budgets). The
@@ -25,7 +26,7 @@ from dpcore.privacy.ledger.store import Ledger
 
 __all__ = ["TABLES", "copy_ledger", "copy_command"]
 
-#: Tables in insertion order, with their columns (schema version 4) and read order.
+#: Tables in insertion order, with their columns (schema version 5) and read order.
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "datasets": (("name", "schema_json", "source_path", "public_demo", "confirmed",
                   "sandbox_of", "created_by", "created_at", "content_digest", "kind"), "name"),
@@ -36,8 +37,8 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
               "created_at", "finished_at", "audience"), "run_id"),
     "results": (("run_id", "result_json", "diagnostics_json", "created_at"), "run_id"),
     "auth_events": (("id", "created_at", "actor", "entry", "outcome", "detail"), "id"),
-    "workspaces": (("dataset", "role", "name", "workspace_json", "created_at", "updated_at"),
-                   "dataset, role, name"),
+    "workspaces": (("dataset", "role", "name", "workspace_json", "created_at", "updated_at",
+                    "revision"), "dataset, role, name"),
 }
 
 

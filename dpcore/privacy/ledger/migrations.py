@@ -197,9 +197,25 @@ def _migrate_v4(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v5(con: sqlite3.Connection) -> None:
+    """Version 5: a revision counter per workspace (optimistic concurrency between tabs).
+
+    ``workspaces.revision`` starts at 1 and grows by one with every save. A save names the
+    revision it was based on and is refused when the stored one moved on (another tab or
+    session saved meanwhile), so two tabs no longer overwrite each other silently.
+    Workspaces saved before version 5 get revision 1.
+    """
+    statements = [
+        "ALTER TABLE workspaces ADD COLUMN revision INTEGER NOT NULL DEFAULT 1 "
+        "CHECK (typeof(revision) = 'integer' AND revision >= 1)",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
-                                                          _migrate_v4]
+                                                          _migrate_v4, _migrate_v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

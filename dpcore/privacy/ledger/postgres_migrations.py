@@ -195,8 +195,18 @@ def _migrate_v4(con) -> None:
         con.execute(sql)
 
 
+def _migrate_v5(con) -> None:
+    """Version 5: a revision counter per workspace (see SQLite's version 5)."""
+    statements = [
+        "ALTER TABLE workspaces ADD COLUMN revision BIGINT NOT NULL DEFAULT 1 "
+        "CHECK (revision >= 1)",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
 MIGRATIONS: list[Callable[[object], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
-                                              _migrate_v4]
+                                              _migrate_v4, _migrate_v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 assert SCHEMA_VERSION == SQLITE_SCHEMA_VERSION, "both backends must have every version"

@@ -224,6 +224,9 @@ class WorkspaceRecord:
         notes and settings about released redescriptions only.
     created_at, updated_at : str
         ISO 8601 UTC times of the first and the latest save.
+    revision : int
+        1 for the first save, one more with each save since (ledger version 5): a save
+        based on an older revision is refused (:class:`~dpcore.errors.WorkspaceConflict`).
     """
 
     dataset: str
@@ -232,3 +235,4 @@ class WorkspaceRecord:
     workspace_json: str
     created_at: str
     updated_at: str
+    revision: int = 1

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dpcore.errors import BudgetExceededError, DataError, ParameterError
+from dpcore.errors import BudgetExceededError, DataError, ParameterError, WorkspaceConflict
 from dpcore.privacy.ledger.backends import backend_for
 from dpcore.privacy.ledger.records import (
     AUDIENCES,
@@ -715,25 +715,49 @@ class Ledger:
     def _workspace_record(row) -> WorkspaceRecord:
         return WorkspaceRecord(dataset=row["dataset"], role=row["role"], name=row["name"],
                                workspace_json=row["workspace_json"],
-                               created_at=row["created_at"], updated_at=row["updated_at"])
+                               created_at=row["created_at"], updated_at=row["updated_at"],
+                               revision=int(row["revision"]))
 
-    def save_workspace(self, dataset: str, role: str, name: str,
-                       workspace_json: str) -> WorkspaceRecord:
+    def save_workspace(self, dataset: str, role: str, name: str, workspace_json: str, *,
+                       expected_revision: int | None = None) -> WorkspaceRecord:
         """Create or replace the workspace ``(dataset, role, name)``; return it as stored.
 
         Workspaces are mutable user state (not append-only like charges): saving again
-        replaces the JSON and the ``updated_at`` time, ``created_at`` stays. The ledger
-        checks the form only (a JSON object naming no other dataset, at most
-        :data:`~dpcore.privacy.ledger.records.MAX_WORKSPACE_CHARS` characters); what it
-        may hold is checked by :mod:`dpcore.redescriptions.workspace`.
+        replaces the JSON and the ``updated_at`` time and adds one to ``revision``;
+        ``created_at`` stays. The ledger checks the form only (a JSON object naming no
+        other dataset, at most :data:`~dpcore.privacy.ledger.records.MAX_WORKSPACE_CHARS`
+        characters); what it may hold is checked by :mod:`dpcore.redescriptions.workspace`.
+
+        Parameters
+        ----------
+        dataset, role, name : str
+            The workspace's key.
+        workspace_json : str
+            The workspace as a JSON object.
+        expected_revision : int, optional
+            Optimistic concurrency: the revision this save is based on (the
+            :attr:`~dpcore.privacy.ledger.records.WorkspaceRecord.revision` read or last
+            saved; 0 when no workspace existed then). The save happens only if the stored
+            revision is still that one, checked and written in one statement, so of two
+            tabs saving on the same revision exactly one wins. None (the default)
+            overwrites whatever is stored: an explicit "overwrite".
 
         Raises
         ------
+        WorkspaceConflict
+            The stored workspace moved on from ``expected_revision`` (saved or deleted
+            elsewhere); it carries the stored revision and time; nothing is written.
         ParameterError
             Unknown dataset, bad role or name, text that is not a JSON object, too long,
-            or naming another dataset; nothing is written.
+            naming another dataset, or a bad ``expected_revision``; nothing is written.
         """
         dataset, role, name = self._workspace_key(dataset, role, name)
+        if expected_revision is not None and (
+                isinstance(expected_revision, bool)
+                or not isinstance(expected_revision, numbers.Integral)
+                or expected_revision < 0):
+            raise ParameterError(f"expected_revision must be a whole number ≥ 0 or None; "
+                                 f"got {expected_revision!r}")
         if not isinstance(workspace_json, str):
             raise ParameterError("workspace_json must be JSON text")
         if len(workspace_json) > MAX_WORKSPACE_CHARS:
@@ -749,16 +773,39 @@ class Ledger:
             raise ParameterError(f"the workspace names dataset {doc.get('dataset')!r}, "
                                  f"not {dataset!r}")
         now = _stamp(_now())
+        key = (dataset, role, name)
+        where = "WHERE dataset = ? AND role = ? AND name = ?"
         with self._write() as con:
             self._dataset_row(con, dataset)
-            con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, "
-                        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) "
-                        "ON CONFLICT (dataset, role, name) DO UPDATE SET "
-                        "workspace_json = excluded.workspace_json, "
-                        "updated_at = excluded.updated_at",
-                        (dataset, role, name, workspace_json, now, now))
-            row = con.execute("SELECT * FROM workspaces WHERE dataset = ? AND role = ? "
-                              "AND name = ?", (dataset, role, name)).fetchone()
+            if expected_revision is None:
+                con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, "
+                            "created_at, updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1) "
+                            "ON CONFLICT (dataset, role, name) DO UPDATE SET "
+                            "workspace_json = excluded.workspace_json, "
+                            "updated_at = excluded.updated_at, "
+                            "revision = workspaces.revision + 1",
+                            (*key, workspace_json, now, now))
+                written = 1
+            elif expected_revision == 0:
+                # Create only. On PostgreSQL a concurrent creator's row makes this wait
+                # for its commit, then do nothing.
+                written = con.execute(
+                    "INSERT INTO workspaces (dataset, role, name, workspace_json, created_at, "
+                    "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1) "
+                    "ON CONFLICT (dataset, role, name) DO NOTHING",
+                    (*key, workspace_json, now, now)).rowcount
+            else:
+                # Compare and set in one statement: on PostgreSQL a concurrent update of the
+                # row makes this wait and then re-check the revision on the new row.
+                written = con.execute(
+                    "UPDATE workspaces SET workspace_json = ?, updated_at = ?, "
+                    f"revision = revision + 1 {where} AND revision = ?",
+                    (workspace_json, now, *key, int(expected_revision))).rowcount
+            row = con.execute(f"SELECT * FROM workspaces {where}", key).fetchone()
+            if written != 1:
+                raise WorkspaceConflict(name, int(expected_revision),
+                                        None if row is None else int(row["revision"]),
+                                        None if row is None else row["updated_at"])
         return self._workspace_record(row)
 
     def get_workspace(self, dataset: str, role: str, name: str) -> WorkspaceRecord | None:
