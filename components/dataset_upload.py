@@ -22,7 +22,6 @@ or row) and registers nothing; no message shows a server path.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -33,14 +32,14 @@ from dpcore.data.loading import (
     check_ids,
     frames_to_dataset,
     join_view_ids,
-    load_dataset,
     read_table,
 )
 from dpcore.data.names import check_dataset_name, path_inside
 from dpcore.data.prefill import ColumnNote, prefill
-from dpcore.data.schema import VIEW_KEYS, Schema, save_schema
+from dpcore.data.schema import VIEW_KEYS, Schema
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.registration import register_upload
 from dpcore.registry import KIND_SEQUENCES, KIND_TABLE, KIND_TWO_VIEW
 
 from .budget_meter import fmt_eps
@@ -164,9 +163,11 @@ def undecided_columns(notes: list[ColumnNote], schema: Schema | None) -> list[st
 def register_draft(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> None:
     """Validate against the data, store files + schema, register. All or nothing.
 
-    The dataset name is checked (:func:`dpcore.data.names.check_dataset_name`) and every file is
-    written through :func:`dpcore.data.names.path_inside`, so nothing lands outside
-    ``data_root()``; a bad name raises ParameterError before anything is written.
+    The dataset name is checked (:func:`dpcore.data.names.check_dataset_name`) and the files
+    are stored and registered by :func:`dpcore.privacy.registration.register_upload` (every
+    file written through :func:`dpcore.data.names.path_inside`, so nothing lands outside
+    ``data_root()``; the content digest is recorded); a bad name raises ParameterError before
+    anything is written.
     """
     check_dataset_name(schema.name)
     frames = draft["frames"]
@@ -175,29 +176,9 @@ def register_draft(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> N
         frames_to_dataset(schema, frames[0], frames[1], left_file=files[0], right_file=files[1])
     else:
         frames_to_dataset(schema, frames[0], None, left_file=files[0])
-    try:
-        ledger.get_dataset(schema.name)
-    except ParameterError:
-        pass
-    else:
-        raise ParameterError(f"a dataset named {schema.name!r} already exists")
-    root = data_root(ledger)
-    dest = path_inside(root, schema.name, what="dataset name", error=ParameterError)
-    targets = [path_inside(dest, file, what="the view file name") for file in files]
-    if dest.exists():
-        raise ParameterError(f"the upload folder already holds a folder named "
-                             f"{schema.name!r}; choose another name")
-    try:
-        dest.mkdir(parents=True)
-        for target, content in zip(targets, draft["bytes"]):
-            target.write_bytes(content)
-        save_schema(schema, dest / "schema.json")
-        load_dataset(dest)                      # reads back exactly what runs will read
-        ledger.register_dataset(schema.name, schema, str(dest), cap, actor="owner",
-                                confirmed=True)
-    except BaseException:
-        shutil.rmtree(dest, ignore_errors=True)
-        raise
+    # storing and registering: the one path of every kind and of the CLI's register
+    register_upload(ledger, data_root(ledger), schema.name, dict(zip(files, draft["bytes"])),
+                    schema, cap=cap)
 
 
 def _render_first_step() -> None:
