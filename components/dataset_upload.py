@@ -1,7 +1,11 @@
 """The owner's upload of a new dataset: read → prefill → review → register.
 
-Owner only. Two layouts: two files (one per view) joined on a shared id column, or one file
-plus a column → view mapping. The steps, each checking what it can as early as it can:
+Owner only. A *kind* choice comes first: sequence datasets and labelled tables are uploaded
+by :mod:`components.upload_sequences` and :mod:`components.upload_table`; every kind is
+stored and registered by :func:`dpcore.privacy.registration.register_upload`, the path the
+command line's ``register`` shares. For a two-view table, two layouts: two files (one per
+view) joined on a shared id column, or one file plus a column → view mapping. The steps,
+each checking what it can as early as it can:
 
 1. **Read the files**: each file is read (a malformed CSV names its line), must have data
    rows and the id column, and the ids are checked at once — no empty or duplicate id, and
