@@ -447,6 +447,9 @@ def _summary(runs, threshold: float) -> dict:
         return {"runs": 0}
     s = summarize(runs, threshold)
     s["n_per_run"] = [len(r) for r in runs]
+    keys = ("share_significant_kept", "spearman_rho", "median_true_j", "median_abs_error")
+    s["per_run"] = [{k: summarize([r], threshold)[k] for k in keys} if r else {}
+                    for r in runs]
     errs = [r.noisy_jaccard - r.true_jaccard for run in runs for r in run]
     s["mean_signed_error_all"] = float(np.mean(errs)) if errs else None
     return s
@@ -519,6 +522,8 @@ def main(argv=None) -> int:
                 print(f"[java {alg} {k}] rc={proc.returncode}\n{proc.stderr[-2000:]}",
                       file=sys.stderr)
             reds = read_queries(rr.with_suffix(".queries"))
+            if rr.with_suffix(".queries").exists():     # kept: the work dir is reused
+                shutil.copy(rr.with_suffix(".queries"), out / f"java_{alg}_{k}.queries")
             java_runs.append(score_java(reds, dataset, f"java-{alg}-{k}"))
             times.append(wall)
             print(f"java {alg} run {k}: {len(reds)} redescriptions, {wall:.1f} s wall, "
