@@ -9,22 +9,32 @@ loaded once per session and name, and saved whenever it changes — decisions, t
 the runs, the threshold, the tolerance and the list settings — so the next visit finds it
 intact. An analyst session never reads an owner's workspaces (the role is part of the key).
 
+Two tabs (or sessions) on one workspace do not overwrite each other: each save names the
+ledger revision the tab last read or saved, and a save based on an older one is refused
+(:class:`~dpcore.errors.WorkspaceConflict`). The tab then says when the workspace was
+changed elsewhere and offers to reload it (dropping this tab's unsaved changes) or to
+overwrite it with this tab's version; until the analyst chooses, nothing is saved and
+every edit stays in the tab.
+
 It holds only references to released redescriptions and what the analyst typed: loading,
 saving, exporting and importing cost 0 ε.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import streamlit as st
 
-from dpcore.errors import DpcoreError
+from dpcore.errors import DpcoreError, WorkspaceConflict
 from dpcore.privacy.ledger import Ledger
 from dpcore.redescriptions.workspace import Workspace, workspace_from_json
 
 from .session import current_role
 
-__all__ = ["NAME_KEY", "IMPORT_KEY", "workspace_name", "current_workspace", "set_workspace",
-           "save_if_changed", "render_workspace_name", "render_import", "pending_threshold"]
+__all__ = ["NAME_KEY", "IMPORT_KEY", "RELOAD_KEY", "OVERWRITE_KEY", "workspace_name",
+           "current_workspace", "set_workspace", "save_if_changed", "render_workspace_name",
+           "render_import", "pending_threshold"]
 
 NAME_KEY = "explore_workspace_name"
 IMPORT_KEY = "explore_workspace_import"
@@ -34,6 +44,12 @@ _LOADED = "_explore_workspaces"          # (dataset, role, name) → Workspace
 _SAVED = "_explore_workspaces_saved"     # (dataset, role, name) → JSON last saved
 _PENDING = "_explore_workspace_pending"  # dataset → threshold to apply once runs are known
 _NOTE = "_explore_workspace_note"        # (kind, text) shown under the import box
+_REVISION = "_explore_workspace_revision"  # (dataset, role, name) → ledger revision read
+_CONFLICT = "_explore_workspace_conflict"  # (dataset, role, name) → (revision, updated_at)
+_RELOAD = "_explore_workspace_reload"      # keys to reload from the ledger on the next run
+_SAVED_NOTE = "_explore_workspace_saved_note"  # (dataset, role, name) → text, shown once
+RELOAD_KEY = "explore_workspace_reload"
+OVERWRITE_KEY = "explore_workspace_overwrite"
 
 
 _KEPT_NAME = "_explore_workspace_name_kept"  # survives pages without the box
@@ -60,23 +76,37 @@ def current_workspace(ledger: Ledger, dataset: str) -> Workspace:
     """
     key = _key(dataset)
     loaded = st.session_state.setdefault(_LOADED, {})
-    if key not in loaded:
-        ws = Workspace(dataset)
-        try:
-            record = ledger.get_workspace(*key)
-        except DpcoreError as exc:
-            st.warning(f"Workspace {key[2]!r} could not be read ({exc}); starting a new one.")
-            record = None
-        if record is not None:
-            try:
-                ws = workspace_from_json(record.workspace_json, dataset=dataset)
-                st.session_state.setdefault(_SAVED, {})[key] = ws.to_json()
-            except DpcoreError as exc:
-                st.warning(f"Saved workspace {key[2]!r} does not read ({exc}); starting a "
-                           "new one.")
-        loaded[key] = ws
-        _apply(dataset, ws)
+    reload = st.session_state.setdefault(_RELOAD, set())
+    if key not in loaded or key in reload:
+        reload.discard(key)
+        loaded[key] = _load(ledger, dataset, key)
+        _apply(dataset, loaded[key])
     return loaded[key]
+
+
+def _load(ledger: Ledger, dataset: str, key: tuple[str, str, str]) -> Workspace:
+    """The stored workspace (a new one if there is none or it does not read); remembers the
+    revision read, so the next save is refused if another tab saved meanwhile."""
+    ws = Workspace(dataset)
+    saved = st.session_state.setdefault(_SAVED, {})
+    saved.pop(key, None)
+    st.session_state.setdefault(_CONFLICT, {}).pop(key, None)
+    revisions = st.session_state.setdefault(_REVISION, {})
+    revisions[key] = 0
+    try:
+        record = ledger.get_workspace(*key)
+    except DpcoreError as exc:
+        st.warning(f"Workspace {key[2]!r} could not be read ({exc}); starting a new one.")
+        record = None
+    if record is not None:
+        revisions[key] = record.revision
+        try:
+            ws = workspace_from_json(record.workspace_json, dataset=dataset)
+            saved[key] = ws.to_json()
+        except DpcoreError as exc:
+            st.warning(f"Saved workspace {key[2]!r} does not read ({exc}); starting a "
+                       "new one.")
+    return ws
 
 
 def _apply(dataset: str, ws: Workspace) -> None:
@@ -115,22 +145,94 @@ def set_workspace(dataset: str, ws: Workspace) -> None:
     st.session_state.setdefault(_LOADED, {})[_key(dataset)] = ws
 
 
-def save_if_changed(ledger: Ledger, dataset: str, ws: Workspace) -> None:
-    """Keep ``ws`` as the session's workspace and write it to the ledger if it changed."""
+def save_if_changed(ledger: Ledger, dataset: str, ws: Workspace, *,
+                    prompt: bool = True) -> bool:
+    """Keep ``ws`` as the session's workspace and write it to the ledger if it changed.
+
+    The save is based on the revision this tab last read or saved; if another tab saved
+    meanwhile it is refused and, with ``prompt``, the tab says so and offers to reload or
+    to overwrite. Until then ``ws`` (with every later edit) stays in the tab unsaved.
+
+    Returns
+    -------
+    bool
+        Whether the ledger holds ``ws`` now (False: refused, not saved).
+    """
     set_workspace(dataset, ws)
     key = _key(dataset)
     text = ws.to_json()
     saved = st.session_state.setdefault(_SAVED, {})
-    if saved.get(key) == text:
-        return
-    if saved.get(key) is None and ws == Workspace(dataset):
-        return                                    # nothing to keep yet
+    conflicts = st.session_state.setdefault(_CONFLICT, {})
+    if key not in conflicts:
+        if saved.get(key) == text:
+            _show_saved_note(key, prompt)
+            return True
+        if saved.get(key) is None and ws == Workspace(dataset):
+            return True                           # nothing to keep yet
+        expected = st.session_state.setdefault(_REVISION, {}).get(key, 0)
+        if _save(ledger, key, text, expected):
+            _show_saved_note(key, prompt)
+            return True
+    if prompt and key in conflicts:
+        _render_conflict(ledger, key, text)
+    return False
+
+
+def _save(ledger: Ledger, key: tuple[str, str, str], text: str,
+          expected: int | None) -> bool:
+    """Save ``text`` on revision ``expected``; a refusal is remembered as a conflict."""
     try:
-        ledger.save_workspace(*key, text)
+        record = ledger.save_workspace(*key, text, expected_revision=expected)
+    except WorkspaceConflict as exc:
+        st.session_state.setdefault(_CONFLICT, {})[key] = (exc.revision, exc.updated_at)
+        return False
     except DpcoreError as exc:
         st.error(f"The workspace could not be saved: {exc}")
-        return
-    saved[key] = text
+        return False
+    st.session_state.setdefault(_SAVED, {})[key] = text
+    st.session_state.setdefault(_REVISION, {})[key] = record.revision
+    st.session_state.setdefault(_CONFLICT, {}).pop(key, None)
+    return True
+
+
+def _when(stamp: str | None) -> str:
+    """A ledger time stamp for people: ``2026-05-04 13:02:11 UTC``."""
+    try:
+        return datetime.fromisoformat(stamp).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (TypeError, ValueError):
+        return "an unknown time"
+
+
+def _render_conflict(ledger: Ledger, key: tuple[str, str, str], text: str) -> None:
+    """Say that another tab changed the workspace; offer to reload or to overwrite."""
+    revision, updated_at = st.session_state[_CONFLICT][key]
+    if revision is None:
+        what = f"Workspace {key[2]!r} was deleted in another tab or session"
+    else:
+        what = (f"Workspace {key[2]!r} was changed in another tab at {_when(updated_at)}; "
+                "reload to see it")
+    st.warning(f"{what}. Your changes in this tab are **not saved** and stay here until "
+               "you choose: reload the saved workspace (this tab's unsaved changes are "
+               "dropped), or overwrite it with this tab's version (the other change is "
+               "lost).")
+    c1, c2 = st.columns(2)
+    if c1.button("Reload the saved workspace", key=RELOAD_KEY):
+        st.session_state.setdefault(_RELOAD, set()).add(key)
+        st.session_state[_SAVED_NOTE] = {key: "Reloaded the saved workspace."}
+        st.rerun()
+    if c2.button("Overwrite it with this tab's version", key=OVERWRITE_KEY):
+        if _save(ledger, key, text, 0 if revision is None else revision):
+            st.session_state[_SAVED_NOTE] = {key: "Saved this tab's version over the "
+                                                  "other change."}
+        st.rerun()
+
+
+def _show_saved_note(key: tuple[str, str, str], prompt: bool) -> None:
+    """Once, after a reload or an overwrite: what was done."""
+    note = st.session_state.get(_SAVED_NOTE, {}).get(key)
+    if prompt and note:
+        st.session_state.pop(_SAVED_NOTE, None)
+        st.success(note)
 
 
 def _name_changed() -> None:
@@ -171,11 +273,12 @@ def render_import(ledger: Ledger, dataset: str, known_runs: set[str],
             except DpcoreError as exc:
                 st.session_state[_NOTE] = ("error", f"Not imported: {exc}. Nothing changed.")
             else:
-                save_if_changed(ledger, dataset, ws)
+                stored = save_if_changed(ledger, dataset, ws, prompt=False)
                 _apply(dataset, ws)
                 st.session_state[_NOTE] = (
                     "success", f"Imported: {len(ws.annotations)} annotated "
-                               f"redescription(s), {len(ws.runs)} run(s). It cost 0 ε.")
+                               f"redescription(s), {len(ws.runs)} run(s). It cost 0 ε."
+                               + ("" if stored else " It is not saved yet: see below."))
             st.rerun()
         note = st.session_state.get(_NOTE)
         if note:

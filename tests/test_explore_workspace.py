@@ -225,3 +225,57 @@ def test_export_carries_the_workspace_and_imports_back(explore, ledger_path):
     carol = stored(ledger_path, "carol")
     assert carol.annotations == ws.annotations
     assert ledger.budget("clinic").spent_nano == spent                      # 0 ε
+
+
+def _other_tab_saves(ledger_path, change) -> None:
+    """Another tab (or session) of the same analyst saves the workspace meanwhile."""
+    ledger = Ledger(ledger_path)
+    record = ledger.get_workspace("clinic", "analyst", "analyst")
+    ws = change(workspace_from_json(record.workspace_json, dataset="clinic"))
+    ledger.save_workspace("clinic", "analyst", "analyst", ws.to_json(),
+                          expected_revision=record.revision)
+
+
+def _row_key(at: AppTest, row: int) -> str:
+    """The workspace key (run_id:red_id) of the list's row ``row``."""
+    short, red = editor(at)[0].value["row_id"].iloc[row].split(":")
+    assert short == "r" * 8
+    return f"{'r' * 32}:{red}"
+
+
+@pytest.mark.parametrize("choice", ["overwrite", "reload"])
+def test_a_change_from_another_tab_is_never_overwritten_silently(explore, ledger_path, choice):
+    first, second = _row_key(explore, 0), _row_key(explore, 1)
+    edit(explore, 0, decision="keep")
+    _other_tab_saves(ledger_path, lambda ws: ws.annotate(first, note="from the other tab"))
+    edit(explore, 1, decision="reject")                  # this tab, on the old revision
+    (warning,) = [w.value for w in explore.warning if "another tab" in w.value]
+    assert "was changed in another tab at" in warning and "reload to see it" in warning
+    theirs = stored(ledger_path)
+    assert theirs.annotation(first).note == "from the other tab"       # not overwritten
+    assert theirs.annotation(second).decision is None
+    mine = explore.session_state["_explore_workspaces"][("clinic", "analyst", "analyst")]
+    assert mine.annotation(second).decision == "reject"                # kept in the tab
+    edit(explore, 2, decision="keep")                    # still editing: kept, not saved
+    assert stored(ledger_path) == theirs
+    assert any("another tab" in w.value for w in explore.warning)
+    if choice == "overwrite":
+        explore.button(key="explore_workspace_overwrite").click()
+        rerun(explore)
+        saved = stored(ledger_path)
+        assert saved.annotation(second).decision == "reject"
+        assert saved.annotation(_row_key(explore, 2)).decision == "keep"
+        assert saved.annotation(first).note == ""                      # theirs, overwritten
+        assert any("Saved this tab's version" in s.value for s in explore.success)
+    else:
+        explore.button(key="explore_workspace_reload").click()
+        rerun(explore)
+        assert stored(ledger_path) == theirs
+        frame = editor(explore)[0].value.set_index("row_id")
+        assert frame.loc[first.replace("r" * 32, "r" * 8), "note"] == "from the other tab"
+        assert pd.isna(frame.loc[second.replace("r" * 32, "r" * 8), "decision"])
+        assert any("Reloaded" in s.value for s in explore.success)
+    assert not any("another tab" in w.value for w in explore.warning)
+    # saving goes on normally afterwards (on the new revision)
+    edit(explore, 0, decision="reject")
+    assert stored(ledger_path).annotation(first).decision == "reject"
