@@ -5,6 +5,8 @@
   number of winners is exactly what fits.
 * A process SIGKILLed after charging: the charge stays, fail_stale_runs marks
   the run failed, the budget stays spent.
+* 8 processes save one workspace on the same revision (tabs of one analyst): exactly
+  one save wins, the others are refused (WorkspaceConflict) and nothing is lost silently.
 * A process SIGKILLed inside an open store_result-like transaction (result row
   inserted, not committed): no partial row is left and the result can be stored.
 
@@ -335,3 +337,50 @@ def test_two_app_servers_race_launches_on_one_postgresql_ledger(postgres_server,
     assert all(r.status == "done" for r in runs)
     for run_id in won:
         assert load_result(ledger, run_id, role="analyst").run_id == run_id
+
+
+def _workspace_worker(path, tab, expected, barrier, results):
+    """A tab saving the workspace on the revision it read; report (tab, outcome, revision)."""
+    from dpcore.errors import WorkspaceConflict
+
+    ledger = Ledger(path)
+    try:
+        barrier.wait(timeout=TIMEOUT)
+        rec = ledger.save_workspace("race", "analyst", "alice",
+                                    f'{{"dataset": "race", "tab": "{tab}"}}',
+                                    expected_revision=expected)
+        results.put((tab, "ok", rec.revision))
+    except WorkspaceConflict as exc:
+        results.put((tab, type(exc).__name__, exc.revision))
+    except BaseException as exc:  # noqa: BLE001 - report anything unexpected to the parent
+        results.put((tab, f"{type(exc).__name__}: {exc}", None))
+
+
+@pytest.mark.slow          # 7-9 s at load 5: 8 spawned processes
+@pytest.mark.parametrize("expected", [0, 1])
+def test_tabs_saving_one_workspace_at_once_exactly_one_wins(ledger_location, expected):
+    """8 processes save the workspace on the same revision (0: creating it): one wins, the
+    others are refused with the winner's revision, and the stored JSON is the winner's."""
+    ledger = _register(ledger_location)
+    if expected:
+        ledger.save_workspace("race", "analyst", "alice", "{}", expected_revision=0)
+    barrier, results = CTX.Barrier(8), CTX.Queue()
+    procs = [CTX.Process(target=_workspace_worker,
+                         args=(str(ledger_location), f"tab-{i}", expected, barrier, results))
+             for i in range(8)]
+    for p in procs:
+        p.start()
+    try:
+        out = [results.get(timeout=TIMEOUT) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=TIMEOUT)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    won = [o for o in out if o[1] == "ok"]
+    assert len(won) == 1 and won[0][2] == expected + 1, out
+    assert sorted(o[1:] for o in out if o[1] != "ok") == [("WorkspaceConflict",
+                                                          expected + 1)] * 7, out
+    stored = ledger.get_workspace("race", "analyst", "alice")
+    assert stored.revision == expected + 1 and f'"{won[0][0]}"' in stored.workspace_json
