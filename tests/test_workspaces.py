@@ -140,3 +140,13 @@ def test_annotation_columns_for_a_tabular_export():
     assert annotation_columns(ws, "b" * 32, 0)["decision"] == "undecided"  # another run
     assert annotation_columns(None, RUN, 0) == {"decision": "undecided", "tags": "",
                                                 "note": ""}
+
+
+@pytest.mark.parametrize("typed", ["=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)"])
+def test_annotation_columns_keep_spreadsheet_formulas_inert(typed):
+    ws = _ws().annotate(f"{RUN}:0", note=typed, tags=[typed])
+    columns = annotation_columns(ws, RUN, 0)
+    assert columns["note"] == "'" + typed
+    assert columns["tags"].startswith("'")
+    # the workspace itself keeps exactly what was typed
+    assert ws.annotation(f"{RUN}:0").note == typed

@@ -145,7 +145,21 @@ def annotation_columns(workspace: Workspace | None, run_id: str, red_id: int) ->
     annotation = Annotation() if workspace is None \
         else workspace.annotation(entry_key(run_id, red_id))
     return {"decision": DECISION_LABELS[annotation.decision],
-            "tags": ", ".join(annotation.tags), "note": annotation.note}
+            "tags": _inert_cell(", ".join(annotation.tags)),
+            "note": _inert_cell(annotation.note)}
+
+
+#: First characters that make a spreadsheet read a CSV cell as a formula.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert_cell(text: str) -> str:
+    """Free text for a CSV cell that a spreadsheet shows as text, never runs as a formula.
+
+    Why: an exported list is opened by others; a note typed as ``=HYPERLINK(…)`` would
+    otherwise run in their spreadsheet. A leading apostrophe is the usual guard.
+    """
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 
 # --------------------------------------------------------------------------- checks
