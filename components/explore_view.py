@@ -480,9 +480,9 @@ def _export(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
             threshold: float, workspace: dict | None = None) -> None:
     """CSV and JSON download buttons for the listed redescriptions and the workspace (0 ε)."""
     st.subheader("Export kept redescriptions")
-    st.caption("The redescriptions the list shows (every member of a collapsed group); the "
-               "JSON also carries your workspace, which **Import a workspace** above reads "
-               "back.")
+    st.caption("The redescriptions the list shows (every member of a collapsed group). The "
+               "CSV gives each one's decision, tags and note; the JSON also carries your "
+               "workspace, which **Import a workspace** above reads back.")
     c1, c2 = st.columns(2)
     stem = f"{dataset}_kept_t{threshold:g}"
     c1.download_button("Download CSV", export_csv(kept, results, threshold, workspace),
