@@ -121,3 +121,53 @@ def shrink(seq, cands, k, lmax, truncate=True) -> list:
         if truncate:
             seq = seq[:lmax]
     return seq
+
+
+def replay_level_calls(res, params):
+    """Every level call (nano-ε, sensitivity) of a strict run, and the budget it left,
+    rebuilt from the RELEASED result and public parameters only (N̂, L_f, lmax and each
+    level's released record: |C_k|, whether it drew a length histogram or pruned, and
+    |C′_k|), through the public allocation rules of dpcore.sequences.strategy.
+
+    Returns (calls, unspent pool, per level (its budget, pruning part, verification part)).
+    """
+    from dpcore.sequences.params import PFS2, PRUNE, VERIFY, plan_budget
+    from dpcore.sequences.strategy import (
+        LENGTH_SHARE,
+        level_budget,
+        split_level_budget,
+        verify_budget,
+    )
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    remaining = plan.get(PRUNE, 0) + plan[VERIFY]
+    threshold = params.theta * max(res.noisy_records, 1.0)
+    calls, parts = [], []
+    for lv in res.levels:
+        left = res.max_frequent_length - lv.length + 1
+        budget = level_budget(remaining, left, lv.candidates, threshold)
+        if budget < 2:
+            break
+        if params.algorithm != PFS2:
+            if lv.verify_sensitivity:
+                calls.append((budget, lv.verify_sensitivity))
+                remaining -= budget
+            continue
+        prune, verify = split_level_budget(budget, plan[PRUNE], plan[VERIFY])
+        parts.append((budget, prune, verify))
+        if lv.length_epsilon_nano:
+            assert lv.length_epsilon_nano == int(prune * LENGTH_SHARE)
+            calls.append((lv.length_epsilon_nano, 1))
+            prune -= lv.length_epsilon_nano
+            remaining -= lv.length_epsilon_nano
+        if lv.prune_sensitivity:
+            assert lv.prune_epsilon_nano == prune
+            calls.append((prune, lv.prune_sensitivity))
+            remaining -= prune
+            if lv.verify_sensitivity:
+                share = verify_budget(verify, lv.kept_after_pruning, threshold, left)
+                calls.append((share, lv.verify_sensitivity))
+                remaining -= share
+        elif lv.verify_sensitivity:
+            calls.append((prune + verify, lv.verify_sensitivity))
+            remaining -= prune + verify
+    return calls, remaining, parts

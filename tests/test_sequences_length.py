@@ -28,16 +28,13 @@ from dpcore.sequences.miner import (
     mine_frequent_sequences,
 )
 from dpcore.sequences.params import (
-    LEVEL_HORIZON,
     MAX_LENGTH,
     SequenceMiningParams,
-    level_schedule,
-    level_shares,
     mechanism_shares,
     plan_budget,
 )
 from dpcore.sequences.schema import SequenceSchema
-from dpcore.sequences.strategy import release_cap
+from dpcore.sequences.strategy import TARGET_SCALE, level_budget, release_cap
 
 SEED = 20241124
 
@@ -151,37 +148,52 @@ def test_house_power_shape_at_two_percent_finishes_without_any_search(monkeypatc
         epsilon_to_nano(1.0))
 
 
-# --------------------------------------------------------------------------- level schedule
+# --------------------------------------------------------------------------- level budgets
 
-@pytest.mark.parametrize("total", [1000, 450_000_000, 7_777_777])
-@pytest.mark.parametrize("n_levels", [1, 2, 3, 4, 8, 30, 1000])
-def test_the_level_schedule_sums_exactly_and_gives_every_level_budget(total, n_levels):
-    parts = level_schedule(total, n_levels)
-    assert len(parts) == n_levels and sum(parts) == total and min(parts) >= 1
-    if n_levels <= LEVEL_HORIZON:                        # even split (within a nano-ε)
-        assert max(parts) - min(parts) <= n_levels
-    else:                     # front-loaded, then the last H levels split the rest evenly
-        head = parts[:n_levels - LEVEL_HORIZON + 1]
-        assert all(a >= b for a, b in zip(head, head[1:]))
-        assert max(parts[-LEVEL_HORIZON:]) - min(parts[-LEVEL_HORIZON:]) <= LEVEL_HORIZON
-        assert parts[0] == min(total // LEVEL_HORIZON, total - (n_levels - 1))
+@pytest.mark.parametrize("seed", range(6))
+def test_level_budgets_never_exceed_the_pool_on_any_outcome(seed):
+    """Whatever the released candidate counts, the levels' budgets sum to at most the pool
+    (exactly the pool when the run reaches L_f) and every level gets between an even share
+    of the rest and half of it (all of it at the last level)."""
+    rng = np.random.default_rng(SEED + seed)
+    pool = int(rng.integers(1_000, 10**9))
+    n_levels = int(rng.integers(1, 40))
+    threshold = float(rng.uniform(1.0, 1e5))
+    remaining, spent = pool, []
+    for k in range(1, n_levels + 1):
+        left = n_levels - k + 1
+        n = int(rng.integers(0, 10**5))
+        b = level_budget(remaining, left, n, threshold)
+        if left == 1:
+            assert b == remaining
+        else:
+            assert remaining // left <= b <= remaining // 2
+        spent.append(b)
+        remaining -= b
+    assert sum(spent) == pool and remaining == 0
 
 
-def test_the_schedule_leaves_the_last_levels_an_even_split_of_the_rest():
-    assert level_schedule(900, 8, horizon=3) == [300, 200, 133, 89, 59, 39, 40, 40]
-    assert level_schedule(900, 8, horizon=1000) == [112] * 4 + [113] * 4
+def test_a_level_asks_for_the_target_noise_scale_within_its_bounds():
+    # 100 candidates, θ·N̂ = 10_000: scale τ·θ·N̂ = 700 needs 100/700 ε
+    need = math.ceil(100 / (TARGET_SCALE * 10_000) * 1e9)
+    assert level_budget(10**9, 10, 100, 10_000.0) == need
+    assert level_budget(10**9, 10, 1, 10_000.0) == 10**8           # at least R/m
+    assert level_budget(10**9, 10, 10**6, 10_000.0) == 5 * 10**8   # at most R/2
+    assert level_budget(10**9, 1, 1, 10_000.0) == 10**9            # last level: all
+    assert level_budget(10**9, 4, 100, 0.0) == 5 * 10**8           # θ·N̂ ≤ 0: the cap
     with pytest.raises(ParameterError):
-        level_schedule(900, 0)
+        level_budget(10**9, 0, 100, 1.0)
 
 
-def test_strict_pfs2_and_its_baseline_spend_the_schedule_and_faithful_splits_evenly():
+def test_strict_lists_one_level_pool_and_faithful_splits_evenly():
     params = SequenceMiningParams(epsilon=1.0)
     plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
-    assert level_shares(params, 6) == list(zip(level_schedule(plan["prune"], 6),
-                                               level_schedule(plan["verify"], 6)))
+    strict = mechanism_shares(params, 8, 6)
+    assert [(s.phase, s.epsilon_nano) for s in strict[3:]] == [("prune", plan["prune"]),
+                                                               ("verify", plan["verify"])]
     base = SequenceMiningParams(epsilon=1.0, algorithm=PFS2_BASELINE)
     verify = [s.epsilon_nano for s in mechanism_shares(base, 8, 6) if s.phase == "verify"]
-    assert verify == level_schedule(900_000_000, 6)
+    assert verify == [900_000_000]
     faithful = SequenceMiningParams(epsilon=1.0, mode=FAITHFUL)
     verify = [s.epsilon_nano for s in mechanism_shares(faithful, 8, 6) if s.phase == "verify"]
     assert verify == [75_000_000] * 6

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from sequences_reference import replay_level_calls
 
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -39,7 +40,6 @@ from dpcore.sequences.params import (
     PRUNE,
     VERIFY,
     SequenceMiningParams,
-    level_shares,
     mechanism_shares,
     plan_budget,
     probe_count,
@@ -94,11 +94,8 @@ def test_the_plan_sums_exactly_to_epsilon(epsilon):
             shares = mechanism_shares(params, lmax, n_levels)
             assert sum(s.epsilon_nano for s in shares) == epsilon_to_nano(epsilon)
             assert sum(s.phase == MAX_LENGTH for s in shares) == 1   # one length histogram
-            assert sum(s.phase == VERIFY for s in shares) == n_levels
-            # strict: one pruning part per level (sequential), the pairs of level_shares
-            prune = [s.epsilon_nano for s in shares if s.phase == PRUNE]
-            verify = [s.epsilon_nano for s in shares if s.phase == VERIFY]
-            assert list(zip(prune, verify, strict=True)) == level_shares(params, n_levels)
+            # strict: the levels' pool (ε4 + ε5), drawn level by level at run time
+            assert [s.phase for s in shares if s.phase in (PRUNE, VERIFY)] == [PRUNE, VERIFY]
             assert all(s.parallel == 1 for s in shares)
             faithful = mechanism_shares(SequenceMiningParams(epsilon=epsilon, mode=FAITHFUL),
                                         lmax, n_levels)
@@ -170,16 +167,7 @@ def test_estimate_lmax_takes_the_first_length_reaching_eta():
 
 def expected_level_calls(res, params):
     """(ε nano, sensitivity) of every level call, rebuilt from the released level records."""
-    out = []
-    for lv, (p, v) in zip(res.levels, level_shares(params, res.max_frequent_length),
-                          strict=False):
-        if lv.prune_sensitivity:
-            out.append((p, lv.prune_sensitivity))
-            if lv.verify_sensitivity:
-                out.append((v, lv.verify_sensitivity))
-        elif lv.verify_sensitivity:
-            out.append((p + v, lv.verify_sensitivity))
-    return out
+    return replay_level_calls(res, params)[0]
 
 
 def test_exact_accounting_every_call_recorded_and_summing_to_epsilon():
@@ -211,8 +199,9 @@ def test_an_early_stop_leaves_the_rest_unspent_and_reported():
     level_calls = expected_level_calls(res, params)
     assert [(c["epsilon_nano"], c["sensitivity"]) for c in
             res.mechanism_calls[-len(level_calls):]] == level_calls
-    per_level = level_shares(params, res.max_frequent_length)
-    assert res.unspent_nano == sum(p + v for p, v in per_level) - sum(e for e, _ in level_calls)
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    assert res.unspent_nano == replay_level_calls(res, params)[1] == \
+        plan[PRUNE] + plan[VERIFY] - sum(e for e, _ in level_calls)
     assert sum(c["label"].startswith("L_f") for c in res.mechanism_calls) == 1
     assert len(res.length_probes) == res.lmax
 
@@ -241,16 +230,18 @@ def test_strict_takes_the_alphabet_from_the_schema_never_from_the_data():
 
 def test_strict_thresholds_derive_from_released_values_only():
     data = load_sequence_dataset(SAMPLE_DATA / "clickstream")
-    params = SequenceMiningParams(epsilon=2.0, theta=0.03)
+    params = SequenceMiningParams(epsilon=1.0, theta=0.03)
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(SEED))
     n_hat = max(res.noisy_records, 1.0)
-    per_level = level_shares(params, res.max_frequent_length)
     assert any(lv.prune_sensitivity for lv in res.levels)     # level 2 prunes here
     for lv in res.levels:
         assert lv.verify_threshold == pytest.approx(params.theta * n_hat)
         if lv.prune_sensitivity:
-            assert lv.prune_sensitivity == min(math.comb(res.lmax, lv.length), lv.candidates)
-            phi = lv.prune_sensitivity / nano_to_epsilon(per_level[lv.length - 1][0])
+            bound = lv.prune_length
+            assert lv.length <= bound <= res.lmax
+            assert (bound < res.lmax) <= (lv.length_epsilon_nano > 0)
+            assert lv.prune_sensitivity == min(math.comb(bound, lv.length), lv.candidates)
+            phi = lv.prune_sensitivity / nano_to_epsilon(lv.prune_epsilon_nano)
             assert lv.relaxed_threshold == pytest.approx(laplace_pruning_threshold(
                 params.theta * n_hat, phi, params.zeta))
     assert (res.l2, res.lmax) == estimate_lmax(np.array(res.noisy_length_histogram),

@@ -29,9 +29,10 @@ from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import (
     MAX_LENGTH,
+    PRUNE,
     RECORDS,
+    VERIFY,
     SequenceMiningParams,
-    level_shares,
     mechanism_shares,
 )
 from dpcore.sequences.schema import SequenceSchema
@@ -101,7 +102,7 @@ def test_strict_releases_follow_their_discrete_laplace_laws():
     z_records, z_support, z_lengths, params = _releases(STRICT)
     shares = {s.phase: s.epsilon_nano for s in mechanism_shares(params, 1, 1) if s.index == 0}
     scale_records = 1.0 / nano_to_epsilon(shares[RECORDS])
-    scale_support = 3.0 / nano_to_epsilon(sum(level_shares(params, 1)[0]))
+    scale_support = 3.0 / nano_to_epsilon(shares[PRUNE] + shares[VERIFY])  # L_f = 1: all
     scale_lengths = 1.0 / nano_to_epsilon(shares[MAX_LENGTH])
     for z in (z_records, z_support, z_lengths):
         assert np.all(z == np.round(z))

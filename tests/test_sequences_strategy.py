@@ -9,23 +9,30 @@ import math
 
 import numpy as np
 import pytest
+from sequences_reference import replay_level_calls
 
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.sequences import miner as miner_module
 from dpcore.sequences.dataset import SequenceDataset
+from dpcore.sequences.kernels import relevant_length_histogram
 from dpcore.sequences.miner import mine_frequent_sequences
-from dpcore.sequences.params import SequenceMiningParams, level_shares, run_cost_nano
+from dpcore.sequences.params import SequenceMiningParams, plan_budget, run_cost_nano
 from dpcore.sequences.relaxation import laplace_pruning_threshold
 from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.strategy import (
     NOISY_STOP,
     floods,
     keep_largest,
+    level_budget,
     plan_level,
+    pruning_length,
     release_cap,
+    split_level_budget,
     too_noisy,
+    verify_budget,
+    wants_length_histogram,
 )
 
 SEED = 20241126
@@ -108,6 +115,11 @@ def three_item_records(n=300, n_items=3):
     return SequenceDataset.from_lists(schema, [[0, 1, 2]] * n)
 
 
+def _pool(params) -> int:
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    return plan["prune"] + plan["verify"]
+
+
 def test_the_cap_binds_and_the_run_finishes_with_exact_accounting():
     # θ = 0.9, lmax = 1: M_1 = ⌈1/0.9⌉ = 2, but all three items reach θ·N̂
     params = SequenceMiningParams(epsilon=20.0, theta=0.9)
@@ -120,7 +132,7 @@ def test_the_cap_binds_and_the_run_finishes_with_exact_accounting():
     released = {p.items: p.noisy_support for p in res.patterns}
     calls = res.mechanism_calls
     assert calls[-1]["sensitivity"] == 3
-    assert calls[-1]["epsilon_nano"] == sum(level_shares(params, 1)[0])
+    assert calls[-1]["epsilon_nano"] == _pool(params)   # L_f = 1: the level gets it all
     assert sum(c["epsilon_nano"] for c in calls) == res.spent_nano == acc.spent_nano \
         == epsilon_to_nano(20.0) and res.unspent_nano == 0
     assert len(released) == 2
@@ -133,8 +145,10 @@ def test_a_pruned_level_verifies_its_survivors_with_exact_accounting():
     res = mine_frequent_sequences(three_item_records(n=2000, n_items=40), params,
                                   rng=np.random.default_rng(SEED))
     (level,) = res.levels
-    p, v = level_shares(params, 1)[0]
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    p, v = plan["prune"], plan["verify"]          # L_f = 1: the whole pool, in the plan's ratio
     assert level.prune_sensitivity == 1 and level.kept_after_pruning == 1
+    assert level.prune_length == 1 and level.length_epsilon_nano == 0
     assert level.verify_sensitivity == 1 and level.verify_epsilon_nano == v
     assert [p.items for p in res.patterns] == [(0,)]
     assert res.diagnostics.true_supports == {"0": 2000}
@@ -152,7 +166,7 @@ def test_the_run_stops_where_the_noise_drowns_the_threshold():
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(SEED))
     (level,) = res.levels
     assert level.note == NOISY_STOP and level.frequent == 0 and res.patterns == []
-    assert res.unspent_nano == sum(level_shares(params, 1)[0])
+    assert res.unspent_nano == _pool(params)
     assert res.spent_nano + res.unspent_nano == epsilon_to_nano(0.05)
 
 
@@ -189,17 +203,21 @@ def test_every_choice_is_a_function_of_released_values(monkeypatch):
     for data in _neighbours():
         res, seen = _spy_choices(monkeypatch, data, params, SEED)
         assert seen
-        per_level = level_shares(params, res.max_frequent_length)
-        for (args, out), lv in zip(seen, res.levels, strict=False):
-            public = (lv.candidates, lv.length, res.lmax, *per_level[lv.length - 1],
-                      params.theta * max(res.noisy_records, 1.0), params.zeta)
+        calls, _, parts = replay_level_calls(res, params)   # rebuilt from released values
+        assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] \
+            == calls
+        threshold = params.theta * max(res.noisy_records, 1.0)
+        for (args, out), lv, (_, prune, verify) in zip(seen, res.levels, parts,
+                                                       strict=False):
+            public = (lv.candidates, lv.length, lv.prune_length or res.lmax,
+                      prune - lv.length_epsilon_nano, verify, threshold, params.zeta)
             assert args == public
             assert plan_level(*public) == out                 # pure: same inputs, same plan
             assert (lv.prune_sensitivity > 0) == out.prune
             if out.prune:
                 assert lv.relaxed_threshold == out.threshold
                 assert lv.prune_scale == pytest.approx(
-                    out.sensitivity / nano_to_epsilon(per_level[lv.length - 1][0]))
+                    out.sensitivity / nano_to_epsilon(lv.prune_epsilon_nano))
 
 
 def test_neighbours_with_equal_released_values_choose_alike(monkeypatch):
@@ -220,3 +238,99 @@ def test_neighbours_with_equal_released_values_choose_alike(monkeypatch):
     for (args_a, out_a), (args_b, out_b) in zip(a, b, strict=False):
         if args_a == args_b:
             assert out_a == out_b
+
+
+# --------------------------------------------------------------------------- level budgets
+
+def _wide_records(n=20_000, seed=5):
+    """1,000 declared items; records of 20 rare items, each of the 20 common items
+    w0..w19 with chance 0.35, and half of them framed by w0 … w1: level 2 has 400
+    candidates whose verification would flood, but a record holds only ~8 of their items."""
+    rng = np.random.default_rng(seed)
+    records = []
+    for _ in range(n):
+        r = [int(x) for x in rng.integers(20, 1000, size=20)]
+        for x in np.flatnonzero(rng.random(20) < 0.35):
+            r.insert(int(rng.integers(0, len(r) + 1)), int(x))
+        records.append([0] + r + [1] if rng.random() < 0.5 else r)
+    schema = SequenceSchema("wide", tuple(f"w{i}" for i in range(1000)), l1=32)
+    return SequenceDataset.from_lists(schema, records), records
+
+
+def test_relevant_length_histogram_equals_a_plain_count():
+    rng = np.random.default_rng(SEED)
+    records = [rng.integers(0, 9, size=int(rng.integers(0, 14))).tolist() for _ in range(300)]
+    data = SequenceDataset.from_lists(
+        SequenceSchema("r", tuple(f"x{i}" for i in range(9)), l1=16), records)
+    relevant = np.zeros(9, dtype=np.bool_)
+    relevant[[1, 4, 5]] = True
+    got = relevant_length_histogram(data.indptr, data.items, relevant, 6)
+    held = [sum(x in (1, 4, 5) for x in r) for r in records]
+    assert got.tolist() == [sum(min(h, 6) == i for h in held if h) for i in range(1, 7)]
+
+
+def test_pruning_length_reads_the_eta_quantile_of_relevant_lengths():
+    # 100 records: 10 hold no relevant item, then 30/30/20/10 hold 1/2/3/4
+    hist = np.array([30.0, 30.0, 20.0, 10.0])
+    assert pruning_length(hist, 100.0, 0.85) == 3     # > 3 items: 10 ≤ 15
+    assert pruning_length(hist, 100.0, 0.95) == 4     # > 3 items: 10 > 5
+    assert pruning_length(hist, 100.0, 0.5) == 2      # > 2 items: 30 ≤ 50
+    assert pruning_length(np.array([500.0, -3.0]), 10.0, 0.85) == 1   # noisy tail ≤ 1.5
+    assert pruning_length(np.array([0.0, 500.0]), 10.0, 0.85) == 2    # never more than the cap
+
+
+def test_a_flooding_level_prunes_on_a_bound_read_from_noisy_relevant_lengths(monkeypatch):
+    data, records = _wide_records()
+    params = SequenceMiningParams(epsilon=1.0, theta=0.2)
+    bounds = []
+    real = miner_module.shrink_records
+
+    def spy(indptr, items, n_items, trie, lmax, *, truncate=True):
+        out = real(indptr, items, n_items, trie, lmax, truncate=truncate)
+        bounds.append((trie.k, lmax, int(np.diff(out[0]).max())))
+        return out
+
+    monkeypatch.setattr(miner_module, "shrink_records", spy)
+    acc = PrivacyAccountant(run_cost_nano(params))
+    res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1), accountant=acc)
+    level = res.levels[1]
+    assert level.candidates == 400 and level.length_epsilon_nano > 0
+    assert 2 <= level.prune_length < res.lmax
+    assert level.prune_sensitivity == min(math.comb(level.prune_length, 2), 400)
+    assert (2, level.prune_length, level.prune_length) in bounds or all(
+        b[2] <= b[1] for b in bounds)
+    assert all(longest <= bound for _, bound, longest in bounds)
+    calls = [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]]
+    replayed, unspent, _ = replay_level_calls(res, params)
+    assert calls == replayed and (level.length_epsilon_nano, 1) in calls
+    assert res.unspent_nano == unspent
+    assert res.spent_nano + res.unspent_nano == acc.spent_nano + res.unspent_nano \
+        == epsilon_to_nano(1.0)
+    # the bound is the η-quantile of the relevant lengths, up to the histogram's noise
+    common = {int(x) for x in np.unique(np.concatenate(
+        [np.array(p.items) for p in res.patterns if p.length == 1]))}
+    held = np.array([sum(x in common for x in r) for r in records])
+    exact = int(np.quantile(held, params.eta, method="higher"))
+    assert abs(level.prune_length - exact) <= 1
+
+
+def test_level_budget_rules_use_public_inputs_only():
+    # the same public inputs give the same budgets, whatever data produced them
+    assert level_budget(10**9, 5, 300, 4000.0) == level_budget(10**9, 5, 300, 4000.0)
+    assert split_level_budget(10, 45, 45) == (5, 5)
+    assert split_level_budget(2, 1, 10**6) == (1, 1)
+    with pytest.raises(ParameterError):
+        split_level_budget(1, 1, 1)
+    assert verify_budget(10**9, 10, 1000.0, 3) == math.ceil(10 / 70.0 * 1e9)
+    assert verify_budget(10**9, 10, 1000.0, 1) == 10**9     # last level: all of it
+    assert verify_budget(10, 10**6, 1000.0, 3) == 10
+    # the histogram is bought only where the lmax bound cannot prune but a short one could
+    part = 150_000_000
+    assert not wants_length_histogram(400, 1, 32, part, part, 3600.0, 0.3, part // 10,
+                                      36_000.0, 0.85)            # level 1: never
+    assert wants_length_histogram(400, 2, 32, part, part, 3600.0, 0.3, part // 10,
+                                  36_000.0, 0.85)
+    assert not wants_length_histogram(400, 2, 32, part, part, 3600.0, 0.3, part // 10,
+                                      360.0, 0.85)               # noise too large for N̂
+    assert not wants_length_histogram(20, 2, 32, part, part, 3600.0, 0.3, part // 10,
+                                      36_000.0, 0.85)            # 20 candidates: no flood

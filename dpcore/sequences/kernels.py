@@ -34,6 +34,7 @@ __all__ = [
     "contained_candidates",
     "compress_consecutive", "reconstruct_record", "shrink_records_kernel",
     "build_occurrence_runs", "prefix_search", "max_supports_by_length", "length_histogram",
+    "relevant_length_histogram",
 ]
 
 
@@ -68,6 +69,24 @@ def length_histogram(indptr, n_bins):
         n = indptr[r + 1] - indptr[r]
         if n < n_bins:
             out[n] += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def relevant_length_histogram(indptr, items, relevant, cap):
+    """``out[i − 1]`` = records holding i items of the mask ``relevant``, i = 1..cap.
+
+    Records holding more than ``cap`` relevant items are counted in cell ``cap``; records
+    holding none in no cell. One record is in at most one cell.
+    """
+    out = np.zeros(cap, dtype=np.int64)
+    for r in range(indptr.shape[0] - 1):
+        n = 0
+        for j in range(indptr[r], indptr[r + 1]):
+            if relevant[items[j]]:
+                n += 1
+        if n > 0:
+            out[min(n, cap) - 1] += 1
     return out
 
 

@@ -92,6 +92,7 @@ from dpcore.sequences.kernels import (
     length_histogram,
     max_supports_by_length,
     prefix_search,
+    relevant_length_histogram,
 )
 from dpcore.sequences.params import (
     LENGTHS,
@@ -101,7 +102,6 @@ from dpcore.sequences.params import (
     RECORDS,
     VERIFY,
     SequenceMiningParams,
-    level_shares,
     mechanism_shares,
     plan_budget,
     probe_count,
@@ -114,13 +114,20 @@ from dpcore.sequences.results import (
     SequenceRunResult,
     pattern_key,
 )
-from dpcore.sequences.shrinking import candidate_supports, shrink_records
+from dpcore.sequences.shrinking import candidate_supports, relevant_items, shrink_records
 from dpcore.sequences.strategy import (
+    LENGTH_SHARE,
+    NO_BUDGET_STOP,
     NOISY_STOP,
     keep_largest,
+    level_budget,
     plan_level,
+    pruning_length,
     release_cap,
+    split_level_budget,
     too_noisy,
+    verify_budget,
+    wants_length_histogram,
 )
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
@@ -422,7 +429,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                          "level (parallel composition; each part's call in part_calls)",
                          prune_nano, float(max(math.comb(lmax, k) for k in range(1, l_f + 1))),
                          parallel=l_f)
-    per_level = level_shares(params, l_f) if pfs2 and strict else None
+    # strict: one pool for the levels, each level's budget chosen from released values
+    remaining = (plan.get(PRUNE, 0) + plan[VERIFY]) if strict else 0
     run.timed("partition", started)
 
     # ---- levels
@@ -445,25 +453,52 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         if cands.shape[0] == 0 or cands.shape[0] > MAX_CANDIDATES:
             break
         trie = build_candidate_trie(cands, k)
-        delta_k, scale, theta_prime, capped = 0, 0.0, None, 0
-        share = verify_shares[k - 1]
+        delta_k, scale, theta_prime, capped, prune_spent = 0, 0.0, None, 0, 0
+        prune_length, length_spent = 0, 0
+        share = None if strict else verify_shares[k - 1]
         cap = release_cap(lmax, k, theta) if pfs2 and strict else None
+        if strict:
+            # the level's budget: public and released values only (strategy module, PRIVACY.md)
+            level_nano = level_budget(remaining, l_f - k + 1, trie.n_cand, threshold)
+            share = level_nano
+            if level_nano < 2:
+                levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
+                                          0, NO_BUDGET_STOP))
+                break
         if pfs2 and strict:
             # the level's choice: public inputs only (strategy module, PRIVACY.md)
-            lp = plan_level(trie.n_cand, k, lmax, *per_level[k - 1], threshold,
+            prune_part, verify_part = split_level_budget(level_nano, plan[PRUNE], plan[VERIFY])
+            level_length = lmax
+            length_nano = int(prune_part * LENGTH_SHARE)
+            if wants_length_histogram(trie.n_cand, k, lmax, prune_part, verify_part,
+                                      threshold, float(params.zeta), length_nano, n_hat,
+                                      params.eta):
+                # pruning pays only with a shorter bound than lmax: read it from a noisy
+                # histogram of the records' relevant lengths (sensitivity 1)
+                relevant = relevant_length_histogram(
+                    data.indptr, data.items, relevant_items(trie, n_items), lmax)
+                noisy_relevant = run.counts_noise(
+                    relevant, sensitivity=1, epsilon_nano=length_nano,
+                    label=f"level {k}: records holding 1..{lmax} items of the candidates "
+                          f"(more in cell {lmax})")
+                length_spent, prune_part = length_nano, prune_part - length_nano
+                remaining -= length_spent
+                level_length = max(k, pruning_length(noisy_relevant, n_hat, params.eta))
+            lp = plan_level(trie.n_cand, k, level_length, prune_part, verify_part, threshold,
                             float(params.zeta))
             share = lp.verify_nano
             if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), trie.n_cand,
                                           threshold, cap):
                 levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
-                                          0, NOISY_STOP))
+                                          0, NOISY_STOP, 0, 0, length_spent))
                 break
             if lp.prune:
                 started = time.perf_counter()
+                prune_length = level_length
                 sh_indptr, sh_items, stats = shrink_records(data.indptr, data.items, n_items,
-                                                            trie, lmax, truncate=True)
-                if sh_indptr.size > 1 and np.diff(sh_indptr).max() > lmax:
-                    raise AssertionError("shrinking left a record longer than lmax")
+                                                            trie, prune_length, truncate=True)
+                if sh_indptr.size > 1 and np.diff(sh_indptr).max() > prune_length:
+                    raise AssertionError("shrinking left a record longer than its bound")
                 shrinking.append({"length": k, **stats.__dict__})
                 run.timed("shrink", started)
                 started = time.perf_counter()
@@ -472,19 +507,24 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                 noisy_local = run.counts_noise(
                     local, sensitivity=lp.sensitivity, epsilon_nano=lp.prune_nano,
                     label=f"level {k}: noisy supports of {trie.n_cand} candidates on all "
-                          f"records shrunk to ≤ {lmax} items (pruning)")
+                          f"records shrunk to ≤ {prune_length} items (pruning)")
                 delta_k, scale, theta_prime = lp.sensitivity, lp.scale, lp.threshold
+                prune_spent = lp.prune_nano
+                remaining -= prune_spent
                 passed = np.flatnonzero(noisy_local >= theta_prime)
                 kept_idx = keep_largest(passed, noisy_local, cap)
                 capped += int(passed.size - kept_idx.size)
                 kept = trie.cands[kept_idx]
                 run.timed("prune", started)
                 if kept_idx.size:
-                    verify_scale = kept_idx.size / nano_to_epsilon(per_level[k - 1][1])
+                    share = verify_budget(lp.verify_nano, int(kept_idx.size), threshold,
+                                          l_f - k + 1)
+                    verify_scale = kept_idx.size / nano_to_epsilon(share)
                     if too_noisy(verify_scale, int(kept_idx.size), threshold, cap):
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
-                                                  capped, NOISY_STOP))
+                                                  capped, NOISY_STOP, prune_spent,
+                                                  prune_length, length_spent))
                         break
             else:
                 kept = trie.cands
@@ -513,7 +553,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             kept = trie.cands
         if kept.shape[0] == 0:
             levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, 0, 0, 0,
-                                      threshold if strict else None, 0, capped))
+                                      threshold if strict else None, 0, capped, "",
+                                      prune_spent, prune_length, length_spent))
             break
         started = time.perf_counter()
         vtrie = build_candidate_trie(kept, k)
@@ -522,6 +563,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                                  continuous=pfs2 and not strict,
                                  label=f"level {k}: noisy supports of {vtrie.n_cand} "
                                        "candidates on all records")
+        if strict:
+            remaining -= share
         frequent = np.flatnonzero(noisy >= threshold)
         if cap is not None:
             capped_frequent = keep_largest(frequent, noisy, cap)
@@ -535,7 +578,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
                                   vtrie.n_cand, share,
                                   threshold if strict else None, int(frequent.size),
-                                  capped))
+                                  capped, "", prune_spent, prune_length, length_spent))
         previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
         run.timed("verify", started)
         if not previous:

@@ -1,11 +1,11 @@
 """PFS2 parameters (Xu et al. 2015 defaults), their help texts, and the exact budget plan.
 
 :func:`plan_budget` decides how a run's ε is divided among its phases; the ledger charges
-its total before any noise is drawn. The level phases are split further at run time, once
-DP outputs fix how many calls they make (one pruning and one verification part per level,
-L_f levels). :func:`mechanism_shares` lists
-every call's share given lmax and L_f; the miner spends exactly those, and what an early
-stop (no candidates left before level L_f) leaves unspent is reported, never re-spent.
+its total before any noise is drawn. The level phases are split further at run time: in strict mode
+each level draws its budget from the pool ε4 + ε5 by a rule on public and released values
+(:func:`dpcore.sequences.strategy.level_budget`); in faithful mode :func:`mechanism_shares`
+lists every call's share given lmax and L_f. What an early stop (no candidates left before
+level L_f) leaves unspent is reported, never re-spent.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from dpcore.registry import (
 
 __all__ = ["PFS2", "PFS2_BASELINE", "SEQUENCE_ALGORITHMS", "SEQUENCES", "HELP",
            "SequenceMiningParams", "BudgetSlot", "plan_budget", "mechanism_shares",
-           "probe_count", "run_cost_nano", "level_shares", "level_schedule",
-           "LEVEL_HORIZON", "RECORDS", "LENGTHS", "MAX_LENGTH",
+           "probe_count", "run_cost_nano", "RECORDS", "LENGTHS", "MAX_LENGTH",
            "PRUNE", "VERIFY"]
 
 # The family and algorithm names (SEQUENCES, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS) live in
@@ -192,56 +191,6 @@ def probe_count(lmax: int) -> int:
     return max(1, math.ceil(math.log2(lmax))) if lmax > 1 else 1
 
 
-def level_shares(params: SequenceMiningParams, n_levels: int) -> list[tuple[int, int]]:
-    """Strict PFS2: each level's (pruning, verification) nano-ε, levels 1..L_f in order.
-
-    ε4 and ε5 are each split over the L_f levels by :func:`level_schedule` (sequential
-    composition: every level reads all records; even when L_f ≤ :data:`LEVEL_HORIZON`,
-    front-loaded beyond). A level that prunes spends its pruning part on the noisy
-    supports of the shrunk records and its verification part on the survivors; a level
-    that does not prune (:func:`dpcore.sequences.strategy.plan_level`, decided from public
-    values) spends both parts in its one verification call. Either way level k costs
-    exactly the sum of its two parts.
-    """
-    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
-    if params.algorithm != PFS2 or params.mode != STRICT:
-        raise ParameterError("per-level pruning shares exist only for strict PFS2")
-    if n_levels < 1:
-        raise ParameterError(f"need L_f ≥ 1; got {n_levels}")
-    return list(zip(level_schedule(plan[PRUNE], n_levels),
-                    level_schedule(plan[VERIFY], n_levels), strict=True))
-
-
-#: Strict mode's level schedule: level k spends at least 1/LEVEL_HORIZON of what the levels
-#: before it left (public constant; see :func:`level_schedule`).
-LEVEL_HORIZON = 3
-
-
-def level_schedule(total_nano: int, n_levels: int, horizon: int | None = None) -> list[int]:
-    """Strict mode's split of a level budget over levels 1..n_levels (nano-ε, exact sum).
-
-    Level k spends the share 1/min(H, n_levels − k + 1) of what levels 1..k−1 left
-    (H = :data:`LEVEL_HORIZON`): an even split when n_levels ≤ H, otherwise geometric
-    (level k gets (1/H)·(1 − 1/H)^(k−1) of the total) until the last H levels, which split
-    the rest evenly. n_levels (L_f) is an upper bound on the levels that can release
-    anything; front-loading keeps the early levels, which hold most candidates, from
-    paying for levels the run will likely stop before. A function of public values and
-    the released L_f only. H = 3 was chosen on the generated shapes (docs/results.md:
-    H = 2, 3, 4 and the even split compared, 2 seeds).
-    """
-    h = LEVEL_HORIZON if horizon is None else int(horizon)
-    if n_levels < 1 or h < 1:
-        raise ParameterError(f"need L_f ≥ 1 and a horizon ≥ 1; got {n_levels}, {h}")
-    out, rest = [], int(total_nano)
-    for k in range(1, n_levels + 1):
-        # every later level keeps ≥ 1 nano-ε (plan_budget leaves ≥ 1000 levels' worth)
-        part = max(1, min(rest // min(h, n_levels - k + 1), rest - (n_levels - k)))
-        out.append(part)
-        rest -= part
-    out[-1] += rest
-    return out
-
-
 def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
                      ) -> list[BudgetSlot]:
     """Every mechanism call's share, once lmax and L_f (``n_levels``) are known.
@@ -250,12 +199,13 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
     * ``max_length``: one call. Strict: the noisy histogram of record lengths 1..lmax
       (sensitivity 1) from which L_f is read; faithful: all lmax noisy maxima at the
       paper's scale Q/ε3 each (Q = :func:`probe_count`).
-    * ``prune`` (PFS2): strict, one part per level (index k − 1, :func:`level_shares`),
-      spent on pruning all records or, when the level does not prune, added to that
-      level's verification call; faithful, one share, charged once, used in full on each
-      of the L_f disjoint sample databases (``parallel = L_f``).
-    * ``verify``: one part per level, :func:`level_schedule` in strict mode (the baseline
-      too), L_f equal parts in faithful mode.
+    * ``prune`` and ``verify``, strict mode (PFS2 and the baseline): ONE pool of ε4 + ε5
+      (the baseline's ε4 + ε5 in ``verify``), listed as the two phase totals (index 0).
+      Level k's calls draw b_k from what levels 1..k−1 left, chosen from public and
+      released values at run time (:func:`dpcore.sequences.strategy.level_budget`);
+      together they never exceed the pool, and what an early stop leaves is unspent.
+    * faithful: ``prune`` one share, charged once, used in full on each of the L_f
+      disjoint sample databases (``parallel = L_f``); ``verify`` L_f equal parts.
 
     The shares sum exactly to :func:`plan_budget`'s total.
     """
@@ -264,15 +214,15 @@ def mechanism_shares(params: SequenceMiningParams, lmax: int, n_levels: int
         raise ParameterError(f"need 1 ≤ L_f ≤ lmax; got lmax = {lmax}, L_f = {n_levels}")
     out = [BudgetSlot(RECORDS, 0, plan[RECORDS]), BudgetSlot(LENGTHS, 0, plan[LENGTHS])]
     out.append(BudgetSlot(MAX_LENGTH, 0, plan[MAX_LENGTH]))
-    if PRUNE in plan and params.mode == STRICT:
-        for i, (p, v) in enumerate(level_shares(params, n_levels)):
-            out += [BudgetSlot(PRUNE, i, p), BudgetSlot(VERIFY, i, v)]
+    if params.mode == STRICT:
+        if PRUNE in plan:
+            out.append(BudgetSlot(PRUNE, 0, plan[PRUNE]))
+        out.append(BudgetSlot(VERIFY, 0, plan[VERIFY]))
     else:
         if PRUNE in plan:
             out.append(BudgetSlot(PRUNE, 0, plan[PRUNE], parallel=n_levels))
-        verify = (level_schedule(plan[VERIFY], n_levels) if params.mode == STRICT
-                  else split_evenly(plan[VERIFY], n_levels))
-        out += [BudgetSlot(VERIFY, i, e) for i, e in enumerate(verify)]
+        out += [BudgetSlot(VERIFY, i, e)
+                for i, e in enumerate(split_evenly(plan[VERIFY], n_levels))]
     if min(s.epsilon_nano for s in out) <= 0:
         raise ParameterError("ε is too small for this many mechanism calls: one would get "
                              "0 budget")

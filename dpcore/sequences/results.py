@@ -101,7 +101,16 @@ class LevelRecord:
         cap did not bind). Post-processing of noisy values, so public.
     note : str
         Why the run stopped at this level, if it did for a public reason (strict PFS2:
-        the noise would drown θ·N̂); empty otherwise.
+        the noise would drown θ·N̂, or the level budget ran out); empty otherwise.
+    prune_epsilon_nano : int
+        ε of the level's pruning call (nano-ε; 0 without pruning; faithful runs, whose
+        pruning share is charged once for all samples, also record 0 here).
+    prune_length : int
+        Strict PFS2: the length bound l_k the records were shrunk to for pruning (items;
+        lmax unless the level read it from a noisy histogram of relevant lengths; 0 when
+        the level did not prune).
+    length_epsilon_nano : int
+        ε of that histogram (nano-ε; 0 when the level did not draw one).
     """
 
     length: int
@@ -116,6 +125,9 @@ class LevelRecord:
     frequent: int
     capped: int = 0
     note: str = ""
+    prune_epsilon_nano: int = 0
+    prune_length: int = 0
+    length_epsilon_nano: int = 0
 
 
 @dataclass

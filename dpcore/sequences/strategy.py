@@ -74,11 +74,25 @@ from dpcore.privacy.units import nano_to_epsilon
 from dpcore.sequences.relaxation import laplace_pruning_threshold
 
 __all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "floods", "too_noisy",
-           "NOISY_STOP", "PRUNE_GAIN"]
+           "level_budget", "split_level_budget", "verify_budget", "pruning_length",
+           "wants_length_histogram",
+           "LENGTH_SHARE", "NOISY_STOP",
+           "NO_BUDGET_STOP", "PRUNE_GAIN", "TARGET_SCALE"]
 
 #: The note of a level where the run stopped because the noise would drown θ·N̂.
 NOISY_STOP = ("stopped: noise scale ≥ θ·N̂ and expected false releases ≥ the cap; the "
               "level would release mostly noise")
+
+#: The note of a level where the run stopped because too little budget was left (< 2 nano-ε).
+NO_BUDGET_STOP = "stopped: less than 2 nano-ε of the level budget left"
+
+#: τ: a level asks for the budget that makes its release's noise scale τ·θ·N̂ (public
+#: constant; the median |Laplace| is ln 2 times the scale, so about 5 % of θ·N̂).
+TARGET_SCALE = 0.07
+
+#: Share of a flooding level's pruning part spent on the noisy histogram of its records
+#: relevant lengths, from which the pruning's length bound is read (public constant).
+LENGTH_SHARE = 0.1
 
 #: Pruning must be at least this many times less noisy than one verification of every
 #: candidate with the whole level budget (φ_k ≤ |C_k|/ε_k / PRUNE_GAIN).
@@ -189,3 +203,112 @@ def floods(scale: float, n_measured: int, support_threshold: float) -> bool:
     if n_measured <= 2:
         return False
     return float(scale) * math.log(n_measured / 2.0) >= float(support_threshold)
+
+
+def _need_nano(n_measured: int, support_threshold: float) -> int | None:
+    """nano-ε for noise scale τ·θ·N̂ on n_measured candidates (None: θ·N̂ ≤ 0, unbounded)."""
+    target = TARGET_SCALE * float(support_threshold)
+    if not target > 0:
+        return None
+    return math.ceil(int(n_measured) / target * 1e9)
+
+
+def level_budget(remaining_nano: int, levels_left: int, n_measured: int,
+                 support_threshold: float) -> int:
+    """nano-ε of level k's calls, from public and released values only (strict mode).
+
+    Parameters
+    ----------
+    remaining_nano : int
+        The level budget (ε4 + ε5; the baseline's ε4 + ε5 too) not yet spent by levels
+        1..k−1: a function of earlier releases.
+    levels_left : int
+        L_f − k + 1 (L_f is released).
+    n_measured : int
+        |C_k| (post-processing of released sequences; the declared alphabet at k = 1).
+    support_threshold : float
+        θ·N̂ (records).
+
+    Returns
+    -------
+    int
+        The level's budget b_k: what gives the verification of all |C_k| the noise scale
+        τ·θ·N̂ (:data:`TARGET_SCALE`), but at least an even share of what is left over the
+        levels left (R/m) and at most half of it (R/2), all of it at the last level
+        (m = 1). b_k ≤ R always, so the levels never spend more than the level budget
+        (sequential composition with budgets chosen from earlier outputs, summing to at
+        most ε4 + ε5 on every outcome; docs/PRIVACY.md §6.7).
+    """
+    remaining, m = int(remaining_nano), int(levels_left)
+    if remaining < 0 or m < 1 or n_measured < 0:
+        raise ParameterError("level_budget needs remaining ≥ 0, levels left ≥ 1, |C_k| ≥ 0")
+    if m == 1:
+        return remaining
+    low, high = remaining // m, remaining // 2
+    need = _need_nano(n_measured, support_threshold)
+    return high if need is None else min(high, max(low, need))
+
+
+def split_level_budget(level_nano: int, prune_nano: int, verify_nano: int) -> tuple[int, int]:
+    """Split a pruning level's budget b_k in the plan's ratio ε4 : ε5 (both parts ≥ 1)."""
+    level_nano = int(level_nano)
+    if level_nano < 2:
+        raise ParameterError("a level budget below 2 nano-ε cannot be split")
+    prune = (level_nano * int(prune_nano)) // (int(prune_nano) + int(verify_nano))
+    prune = min(max(prune, 1), level_nano - 1)
+    return prune, level_nano - prune
+
+
+def verify_budget(available_nano: int, n_measured: int, support_threshold: float,
+                  levels_left: int) -> int:
+    """nano-ε of a pruned level's verification of its |C′_k| survivors (public inputs).
+
+    What gives noise scale τ·θ·N̂ on the survivors, at most ``available_nano`` (the
+    level's verification part) and at least 1; the rest stays in the level budget for
+    the later levels. At the last level (``levels_left`` = 1) all of ``available_nano``.
+    """
+    available = int(available_nano)
+    need = _need_nano(n_measured, support_threshold)
+    if need is None or int(levels_left) <= 1:
+        return available
+    return max(1, min(available, need))
+
+
+def pruning_length(noisy_histogram: np.ndarray, noisy_records: float, eta: float) -> int:
+    """The pruning's length bound l_k from a noisy histogram of relevant lengths (public).
+
+    ``noisy_histogram[i − 1]`` is the noisy number of records holding i items that occur
+    in some candidate (i = 1..lmax, longer ones in the last cell). l_k is the smallest l
+    whose noisy number of records holding more than l relevant items is at most
+    (1 − η)·N̂ (records with none count as short), lmax if none: the η-quantile of the
+    relevant lengths, as lmax is of the raw lengths. Post-processing of DP releases.
+    """
+    hist = np.asarray(noisy_histogram, dtype=np.float64)
+    longer = np.concatenate([np.cumsum(hist[::-1])[::-1][1:], [0.0]])  # > l relevant items
+    ok = np.flatnonzero(longer <= (1.0 - float(eta)) * max(float(noisy_records), 1.0))
+    return int(ok[0]) + 1 if ok.size else int(hist.size)
+
+
+def wants_length_histogram(n_candidates: int, k: int, lmax: int, prune_nano: int,
+                           verify_nano: int, support_threshold: float, zeta: float,
+                           length_nano: int, noisy_records: float, eta: float) -> bool:
+    """Whether level k should buy a noisy histogram of relevant lengths (public inputs only).
+
+    Yes when all hold: k ≥ 2 (at k = 1 every declared item is relevant, so the histogram
+    would repeat the length histogram); with the length bound lmax the level would not
+    prune, but with the shortest useful bound (k items) it would
+    (:func:`plan_level` with the pruning part less ``length_nano``); and the histogram's
+    noise leaves the η-quantile readable: √(2·lmax)/ε_h ≤ ¼·(1 − η)·N̂ (the noisy tail
+    sums compared with (1 − η)·N̂ in :func:`pruning_length` then err by a small part of
+    it). Otherwise the histogram would be wasted budget or noise.
+    """
+    if k < 2 or length_nano < 1 or prune_nano - length_nano < 1:
+        return False
+    if plan_level(n_candidates, k, lmax, prune_nano, verify_nano, support_threshold,
+                  zeta).prune:
+        return False
+    if not plan_level(n_candidates, k, k, prune_nano - length_nano, verify_nano,
+                      support_threshold, zeta).prune:
+        return False
+    noise = math.sqrt(2.0 * lmax) / nano_to_epsilon(length_nano)
+    return noise <= 0.25 * (1.0 - float(eta)) * max(float(noisy_records), 1.0)
