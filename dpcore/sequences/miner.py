@@ -19,30 +19,35 @@ Strict mode (default) — ε-DP, step by step
    over-estimate the longest frequent length (the levels' stop rules end the run
    earlier). O(N) work, no search over the data (the paper's exact maximal supports
    β_y are computed only in faithful mode).
-4. **Levels** k = 1..L_f; level k owns ε4,k + ε5,k (ε4 and ε5 each split by the public
-   schedule :func:`~dpcore.sequences.params.level_schedule`: evenly when L_f ≤ 3, else
-   level k takes a third of what the earlier levels left, the last three levels splitting
-   the rest evenly; :func:`~dpcore.sequences.params.level_shares`):
+4. **Levels** k = 1..L_f, drawing from one pool ε4 + ε5: level k gets b_k from what
+   levels 1..k−1 left, R_k (:func:`~dpcore.sequences.strategy.level_budget`: the ε giving
+   its |C_k| candidates the noise scale τ·θ·N̂, τ = 0.07, within [R_k/(L_f − k + 1),
+   R_k/2], all of R_k at level L_f), split ε4,k : ε5,k in the ratio ε4 : ε5:
 
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
-   b. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
+   b. **length bound** l_k = lmax, or, where pruning would pay only with a shorter bound
+      (:func:`~dpcore.sequences.strategy.wants_length_histogram`), the η-quantile of a
+      noisy histogram of the records' relevant lengths (items occurring in C_k; Δ = 1,
+      a tenth of ε4,k), at least k;
+   c. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
       only): prune when φ_k = Δ_k/ε4,k ≤ ½·s_k, s_k = |C_k|/(ε4,k + ε5,k), θ′ > 0 and
-      s_k·ln(|C_k|/2) ≥ θ·N̂, with Δ_k = min(C(lmax, k), |C_k|); a level that does not
-      prune verifies all of C_k with ε4,k + ε5,k (as the baseline); a level whose noise
-      scale would be ≥ θ·N̂ and whose expected false releases would reach M_k stops the run;
-   c. **pruning** on all records, each shrunk to at most lmax items (a local
-      transformation from the record, C_k and lmax; hard truncation guarantees |S̃| ≤
-      lmax): noisy supports + discrete Laplace(Δ_k/ε4,k); keep the candidates reaching
+      s_k·ln(|C_k|/2) ≥ θ·N̂, with Δ_k = min(C(l_k, k), |C_k|); a level that does not
+      prune verifies all of C_k with b_k (as the baseline); a level whose noise scale
+      would be ≥ θ·N̂ and whose expected false releases would reach M_k stops the run;
+   d. **pruning** on all records, each shrunk to at most l_k items (a local
+      transformation from the record, C_k and l_k; hard truncation guarantees |S̃| ≤
+      l_k): noisy supports + discrete Laplace(Δ_k/ε4,k); keep the candidates reaching
       θ′ = θ·N̂ + φ_k·ln(2ζ) (:func:`~dpcore.sequences.relaxation.laplace_pruning_threshold`),
       at most M_k = ⌈C(lmax, k)/θ⌉ of them (largest noisy values);
-   d. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
-      Laplace(|C′_k|/ε5,k), when that is less noisy than the pruning (else the pruning's
-      values are released and ε5,k stays unspent); FS_k = those reaching θ·N̂, at most M_k.
+   e. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
+      Laplace(|C′_k|/ε_v), ε_v the part of ε5,k giving scale τ·θ·N̂
+      (:func:`~dpcore.sequences.strategy.verify_budget`; the rest stays in the pool);
+      FS_k = those reaching θ·N̂, at most M_k.
 
    Candidates come from earlier DP outputs and the public alphabet (post-processing). Total
    at most ε1 + ε2 + ε3 + ε4 + ε5 = ε; every call's ε and Δ are in ``mechanism_calls`` and
    the rest is reported unspent. The straightforward baseline skips the plan and the
-   pruning and spends ε4 + ε5 on the verification of every candidate. Strict mode departs
+   pruning and verifies every candidate with b_k from the same pool rule. Strict mode departs
    from the paper's sample databases here (docs/ALGORITHMS.md §10; the privacy argument in
    docs/PRIVACY.md §6.7).
 

@@ -1,4 +1,5 @@
-"""Strict PFS2's per-level choices: prune or not, and how many sequences a level may keep.
+"""Strict PFS2's per-level choices: the level's budget, its pruning length bound, prune or
+not, and how many sequences a level may keep.
 
 Every function here is a pure function of **public parameters** (θ, ζ, lmax, the budget
 shares) and **released values** (N̂, the number of candidates |C_k|, which is
@@ -8,9 +9,9 @@ values make the same choices (the argument is in docs/PRIVACY.md, PFS2 section).
 
 Why a choice per level
 ----------------------
-Strict PFS2 gives each level k the budget ε_k = ε4,k + ε5,k (its shares of ε4 and ε5,
-:func:`dpcore.sequences.params.level_schedule`; written ε4/L_f and ε5/L_f below as when the
-split is even). Verifying all |C_k|
+Strict PFS2 gives each level k the budget ε_k = ε4,k + ε5,k (:func:`level_budget` and
+:func:`split_level_budget`; written ε4/L_f and ε5/L_f below as when the split is even).
+Verifying all |C_k|
 candidates with it adds noise of scale |C_k|/ε_k (the straightforward baseline's). Pruning
 first spends ε4/L_f on noisy supports of the shrunk records, whose sensitivity is
 Δ_k = min(C(lmax, k), |C_k|) (a shrunk record has at most lmax items, so it holds at most
