@@ -138,10 +138,11 @@ def plan_level(n_candidates: int, k: int, lmax: int, prune_nano: int, verify_nan
     n_candidates : int
         |C_k| (post-processing of released sequences, or the declared alphabet at k = 1).
     k, lmax : int
-        Level and length bound (lmax is a DP output).
+        Level and the pruning's length bound (items: lmax or the level's l_k, both DP
+        outputs).
     prune_nano, verify_nano : int
-        The level's two budget parts (nano-ε), from
-        :func:`dpcore.sequences.params.level_shares`.
+        The level's two budget parts (nano-ε), from :func:`split_level_budget` (less the
+        relevant-length histogram's share when the level bought one).
     support_threshold : float
         θ·N̂ (records), N̂ the released record count.
     zeta : float
