@@ -525,7 +525,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                     share = verify_budget(lp.verify_nano, int(kept_idx.size), threshold,
                                           l_f - k + 1)
                     verify_scale = kept_idx.size / nano_to_epsilon(share)
-                    if too_noisy(verify_scale, int(kept_idx.size), threshold, cap):
+                    if too_noisy(verify_scale, int(kept_idx.size), threshold, cap,
+                                 pruned=True):
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP, prune_spent,

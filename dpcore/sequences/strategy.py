@@ -76,7 +76,7 @@ from dpcore.sequences.relaxation import laplace_pruning_threshold
 
 __all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "floods", "too_noisy",
            "level_budget", "split_level_budget", "verify_budget", "pruning_length",
-           "wants_length_histogram",
+           "wants_length_histogram", "DROWNED",
            "LENGTH_SHARE", "NOISY_STOP",
            "NO_BUDGET_STOP", "PRUNE_GAIN", "TARGET_SCALE"]
 
@@ -94,6 +94,10 @@ TARGET_SCALE = 0.07
 #: Share of a flooding level's pruning part spent on the noisy histogram of its records
 #: relevant lengths, from which the pruning's length bound is read (public constant).
 LENGTH_SHARE = 0.1
+
+#: A level whose release would have a noise scale ≥ DROWNED·θ·N̂ stops the run
+#: (:func:`too_noisy`; public constant).
+DROWNED = 2.0
 
 #: Pruning must be at least this many times less noisy than one verification of every
 #: candidate with the whole level budget (φ_k ≤ |C_k|/ε_k / PRUNE_GAIN).
@@ -181,17 +185,25 @@ def keep_largest(selected: np.ndarray, noisy: np.ndarray, cap: int) -> np.ndarra
     return np.sort(selected[order[:cap]])
 
 
-def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int) -> bool:
+def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int, *,
+              pruned: bool = False) -> bool:
     """Whether a level's release would be mostly noise (public inputs only).
 
     True when the noise scale (records) is at least θ·N̂ — a candidate of no support then
-    passes with probability ½·exp(−θ·N̂/scale) ≥ ½e⁻¹ — and the expected number of such
-    false releases among the ``n_measured`` candidates reaches the cap M_k, the most
-    sequences the level can truly have: at least about half the release would be false.
+    passes with probability ½·exp(−θ·N̂/scale) ≥ ½e⁻¹ — and either the expected number of
+    such false releases among the ``n_measured`` candidates reaches the cap M_k, the most
+    sequences the level can truly have (at least about half the release would be false),
+    or, at a level that did not prune (``pruned`` False), the scale is at least
+    :data:`DROWNED` times θ·N̂: a candidate of no support then passes with probability
+    ≥ ½e^(−1/2) ≈ 0.30 against ½ for one of support θ·N̂, so the release's only filter
+    hardly filters, whatever the cap. (The survivors of a pruning passed a first filter
+    whose noise was well below θ·N̂, see :func:`plan_level`.)
     """
     scale, t = float(scale), float(support_threshold)
     if scale < t:
         return False
+    if not pruned and scale >= DROWNED * t:
+        return True
     return n_measured * 0.5 * math.exp(-t / scale) >= cap
 
 
