@@ -1,7 +1,5 @@
 """``python -m dpcore``: the command line (see dpcore/cli.py)."""
 
-import sys
+from dpcore.cli import run_and_exit
 
-from dpcore.cli import main
-
-sys.exit(main())
+run_and_exit()

@@ -932,6 +932,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_and_exit() -> None:
+    """``python -m dpcore``: run :func:`main` on ``sys.argv`` and end the process with its status.
+
+    Before exiting, :func:`gc.freeze` moves every object to the collector's permanent
+    generation, so the interpreter's final collections skip them: tearing down numba's,
+    LLVM's and NumPy's objects that way costs a warm ``mine`` about a quarter of a second
+    of CPU at exit (issue 19). Everything the command writes is written and closed by then
+    (the ledger's transactions are committed, ``--out`` is written atomically, the
+    progress bar and a Dask client are closed by their ``with`` blocks); ``atexit``
+    handlers and the destructors of objects freed by reference counting still run. Only
+    objects in reference cycles are left to the end of the process. Not for in-process
+    callers (tests, the app): they call :func:`main`.
+    """
+    import gc
+
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    gc.freeze()
+    sys.exit(status)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "experiment" and argv is not None:

@@ -106,3 +106,33 @@ def test_a_redescription_mine_loads_only_its_own_family_and_kernels(tmp_path):
     assert not [k for k in seen["loaded"] if k.startswith("dpcore.redescriptions.serenade.")]
     assert any(k.startswith("dpcore.redescriptions.serenade.") for k in seen["idle"]), \
         "the check must see Serenade's kernels (imported, never called) to mean anything"
+
+
+def test_python_m_dpcore_exits_with_mains_status_and_writes_everything(tmp_path):
+    """``python -m dpcore`` ends through ``run_and_exit`` (the final collection skipped):
+    the exit status is main's, stdout and stderr arrive whole, and a mine's result is
+    stored and written before the process ends."""
+    from dpcore.cli import build_parser
+
+    env = {**os.environ, "DPRM_LEDGER": str(tmp_path / "ledger.sqlite"),
+           "DPRM_OWNER_PASSWORD": "pw", "DPRM_OWNER_PASSWORD_HASH": hash_password("pw", n=2**10)}
+
+    def dpcore(*argv):
+        return subprocess.run([sys.executable, "-m", "dpcore", *argv], cwd=REPO, env=env,
+                              capture_output=True, text=True)
+
+    shown = dpcore("--help")
+    assert shown.returncode == 0
+    assert shown.stdout == build_parser().format_help()
+    refused = dpcore("budget", "nothing")
+    assert refused.returncode == 2 and "unknown dataset 'nothing'" in refused.stderr
+    assert dpcore("register", "--data", str(REPO / "sample_data" / "sites"),
+                  "--cap", "5").returncode == 0
+    out = tmp_path / "run.json"
+    mined = dpcore("mine", "--dataset", "sites", "--algorithm", "altexpm", "--epsilon", "1",
+                   "--seed", "3", "--out", str(out))
+    assert mined.returncode == 0, mined.stderr
+    run_id = json.loads(out.read_text())["run_id"]
+    assert mined.stderr.rstrip().endswith(f"written to {out}")
+    again = dpcore("result", run_id, "--out", "-")
+    assert again.returncode == 0 and json.loads(again.stdout) == json.loads(out.read_text())
