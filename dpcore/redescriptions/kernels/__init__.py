@@ -13,7 +13,8 @@
 * :mod:`~dpcore.redescriptions.kernels.expmech` — createDTExpMech.
 
 Strict mode's chains on row bitsets are :mod:`dpcore.redescriptions.bitset_mcmc`; they use
-the same moves, proposal ratio and acceptance. Nothing here is differentially private by
+the same moves, proposal ratio and acceptance (faithful mode's row chains are run without the
+proposal ratio, as the paper accepts; docs/PRIVACY.md §8). Nothing here is differentially private by
 itself: the kernels read coded data, and ``dpcore.redescriptions.trees`` charges the ε of
 every chain or tree before calling them (docs/PRIVACY.md §7). The names below are the
 kernels' public API, re-exported so that ``kernels.<name>`` keeps working.
