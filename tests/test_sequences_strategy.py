@@ -107,8 +107,8 @@ def test_cap_keep_largest_and_the_other_helpers():
     assert not too_noisy(99.0, 10**6, 100.0, 1)        # below θ·N̂: never
     # scale ≥ 2·θ·N̂ drowns a level's only filter, whatever the cap; not a pruned level's
     assert too_noisy(200.0, 3, 100.0, 10**6) and not too_noisy(199.0, 3, 100.0, 10**6)
-    assert not too_noisy(200.0, 3, 100.0, 10**6, pruned=True)
-    assert too_noisy(200.0, 10**6, 100.0, 10**3, pruned=True)   # the cap rule still holds
+    assert not too_noisy(200.0, 3, 100.0, 10**6, only_filter=False)
+    assert too_noisy(200.0, 10**6, 100.0, 10**3, only_filter=False)   # the cap rule holds
 
 
 # --------------------------------------------------------------------------- in the miner

@@ -493,7 +493,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                             float(params.zeta))
             share = lp.verify_nano
             if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), trie.n_cand,
-                                          threshold, cap):
+                                          threshold, cap, only_filter=k > 1):
                 levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
                                           0, NOISY_STOP, 0, 0, length_spent))
                 break
@@ -526,7 +526,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                                           l_f - k + 1)
                     verify_scale = kept_idx.size / nano_to_epsilon(share)
                     if too_noisy(verify_scale, int(kept_idx.size), threshold, cap,
-                                 pruned=True):
+                                 only_filter=False):
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP, prune_spent,

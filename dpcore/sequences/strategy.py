@@ -186,23 +186,25 @@ def keep_largest(selected: np.ndarray, noisy: np.ndarray, cap: int) -> np.ndarra
 
 
 def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int, *,
-              pruned: bool = False) -> bool:
+              only_filter: bool = True) -> bool:
     """Whether a level's release would be mostly noise (public inputs only).
 
     True when the noise scale (records) is at least θ·N̂ — a candidate of no support then
     passes with probability ½·exp(−θ·N̂/scale) ≥ ½e⁻¹ — and either the expected number of
     such false releases among the ``n_measured`` candidates reaches the cap M_k, the most
     sequences the level can truly have (at least about half the release would be false),
-    or, at a level that did not prune (``pruned`` False), the scale is at least
-    :data:`DROWNED` times θ·N̂: a candidate of no support then passes with probability
-    ≥ ½e^(−1/2) ≈ 0.30 against ½ for one of support θ·N̂, so the release's only filter
-    hardly filters, whatever the cap. (The survivors of a pruning passed a first filter
-    whose noise was well below θ·N̂, see :func:`plan_level`.)
+    or, when the measurement is the level's only filter (``only_filter``: the miner passes
+    it for a level k ≥ 2 that did not prune), the scale is at least :data:`DROWNED` times
+    θ·N̂: a candidate of no support then passes with probability ≥ ½e^(−1/2) ≈ 0.30
+    against ½ for one of support θ·N̂, so the filter hardly filters, whatever the cap.
+    (The survivors of a pruning passed a first filter whose noise was well below θ·N̂, see
+    :func:`plan_level`; level 1 measures the declared alphabet, and stopping there would
+    release nothing at all.)
     """
     scale, t = float(scale), float(support_threshold)
     if scale < t:
         return False
-    if not pruned and scale >= DROWNED * t:
+    if only_filter and scale >= DROWNED * t:
         return True
     return n_measured * 0.5 * math.exp(-t / scale) >= cap
 
