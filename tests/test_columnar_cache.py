@@ -25,7 +25,8 @@ from dpcore.errors import DataError
 def sites(tmp_path):
     """A private copy of the sample ``sites`` (two files joined on ``site_id``)."""
     folder = tmp_path / "sites"
-    shutil.copytree(sample_data_dir() / "sites", folder)
+    shutil.copytree(sample_data_dir() / "sites", folder,
+                    ignore=shutil.ignore_patterns(CACHE_FOLDER))   # another test's cache
     return folder, load_schema(folder / "schema.json")
 
 
