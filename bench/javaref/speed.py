@@ -159,11 +159,13 @@ def main(argv=None) -> int:
                      if med["java"][k] and med["dpcore"][k] else None)
                  for k in ("wall_s", "cpu_s", "peak_rss_mib")}
         summary[alg] = {"median": med, "java_over_dpcore": ratio}
+    loads = [r["load_before"] for r in rows] + [r["load_after"] for r in rows]
+    load = {"median": statistics.median(loads), "min": min(loads), "max": max(loads)}
     out = {"dataset": args.dataset, "rows": dataset.n_rows, "rounds": args.rounds,
-           "cpus": os.cpu_count(), "summary": summary, "runs": rows}
+           "cpus": os.cpu_count(), "load_1min": load, "summary": summary, "runs": rows}
     (work / "speed.json").write_text(json.dumps(out, indent=1))
-    print(json.dumps({"dataset": args.dataset, "rows": dataset.n_rows, "summary": summary},
-                     indent=1))
+    print(json.dumps({"dataset": args.dataset, "rows": dataset.n_rows, "load_1min": load,
+                      "summary": summary}, indent=1))
     return 0
 
 
