@@ -103,6 +103,11 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
             score += contrib[u]
     saved_nodes = nodes.copy()
     saved_contrib = contrib.copy()
+    # undo buffers: a rejected move restores the rows of h (their order in perm, their
+    # leaves) and the class counts of its old leaves instead of re-routing the rows
+    saved_perm = np.empty(n_rows, dtype=np.int64)
+    saved_leaf = np.empty(n_rows, dtype=np.int64)
+    saved_hist = np.zeros((cap, n_classes), dtype=np.int64)
     work = hastings_workspace(cands)
     no_tree = np.full((4, 1), ABSENT, dtype=np.int64)
     ring = np.zeros(window, dtype=np.float64)
@@ -114,13 +119,20 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
         if h < 0:
             trace[it] = score
             continue
+        lo, hi = nodes[START, h], nodes[END, h]
         if stats is not None:
-            stats[0] += nodes[END, h] - nodes[START, h]
+            stats[0] += hi - lo
+        for i in range(lo, hi):
+            r = perm[i]
+            saved_perm[i] = r
+            saved_leaf[i] = leaf_of_row[r]
         saved_contrib[:] = contrib
         old_part = 0.0
-        for u in subtree_leaves(h, nodes, fanout):
+        old_leaves = subtree_leaves(h, nodes, fanout)
+        for u in old_leaves:
             old_part += contrib[u]
             contrib[u] = 0.0
+            saved_hist[u, :] = hist[u, :]
         apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
                    faithful, perm, codes, y, min_rows)
         relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf,
@@ -139,8 +151,12 @@ def mcmc_single_tree(codes, cands, y, n_classes, fanout, depth_of, max_depth, no
         else:
             nodes[:, :] = saved_nodes
             contrib[:] = saved_contrib
-            relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf,
-                     offset, y, hist, False, no_i, no_t, no_i, 0, 0)
+            for i in range(lo, hi):
+                r = saved_perm[i]
+                perm[i] = r
+                leaf_of_row[r] = saved_leaf[i]
+            for u in old_leaves:
+                hist[u, :] = saved_hist[u, :]
         trace[it] = score
         if faithful and scores_stabilised(ring, n_acc, window, sigma):
             break
