@@ -303,3 +303,24 @@ def test_target_classed_tree_view(alg, mode, monkeypatch):
     else:
         assert views == [first, 1 - first, first, 1 - first]
         assert len(res.extractions) == 3
+
+
+def test_faithful_extraction_counts_are_truncated_and_n_from_right_marginals():
+    """Faithful extractions release integer counts (truncated toward zero, as the authors'
+    code stores noisy counts in ints) and Ñ = Σ_j max(0, |B_j|~) over the noisy right
+    marginals; strict Ñ stays the sum of the noisy table."""
+    ds = toy_dataset()
+    for seed in (1, 2):
+        res = mine(ds, MiningParams(algorithm="altexpm", mode="faithful", epsilon=1.0,
+                                    in_tr=1, rm_iter=2), rng=np.random.default_rng(seed),
+                   seed=seed)
+        assert res.extractions
+        for ex in res.extractions:
+            cells = [x for row in ex.noisy_table for x in row]
+            for x in (*cells, *ex.noisy_left, *ex.noisy_right):
+                assert x == int(x)
+            assert ex.noisy_n == sum(max(0.0, x) for x in ex.noisy_right)
+    res = mine(ds, MiningParams(algorithm="altexpm", epsilon=1.0, in_tr=1, rm_iter=2),
+               rng=np.random.default_rng(1), seed=1)
+    for ex in res.extractions:
+        assert ex.noisy_n == max(sum(x for row in ex.noisy_table for x in row), 0)

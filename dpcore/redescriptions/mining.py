@@ -248,7 +248,13 @@ class _Run:
             noisy_right = noisy_counts(table.sum(axis=0), kind="continuous", sensitivity=1,
                                        epsilon_nano=budget - 2 * third, rng=rng,
                                        accountant=self.accountant, label=label + " right")
-            noisy_n = float(np.sum(noisy_left))
+            # as the authors' code (the paper is silent, docs/ALGORITHMS.md §4.3 item 6):
+            # each noisy count truncated toward zero to an integer (Java `int += double`),
+            # Ñ the sum of the right marginals clipped at 0
+            noisy_table, noisy_left, noisy_right = (
+                np.trunc(np.asarray(x, dtype=np.float64))
+                for x in (noisy_table, noisy_left, noisy_right))
+            noisy_n = float(np.sum(np.maximum(noisy_right, 0.0)))
         else:
             noisy_table = noisy_counts(table, kind=self.params.noise, sensitivity=1,
                                        epsilon_nano=budget, rng=rng,
