@@ -105,10 +105,14 @@ def test_cap_keep_largest_and_the_other_helpers():
     # scale ≥ θ·N̂ and m·½·exp(−θ·N̂/scale) ≥ M_k
     assert too_noisy(100.0, 100, 100.0, 18) and not too_noisy(100.0, 100, 100.0, 19)
     assert not too_noisy(99.0, 10**6, 100.0, 1)        # below θ·N̂: never
-    # scale ≥ 2·θ·N̂ drowns a level's only filter, whatever the cap; not a pruned level's
-    assert too_noisy(200.0, 3, 100.0, 10**6) and not too_noisy(199.0, 3, 100.0, 10**6)
-    assert not too_noisy(200.0, 3, 100.0, 10**6, only_filter=False)
-    assert too_noisy(200.0, 10**6, 100.0, 10**3, only_filter=False)   # the cap rule holds
+    # 100 candidates at scale 2·θ·N̂ (≈ 30 expected false releases): not beyond the cap,
+    # but ≥ 10× the 3 sequences the level before released (and not ≥ 10× 4)
+    false = 100 * 0.5 * math.exp(-0.5)
+    assert 10 * 3 <= false < 10 * 4
+    assert too_noisy(200.0, 100, 100.0, 10**6, previous=3)
+    assert not too_noisy(200.0, 100, 100.0, 10**6, previous=4)
+    assert not too_noisy(200.0, 100, 100.0, 10**6)                  # level 1: no previous
+    assert not too_noisy(99.0, 100, 100.0, 10**6, previous=0)       # below θ·N̂: never
 
 
 # --------------------------------------------------------------------------- in the miner

@@ -458,6 +458,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         if cands.shape[0] == 0 or cands.shape[0] > MAX_CANDIDATES:
             break
         trie = build_candidate_trie(cands, k)
+        released_before = None if previous is None else len(previous)
         delta_k, scale, theta_prime, capped, prune_spent = 0, 0.0, None, 0, 0
         prune_length, length_spent = 0, 0
         share = None if strict else verify_shares[k - 1]
@@ -493,7 +494,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                             float(params.zeta))
             share = lp.verify_nano
             if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), trie.n_cand,
-                                          threshold, cap, only_filter=k > 1):
+                                          threshold, cap, previous=released_before):
                 levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
                                           0, NOISY_STOP, 0, 0, length_spent))
                 break
@@ -526,7 +527,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                                           l_f - k + 1)
                     verify_scale = kept_idx.size / nano_to_epsilon(share)
                     if too_noisy(verify_scale, int(kept_idx.size), threshold, cap,
-                                 only_filter=False):
+                                 previous=released_before):
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP, prune_spent,

@@ -76,7 +76,7 @@ from dpcore.sequences.relaxation import laplace_pruning_threshold
 
 __all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "floods", "too_noisy",
            "level_budget", "split_level_budget", "verify_budget", "pruning_length",
-           "wants_length_histogram", "DROWNED",
+           "wants_length_histogram", "GROWTH",
            "LENGTH_SHARE", "NOISY_STOP",
            "NO_BUDGET_STOP", "PRUNE_GAIN", "TARGET_SCALE"]
 
@@ -95,9 +95,9 @@ TARGET_SCALE = 0.07
 #: relevant lengths, from which the pruning's length bound is read (public constant).
 LENGTH_SHARE = 0.1
 
-#: A level whose release would have a noise scale ≥ DROWNED·θ·N̂ stops the run
-#: (:func:`too_noisy`; public constant).
-DROWNED = 2.0
+#: A level k ≥ 2 whose expected false releases reach GROWTH times the number released at
+#: level k − 1 stops the run (:func:`too_noisy`; public constant).
+GROWTH = 10.0
 
 #: Pruning must be at least this many times less noisy than one verification of every
 #: candidate with the whole level budget (φ_k ≤ |C_k|/ε_k / PRUNE_GAIN).
@@ -186,27 +186,25 @@ def keep_largest(selected: np.ndarray, noisy: np.ndarray, cap: int) -> np.ndarra
 
 
 def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int, *,
-              only_filter: bool = True) -> bool:
+              previous: int | None = None) -> bool:
     """Whether a level's release would be mostly noise (public inputs only).
 
     True when the noise scale (records) is at least θ·N̂ — a candidate of no support then
-    passes with probability ½·exp(−θ·N̂/scale) ≥ ½e⁻¹ — and either the expected number of
-    such false releases among the ``n_measured`` candidates reaches the cap M_k, the most
-    sequences the level can truly have (at least about half the release would be false),
-    or, when the measurement is the level's only filter (``only_filter``: the miner passes
-    it for a level k ≥ 2 that did not prune), the scale is at least :data:`DROWNED` times
-    θ·N̂: a candidate of no support then passes with probability ≥ ½e^(−1/2) ≈ 0.30
-    against ½ for one of support θ·N̂, so the filter hardly filters, whatever the cap.
-    (The survivors of a pruning passed a first filter whose noise was well below θ·N̂, see
-    :func:`plan_level`; level 1 measures the declared alphabet, and stopping there would
-    release nothing at all.)
+    passes with probability ½·exp(−θ·N̂/scale) ≥ ½e⁻¹ — and the expected number of such
+    false releases among the ``n_measured`` candidates reaches either the cap M_k, the
+    most sequences the level can truly have (at least about half the release would be
+    false), or :data:`GROWTH` times ``previous``, the number of sequences the level before
+    released (k ≥ 2): the level would add far more false sequences than the run has found
+    at the level before, where the frequent sequences of consecutive lengths are of the
+    same order (the generated shapes: at most 3.7 times as many).
     """
     scale, t = float(scale), float(support_threshold)
     if scale < t:
         return False
-    if only_filter and scale >= DROWNED * t:
+    false = n_measured * 0.5 * math.exp(-t / scale)
+    if previous is not None and false >= GROWTH * max(int(previous), 1):
         return True
-    return n_measured * 0.5 * math.exp(-t / scale) >= cap
+    return false >= cap
 
 
 def floods(scale: float, n_measured: int, support_threshold: float) -> bool:
