@@ -196,7 +196,8 @@ def too_noisy(scale: float, n_measured: int, support_threshold: float, cap: int,
     false), or :data:`GROWTH` times ``previous``, the number of sequences the level before
     released (k ≥ 2): the level would add far more false sequences than the run has found
     at the level before, where the frequent sequences of consecutive lengths are of the
-    same order (the generated shapes: at most 3.7 times as many).
+    same order (on the generated shapes at most about 8 times as many: MSNBC at
+    θ = 0.005 has 17 frequent items and 137 frequent 2-sequences).
     """
     scale, t = float(scale), float(support_threshold)
     if scale < t:
