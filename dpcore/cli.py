@@ -66,7 +66,8 @@ from typing import TYPE_CHECKING
 from dpcore.data.kinds import load_any_dataset
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read, content_digest
+from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read
+from dpcore.privacy.registration import register_folder
 from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command, unlock_owner
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
@@ -253,14 +254,11 @@ def _count_progress(bar: tqdm):
 
 def cmd_register(args) -> int:
     _owner_or_exit(args)
-    kind, dataset = load_any_dataset(args.data)
-    name = args.name or dataset.schema.name
     # The schema file is the owner's written declaration of what is public; registering
-    # it from the command line confirms it. The content digest pins the data mined later.
-    Ledger(args.ledger).register_dataset(name, dataset.schema, str(Path(args.data).resolve()),
-                                         args.cap, actor="owner", confirmed=True,
-                                         content_digest=content_digest(dataset))
-    print(f"registered {name!r} ({dataset_kind_spec(kind).label}) with a budget of "
+    # it from the command line confirms it (the same path as the Data page's upload).
+    kind, record = register_folder(Ledger(args.ledger), args.data, cap=args.cap,
+                                   name=args.name or None)
+    print(f"registered {record.name!r} ({dataset_kind_spec(kind).label}) with a budget of "
           f"ε = {args.cap}; its schema file is now its confirmed public declaration",
           file=sys.stderr)
     return 0
