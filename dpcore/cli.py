@@ -617,9 +617,9 @@ def _csv(kind, what: str):
 
 
 def cmd_experiment(args) -> int:
+    _owner_or_exit(args)    # before the harness's imports: a refused caller waits for nothing
     from dpcore.experiments.harness import run_experiment
 
-    _owner_or_exit(args)
     command = "python -m dpcore " + " ".join(sys.argv[1:]) if args.argv is None else \
         "python -m dpcore " + " ".join(args.argv)
     if args.family != REDESCRIPTIONS:
