@@ -98,21 +98,30 @@ def _die_inside_store_result(path, run_id, inserted):
 
 # ---------------------------------------------------------------- helpers (parent)
 
-def _race(path, requests: dict[str, list[int]]) -> list[tuple]:
-    barrier = CTX.Barrier(len(requests))
+def _in_processes(target, arguments: list[tuple], *, n_results: int | None = None,
+                  timeout: float = TIMEOUT) -> tuple[list[tuple], list]:
+    """Start ``target(*args, barrier, results)`` in one spawned process per ``args`` (all
+    released at once by the barrier), collect ``n_results`` results (default: one per
+    process) and join them, killing any that hang."""
+    barrier = CTX.Barrier(len(arguments))
     results = CTX.Queue()
-    procs = [CTX.Process(target=_charge_worker, args=(str(path), rid, parts, barrier, results))
-             for rid, parts in requests.items()]
+    procs = [CTX.Process(target=target, args=(*args, barrier, results)) for args in arguments]
     for p in procs:
         p.start()
     try:
-        out = [results.get(timeout=TIMEOUT) for _ in procs]
+        out = [results.get(timeout=timeout) for _ in range(n_results or len(procs))]
     finally:
         for p in procs:
             p.join(timeout=TIMEOUT)
             if p.is_alive():
                 p.kill()
                 p.join()
+    return out, procs
+
+
+def _race(path, requests: dict[str, list[int]]) -> list[tuple]:
+    out, procs = _in_processes(_charge_worker, [(str(path), rid, parts)
+                                                for rid, parts in requests.items()])
     assert all(p.exitcode == 0 for p in procs)
     return out
 
@@ -193,16 +202,7 @@ def test_mixed_requests_race(ledger_location):
 def test_same_run_id_race_charges_once(ledger_location):
     path = ledger_location
     ledger = _register(path, cap=1.0)
-    barrier = CTX.Barrier(8)
-    results = CTX.Queue()
-    procs = [CTX.Process(target=_charge_worker,
-                         args=(str(path), "double-click", [100_000_000], barrier, results))
-             for _ in range(8)]
-    for p in procs:
-        p.start()
-    out = [results.get(timeout=TIMEOUT) for _ in procs]
-    for p in procs:
-        p.join(timeout=TIMEOUT)
+    out, _ = _in_processes(_charge_worker, [(str(path), "double-click", [100_000_000])] * 8)
     assert {o[1] for o in out} == {"ok"}
     assert len({o[3] for o in out}) == 1                  # one charge id for everybody
     assert ledger.budget("race").spent_nano == 100_000_000
@@ -313,20 +313,9 @@ def test_two_app_servers_race_launches_on_one_postgresql_ledger(postgres_server,
     ledger.register_dataset("clinic", clinic_dataset.schema, None, 1.0, actor="owner",
                             confirmed=True)
     folder = Path(__file__).resolve().parent.parent / "sample_data" / "clinic"
-    barrier = CTX.Barrier(2)
-    results = CTX.Queue()
-    servers = [CTX.Process(target=_app_server, args=(url, name, str(folder), barrier, results))
-               for name in ("server-a", "server-b")]
-    for p in servers:
-        p.start()
-    try:
-        out = [results.get(timeout=4 * TIMEOUT) for _ in range(8)]
-    finally:
-        for p in servers:
-            p.join(timeout=TIMEOUT)
-            if p.is_alive():
-                p.kill()
-                p.join()
+    out, _ = _in_processes(_app_server, [(url, name, str(folder))
+                                         for name in ("server-a", "server-b")],
+                           n_results=8, timeout=4 * TIMEOUT)
     assert {o[1] for o in out} == {"ok", "BudgetExceededError"}, out
     won = sorted(o[0] for o in out if o[1] == "ok")
     assert len(won) == 4 and {w.split("-")[1] for w in won} <= {"a", "b"}
@@ -364,20 +353,8 @@ def test_tabs_saving_one_workspace_at_once_exactly_one_wins(ledger_location, exp
     ledger = _register(ledger_location)
     if expected:
         ledger.save_workspace("race", "analyst", "alice", "{}", expected_revision=0)
-    barrier, results = CTX.Barrier(8), CTX.Queue()
-    procs = [CTX.Process(target=_workspace_worker,
-                         args=(str(ledger_location), f"tab-{i}", expected, barrier, results))
-             for i in range(8)]
-    for p in procs:
-        p.start()
-    try:
-        out = [results.get(timeout=TIMEOUT) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=TIMEOUT)
-            if p.is_alive():
-                p.kill()
-                p.join()
+    out, _ = _in_processes(_workspace_worker, [(str(ledger_location), f"tab-{i}", expected)
+                                               for i in range(8)])
     won = [o for o in out if o[1] == "ok"]
     assert len(won) == 1 and won[0][2] == expected + 1, out
     assert sorted(o[1:] for o in out if o[1] != "ok") == [("WorkspaceConflict",
