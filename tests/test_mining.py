@@ -83,6 +83,29 @@ def test_charges_sum_exactly_to_epsilon_and_follow_the_split(algorithm, epsilon,
         assert len(planned) == in_tr * (2 * rm_iter + 1)
 
 
+@pytest.mark.parametrize("mode", ["strict", "faithful"])
+def test_altexpm_level_epsilon_is_a_depth_share(mode):
+    """Each drawn level of an AltExpM tree gets ε_tree/d (d = ``depth``). Faithful mode, as
+    the authors' code, draws d − 1 levels and charges the d-th part as unused; strict draws
+    d levels. A tree's records sum to its slot either way."""
+    params = MiningParams(algorithm="altexpm", mode=mode, epsilon=1.0, in_tr=1, rm_iter=1,
+                          depth=4)
+    result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
+    per_tree = defaultdict(list)
+    for c in result.mechanism_calls:
+        if c["mechanism"] == "exponential":
+            per_tree[c["label"].split(" level ")[0]].append(c)
+    assert len(per_tree) == 2
+    for calls in per_tree.values():
+        tree_eps = sum(c["epsilon_nano"] for c in calls)
+        assert len(calls) == 4
+        assert all(abs(4 * c["epsilon_nano"] - tree_eps) <= 4 for c in calls)
+        unused = ["unused" in c["label"] for c in calls]
+        assert unused == ([False] * 3 + [True] if mode == "faithful" else [False] * 4)
+    depth = max(len(conds) for t in result.trees for conds in t.leaf_conditions)
+    assert depth <= (3 if mode == "faithful" else 4)
+
+
 def test_altexpm_charges_each_level_once_with_sensitivity_two():
     params = MiningParams(algorithm="altexpm", epsilon=1.0, in_tr=2, rm_iter=1, depth=3)
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))

@@ -203,6 +203,25 @@ def test_builders_charge_before_building(data):
         ("mcmc", 55, 1.0)]
 
 
+def test_expmech_charge_in_depth_shares_draws_fewer_levels():
+    """Faithful createDTExpMech (the authors' code): ε/``shares`` per drawn level, the
+    parts no level uses charged as "unused" records, so the tree costs exactly its ε;
+    without ``shares`` every level gets ε/depth; fewer shares than levels is refused."""
+    acc = PrivacyAccountant(10**12)
+    drawn = T.charge_expmech_tree(acc, "e", 1_000_000_001, 3, 2, shares=4)
+    assert drawn.tolist() == pytest.approx([0.250_000_001, 0.25, 0.25], abs=1e-12)
+    assert [x.epsilon_nano for x in acc.calls] == [250_000_001] + [250_000_000] * 3
+    assert sum(x.epsilon_nano for x in acc.calls) == 1_000_000_001
+    assert ["unused" in x.label for x in acc.calls] == [False, False, False, True]
+    assert [x.parallel for x in acc.calls] == [1, 2, 4, 8]
+    acc = PrivacyAccountant(10**12)
+    T.charge_expmech_tree(acc, "e", 999, 3, 2)
+    assert [x.epsilon_nano for x in acc.calls] == [333, 333, 333]
+    assert not any("unused" in x.label for x in acc.calls)
+    with pytest.raises(ValueError, match="shares"):
+        T.charge_expmech_tree(PrivacyAccountant(10**12), "e", 999, 3, 2, shares=2)
+
+
 @pytest.mark.parametrize("builder", ["mcmc", "pair"])
 def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
     """Faithful chains accept with min(1, exp(ε·ΔS/(2Δ))), as the paper and the authors'

@@ -288,6 +288,15 @@ def tree_depth(params) -> int:
     return max(params.depth - 1, 1) if params.mode == FAITHFUL else params.depth
 
 
+def expmech_shares(params) -> int:
+    """Parts a createDTExpMech tree's ε is split into: its split levels; faithful mode
+    ``max(depth, 1)`` (the authors' code gives each level ε/``maxTreeDepth`` and splits on
+    ``maxTreeDepth − 1`` levels, which is also the paper's per-level ε_t/d; the last part
+    is charged and unused, docs/ALGORITHMS.md §4.3 item 1)."""
+    return max(params.depth, tree_depth(params)) if params.mode == FAITHFUL \
+        else tree_depth(params)
+
+
 @dataclass
 class _Trial:
     """One trial: its target, its own stream, the ε its trees were charged, its output."""
@@ -355,7 +364,7 @@ def _mine_alternating(run: _Run) -> None:
             budget = run.slot(trial.index, step, "tree").epsilon_nano
             if p.algorithm == ALTEXPM:
                 eps = charge_expmech_tree(run.accountant, label, budget, depth,
-                                          run.fanout(view))
+                                          run.fanout(view), shares=expmech_shares(p))
             else:
                 eps = charge_mcmc_tree(run.accountant, label, budget)
             trial.eps.append(eps)

@@ -143,19 +143,32 @@ def view_fanout(view) -> int:
 
 
 def charge_expmech_tree(accountant: PrivacyAccountant, label: str, epsilon_nano: int,
-                        depth: int, fanout: int) -> np.ndarray:
+                        depth: int, fanout: int, *, shares: int | None = None) -> np.ndarray:
     """Charge a createDTExpMech tree: ε split evenly over the ``depth`` levels, one record
     per level (``exponential``, Δ = 2, ``parallel`` = fanout^level), before any draw.
+
+    ``shares`` (faithful mode, > ``depth``): split ε into ``shares`` equal parts and draw
+    only the first ``depth`` levels with them, as the authors' code does (it divides the
+    tree's ε by ``maxTreeDepth`` and splits on ``maxTreeDepth − 1`` levels,
+    docs/ALGORITHMS.md §4.3 item 1). The parts no level uses are charged too, each as its
+    own record labelled "unused", so the tree still costs exactly ``epsilon_nano``.
 
     Returns
     -------
     ndarray of float64, shape (depth,)
-        Each level's ε (as a float), for :func:`draw_expmech_tree`.
+        Each drawn level's ε (as a float), for :func:`draw_expmech_tree`.
     """
-    levels = split_evenly(epsilon_nano, depth)
-    return np.array([accountant.spend("exponential", f"{label} level {t}", e, 2.0,
-                                      parallel=fanout ** t)
-                     for t, e in enumerate(levels)], dtype=np.float64)
+    shares = depth if shares is None else int(shares)
+    if shares < depth:
+        raise ValueError(f"shares ({shares}) must be at least the depth ({depth})")
+    levels = split_evenly(epsilon_nano, shares)
+    spent = [accountant.spend("exponential", f"{label} level {t}", e, 2.0,
+                              parallel=fanout ** t)
+             for t, e in enumerate(levels[:depth])]
+    for t, e in enumerate(levels[depth:], start=depth):
+        accountant.spend("exponential", f"{label} level {t} unused (as the authors' code)",
+                         e, 2.0, parallel=fanout ** t)
+    return np.array(spent, dtype=np.float64)
 
 
 def draw_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: int,
