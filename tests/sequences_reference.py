@@ -125,23 +125,36 @@ def shrink(seq, cands, k, lmax, truncate=True) -> list:
 
 def replay_level_calls(res, params):
     """Every level call (nano-ε, sensitivity) of a strict run, and the budget it left,
-    rebuilt from the RELEASED result and public parameters only (N̂, L_f, lmax and each
-    level's released record: |C_k|, whether it drew a length histogram or pruned, and
-    |C′_k|), through the public allocation rules of dpcore.sequences.strategy.
+    rebuilt from the RELEASED result and public parameters only (N̂, L_f, lmax, the
+    released frequent sequences and each level's released record: |C_k|, the bound it read
+    from a relevant-length histogram, whether it pruned, and |C′_k|), through the public
+    allocation rules of dpcore.sequences.strategy. For PFS2 it also re-decides, from those
+    values alone, whether each level buys a relevant-length histogram and which bound it
+    prunes with, and asserts that the run decided the same.
 
-    Returns (calls, unspent pool, per level (its budget, pruning part, verification part)).
+    Returns (calls, unspent pool, per level (its budget, pruning part, verification part,
+    the length bound its plan used)).
     """
+    from dpcore.sequences.candidates import generate_candidates
     from dpcore.sequences.params import PFS2, PRUNE, VERIFY, plan_budget
     from dpcore.sequences.strategy import (
         LENGTH_SHARE,
         level_budget,
+        plausible_length,
         split_level_budget,
         verify_budget,
+        wants_length_histogram,
     )
     plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
     remaining = plan.get(PRUNE, 0) + plan[VERIFY]
     threshold = params.theta * max(res.noisy_records, 1.0)
     calls, parts = [], []
+    # level 1's candidates are the declared alphabet (public); the reference weight is the
+    # released level-1 supports, each item not released counted at θ·N̂
+    ref_length = res.lmax
+    support = {p.items[0]: p.noisy_support for p in res.patterns if p.length == 1}
+    n_items = res.levels[0].candidates if res.levels else 0
+    ref_weight = sum(support.values()) + (n_items - len(support)) * threshold
     for lv in res.levels:
         left = res.max_frequent_length - lv.length + 1
         budget = level_budget(remaining, left, lv.candidates, threshold)
@@ -153,14 +166,30 @@ def replay_level_calls(res, params):
                 remaining -= budget
             continue
         prune, verify = split_level_budget(budget, plan[PRUNE], plan[VERIFY])
-        parts.append((budget, prune, verify))
+        k, length_nano = lv.length, int(prune * LENGTH_SHARE)
+        best, weight = k, 0.0
+        if k > 1:
+            earlier = [p.items for p in res.patterns if p.length == k - 1]
+            cands = generate_candidates(earlier, k)
+            assert cands.shape[0] == lv.candidates
+            weight = sum(support[x] for x in {int(x) for x in cands.ravel()})
+            best = plausible_length(ref_length, weight, ref_weight, k)
+        wants = wants_length_histogram(
+            lv.candidates, k, res.lmax, prune, verify, threshold, params.zeta, length_nano,
+            res.noisy_records, params.eta, carried=ref_length, plausible=best)
+        assert wants == (lv.length_epsilon_nano > 0), f"level {k}: histogram decision"
+        bound = ref_length
         if lv.length_epsilon_nano:
-            assert lv.length_epsilon_nano == int(prune * LENGTH_SHARE)
+            assert lv.length_epsilon_nano == length_nano
+            assert k <= lv.relevant_length <= ref_length
+            bound = ref_length = lv.relevant_length
+            ref_weight = weight
             calls.append((lv.length_epsilon_nano, 1))
             prune -= lv.length_epsilon_nano
             remaining -= lv.length_epsilon_nano
+        parts.append((budget, prune + lv.length_epsilon_nano, verify, bound))
         if lv.prune_sensitivity:
-            assert lv.prune_epsilon_nano == prune
+            assert lv.prune_epsilon_nano == prune and lv.prune_length == bound
             calls.append((prune, lv.prune_sensitivity))
             remaining -= prune
             if lv.verify_sensitivity:

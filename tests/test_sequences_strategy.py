@@ -20,6 +20,7 @@ from dpcore.sequences.kernels import relevant_length_histogram
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import SequenceMiningParams, plan_budget, run_cost_nano
 from dpcore.sequences.relaxation import laplace_pruning_threshold
+from dpcore.sequences.samples import generate_house_power
 from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.strategy import (
     NOISY_STOP,
@@ -27,6 +28,7 @@ from dpcore.sequences.strategy import (
     keep_largest,
     level_budget,
     plan_level,
+    plausible_length,
     pruning_length,
     release_cap,
     split_level_budget,
@@ -215,9 +217,9 @@ def test_every_choice_is_a_function_of_released_values(monkeypatch):
         assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] \
             == calls
         threshold = params.theta * max(res.noisy_records, 1.0)
-        for (args, out), lv, (_, prune, verify) in zip(seen, res.levels, parts,
-                                                       strict=False):
-            public = (lv.candidates, lv.length, lv.prune_length or res.lmax,
+        for (args, out), lv, (_, prune, verify, bound) in zip(seen, res.levels, parts,
+                                                              strict=False):
+            public = (lv.candidates, lv.length, bound,
                       prune - lv.length_epsilon_nano, verify, threshold, params.zeta)
             assert args == public
             assert plan_level(*public) == out                 # pure: same inputs, same plan
@@ -320,6 +322,68 @@ def test_a_flooding_level_prunes_on_a_bound_read_from_noisy_relevant_lengths(mon
     held = np.array([sum(x in common for x in r) for r in records])
     exact = int(np.quantile(held, params.eta, method="higher"))
     assert abs(level.prune_length - exact) <= 1
+
+
+def test_plausible_length_scales_the_reference_bound_by_the_support_share():
+    assert plausible_length(30, 5.0, 9.0, 5) == 16        # ⌊30·5/9⌋
+    assert plausible_length(32, 5.0, 1393.0, 2) == 2      # a tiny share: the level k
+    assert plausible_length(12, 9.0, 9.0, 3) == 12        # the same items: the same bound
+    assert plausible_length(12, 20.0, 9.0, 3) == 12       # never above the reference
+    with pytest.raises(ParameterError):
+        plausible_length(30, 1.0, 0.0, 2)
+
+
+def test_a_level_skips_a_histogram_that_could_not_make_pruning_pay():
+    """House_Power's shape (readings repeat: a window holds ~40 occurrences of 9 frequent
+    levels): with the old rule (the histogram could give the bound k) level 5 bought a
+    relevant-length histogram, read a bound near lmax and could not prune, so its
+    verification had less ε than the baseline's. The new rule expects at least
+    ⌊lmax·w_5/w_ref⌋ items (≈ 17), at which pruning cannot pay, buys nothing, and the run
+    is the baseline's run; every decision is rebuilt from the released result."""
+    data = generate_house_power(10_000, 3, name="hp")
+    params = SequenceMiningParams(epsilon=4.0, theta=0.3, l1=30)
+    base = SequenceMiningParams(algorithm="pfs2_straightforward", epsilon=4.0, theta=0.3,
+                                l1=30)
+    new = mine_frequent_sequences(data, params, rng=np.random.default_rng(0))
+    baseline = mine_frequent_sequences(data, base, rng=np.random.default_rng(0))
+    real = miner_module.plausible_length
+    try:
+        miner_module.plausible_length = lambda length, weight, reference, k: k
+        old = mine_frequent_sequences(data, params, rng=np.random.default_rng(0))
+    finally:
+        miner_module.plausible_length = real
+    wasted = [lv for lv in old.levels if lv.length_epsilon_nano and not lv.prune_sensitivity]
+    assert wasted and wasted[0].relevant_length > wasted[0].length
+    assert not any(lv.length_epsilon_nano or lv.prune_sensitivity for lv in new.levels)
+    assert new.supports() == baseline.supports() != old.supports()
+    calls, unspent, _ = replay_level_calls(new, params)
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in new.mechanism_calls[3:]] == calls
+    assert new.unspent_nano == unspent
+
+
+def test_a_later_level_reuses_an_earlier_bound_free(monkeypatch):
+    """A bound read at level j bounds level k > j's relevant lengths too (C_k's items are
+    items of FS_{k−1} ⊆ C_j's items, and the shrinking truncates hard): a level where it
+    makes pruning pay prunes with it and buys no histogram; replayed from the result."""
+    data, _ = _wide_records()
+    params = SequenceMiningParams(epsilon=1.0, theta=0.2)
+    seen = []
+    real = miner_module.plan_level
+
+    def spy(*args):
+        seen.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(miner_module, "plan_level", spy)
+    res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1))
+    bought = [lv for lv in res.levels if lv.length_epsilon_nano]
+    assert bought and bought[0].length == 2
+    for lv, args in zip(res.levels, seen, strict=False):
+        if lv.length > 2:      # every later level plans with level 2's bound, unpaid
+            assert args[2] == bought[0].relevant_length and not lv.length_epsilon_nano
+    calls, unspent, parts = replay_level_calls(res, params)
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == calls
+    assert [p[3] for p in parts] == [a[2] for a in seen]
 
 
 def test_level_budget_rules_use_public_inputs_only():

@@ -25,10 +25,13 @@ Strict mode (default) — ε-DP, step by step
    R_k/2], all of R_k at level L_f), split ε4,k : ε5,k in the ratio ε4 : ε5:
 
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
-   b. **length bound** l_k = lmax, or, where pruning would pay only with a shorter bound
-      (:func:`~dpcore.sequences.strategy.wants_length_histogram`), the η-quantile of a
-      noisy histogram of the records' relevant lengths (items occurring in C_k; Δ = 1,
-      a tenth of ε4,k), at least k;
+   b. **length bound** l_k = the carried bound (lmax, or the bound an earlier level read;
+      relevant lengths only shrink from level to level, so reusing it costs nothing), or,
+      where pruning would pay only with a shorter bound that the histogram can plausibly
+      give (:func:`~dpcore.sequences.strategy.wants_length_histogram`,
+      :func:`~dpcore.sequences.strategy.plausible_length`), the η-quantile of a noisy
+      histogram of the records' relevant lengths (items occurring in C_k; Δ = 1, a tenth
+      of ε4,k), at least k and at most the carried bound;
    c. **plan** (:func:`~dpcore.sequences.strategy.plan_level`, public and released inputs
       only): prune when φ_k = Δ_k/ε4,k ≤ ½·s_k, s_k = |C_k|/(ε4,k + ε5,k), θ′ > 0 and
       s_k·ln(|C_k|/2) ≥ θ·N̂, with Δ_k = min(C(l_k, k), |C_k|); a level that does not
@@ -127,6 +130,7 @@ from dpcore.sequences.strategy import (
     keep_largest,
     level_budget,
     plan_level,
+    plausible_length,
     pruning_length,
     release_cap,
     split_level_budget,
@@ -446,6 +450,10 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     n_db = n_base / l_f
     threshold = theta * n_base if strict else theta * data.n_records
     previous = None
+    # the latest relevant-length bound read (items) and the summed released level-1
+    # supports of that level's relevant items: lmax and the declared alphabet (each item
+    # not released at level 1 counted at θ·N̂) until a level reads one
+    ref_length, ref_weight, item_support = lmax, 0.0, np.zeros(n_items)
     for k in range(1, l_f + 1):
         run.progress(0.1 + 0.9 * (k - 1) / l_f, f"level {k}/{l_f}")
         started = time.perf_counter()
@@ -460,7 +468,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         trie = build_candidate_trie(cands, k)
         released_before = None if previous is None else len(previous)
         delta_k, scale, theta_prime, capped, prune_spent = 0, 0.0, None, 0, 0
-        prune_length, length_spent = 0, 0
+        prune_length, length_spent, read_length = 0, 0, 0
         share = None if strict else verify_shares[k - 1]
         cap = release_cap(lmax, k, theta) if pfs2 and strict else None
         if strict:
@@ -474,29 +482,38 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         if pfs2 and strict:
             # the level's choice: public inputs only (strategy module, PRIVACY.md)
             prune_part, verify_part = split_level_budget(level_nano, plan[PRUNE], plan[VERIFY])
-            level_length = lmax
+            # relevant lengths only shrink from level to level (C_k's items are items of
+            # FS_{k−1}), so an earlier level's bound is reused free (hard truncation)
+            level_length = ref_length
             length_nano = int(prune_part * LENGTH_SHARE)
+            mask = relevant_items(trie, n_items)
+            weight = float(item_support[mask].sum())
+            best = plausible_length(ref_length, weight, ref_weight, k) if k > 1 else k
             if wants_length_histogram(trie.n_cand, k, lmax, prune_part, verify_part,
                                       threshold, float(params.zeta), length_nano, n_hat,
-                                      params.eta):
-                # pruning pays only with a shorter bound than lmax: read it from a noisy
-                # histogram of the records' relevant lengths (sensitivity 1)
-                relevant = relevant_length_histogram(
-                    data.indptr, data.items, relevant_items(trie, n_items), lmax)
+                                      params.eta, carried=ref_length, plausible=best):
+                # pruning pays only with a shorter bound than the carried one, and the
+                # histogram may plausibly give it: read it from a noisy histogram of the
+                # records' relevant lengths (sensitivity 1)
+                relevant = relevant_length_histogram(data.indptr, data.items, mask, lmax)
                 noisy_relevant = run.counts_noise(
                     relevant, sensitivity=1, epsilon_nano=length_nano,
                     label=f"level {k}: records holding 1..{lmax} items of the candidates "
                           f"(more in cell {lmax})")
                 length_spent, prune_part = length_nano, prune_part - length_nano
                 remaining -= length_spent
-                level_length = max(k, pruning_length(noisy_relevant, n_hat, params.eta))
+                level_length = max(k, min(ref_length,
+                                          pruning_length(noisy_relevant, n_hat, params.eta)))
+                read_length = level_length
+                ref_length, ref_weight = level_length, weight
             lp = plan_level(trie.n_cand, k, level_length, prune_part, verify_part, threshold,
                             float(params.zeta))
             share = lp.verify_nano
             if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), trie.n_cand,
                                           threshold, cap, previous=released_before):
                 levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
-                                          0, NOISY_STOP, 0, 0, length_spent))
+                                          0, NOISY_STOP, 0, 0, length_spent,
+                                          read_length))
                 break
             if lp.prune:
                 started = time.perf_counter()
@@ -531,7 +548,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP, prune_spent,
-                                                  prune_length, length_spent))
+                                                  prune_length, length_spent,
+                                                  read_length))
                         break
             else:
                 kept = trie.cands
@@ -561,7 +579,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         if kept.shape[0] == 0:
             levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, 0, 0, 0,
                                       threshold if strict else None, 0, capped, "",
-                                      prune_spent, prune_length, length_spent))
+                                      prune_spent, prune_length, length_spent, read_length))
             break
         started = time.perf_counter()
         vtrie = build_candidate_trie(kept, k)
@@ -585,8 +603,13 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
                                   vtrie.n_cand, share,
                                   threshold if strict else None, int(frequent.size),
-                                  capped, "", prune_spent, prune_length, length_spent))
+                                  capped, "", prune_spent, prune_length, length_spent,
+                                  read_length))
         previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
+        if k == 1:
+            item_support[:] = threshold
+            item_support[vtrie.cands[frequent, 0]] = noisy[frequent]
+            ref_weight = float(item_support.sum())
         run.timed("verify", started)
         if not previous:
             break

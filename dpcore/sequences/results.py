@@ -111,6 +111,9 @@ class LevelRecord:
         the level did not prune).
     length_epsilon_nano : int
         ε of that histogram (nano-ε; 0 when the level did not draw one).
+    relevant_length : int
+        Strict PFS2: the bound read from that histogram, whether or not the level then
+        pruned (items; later levels may reuse it; 0 when the level did not draw one).
     """
 
     length: int
@@ -128,6 +131,7 @@ class LevelRecord:
     prune_epsilon_nano: int = 0
     prune_length: int = 0
     length_epsilon_nano: int = 0
+    relevant_length: int = 0
 
 
 @dataclass

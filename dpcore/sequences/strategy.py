@@ -76,7 +76,7 @@ from dpcore.sequences.relaxation import laplace_pruning_threshold
 
 __all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "floods", "too_noisy",
            "level_budget", "split_level_budget", "verify_budget", "pruning_length",
-           "wants_length_histogram", "GROWTH",
+           "wants_length_histogram", "plausible_length", "GROWTH",
            "LENGTH_SHARE", "NOISY_STOP",
            "NO_BUDGET_STOP", "PRUNE_GAIN", "TARGET_SCALE"]
 
@@ -304,25 +304,51 @@ def pruning_length(noisy_histogram: np.ndarray, noisy_records: float, eta: float
     return int(ok[0]) + 1 if ok.size else int(hist.size)
 
 
+def plausible_length(reference_length: int, relevant_weight: float, reference_weight: float,
+                     k: int) -> int:
+    """The shortest bound a relevant-length histogram at level k can plausibly give (public).
+
+    ``max(k, ⌊l_ref·w_k/w_ref⌋)``, w the sum of the released level-1 noisy supports of a
+    set of items: the level's relevant items I_k (those occurring in C_k, a subset of the
+    reference's) plausibly hold at least their share w_k/w_ref of the reference's
+    relevant items in a record, whose η-quantile was l_ref. The reference is the latest
+    level that read such a histogram (its bound l_j and its relevant items), else lmax and
+    the declared alphabet, each item not released at level 1 counted at θ·N̂. Inputs:
+    released values only (C_k is the GSP join of the released FS_{k−1}, l_j and the
+    supports are DP outputs) and public ones; the result is an estimate, not a bound,
+    used only to skip purchases that could not pay (:func:`wants_length_histogram`).
+    """
+    if not (reference_weight > 0 and relevant_weight >= 0 and reference_length >= 1
+            and k >= 1):
+        raise ParameterError("plausible_length needs a positive reference, length and level")
+    share = min(1.0, float(relevant_weight) / float(reference_weight))
+    return max(int(k), math.floor(int(reference_length) * share))
+
+
 def wants_length_histogram(n_candidates: int, k: int, lmax: int, prune_nano: int,
                            verify_nano: int, support_threshold: float, zeta: float,
-                           length_nano: int, noisy_records: float, eta: float) -> bool:
+                           length_nano: int, noisy_records: float, eta: float, *,
+                           carried: int | None = None, plausible: int | None = None) -> bool:
     """Whether level k should buy a noisy histogram of relevant lengths (public inputs only).
 
     Yes when all hold: k ≥ 2 (at k = 1 every declared item is relevant, so the histogram
-    would repeat the length histogram); with the length bound lmax the level would not
-    prune, but with the shortest useful bound (k items) it would
-    (:func:`plan_level` with the pruning part less ``length_nano``); and the histogram's
-    noise leaves the η-quantile readable: √(2·lmax)/ε_h ≤ ¼·(1 − η)·N̂ (the noisy tail
-    sums compared with (1 − η)·N̂ in :func:`pruning_length` then err by a small part of
-    it). Otherwise the histogram would be wasted budget or noise.
+    would repeat the length histogram); with the carried bound (``carried``: the bound an
+    earlier level read from its histogram, lmax if none; free to reuse) the level would
+    not prune, but with the shortest bound the new histogram could plausibly give
+    (``plausible``, :func:`plausible_length`; k if not given) it would (:func:`plan_level`
+    with the pruning part less ``length_nano``); and the histogram's noise leaves the
+    η-quantile readable: √(2·lmax)/ε_h ≤ ¼·(1 − η)·N̂ (the noisy tail sums compared with
+    (1 − η)·N̂ in :func:`pruning_length` then err by a small part of it). Otherwise the
+    histogram would be wasted budget or noise.
     """
-    if k < 2 or length_nano < 1 or prune_nano - length_nano < 1:
+    bound = int(lmax if carried is None else carried)
+    best = int(k) if plausible is None else max(int(k), int(plausible))
+    if k < 2 or length_nano < 1 or prune_nano - length_nano < 1 or best >= bound:
         return False
-    if plan_level(n_candidates, k, lmax, prune_nano, verify_nano, support_threshold,
+    if plan_level(n_candidates, k, bound, prune_nano, verify_nano, support_threshold,
                   zeta).prune:
         return False
-    if not plan_level(n_candidates, k, k, prune_nano - length_nano, verify_nano,
+    if not plan_level(n_candidates, k, best, prune_nano - length_nano, verify_nano,
                       support_threshold, zeta).prune:
         return False
     noise = math.sqrt(2.0 * lmax) / nano_to_epsilon(length_nano)
