@@ -107,8 +107,8 @@ class LevelRecord:
         pruning share is charged once for all samples, also record 0 here).
     prune_length : int
         Strict PFS2: the length bound l_k the records were shrunk to for pruning (items;
-        lmax unless the level read it from a noisy histogram of relevant lengths; 0 when
-        the level did not prune).
+        lmax unless this level or an earlier one read a bound from a noisy histogram of
+        relevant lengths; 0 when the level did not prune).
     length_epsilon_nano : int
         ε of that histogram (nano-ε; 0 when the level did not draw one).
     relevant_length : int

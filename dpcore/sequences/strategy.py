@@ -30,6 +30,12 @@ saves, and when there is something to save. The rule prunes when all three hold:
   gave the same F either way (baseline 41.0 true and 2.6 false releases, pruning 38.8 and
   0.15, mean of 4,000 noise draws).
 
+The pruning's length bound is lmax, or a bound read from a noisy histogram of the records'
+relevant lengths (:func:`wants_length_histogram`, :func:`pruning_length`); a bound read at
+one level is reused free at the later ones (relevant lengths only shrink), and a new
+histogram is bought only where the bound it can plausibly give (:func:`plausible_length`)
+would make pruning pay.
+
 On small alphabets at ε = 1 no level passes and strict PFS2 verifies like the baseline, with
 the same budget per level; where the baseline floods (large alphabets, small ε) the early
 levels prune.
