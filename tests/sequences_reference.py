@@ -173,15 +173,15 @@ def replay_level_calls(res, params):
             cands = generate_candidates(earlier, k)
             assert cands.shape[0] == lv.candidates
             weight = sum(support[x] for x in {int(x) for x in cands.ravel()})
-            best = plausible_length(ref_length, weight, ref_weight, k)
+            best = plausible_length(max(k, ref_length), weight, ref_weight, k)
         wants = wants_length_histogram(
             lv.candidates, k, res.lmax, prune, verify, threshold, params.zeta, length_nano,
-            res.noisy_records, params.eta, carried=ref_length, plausible=best)
+            res.noisy_records, params.eta, carried=max(k, ref_length), plausible=best)
         assert wants == (lv.length_epsilon_nano > 0), f"level {k}: histogram decision"
-        bound = ref_length
+        bound = max(k, ref_length)
         if lv.length_epsilon_nano:
             assert lv.length_epsilon_nano == length_nano
-            assert k <= lv.relevant_length <= ref_length
+            assert k <= lv.relevant_length <= bound
             bound = ref_length = lv.relevant_length
             ref_weight = weight
             calls.append((lv.length_epsilon_nano, 1))

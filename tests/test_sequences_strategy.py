@@ -5,6 +5,7 @@ a function of public or released values only (neighbouring datasets included).""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -384,6 +385,33 @@ def test_a_later_level_reuses_an_earlier_bound_free(monkeypatch):
     calls, unspent, parts = replay_level_calls(res, params)
     assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == calls
     assert [p[3] for p in parts] == [a[2] for a in seen]
+
+
+def test_a_carried_bound_shorter_than_the_level_is_raised_to_k(monkeypatch):
+    """A bound read at level 2 can be below a later level k; every record holding a
+    k-candidate holds ≥ k relevant items, so level k plans with k (Δ_k ≥ 1), never with
+    C(l_j, k) = 0 (which made φ_k = 0 and stopped a MSNBC run with an error). Forced
+    here: level 2 reads the bound 2 and verifies instead of pruning, so level 3 runs."""
+    data, _ = _wide_records()
+    params = SequenceMiningParams(epsilon=1.0, theta=0.2)
+    seen = []
+    real = miner_module.plan_level
+
+    def plan(n, k, bound, *rest):
+        seen.append((k, bound))
+        out = real(n, k, bound, *rest)
+        if k == 2:
+            return dataclasses.replace(out, prune=False, prune_nano=0,
+                                       verify_nano=out.prune_nano + out.verify_nano)
+        return out
+
+    monkeypatch.setattr(miner_module, "pruning_length", lambda *args: 1)
+    monkeypatch.setattr(miner_module, "plan_level", plan)
+    res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1))
+    assert res.levels[1].relevant_length == 2 and len(res.levels) >= 3
+    assert seen[1:] == [(lv.length, lv.length) for lv in res.levels[1:]]
+    _, _, parts = replay_level_calls(res, params)
+    assert [p[3] for p in parts][1:] == [lv.length for lv in res.levels[1:]]
 
 
 def test_level_budget_rules_use_public_inputs_only():

@@ -484,14 +484,14 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             prune_part, verify_part = split_level_budget(level_nano, plan[PRUNE], plan[VERIFY])
             # relevant lengths only shrink from level to level (C_k's items are items of
             # FS_{k−1}), so an earlier level's bound is reused free (hard truncation)
-            level_length = ref_length
+            level_length = max(k, ref_length)   # a record with a k-candidate holds ≥ k
             length_nano = int(prune_part * LENGTH_SHARE)
             mask = relevant_items(trie, n_items)
             weight = float(item_support[mask].sum())
-            best = plausible_length(ref_length, weight, ref_weight, k) if k > 1 else k
+            best = plausible_length(level_length, weight, ref_weight, k) if k > 1 else k
             if wants_length_histogram(trie.n_cand, k, lmax, prune_part, verify_part,
                                       threshold, float(params.zeta), length_nano, n_hat,
-                                      params.eta, carried=ref_length, plausible=best):
+                                      params.eta, carried=level_length, plausible=best):
                 # pruning pays only with a shorter bound than the carried one, and the
                 # histogram may plausibly give it: read it from a noisy histogram of the
                 # records' relevant lengths (sensitivity 1)
@@ -502,7 +502,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                           f"(more in cell {lmax})")
                 length_spent, prune_part = length_nano, prune_part - length_nano
                 remaining -= length_spent
-                level_length = max(k, min(ref_length,
+                level_length = max(k, min(level_length,
                                           pruning_length(noisy_relevant, n_hat, params.eta)))
                 read_length = level_length
                 ref_length, ref_weight = level_length, weight
