@@ -163,3 +163,23 @@ def test_timed_process_measures_the_child_alone():
     assert 0 < busy["cpu_s"] <= busy["wall_s"] * 2 + 0.5
     failed = timed_process([sys.executable, "-c", "import sys; sys.exit(3)"])
     assert failed["rc"] == 3
+
+
+@pytest.mark.parametrize("alg", ["mcmctreepair", "altmcmc", "altexpm"])
+def test_speed_runs_dpcore_with_the_java_settings(alg, tmp_path):
+    """The speed bench's ``mine`` flags, parsed by the real CLI, give the parameters of the
+    quality comparison (``dpcore_params``) for the Java settings it writes — so both sides
+    of a timing do the same work (the Alt* chain: InTr 1, RMIter = numIterations)."""
+    from bench.javaref.speed import dpcore_mine_flags
+    from dpcore.cli import _params, build_parser
+    from dpcore.redescriptions.params import MiningParams
+
+    settings = JavaSettings("a.arff", "b.arff", "out.rr", epsilon=0.5, n_iterations=3,
+                            depth=3, mc_iter=777, sigma=0.01)
+    cli = _params(build_parser().parse_args(["mine", "--dataset", "x",
+                                              *dpcore_mine_flags(alg, settings)]))
+    args = main_args(["--iterations", "3", "--epsilon", "0.5", "--depth", "3",
+                      "--mc-iter", "777", "--sigma", "0.01"])
+    assert cli == MiningParams(**dpcore_params(alg, args)).validate()
+    assert (cli.in_tr, cli.rm_iter) == ((3, 1) if alg == "mcmctreepair" else (1, 3))
+    assert cli.mode == "faithful" and cli.mc_iter == 777 and cli.epsilon == 0.5

@@ -30,12 +30,12 @@ from bench.javaref.run import (
     MAIN_CLASS,
     JavaSettings,
     build,
+    dpcore_params,
     math_jar,
     read_queries,
     weka_jar,
     write_arff,
 )
-from dpcore.registry import FAITHFUL
 
 OWNER_PASSWORD = "javaref-bench"
 
@@ -75,6 +75,31 @@ def prepare_dataset(spec: str, work: Path) -> tuple[Path, str]:
     return (folder if folder.is_dir() else folder.parent), load_schema(schema_file).name
 
 
+def dpcore_mine_flags(algorithm: str, settings: JavaSettings) -> list[str]:
+    """``python -m dpcore mine`` flags for the parameters of the Java ``settings``.
+
+    The mapping is ``run.dpcore_params`` (the quality comparison's): MCMCTreePair runs InTr =
+    ``numIterations`` trials, AltMCMC / AltExpM one chain of RMIter = ``numIterations``
+    alternation steps (InTr = 1), as the Java programs do; every threshold is the Java one.
+    """
+    args = argparse.Namespace(
+        epsilon=settings.epsilon, depth=settings.depth, mc_iter=settings.mc_iter,
+        sigma=settings.sigma, min_supp=settings.min_supp, max_supp=settings.max_supp,
+        min_jaccard=settings.min_jaccard, max_pval=settings.max_pval,
+        max_clauses=settings.max_clauses, iterations=settings.n_iterations,
+        omega=settings.weight_split)
+    params = dpcore_params(algorithm, args)
+    flags = {"epsilon": "--epsilon", "depth": "--depth", "mc_iter": "--mc-iter",
+             "sigma": "--sigma", "min_support": "--min-support", "max_support": "--max-support",
+             "min_jaccard": "--min-jaccard", "max_pvalue": "--max-pvalue",
+             "max_clauses": "--max-clauses", "in_tr": "--in-tr", "rm_iter": "--rm-iter",
+             "omega": "--omega"}
+    out = ["--algorithm", params.pop("algorithm"), "--mode", params.pop("mode")]
+    for key, value in params.items():
+        out += [flags[key], str(value)]
+    return out
+
+
 def dpcore_env(work: Path) -> dict:
     env = dict(os.environ)
     env["DPRM_LEDGER"] = str(work / "ledger.sqlite")
@@ -98,6 +123,9 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default="/tmp/javaref_speed")
     ap.add_argument("--weka-jar"), ap.add_argument("--math-jar")
     ap.add_argument("--epsilon", type=float, default=1.0)
+    ap.add_argument("--iterations", type=int, default=4,
+                    help="the Java numIterations: trials of MCMCTreePair, alternation steps "
+                         "of the AltMCMC / AltExpM chain (dpcore: InTr, or RMIter with InTr 1)")
     args = ap.parse_args(argv)
     algorithms = args.algorithm or list(ALGORITHMS)
     work = Path(args.work)
@@ -119,27 +147,31 @@ def main(argv=None) -> int:
     def seed(k: int) -> list[str]:
         return ["--seed", str(k)] if dataset.schema.public_demo else []
 
+    def settings(alg: str) -> JavaSettings:
+        rr = work / f"speed_{alg}.rr"
+        return JavaSettings(str(work / "view1.arff"), str(work / "view2.arff"), str(rr),
+                            epsilon=args.epsilon, n_iterations=args.iterations)
+
     # one untimed dpcore run per miner first: fills the compiled-kernel cache
     for alg in algorithms:
         subprocess.run([sys.executable, "-m", "dpcore", "mine", "--dataset", name,
-                        "--algorithm", alg, "--mode", FAITHFUL, "--owner", *seed(0),
-                        "--epsilon", str(args.epsilon), "--out", str(work / "warm.json")],
+                        *dpcore_mine_flags(alg, settings(alg)), "--owner", *seed(0),
+                        "--out", str(work / "warm.json")],
                        env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rows = []
     for rnd in range(args.rounds):
         for alg in algorithms:
             rr = work / f"speed_{alg}.rr"
-            JavaSettings(str(work / "view1.arff"), str(work / "view2.arff"), str(rr),
-                         epsilon=args.epsilon).write(work / f"speed_{alg}.settings")
+            settings(alg).write(work / f"speed_{alg}.settings")
             main_class, extra = MAIN_CLASS[alg]
             load0 = os.getloadavg()[0]
             j = timed_process(["java", "-Xmx4g", "-cp", cp, main_class,
                                str(work / f"speed_{alg}.settings"), *extra], cwd=work)
             j["n_redescriptions"] = len(read_queries(rr.with_suffix(".queries")))
             d = timed_process([sys.executable, "-m", "dpcore", "mine", "--dataset", name,
-                               "--algorithm", alg, "--mode", FAITHFUL, "--owner",
-                               *seed(rnd + 1), "--epsilon", str(args.epsilon),
-                               "--out", str(work / f"speed_{alg}.json")], env=env)
+                               *dpcore_mine_flags(alg, settings(alg)), "--owner",
+                               *seed(rnd + 1), "--out", str(work / f"speed_{alg}.json")],
+                              env=env)
             if d["rc"] == 0:
                 d["n_redescriptions"] = len(json.loads(
                     (work / f"speed_{alg}.json").read_text()).get("redescriptions", []))
