@@ -47,9 +47,9 @@ from dpcore.privacy.registration import register_upload
 from dpcore.registry import KIND_SEQUENCES, KIND_TABLE, KIND_TWO_VIEW
 
 from .budget_meter import fmt_eps
-from .data_locations import data_root, hide_server_paths
+from .data_locations import data_root
 from .schema_editor import render_schema_editor
-from .session import set_flash
+from .upload_register import register_and_announce
 from .upload_sequences import render_sequence_upload
 from .upload_table import render_table_upload
 
@@ -164,8 +164,9 @@ def undecided_columns(notes: list[ColumnNote], schema: Schema | None) -> list[st
     return [n.column for n in notes if n.proposal is not None and n.column not in taken]
 
 
-def register_draft(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> None:
-    """Validate against the data, store files + schema, register. All or nothing.
+def register_draft(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> str:
+    """Validate against the data, store files + schema, register. All or nothing; returns
+    the registered name.
 
     The dataset name is checked (:func:`dpcore.data.names.check_dataset_name`) and the files
     are stored and registered by :func:`dpcore.privacy.registration.register_upload` (every
@@ -181,8 +182,9 @@ def register_draft(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> N
     else:
         frames_to_dataset(schema, frames[0], None, left_file=files[0])
     # storing and registering: the one path of every kind and of the CLI's register
-    register_upload(ledger, data_root(ledger), schema.name, dict(zip(files, draft["bytes"])),
-                    schema, cap=cap)
+    _, record = register_upload(ledger, data_root(ledger), schema.name,
+                                dict(zip(files, draft["bytes"])), schema, cap=cap)
+    return record.name
 
 
 def _render_first_step() -> None:
@@ -265,16 +267,10 @@ def _render_review_step(ledger: Ledger, draft: dict) -> None:
                    "tick that the dataset goes without them.")
     if st.button("Confirm the schema and register", type="primary", key="up_register",
                  disabled=schema is None or not leave_out):
-        try:
-            register_draft(ledger, draft, schema, cap)
-        except (DataError, ParameterError) as exc:
-            st.error(f"Nothing was registered. {hide_server_paths(str(exc), ledger)}")
-        else:
-            st.session_state.pop(DRAFT_KEY, None)
-            st.session_state["_select_dataset"] = schema.name
-            set_flash("success", f"Dataset `{schema.name}` is registered with ε = "
-                                 f"{fmt_eps(cap)}.")
-            st.rerun()
+        register_and_announce(
+            ledger, lambda: register_draft(ledger, draft, schema, cap),
+            success=lambda name: f"Dataset `{name}` is registered with ε = {fmt_eps(cap)}.",
+            clear=(DRAFT_KEY,))
 
 
 def render_upload(ledger: Ledger) -> None:

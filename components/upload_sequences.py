@@ -28,15 +28,15 @@ from pathlib import Path
 import streamlit as st
 
 from dpcore.data.names import path_inside
-from dpcore.errors import DataError, ParameterError
+from dpcore.errors import DataError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.registration import register_upload
 from dpcore.sequences.loading import observed_items, read_alphabet_file
 from dpcore.sequences.schema import EVENTS, LINES, SequenceSchema
 
 from .budget_meter import fmt_eps
-from .data_locations import data_root, hide_server_paths
-from .session import set_flash
+from .data_locations import data_root
+from .upload_register import register_and_announce
 
 __all__ = ["read_declared_alphabet", "event_columns", "prefill_alphabet",
            "sequence_upload", "render_sequence_upload"]
@@ -199,20 +199,20 @@ def render_sequence_upload(ledger: Ledger) -> None:
     description = st.text_input("Description (public)", key="seq_description")
     if st.button("Confirm the declaration and register", type="primary", key="seq_register",
                  disabled=not ready):
-        try:
+        def register() -> str:
+            declared = alphabet
             if layout == LINES:
                 if len(files) != 2:
                     raise DataError("the records file and the alphabet file need different "
                                     "names")
-                alphabet = read_declared_alphabet(*list(files.items())[1])
+                declared = read_declared_alphabet(*list(files.items())[1])
             _, record = sequence_upload(ledger, name=name.strip(), layout=layout, files=files,
-                                        alphabet=alphabet, l1=l1, public_demo=public_demo,
+                                        alphabet=declared, l1=l1, public_demo=public_demo,
                                         cap=cap, columns=columns, description=description)
-        except (DataError, ParameterError) as exc:
-            st.error(f"Nothing was registered. {hide_server_paths(str(exc), ledger)}")
-        else:
-            st.session_state.pop(PREFILL_KEY, None)
-            st.session_state["_select_dataset"] = record.name
-            set_flash("success", f"Sequence dataset `{record.name}` is registered with ε = "
-                                 f"{fmt_eps(cap)}; mine it on the Sequences page.")
-            st.rerun()
+            return record.name
+
+        register_and_announce(
+            ledger, register,
+            success=lambda name: f"Sequence dataset `{name}` is registered with ε = "
+                                 f"{fmt_eps(cap)}; mine it on the Sequences page.",
+            clear=(PREFILL_KEY,))

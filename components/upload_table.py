@@ -35,7 +35,7 @@ from dpcore.synthesis.schema import CATEGORICAL, NUMERIC, TableSchema, schema_fr
 
 from .budget_meter import fmt_eps
 from .data_locations import data_root, hide_server_paths
-from .session import set_flash
+from .upload_register import register_and_announce
 
 __all__ = ["TABLE_DRAFT_KEY", "read_upload", "start_table_draft", "features_frame",
            "reviewed_schema", "render_table_upload"]
@@ -186,17 +186,13 @@ def _render_review(ledger: Ledger, draft: dict) -> None:
         schema = None
     if st.button("Confirm the schema and register", type="primary", key="tab_register",
                  disabled=schema is None):
-        try:
-            _, record = register_upload(ledger, data_root(ledger), draft["name"],
-                                        {draft["file"]: draft["bytes"]}, schema, cap=cap)
-        except (DataError, ParameterError) as exc:
-            st.error(f"Nothing was registered. {hide_server_paths(str(exc), ledger)}")
-        else:
-            st.session_state.pop(TABLE_DRAFT_KEY, None)
-            st.session_state["_select_dataset"] = record.name
-            set_flash("success", f"Labelled table `{record.name}` is registered with ε = "
-                                 f"{fmt_eps(cap)}; synthesise it on the Synthesis page.")
-            st.rerun()
+        register_and_announce(
+            ledger, lambda: register_upload(ledger, data_root(ledger), draft["name"],
+                                            {draft["file"]: draft["bytes"]}, schema,
+                                            cap=cap)[1].name,
+            success=lambda name: f"Labelled table `{name}` is registered with ε = "
+                                 f"{fmt_eps(cap)}; synthesise it on the Synthesis page.",
+            clear=(TABLE_DRAFT_KEY,))
 
 
 def render_table_upload(ledger: Ledger) -> None:
