@@ -6,16 +6,21 @@ read, into the query type of their family."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict, defaultdict, namedtuple
+from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import pytest
 
 from dpcore.redescriptions.results import (
     REDESCRIPTIONS_FORMAT,
     AttributeTest,
     Literal,
+    OwnerDiagnostics,
     RunResult,
     SerenadeQuery,
     TreeQuery,
+    plain,
 )
 
 #: A tree run's result as version 0.2.0 stored it (format 1), trimmed to one redescription.
@@ -130,3 +135,59 @@ def test_a_result_of_an_unknown_format_is_refused_by_name():
     data["redescriptions_format"] = REDESCRIPTIONS_FORMAT + 1
     with pytest.raises(ValueError, match="format 3"):
         RunResult.from_dict(data)
+
+
+@pytest.mark.parametrize("stored", [TREE_RUN_FORMAT_1, SERENADE_RUN_FORMAT_1])
+def test_plain_is_asdict_on_results_of_both_families(stored):
+    """``to_dict`` builds its dict with :func:`plain` (issue 19: ``asdict`` was a tenth of a
+    command-line mine); it must be ``asdict`` exactly: same values, same key order, same
+    JSON, diagnostics included."""
+    result = RunResult.from_json(stored)
+    result.diagnostics = OwnerDiagnostics(score_traces={"trial 0": [0.5, 0.25]},
+                                          phase_seconds={"trees": 0.1})
+    fast, slow = plain(result), asdict(result)
+    assert fast == slow
+    assert json.dumps(fast, ensure_ascii=False) == json.dumps(slow, ensure_ascii=False)
+    assert list(fast["redescriptions"][0]) == list(slow["redescriptions"][0])
+    assert result.to_dict(include_diagnostics=True) == {
+        "redescriptions_format": REDESCRIPTIONS_FORMAT, **slow}
+
+
+Pair = namedtuple("Pair", "a b")
+
+
+@dataclass
+class _Inner:
+    values: list
+    when: np.float64 = np.float64(0.5)
+
+
+@dataclass
+class _Outer:
+    inner: _Inner
+    pairs: tuple
+    table: dict
+    ordered: OrderedDict
+    array: np.ndarray
+    extra: dict = field(default_factory=dict)
+
+
+def test_plain_matches_asdict_on_every_container_kind_and_copies_what_is_mutable():
+    inner = _Inner([1, (2.5, "x"), {"k": [None, True]}])
+    obj = _Outer(inner, (Pair(1, [2]), Pair("p", inner)), {1: inner, "s": (3,)},
+                 OrderedDict([("z", 1), ("a", 2)]), np.arange(3), {"nested": {"deep": [inner]}})
+    fast, slow = plain(obj), asdict(obj)
+    assert repr(fast) == repr(slow)          # types too: tuples, named tuples, OrderedDict
+    assert type(fast["pairs"][0]) is Pair
+    assert type(fast["ordered"]) is OrderedDict and list(fast["ordered"]) == ["z", "a"]
+    assert type(fast["inner"]["when"]) is np.float64
+    fast["inner"]["values"][2]["k"].append("changed")
+    fast["array"][0] = 99
+    assert inner.values[2]["k"] == [None, True]          # deep copies, as asdict makes
+    assert obj.array[0] == 0
+    counts = defaultdict(list, {"a": [1]})   # (asdict of Python 3.11 fails on these)
+    copied = plain(counts)
+    assert type(copied) is defaultdict and copied.default_factory is list
+    copied["a"].append(2)
+    assert copied == {"a": [1, 2]} and counts == {"a": [1]}
+    assert plain(3) == 3 and plain("s") == "s" and plain(None) is None
