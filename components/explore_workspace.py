@@ -14,7 +14,10 @@ ledger revision the tab last read or saved, and a save based on an older one is 
 (:class:`~dpcore.errors.WorkspaceConflict`). The tab then says when the workspace was
 changed elsewhere and offers to reload it (dropping this tab's unsaved changes) or to
 overwrite it with this tab's version; until the analyst chooses, nothing is saved and
-every edit stays in the tab.
+every edit stays in the tab. The tab does not wait for its own next save to find out: every
+rerun of the Explore page reads the stored revision (one read, no write) and, when another
+tab or session saved or deleted the workspace meanwhile, says so at once with the same
+choice.
 
 It holds only references to released redescriptions and what the analyst typed: loading,
 saving, exporting and importing cost 0 ε.
@@ -151,7 +154,9 @@ def save_if_changed(ledger: Ledger, dataset: str, ws: Workspace, *,
 
     The save is based on the revision this tab last read or saved; if another tab saved
     meanwhile it is refused and, with ``prompt``, the tab says so and offers to reload or
-    to overwrite. Until then ``ws`` (with every later edit) stays in the tab unsaved.
+    to overwrite. Until then ``ws`` (with every later edit) stays in the tab unsaved. The
+    stored revision is read on every call, so another tab's save or delete is noticed on
+    the next rerun even when this tab changed nothing (a read: nothing is written then).
 
     Returns
     -------
@@ -163,6 +168,8 @@ def save_if_changed(ledger: Ledger, dataset: str, ws: Workspace, *,
     text = ws.to_json()
     saved = st.session_state.setdefault(_SAVED, {})
     conflicts = st.session_state.setdefault(_CONFLICT, {})
+    if key not in conflicts:
+        _notice_other_saves(ledger, key)
     if key not in conflicts:
         if saved.get(key) == text:
             _show_saved_note(key, prompt)
@@ -176,6 +183,21 @@ def save_if_changed(ledger: Ledger, dataset: str, ws: Workspace, *,
     if prompt and key in conflicts:
         _render_conflict(ledger, key, text)
     return False
+
+
+def _notice_other_saves(ledger: Ledger, key: tuple[str, str, str]) -> None:
+    """Remember a conflict when the stored revision is not the one this tab last read or
+    saved (another tab saved or deleted the workspace). One read of the ledger, no write;
+    a ledger that cannot be read is left to the save, which reports it."""
+    try:
+        record = ledger.get_workspace(*key)
+    except DpcoreError:
+        return
+    expected = st.session_state.setdefault(_REVISION, {}).get(key, 0)
+    if (0 if record is None else record.revision) != expected:
+        st.session_state.setdefault(_CONFLICT, {})[key] = (
+            None if record is None else record.revision,
+            None if record is None else record.updated_at)
 
 
 def _save(ledger: Ledger, key: tuple[str, str, str], text: str,
@@ -211,10 +233,15 @@ def _render_conflict(ledger: Ledger, key: tuple[str, str, str], text: str) -> No
     else:
         what = (f"Workspace {key[2]!r} was changed in another tab at {_when(updated_at)}; "
                 "reload to see it")
-    st.warning(f"{what}. Your changes in this tab are **not saved** and stay here until "
-               "you choose: reload the saved workspace (this tab's unsaved changes are "
-               "dropped), or overwrite it with this tab's version (the other change is "
-               "lost).")
+    if st.session_state.get(_SAVED, {}).get(key, Workspace(key[0]).to_json()) == text:
+        st.warning(f"{what}. This tab shows the version it last loaded or saved: reload "
+                   "the saved workspace, or overwrite it with this tab's version (the other "
+                   "change is lost). Until you choose, nothing in this tab is saved.")
+    else:
+        st.warning(f"{what}. Your changes in this tab are **not saved** and stay here until "
+                   "you choose: reload the saved workspace (this tab's unsaved changes are "
+                   "dropped), or overwrite it with this tab's version (the other change is "
+                   "lost).")
     c1, c2 = st.columns(2)
     if c1.button("Reload the saved workspace", key=RELOAD_KEY):
         st.session_state.setdefault(_RELOAD, set()).add(key)

@@ -279,3 +279,56 @@ def test_a_change_from_another_tab_is_never_overwritten_silently(explore, ledger
     # saving goes on normally afterwards (on the new revision)
     edit(explore, 0, decision="reject")
     assert stored(ledger_path).annotation(first).decision == "reject"
+
+
+def _revision(ledger_path) -> int | None:
+    record = Ledger(ledger_path).get_workspace("clinic", "analyst", "analyst")
+    return None if record is None else record.revision
+
+
+@pytest.mark.parametrize("choice", ["reload", "overwrite"])
+def test_another_tabs_save_is_noticed_on_the_next_rerun_without_a_write(explore, ledger_path,
+                                                                        choice):
+    first = _row_key(explore, 0)
+    edit(explore, 0, decision="keep")
+    rerun(explore)
+    mine = _revision(ledger_path)
+    rerun(explore)                                     # nothing changed: no warning, no write
+    assert _revision(ledger_path) == mine
+    assert not any("another tab" in w.value for w in explore.warning)
+    _other_tab_saves(ledger_path, lambda ws: ws.annotate(first, note="from the other tab"))
+    theirs, revision = stored(ledger_path), _revision(ledger_path)
+    rerun(explore)                                     # this tab edits nothing
+    (warning,) = [w.value for w in explore.warning if "another tab" in w.value]
+    assert "was changed in another tab at" in warning and "reload to see it" in warning
+    assert "shows the version it last loaded or saved" in warning
+    assert explore.button(key="explore_workspace_reload")
+    assert explore.button(key="explore_workspace_overwrite")
+    rerun(explore)
+    assert _revision(ledger_path) == revision and stored(ledger_path) == theirs   # no write
+    if choice == "reload":
+        explore.button(key="explore_workspace_reload").click()
+        rerun(explore)
+        frame = editor(explore)[0].value.set_index("row_id")
+        assert frame.loc[first.replace("r" * 32, "r" * 8), "note"] == "from the other tab"
+        assert stored(ledger_path) == theirs and _revision(ledger_path) == revision
+    else:
+        explore.button(key="explore_workspace_overwrite").click()
+        rerun(explore)
+        assert stored(ledger_path).annotation(first).note == ""      # this tab's version
+        assert _revision(ledger_path) == revision + 1
+    assert not any("another tab" in w.value for w in explore.warning)
+    rerun(explore)
+    assert not any("another tab" in w.value for w in explore.warning)
+
+
+def test_a_workspace_deleted_elsewhere_is_noticed_on_the_next_rerun(explore, ledger_path):
+    edit(explore, 0, decision="keep")
+    assert Ledger(ledger_path).delete_workspace("clinic", "analyst", "analyst")
+    rerun(explore)
+    (warning,) = [w.value for w in explore.warning if "another tab" in w.value]
+    assert "was deleted in another tab or session" in warning
+    assert _revision(ledger_path) is None                          # nothing written back
+    explore.button(key="explore_workspace_overwrite").click()
+    rerun(explore)
+    assert stored(ledger_path).annotation(_row_key(explore, 0)).decision == "keep"
