@@ -54,7 +54,6 @@ from dpcore.redescriptions.params import (
     plan_budget,
 )
 from dpcore.redescriptions.results import ExtractionRecord, OwnerDiagnostics, RunResult
-from dpcore.redescriptions.serenade.miner import mine_serenade
 from dpcore.redescriptions.targets import Target, make_target, pick_attribute
 from dpcore.redescriptions.trees import (
     Tree,
@@ -515,6 +514,10 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
 
 def _mine_serenade(dataset, params: SerenadeParams, stored: dict, rng, accountant, run_id,
                    seed, progress) -> RunResult:
+    # Imported here: a tree miner's process (a command-line mine) need not load Serenade's
+    # modules and define its kernels (issue 19).
+    from dpcore.redescriptions.serenade.miner import mine_serenade
+
     started = time.perf_counter()
     coded = (strict_coding(dataset) if params.mode == STRICT
              else tuple(code_view_segments(v) for v in dataset.views))
