@@ -301,3 +301,18 @@ def test_a_writer_renames_and_prunes_only_under_the_folder_lock(sites):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and out.strip() == "ok", err[-2000:]
     assert target.exists() and not list(cache.glob(".tmp-*"))
+
+
+def test_a_late_writer_of_old_bytes_never_removes_a_cache_of_the_files_as_they_are(sites):
+    """A writer that parsed the files before they changed stores its (stale) cache; its
+    pruning judges the others against the files now, so the current cache stays."""
+    folder, schema = sites
+    a, b = _variant(schema, 0), _variant(schema, 1)
+    old_data = load_two_view_cached(folder, a)
+    old_digests = columnar_cache._file_digests(columnar_cache._view_files(folder, a))
+    old_key = columnar_cache._key(a, old_digests)
+    _edit_first_value(folder, "0.5")
+    load_two_view_cached(folder, b)                       # current: built from the new bytes
+    columnar_cache._write(cache_file(folder, a), old_key, old_data, old_digests)
+    assert _entries(folder) == {cache_file(folder, a).name, cache_file(folder, b).name}
+    assert load_two_view_cached(folder, a).views[0].values[0, 0] == 0.5   # stale: not used

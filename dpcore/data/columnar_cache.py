@@ -202,7 +202,7 @@ def _write(path: Path, key: str, data: TwoViewDataset, digests: dict[str, str]) 
             os.replace(tmp, path)
             tmp = None
             if locked:
-                _prune_locked(path.parent, keep=path, digests=digests)
+                _prune_locked(path.parent, keep=path)
     except OSError:
         pass
     finally:
@@ -246,11 +246,15 @@ def _entry_sources(path: Path) -> tuple[str, list[tuple[str, str]]] | None:
         return None
 
 
-def _prune_locked(folder: Path, *, keep: Path, digests: dict[str, str]) -> list[Path]:
+def _prune_locked(folder: Path, *, keep: Path) -> list[Path]:
     """Remove the stale caches of ``folder`` and the least recently used beyond
-    :data:`MAX_ENTRIES`, never ``keep``; the caller holds the folder's lock."""
+    :data:`MAX_ENTRIES`, never ``keep``; the caller holds the folder's lock.
+
+    A view file's digest is taken now, while pruning (not reused from before the parse), so
+    a cache built from the files as they are is never judged stale.
+    """
     base = folder.parent
-    current = dict(digests)             # view file name → digest now (filled on demand)
+    current: dict[str, str | None] = {}   # view file name → digest now (filled on demand)
     code = _loader_code_digest().hex()
 
     def now_digest(name: str) -> str | None:
@@ -314,9 +318,8 @@ def prune_cache_folder(source_path, schema: Schema) -> list[Path]:
     if path is None or not path.parent.is_dir():
         return []
     try:
-        digests = _file_digests(files)
         with _folder_lock(path.parent) as locked:
-            return _prune_locked(path.parent, keep=path, digests=digests) if locked else []
+            return _prune_locked(path.parent, keep=path) if locked else []
     except OSError:
         return []
 
