@@ -28,6 +28,7 @@ from dpcore.redescriptions.kernels.hastings import hastings_accept, hastings_wor
 from dpcore.redescriptions.kernels.layout import (
     ABSENT,
     ATTR,
+    GROW,
     KIND,
     LEAF,
     MISSING,
@@ -37,6 +38,7 @@ from dpcore.redescriptions.kernels.layout import (
     THR,
     THRESHOLD,
     init_tree,
+    mark_absent,
     subtree_leaves,
 )
 from dpcore.redescriptions.kernels.moves import (
@@ -44,12 +46,16 @@ from dpcore.redescriptions.kernels.moves import (
     grow_structure,
     propose_move,
     propose_pair_move,
+    random_split,
+    replace_split,
 )
+from dpcore.redescriptions.kernels.row_chains import scores_stabilised
 from dpcore.redescriptions.kernels.scores import (
     PAIR_SENSITIVITY_COUNT,
     PAIR_SENSITIVITY_PAPER,
     gini_contribution,
     pair_score,
+    purity_contribution,
 )
 
 
@@ -441,3 +447,484 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
         trace[it] = score
     return mc_iter
+
+
+# ---------------------------------------------------------------------------------------
+# Faithful mode: per-tree data-derived candidates, child bitsets built on demand.
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def split_bits(codes, cands, s, out):
+    """The children of candidate ``s`` over all rows: ``out[i]`` = rows (bit r) that go to
+    child ``i``, in one pass over the attribute's codes (rows with a missing value are in
+    no child; ``out`` has at least ``cands[NCHILD, s]`` rows of ``words`` uint64).
+    Private (raw-data derived)."""
+    a = cands[ATTR, s]
+    kind = cands[KIND, s]
+    thr = np.int64(cands[THR, s])
+    nc = cands[NCHILD, s]
+    n_rows = codes.shape[1]
+    words = out.shape[1]
+    one = np.uint64(1)
+    miss = np.int64(MISSING)
+    if kind == THRESHOLD:
+        for w in range(words):
+            lo = w << 6
+            hi = min(lo + 64, n_rows)
+            left = np.uint64(0)
+            right = np.uint64(0)
+            for r in range(lo, hi):
+                x = np.int64(codes[a, r])
+                bit = one << np.uint64(r - lo)
+                if x <= thr:
+                    left |= bit
+                elif x != miss:
+                    right |= bit
+            out[0, w] = left
+            out[1, w] = right
+    elif kind == MULTIWAY:
+        for i in range(nc):
+            out[i, :] = 0
+        for r in range(n_rows):
+            x = np.int64(codes[a, r])
+            if x != miss:
+                out[x, r >> 6] |= one << np.uint64(r & 63)
+    else:
+        for w in range(words):
+            lo = w << 6
+            hi = min(lo + 64, n_rows)
+            rest = np.uint64(0)
+            hit = np.uint64(0)
+            for r in range(lo, hi):
+                x = np.int64(codes[a, r])
+                bit = one << np.uint64(r - lo)
+                if x == thr:
+                    hit |= bit
+                elif x != miss:
+                    rest |= bit
+            out[0, w] = rest
+            out[1, w] = hit
+
+
+@njit(cache=True, nogil=True)
+def _node_split_bits(u, nodes, codes, cands, split_of, gbits):
+    """Make ``gbits[u]`` the children of node ``u``'s split over all rows (a cache keyed by
+    the candidate in ``split_of[u]``: a split's children depend on the candidate only)."""
+    s = nodes[SPLIT, u]
+    if split_of[u] != s:
+        split_bits(codes, cands, s, gbits[u])
+        split_of[u] = s
+
+
+@njit(cache=True, nogil=True)
+def _first_row(a):
+    """Index of the first set bit of bitset ``a`` (−1 when empty)."""
+    for w in range(a.size):
+        x = a[w]
+        if x != 0:
+            b = 0
+            while (x >> np.uint64(b)) & np.uint64(1) == 0:
+                b += 1
+            return (w << 6) + b
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _inside(a, b):
+    """a ⊆ b."""
+    for w in range(a.size):
+        if a[w] & ~b[w] != 0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _stops_on_classes(node, y, min_rows, cls):
+    """Faithful growth stop (as ``moves.growth_stops``) for a tree whose classes are ``y``
+    with class bitsets ``cls``: fewer than ``min_rows`` rows in ``node``, or all one class."""
+    if count_bits(node) < min_rows:
+        return True
+    r = _first_row(node)
+    if r < 0:
+        return True
+    return _inside(node, cls[y[r]])
+
+
+@njit(cache=True, nogil=True)
+def _stops_on_leaves(node, min_rows, nodes_o, bits_o):
+    """Faithful growth stop for T_R of a pair, whose classes are T_L's leaves (``nodes_o``,
+    their row bitsets ``bits_o``) and 'no leaf': fewer than ``min_rows`` rows, or every row
+    in one T_L leaf, or every row in none."""
+    if count_bits(node) < min_rows:
+        return True
+    r = _first_row(node)
+    if r < 0:
+        return True
+    w, b = r >> 6, np.uint64(r & 63)
+    for v in range(nodes_o.shape[1]):
+        if nodes_o[SPLIT, v] == LEAF and (bits_o[v, w] >> b) & np.uint64(1):
+            return _inside(node, bits_o[v])
+    for v in range(nodes_o.shape[1]):
+        if nodes_o[SPLIT, v] == LEAF:
+            for k in range(node.size):
+                if node[k] & bits_o[v, k] != 0:
+                    return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
+              node_bits, min_rows, y, cls, nodes_o, bits_o, by_leaves):
+    """``moves.grow_structure`` in faithful mode on bitsets, with the same random draws in
+    the same order: every ``GROW`` node below ``h`` stops as a leaf at ``max_depth``, when
+    it is small or pure (``by_leaves``: T_L's leaves are the classes, else ``y`` with class
+    bitsets ``cls``), or when no split is allowed; otherwise it gets a uniformly random
+    valid split (``moves.random_split``). Walking the subtree it also sets ``node_bits`` of
+    every node below ``h`` (``node_bits[h]`` must be current)."""
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        if nodes[SPLIT, u] == GROW:
+            if depth_of[u] >= max_depth:
+                nodes[SPLIT, u] = LEAF
+            elif (_stops_on_leaves(node_bits[u], min_rows, nodes_o, bits_o) if by_leaves
+                  else _stops_on_classes(node_bits[u], y, min_rows, cls)):
+                nodes[SPLIT, u] = LEAF
+            else:
+                s = random_split(u, nodes, cands, fanout, rng)
+                if s < 0:
+                    nodes[SPLIT, u] = LEAF
+                else:
+                    nodes[SPLIT, u] = s
+                    for i in range(cands[NCHILD, s]):
+                        ch = fanout * u + 1 + i
+                        mark_absent(ch, nodes, fanout)
+                        nodes[SPLIT, ch] = GROW
+        s = nodes[SPLIT, u]
+        if s >= 0:
+            _node_split_bits(u, nodes, codes, cands, split_of, gbits)
+            for i in range(cands[NCHILD, s]):
+                ch = fanout * u + 1 + i
+                for w in range(node_bits.shape[1]):
+                    node_bits[ch, w] = node_bits[u, w] & gbits[u, i, w]
+                stack.append(ch)
+
+
+@njit(cache=True, nogil=True)
+def refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, node_bits):
+    """node_bits of every node below ``h`` from its parent's and the parent split's
+    children (computed on demand, see :func:`_node_split_bits`)."""
+    words = node_bits.shape[1]
+    stack = [h]
+    while len(stack) > 0:
+        u = stack.pop()
+        s = nodes[SPLIT, u]
+        if s < 0:
+            continue
+        _node_split_bits(u, nodes, codes, cands, split_of, gbits)
+        for i in range(cands[NCHILD, s]):
+            ch = fanout * u + 1 + i
+            for w in range(words):
+                node_bits[ch, w] = node_bits[u, w] & gbits[u, i, w]
+            stack.append(ch)
+
+
+@njit(cache=True, nogil=True)
+def _split_cache(nodes, fanout, depth_of, max_depth, words):
+    """Per-node cache of a split's children over all rows: only nodes above ``max_depth``
+    split, and they are the first heap slots."""
+    n_int = 0
+    while n_int < depth_of.size and depth_of[n_int] < max_depth:
+        n_int += 1
+    n_int = max(n_int, 1)
+    split_of = np.full(nodes.shape[1], -1, dtype=np.int64)
+    return split_of, np.zeros((n_int, fanout, words), dtype=np.uint64)
+
+
+@njit(cache=True, nogil=True)
+def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of, max_depth,
+                                   nodes, epsilon, mc_iter, sigma, window, min_rows, rng,
+                                   trace, stats=None, hastings=False):
+    """createDTMCMC (Alg. 3) in faithful mode on bitsets: the chain of
+    ``kernels.row_chains.mcmc_single_tree(..., faithful=True, ...)``, with the same random
+    numbers in the same order, the same integer counts and the same float arithmetic, so
+    it returns the same tree, trace and iteration count.
+
+    Faithful candidates are data-derived per tree (every distinct value of a sample), too
+    many to precompute their children as strict mode does: a split's children over all
+    rows are built when a node takes it (:func:`split_bits`, one pass over the attribute's
+    codes) and cached per node; a node's rows are its parent's ANDed with them. Growth
+    stops on pure or small nodes (popcounts); the chain stops when the variance of the last
+    ``window`` accepted scores is below ``sigma``; acceptance min(1, exp(ε·ΔS/4)) without
+    the proposal ratio (``hastings=False``, as the paper). Returns the iterations run.
+    ``stats[0]`` (optional) accumulates the rows reaching each changed node. Memory:
+    (heap slots + internal slots × fanout) × ⌈rows/64⌉ words.
+    """
+    n_rows = codes.shape[1]
+    cap = nodes.shape[1]
+    words = (n_rows + 63) // 64
+    node_bits = np.zeros((cap, words), dtype=np.uint64)
+    cls = class_bits(y, n_classes, n_rows)
+    split_of, gbits = _split_cache(nodes, fanout, depth_of, max_depth, words)
+    no_tree = np.full((4, 1), ABSENT, dtype=np.int64)
+    no_bits = np.zeros((1, 1), dtype=np.uint64)
+    perm = np.empty(1, dtype=np.int64)
+    leaf = np.empty(1, dtype=np.int64)
+    init_tree(nodes, perm, leaf, 1)
+    node_bits[0, :] = all_rows(n_rows)
+    grow_bits(0, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
+              node_bits, min_rows, y, cls, no_tree, no_bits, False)
+    hist = np.zeros((cap, n_classes), dtype=np.int64)
+    contrib = np.zeros(cap, dtype=np.float64)
+    score = 0.0
+    for u in range(cap):
+        if nodes[SPLIT, u] == LEAF:
+            _leaf_hist(u, node_bits, cls, hist)
+            contrib[u] = gini_contribution(hist[u])
+            score += contrib[u]
+    saved_nodes = nodes.copy()
+    saved_contrib = contrib.copy()
+    saved_g = np.zeros((fanout, words), dtype=np.uint64)
+    work = hastings_workspace(cands)
+    ring = np.zeros(window, dtype=np.float64)
+    n_acc = 0
+    done = 0
+    for it in range(mc_iter):
+        done = it + 1
+        h, s_new = propose_move(nodes, cands, fanout, rng)
+        if h < 0:
+            trace[it] = score
+            continue
+        if stats is not None:
+            stats[0] += count_bits(node_bits[h])
+        saved_contrib[:] = contrib
+        saved_g[:, :] = gbits[h]
+        saved_split = split_of[h]
+        old_part = 0.0
+        for u in subtree_leaves(h, nodes, fanout):
+            old_part += contrib[u]
+            contrib[u] = 0.0
+        saved_nodes[:, :] = nodes
+        replace_split(h, s_new, nodes, cands, fanout)
+        grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
+                  node_bits, min_rows, y, cls, no_tree, no_bits, False)
+        new_part = 0.0
+        for u in subtree_leaves(h, nodes, fanout):
+            _leaf_hist(u, node_bits, cls, hist)
+            contrib[u] = gini_contribution(hist[u])
+            new_part += contrib[u]
+        new_score = score - old_part + new_part
+        if hastings_accept(new_score - score, epsilon, 2.0, hastings, h, saved_nodes, nodes,
+                           no_tree, cands, fanout, depth_of, max_depth, False, work, rng):
+            score = new_score
+            ring[n_acc % window] = score
+            n_acc += 1
+        else:
+            nodes[:, :] = saved_nodes
+            contrib[:] = saved_contrib
+            gbits[h, :, :] = saved_g
+            split_of[h] = saved_split
+            refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, node_bits)
+            for u in subtree_leaves(h, nodes, fanout):
+                _leaf_hist(u, node_bits, cls, hist)
+        trace[it] = score
+        if scores_stabilised(ring, n_acc, window, sigma):
+            break
+    return done
+
+
+@njit(cache=True, nogil=True)
+def _table_sumsq(j, nodes_l, table, size_r):
+    """Σ_c n_c² of R leaf ``j`` over T_L's leaves and 'no leaf' (integer, as the row
+    chain's incremental Σ²)."""
+    sq = 0
+    inside = 0
+    for u in range(nodes_l.shape[1]):
+        if nodes_l[SPLIT, u] == LEAF:
+            sq += table[j, u] * table[j, u]
+            inside += table[j, u]
+    rest = size_r[j] - inside
+    return sq + rest * rest
+
+
+@njit(cache=True, nogil=True)
+def _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows):
+    """``scores.purity_from_table`` with the R leaves' sizes from popcounts."""
+    g = 0.0
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] == LEAF:
+            n = size_r[j]
+            if n > 0:
+                g += sumsq[j] / (n * n_rows)
+    return g
+
+
+@njit(cache=True, nogil=True)
+def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
+                                 codes_r, cands_r, fanout_r, depth_r, nodes_r,
+                                 y, n_classes, max_depth, epsilon, mc_iter, sigma, window,
+                                 min_rows, rng, trace, stats=None, hastings=False):
+    """sampleTreePair (Alg. 5) in faithful mode on bitsets: the chain of
+    ``kernels.row_chains.mcmc_tree_pair(..., faithful=True, ...)`` (paper's score
+    g(T_L)(1+g(T_R))/2, Δ = 1, acceptance min(1, exp(ε·ΔS/2)) without the proposal ratio,
+    σ stopping rule), with the same random numbers in the same order, the same integer
+    counts and the same float arithmetic: same trees, trace and iteration count.
+
+    Children of a split are built on demand and cached per node as in
+    :func:`mcmc_single_tree_faithful_bits`; T_R's growth stops on pure nodes with T_L's
+    leaves as classes, read from T_L's leaf bitsets (no per-row class array). The leaf×leaf
+    table is kept per changed leaf by popcounts; only the columns (a T_L move) or rows (a
+    T_R move) of the leaves below the moved node are saved and restored on a rejection.
+    Returns the iterations run; ``stats[0]`` (optional) accumulates the rows reaching each
+    changed node.
+    """
+    n_rows = codes_l.shape[1]
+    cap_l = nodes_l.shape[1]
+    cap_r = nodes_r.shape[1]
+    words = (n_rows + 63) // 64
+    root = all_rows(n_rows)
+    bits_l = np.zeros((cap_l, words), dtype=np.uint64)
+    bits_r = np.zeros((cap_r, words), dtype=np.uint64)
+    cls = class_bits(y, n_classes, n_rows)
+    split_l, g_bits_l = _split_cache(nodes_l, fanout_l, depth_l, max_depth, words)
+    split_r, g_bits_r = _split_cache(nodes_r, fanout_r, depth_r, max_depth, words)
+    no_cls = np.zeros((1, 1), dtype=np.uint64)
+    no_y = np.zeros(1, dtype=np.int64)
+    perm = np.empty(1, dtype=np.int64)
+    leaf = np.empty(1, dtype=np.int64)
+    init_tree(nodes_l, perm, leaf, 1)
+    bits_l[0, :] = root
+    grow_bits(0, nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, codes_l, split_l,
+              g_bits_l, bits_l, min_rows, y, cls, nodes_r, bits_r, False)
+    init_tree(nodes_r, perm, leaf, 1)
+    bits_r[0, :] = root
+    grow_bits(0, nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, codes_r, split_r,
+              g_bits_r, bits_r, min_rows, no_y, no_cls, nodes_l, bits_l, True)
+    hist = np.zeros((cap_l, n_classes), dtype=np.int64)
+    contrib_l = np.zeros(cap_l, dtype=np.float64)
+    g_l = 0.0
+    for u in range(cap_l):
+        if nodes_l[SPLIT, u] == LEAF:
+            _leaf_hist(u, bits_l, cls, hist)
+            contrib_l[u] = purity_contribution(hist[u], n_rows)
+            g_l += contrib_l[u]
+    table = np.zeros((cap_r, cap_l), dtype=np.int64)
+    size_r = np.zeros(cap_r, dtype=np.int64)
+    sumsq = np.zeros(cap_r, dtype=np.int64)
+    for j in range(cap_r):
+        if nodes_r[SPLIT, j] == LEAF:
+            size_r[j] = count_bits(bits_r[j])
+            _pair_row(j, nodes_l, bits_r, bits_l, table)
+            sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+    g_r = _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows)
+    score = g_l * (1.0 + g_r) / 2.0
+    saved_l = nodes_l.copy()
+    saved_r = nodes_r.copy()
+    saved_contrib = contrib_l.copy()
+    saved_hist = hist.copy()
+    saved_table = table.copy()
+    saved_size = size_r.copy()
+    saved_sumsq = sumsq.copy()
+    saved_g = np.zeros((max(fanout_l, fanout_r), words), dtype=np.uint64)
+    work_l = hastings_workspace(cands_l)
+    work_r = hastings_workspace(cands_r)
+    ring = np.zeros(window, dtype=np.float64)
+    n_acc = 0
+    done = 0
+    for it in range(mc_iter):
+        done = it + 1
+        on_left, h, s_new = propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r,
+                                              fanout_r, rng)
+        if h < 0:
+            trace[it] = score
+            continue
+        if on_left:
+            codes, cands, fanout, depth_of, nodes, saved = (codes_l, cands_l, fanout_l,
+                                                            depth_l, nodes_l, saved_l)
+            bits, split_of, gbits, other_nodes, work = bits_l, split_l, g_bits_l, nodes_r, work_l
+        else:
+            codes, cands, fanout, depth_of, nodes, saved = (codes_r, cands_r, fanout_r,
+                                                            depth_r, nodes_r, saved_r)
+            bits, split_of, gbits, other_nodes, work = bits_r, split_r, g_bits_r, nodes_l, work_r
+        if stats is not None:
+            stats[0] += count_bits(bits[h])
+        nc = gbits.shape[1]
+        saved_g[:nc, :] = gbits[h]
+        saved_split = split_of[h]
+        old_leaves = subtree_leaves(h, nodes, fanout)
+        old_part = 0.0
+        if on_left:
+            saved_contrib[:] = contrib_l
+            for u in old_leaves:
+                old_part += contrib_l[u]
+                contrib_l[u] = 0.0
+                saved_hist[u, :] = hist[u, :]
+                saved_table[:, u] = table[:, u]
+                hist[u, :] = 0
+                table[:, u] = 0
+        else:
+            for j in old_leaves:
+                saved_table[j, :] = table[j, :]
+                saved_size[j] = size_r[j]
+                table[j, :] = 0
+                size_r[j] = 0
+        saved_sumsq[:] = sumsq
+        saved[:, :] = nodes
+        replace_split(h, s_new, nodes, cands, fanout)
+        if on_left:
+            grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
+                      gbits, bits, min_rows, y, cls, nodes_r, bits_r, False)
+        else:
+            grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
+                      gbits, bits, min_rows, no_y, no_cls, nodes_l, bits_l, True)
+        new_leaves = subtree_leaves(h, nodes, fanout)
+        new_g_l = g_l
+        if on_left:
+            new_part = 0.0
+            for u in new_leaves:
+                _leaf_hist(u, bits_l, cls, hist)
+                _pair_column(u, nodes_r, bits_r, bits_l, table)
+                contrib_l[u] = purity_contribution(hist[u], n_rows)
+                new_part += contrib_l[u]
+            new_g_l = g_l - old_part + new_part
+            for j in range(cap_r):
+                if nodes_r[SPLIT, j] == LEAF:
+                    sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+        else:
+            for j in new_leaves:
+                size_r[j] = count_bits(bits_r[j])
+                _pair_row(j, nodes_l, bits_r, bits_l, table)
+                sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+        new_g_r = _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows)
+        new_score = new_g_l * (1.0 + new_g_r) / 2.0
+        if hastings_accept(new_score - score, epsilon, 1.0, hastings, h, saved, nodes,
+                           other_nodes, cands, fanout, depth_of, max_depth, False, work, rng):
+            score, g_l, g_r = new_score, new_g_l, new_g_r
+            ring[n_acc % window] = score
+            n_acc += 1
+        else:
+            nodes[:, :] = saved
+            gbits[h, :, :] = saved_g[:nc, :]
+            split_of[h] = saved_split
+            refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, bits)
+            if on_left:
+                contrib_l[:] = saved_contrib
+                for u in new_leaves:
+                    hist[u, :] = 0
+                    table[:, u] = 0
+                for u in old_leaves:
+                    hist[u, :] = saved_hist[u, :]
+                    table[:, u] = saved_table[:, u]
+            else:
+                for j in new_leaves:
+                    table[j, :] = 0
+                    size_r[j] = 0
+                for j in old_leaves:
+                    table[j, :] = saved_table[j, :]
+                    size_r[j] = saved_size[j]
+            sumsq[:] = saved_sumsq
+        trace[it] = score
+        if scores_stabilised(ring, n_acc, window, sigma):
+            break
+    return done
