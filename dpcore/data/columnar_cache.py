@@ -10,8 +10,8 @@ reads load that file with NumPy alone.
 The cache is only ever used for exactly the data the loader would return:
 
 * it is keyed by a SHA-256 of the cache format, the schema (its normalised dict form), the
-  source code of the loader modules (a changed parser rebuilds every cache) and the bytes of
-  every view file. Any change to a file or the schema gives another key: the cache is not
+  source code of the loader modules (a changed parser rebuilds every cache) and the SHA-256
+  of every view file's bytes. Any change to a file or the schema gives another key: the cache is not
   used and is rewritten from the loader's result;
 * the arrays carry their own SHA-256, checked on every read, and are checked again by
   :meth:`~dpcore.data.dataset.TwoViewDataset.from_arrays` (shapes, codes, domains). A cache
