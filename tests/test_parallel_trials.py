@@ -258,8 +258,9 @@ def test_every_kernel_the_pool_runs_releases_the_gil():
     from dpcore.redescriptions import bitset_mcmc as B
     from dpcore.redescriptions import kernels as K
 
-    kernels = [B.mcmc_tree_pair_bits, B.mcmc_single_tree_bits, K.mcmc_tree_pair,
-               K.mcmc_single_tree, K.expmech_tree, K.leaf_rows_for_codes, K.contingency]
+    kernels = [B.mcmc_tree_pair_bits, B.mcmc_single_tree_bits, B.mcmc_tree_pair_faithful_bits,
+               B.mcmc_single_tree_faithful_bits, K.expmech_tree, K.leaf_rows_for_codes,
+               K.contingency]
     assert all(k.targetoptions.get("nogil") is True for k in kernels), \
         [k.__name__ for k in kernels if k.targetoptions.get("nogil") is not True]
 

@@ -225,8 +225,9 @@ def test_expmech_charge_in_depth_shares_draws_fewer_levels():
 @pytest.mark.parametrize("builder", ["mcmc", "pair"])
 def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
     """Faithful chains accept with min(1, exp(ε·ΔS/(2Δ))), as the paper and the authors'
-    code do: the tree equals the row kernel's with ``hastings=False`` from the same stream,
-    and (on these seeds) differs from the Metropolis–Hastings chain's."""
+    code do: the tree (its splits and each row's leaf) equals the row kernel's with
+    ``hastings=False`` from the same stream (the draw runs the bitset chain), and (on these
+    seeds) differs from the Metropolis–Hastings chain's."""
     ds, coded, y = data
     c0, c1 = coded["faithful"]
     eps, iters = 0.3, 300
@@ -236,12 +237,12 @@ def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
             tree, trace = T.draw_mcmc_tree(0, c0, y[0], N_CLASSES, 3, eps,
                                            np.random.default_rng(seed), mc_iter=iters,
                                            faithful=True, sigma=1e-12, window=50)
-            got = [tree.nodes]
+            got = [tree.nodes[K.SPLIT], tree.leaf_of_row]
         else:
             t1, t2, trace = T.draw_tree_pair((0, 1), c0, c1, y[0], N_CLASSES, 3, eps,
                                              np.random.default_rng(seed), mc_iter=iters,
                                              faithful=True, sigma=1e-12, window=50)
-            got = [t1.nodes, t2.nodes]
+            got = [t1.nodes[K.SPLIT], t1.leaf_of_row, t2.nodes[K.SPLIT], t2.leaf_of_row]
         for hastings in (False, True):
             n = c0.codes.shape[1]
             e0 = T._empty_tree(0, c0, 3)
@@ -252,7 +253,7 @@ def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
                                    np.empty(n, np.int64), e0.leaf_of_row, eps, iters, True,
                                    1e-12, 50, T.FAITHFUL_MIN_ROWS, np.random.default_rng(seed),
                                    tr, None, hastings)
-                ref = [e0.nodes]
+                ref = [e0.nodes[K.SPLIT], e0.leaf_of_row]
             else:
                 e1 = T._empty_tree(1, c1, 3)
                 K.mcmc_tree_pair(c0.codes, T.cands_matrix(c0), c0.fanout,
@@ -262,7 +263,7 @@ def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
                                  e1.leaf_of_row, y[0], N_CLASSES, 3, eps, iters, True, 1e-12,
                                  50, T.FAITHFUL_MIN_ROWS, np.random.default_rng(seed), tr,
                                  None, hastings)
-                ref = [e0.nodes, e1.nodes]
+                ref = [e0.nodes[K.SPLIT], e0.leaf_of_row, e1.nodes[K.SPLIT], e1.leaf_of_row]
             same = all(np.array_equal(a, b) for a, b in zip(got, ref)) and np.array_equal(
                 trace, tr[:len(trace)])
             if not hastings:

@@ -242,8 +242,9 @@ def sample_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes
 
     In strict mode the chain's stationary law is the exponential mechanism exp(ε·S/4)
     over the trees it visits, so the release is ε-DP only upon convergence of the chain
-    (in the limit); no bound holds for the finite chain run here. Strict mode runs the chain on row
-    bitsets (``bitset_mcmc``), faithful mode on rows (``kernels``). Returns the
+    (in the limit); no bound holds for the finite chain run here. Both modes run the chain on
+    row bitsets (``bitset_mcmc``: strict with every candidate's children precomputed,
+    faithful with a split's children built when a node takes it). Returns the
     tree and its score trace (NOT private: computed from true data; owner
     diagnostics only). ``stats[0]``, if given, accumulates the rows reaching each
     changed node (benchmark diagnostics).
@@ -269,17 +270,16 @@ def draw_mcmc_tree(view: int, coded: CodedView, classes: np.ndarray, n_classes: 
     trace = np.zeros(mc_iter, dtype=np.float64)
     depths = K.node_depths(coded.fanout, depth)
     if faithful:
-        perm = np.empty(coded.codes.shape[1], dtype=np.int64)
-        done = K.mcmc_single_tree(coded.codes, cands_matrix(coded), classes, n_classes,
-                                  coded.fanout, depths, depth, tree.nodes, perm,
-                                  tree.leaf_of_row, eps, mc_iter, True, sigma, window,
-                                  FAITHFUL_MIN_ROWS, rng, trace, stats, False)
+        done = B.mcmc_single_tree_faithful_bits(coded.codes, cands_matrix(coded), classes,
+                                                n_classes, coded.fanout, depths, depth,
+                                                tree.nodes, eps, mc_iter, sigma, window,
+                                                FAITHFUL_MIN_ROWS, rng, trace, stats)
     else:
         bits, offset = child_bitsets(coded)
         done = B.mcmc_single_tree_bits(cands_matrix(coded), bits, offset, classes, n_classes,
                                        coded.codes.shape[1], coded.fanout, depths, depth,
                                        tree.nodes, eps, mc_iter, rng, trace, stats)
-        _route(tree)
+    _route(tree)
     return tree, trace[:done]
 
 
@@ -299,8 +299,8 @@ def sample_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_secon
     min(1, exp(ε·ΔS/(2Δ))·q(T′→T)/q(T→T′)) with the data-independent proposal ratio, so in
     strict mode the stationary law is the exponential mechanism over pairs: ε-DP only upon
     convergence (in the limit), not for the finite chain. Faithful mode drops the ratio,
-    as the paper and the authors' code do (not the exponential mechanism). Strict mode runs
-    on bitsets, faithful on rows. Returns both trees and the (non-private) trace (score
+    as the paper and the authors' code do (not the exponential mechanism). Both modes run on
+    row bitsets (``bitset_mcmc``). Returns both trees and the (non-private) trace (score
     units: [0, 1] for the paper's score, rows for the count-scale one).
     """
     eps = charge_tree_pair(accountant, label, epsilon_nano, count_scale=count_scale,
@@ -336,14 +336,12 @@ def draw_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_second:
     d1 = K.node_depths(coded_first.fanout, depth)
     d2 = K.node_depths(coded_second.fanout, depth)
     if faithful:
-        done = K.mcmc_tree_pair(coded_first.codes, cands_matrix(coded_first),
-                                coded_first.fanout, d1, t1.nodes,
-                                np.empty(n_rows, dtype=np.int64), t1.leaf_of_row,
-                                coded_second.codes, cands_matrix(coded_second),
-                                coded_second.fanout, d2, t2.nodes,
-                                np.empty(n_rows, dtype=np.int64), t2.leaf_of_row,
-                                classes, n_classes, depth, eps, mc_iter, True, sigma, window,
-                                FAITHFUL_MIN_ROWS, rng, trace, stats, False)
+        done = B.mcmc_tree_pair_faithful_bits(coded_first.codes, cands_matrix(coded_first),
+                                              coded_first.fanout, d1, t1.nodes,
+                                              coded_second.codes, cands_matrix(coded_second),
+                                              coded_second.fanout, d2, t2.nodes,
+                                              classes, n_classes, depth, eps, mc_iter, sigma,
+                                              window, FAITHFUL_MIN_ROWS, rng, trace, stats)
     else:
         bits1, off1 = child_bitsets(coded_first)
         bits2, off2 = child_bitsets(coded_second)
@@ -353,8 +351,8 @@ def draw_tree_pair(views: tuple[int, int], coded_first: CodedView, coded_second:
                                      coded_second.fanout, d2, t2.nodes,
                                      classes, n_classes, n_rows, depth, eps, mc_iter, rng,
                                      trace, stats, True, count_scale)
-        _route(t1)
-        _route(t2)
+    _route(t1)
+    _route(t2)
     return t1, t2, trace[:done]
 
 
