@@ -133,3 +133,31 @@ def test_public_demo_seeded_run_is_reproducible(ledger):
     assert a.trees == b.trees
     assert [np.asarray(x.noisy_table).tolist() for x in a.extractions] == \
         [np.asarray(x.noisy_table).tolist() for x in b.extractions]
+
+
+def test_randomgen_is_loaded_by_the_first_secure_generator_only():
+    """A seeded public-demo run never imports randomgen (issue 19: start-up of a command-line
+    mine); the first secure generator does, and the ChaCha checks see it from then on."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from dpcore.privacy.randomness import (child_generators, is_secure_generator,\n"
+        "                                       run_generator)\n"
+        "seeded = run_generator(public_demo=True, seed=3)\n"
+        "kids = child_generators(seeded, 2)\n"
+        "before = ['randomgen' in sys.modules, is_secure_generator(seeded),\n"
+        "          any(is_secure_generator(k) for k in kids)]\n"
+        "private = run_generator(public_demo=False, seed=None)\n"
+        "kids = child_generators(private, 2)\n"
+        "after = ['randomgen' in sys.modules, is_secure_generator(private),\n"
+        "         all(is_secure_generator(k) for k in kids),\n"
+        "         type(kids[0].bit_generator).__name__]\n"
+        "print(json.dumps([before, after]))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                         capture_output=True, text=True, check=True).stdout
+    before, after = json.loads(out.strip().splitlines()[-1])
+    assert before == [False, False, False]
+    assert after == [True, True, True, "ChaCha"]

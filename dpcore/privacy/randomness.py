@@ -31,15 +31,20 @@ Privacy: the DP arguments of docs/PRIVACY.md assume ideal randomness; with ChaCh
 they hold against any adversary that cannot break ChaCha20 (computational DP), and
 the exact samplers' distributions hold for exactly uniform integers
 (docs/PRIVACY.md, "Numerics of each sampler").
+
+``randomgen`` is imported by the first :func:`secure_generator` call, not with this module:
+a seeded public-demo run never needs it (≈ 20 ms of a command-line ``mine``, issue 19).
+Whether a generator is ChaCha is read without importing it: no ChaCha object exists in a
+process that has not imported ``randomgen``.
 """
 
 from __future__ import annotations
 
 import numbers
 import secrets
+import sys
 
 import numpy as np
-from randomgen import ChaCha
 
 from dpcore.errors import ParameterError
 
@@ -61,9 +66,18 @@ def secure_generator() -> np.random.Generator:
         Over ``randomgen.ChaCha(key=..., counter=0, rounds=20)``. The key is never
         stored or returned by this module.
     """
+    from randomgen import ChaCha  # lazy: seeded public-demo runs never load randomgen
+
     bit_generator = ChaCha(key=secrets.randbits(CSPRNG_KEY_BITS), counter=0,
                            rounds=CSPRNG_ROUNDS)
     return np.random.Generator(bit_generator)
+
+
+def _is_chacha(bit_generator) -> bool:
+    """Whether ``bit_generator`` is a ``randomgen.ChaCha``, without importing randomgen
+    (if it is not imported, no ChaCha object can exist)."""
+    randomgen = sys.modules.get("randomgen")
+    return randomgen is not None and isinstance(bit_generator, randomgen.ChaCha)
 
 
 def is_secure_generator(rng) -> bool:
@@ -71,7 +85,7 @@ def is_secure_generator(rng) -> bool:
     if not isinstance(rng, np.random.Generator):
         return False
     bit_generator = rng.bit_generator
-    return isinstance(bit_generator, ChaCha) and \
+    return _is_chacha(bit_generator) and \
         int(bit_generator.state["state"]["rounds"]) == CSPRNG_ROUNDS
 
 
@@ -148,7 +162,9 @@ def child_generators(rng: np.random.Generator, n: int) -> list[np.random.Generat
                              f"got {n!r}")
     n = int(n)
     bit_generator = rng.bit_generator
-    if isinstance(bit_generator, ChaCha):
+    if _is_chacha(bit_generator):
+        from randomgen import ChaCha  # imported already: the parent is one
+
         rounds = int(bit_generator.state["state"]["rounds"])
         words = bit_generator.random_raw(4 * n).astype(np.uint64).reshape(n, 4)
         return [np.random.Generator(ChaCha(key=int.from_bytes(w.astype("<u8").tobytes(),
