@@ -1,20 +1,31 @@
-"""Bitset MCMC kernels for strict mode: a step costs O(words × affected leaves), not O(rows).
+"""Bitset MCMC kernels, the chains both modes run: a step costs O(words × affected leaves).
 
-In strict mode the split candidates are fixed for the whole run (the public
-grid), so each candidate's children can be precomputed once as row bitsets
-(``child_bits``: one uint64 word per 64 rows). A tree node's rows are then the
-AND of its parent's bitset and a child bitset, and every count the MCMC scores
-need — a leaf's class counts, the leaf×leaf table of a tree pair — is a
-popcount of two ANDed bitsets. A move at node ``h`` recomputes only the
-bitsets below ``h`` and the counts of the leaves there, so it costs
-O(N/64 × leaves under h) word operations with no per-row gathers.
+A tree node's rows are a row bitset (one uint64 word per 64 rows): the AND of its
+parent's bitset and the bitset of its child under the parent's split. Every count the
+MCMC scores need — a leaf's class counts, the leaf×leaf table of a tree pair, the size
+and purity that stop faithful growth — is a popcount of two ANDed bitsets. A move at
+node ``h`` recomputes only the bitsets below ``h`` and the counts of the leaves there,
+so it costs O(N/64 × leaves under h) word operations with no per-row gathers.
 
-Same chains as the row-based kernels in ``kernels.row_chains`` (which faithful mode
-uses, because its per-tree data-derived candidates are too many for bitsets): the
-same moves and step (``kernels.moves.apply_move``, then
-``kernels.hastings.hastings_accept`` with the same proposal ratio), scores and
-sensitivities, drawing the same random numbers in the same order; only the counting
-differs.
+* Strict mode (:func:`mcmc_single_tree_bits`, :func:`mcmc_tree_pair_bits`): the split
+  candidates are fixed for the whole run (the public grid), so each candidate's children
+  are precomputed once (``candidate_child_bits``).
+* Faithful mode (:func:`mcmc_single_tree_faithful_bits`,
+  :func:`mcmc_tree_pair_faithful_bits`): the candidates are data-derived per tree (every
+  distinct value of a sample: tens of thousands on the paper's CMS shape), too many to
+  precompute; a split's children over all rows are built when a node takes it, in one
+  branch-free pass over the attribute's uint16 codes (:func:`split_bits`), and cached per
+  heap node, so memory stays (heap slots + internal slots × fanout) × N/64 words. Growth
+  stops on pure or small nodes from popcounts (:func:`grow_bits`), the chain stops on the
+  σ rule (``row_chains.scores_stabilised``) and accepts without the proposal ratio, as the
+  paper and the authors' code do.
+
+Same chains as the row-based kernels in ``kernels.row_chains``, kept as the reference
+these are tested against (tests/test_bitset_mcmc.py): the same moves and step
+(``kernels.moves``, then ``kernels.hastings.hastings_accept``), scores and sensitivities,
+drawing the same random numbers in the same order; faithful chains also keep the row
+chains' integer counts and float arithmetic, so they return the same trees, traces and
+iteration counts. Only the counting differs.
 Nothing here is private by itself; see ``trees.py`` for how ε is charged.
 """
 

@@ -9,12 +9,13 @@
 * :mod:`~dpcore.redescriptions.kernels.scores` — the Gini score (Δ = 2) and the pair
   purity (Δ = 1);
 * :mod:`~dpcore.redescriptions.kernels.row_chains` — createDTMCMC and sampleTreePair on
-  rows (faithful mode);
+  rows (the reference the bitset chains are tested against);
 * :mod:`~dpcore.redescriptions.kernels.expmech` — createDTExpMech.
 
-Strict mode's chains on row bitsets are :mod:`dpcore.redescriptions.bitset_mcmc`; they use
-the same moves, proposal ratio and acceptance (faithful mode's row chains are run without the
-proposal ratio, as the paper accepts; docs/PRIVACY.md §8). Nothing here is differentially private by
+The chains the miners run (strict and faithful mode) are on row bitsets,
+:mod:`dpcore.redescriptions.bitset_mcmc`; they use the same moves, proposal ratio and
+acceptance (faithful chains run without the proposal ratio, as the paper accepts;
+docs/PRIVACY.md §8). Nothing here is differentially private by
 itself: the kernels read coded data, and ``dpcore.redescriptions.trees`` charges the ε of
 every chain or tree before calling them (docs/PRIVACY.md §7). The names below are the
 kernels' public API, re-exported so that ``kernels.<name>`` keeps working.

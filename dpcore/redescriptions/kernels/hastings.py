@@ -315,7 +315,7 @@ def hastings_accept(delta, epsilon, sensitivity, hastings, h, old_nodes, new_nod
     min(1, exp(ε·Δ/(2·sensitivity))·q(T′→T)/q(T→T′)).
 
     ``hastings=False`` drops the proposal ratio (plain Metropolis, NOT the exponential
-    mechanism): faithful mode's row chains pass it, as the paper and the authors' code
+    mechanism): faithful mode's chains pass it, as the paper and the authors' code
     accept (docs/PRIVACY.md §8); strict mode's chains never do.
     Draws exactly one uniform (:func:`metropolis_hastings_accept`).
     """

@@ -4,7 +4,8 @@ A move replaces the split of one internal node ``h`` (:func:`propose_move`,
 :func:`propose_pair_move`), keeps the children both splits have, drops the surplus ones
 and grows the new ones at random (:func:`apply_move`). Every rule here reads the tree
 structure and the public candidate set only, except faithful-mode growth, which stops at
-pure or small nodes as the paper's code does (:func:`growth_stops`, not DP). The chains
+pure or small nodes as the paper's code does (:func:`growth_stops`, not DP; the faithful
+bitset chains grow with ``bitset_mcmc.grow_bits``, the same draws in the same order). The chains
 correct for the asymmetry of the proposal with ``hastings.log_proposal_ratio``.
 """
 

@@ -1,11 +1,13 @@
-"""The row-based MCMC chains (createDTMCMC, sampleTreePair), used by faithful mode.
+"""The row-based MCMC chains (createDTMCMC, sampleTreePair): the reference implementation.
 
 Each iteration proposes a move (``moves.propose_move`` / ``moves.propose_pair_move``),
 applies it (``moves.apply_move``), re-routes only the rows of the changed node
 (``layout.relayout``: O(rows reaching the node), not O(rows)), rescores incrementally
 (``scores``) and keeps or undoes it by the Metropolis–Hastings test
-(``hastings.hastings_accept``). Strict mode runs the same chains on row bitsets
-(``dpcore.redescriptions.bitset_mcmc``), drawing the same random numbers in the same order.
+(``hastings.hastings_accept``). The miners run the same chains on row bitsets
+(``dpcore.redescriptions.bitset_mcmc``, strict and faithful mode), drawing the same random
+numbers in the same order; these row chains are the plain reference they are tested against
+(and the chains of the kernel-level tests), 10–100× slower on faithful codings.
 
 These kernels read true (coded) data; the ε of a chain is charged by ``trees.py`` before
 it starts. The score traces they return are NOT private (owner diagnostics only).
