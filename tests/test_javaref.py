@@ -183,3 +183,54 @@ def test_speed_runs_dpcore_with_the_java_settings(alg, tmp_path):
     assert cli == MiningParams(**dpcore_params(alg, args)).validate()
     assert (cli.in_tr, cli.rm_iter) == ((3, 1) if alg == "mcmctreepair" else (1, 3))
     assert cli.mode == "faithful" and cli.mc_iter == 777 and cli.epsilon == 0.5
+
+
+def test_java_chain_iterations_reads_the_tree_pair_lines():
+    """Each Java tree-pair chain prints ``iteration: k`` after iteration k; a 0 starts the
+    next chain. Other lines (scores, variances, the outer ``Iteration: i/ n``) are ignored."""
+    from bench.javaref.run import java_chain_iterations
+
+    out = ["Iteration: 0/ 4", "0.51", "iteration: 0", "final score: 0.5", "iteration: 1",
+           "Variance: 0.001", "iteration: 2", "Iteration: 1/ 4", "iteration: 0",
+           "iteration: 1", "iteration: 2", "iteration: 3", "iteration: 4", "iteration: 0",
+           "  iteration: 7"]
+    assert java_chain_iterations(out) == [3, 5, 1]
+    assert java_chain_iterations(["Budget markov: 0.11", "Iteration: 0/ 4"]) == []
+
+
+@pytest.mark.parametrize("alg", ["altmcmc", "mcmctreepair"])
+def test_chain_lengths_records_every_faithful_chain(alg):
+    """ChainLengths sees each chain's full trace: one count per MCMC tree (Alt: InTr·(RMIter
+    + 1) trees; tree pair: one chain per trial), each at most MCIter and summing to the run's
+    mcmc_iterations; the wrapper is removed on exit. The tree-pair score lies in [0, 1], so
+    with σ = 0.5 every pair chain stops as soon as 500 proposals have been accepted."""
+    from bench.javaref.run import ChainLengths
+    from dpcore.redescriptions import mining
+    from dpcore.redescriptions.mining import mine
+    from dpcore.redescriptions.params import MiningParams
+
+    d = tiny_dataset(n_rows=120, seed=2)
+    extra = {"in_tr": 2} if alg == "mcmctreepair" else {"in_tr": 1, "rm_iter": 2}
+    base = dict(algorithm=alg, mode="faithful", epsilon=1.0, depth=3, mc_iter=3000, **extra)
+    before = mining._Run.keep_trace
+    with ChainLengths() as chains:
+        res = mine(d, MiningParams(**base, sigma=1e-9), rng=np.random.default_rng(5), seed=5)
+    assert mining._Run.keep_trace is before
+    n = [c for _, c in chains.counts]
+    assert len(n) == (2 if alg == "mcmctreepair" else 3)
+    assert all(1 <= c <= 3000 for c in n)
+    assert sum(n) == res.diagnostics.mcmc_iterations
+    if alg == "mcmctreepair":
+        with ChainLengths() as chains:
+            mine(d, MiningParams(**base, sigma=0.5), rng=np.random.default_rng(5), seed=5)
+        assert len(chains.counts) == 2
+        assert all(500 <= c < 3000 for _, c in chains.counts)
+
+
+def test_chain_summary_pools_runs():
+    from bench.javaref.run import chain_summary
+
+    s = chain_summary([[500, 10_000], [700], []], 10_000)
+    assert (s["chains"], s["median"], s["min"], s["max"]) == (3, 700.0, 500, 10_000)
+    assert s["share_stopped_early"] == pytest.approx(2 / 3)
+    assert chain_summary([[], []], 10_000) == {"chains": 0}

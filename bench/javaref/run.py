@@ -367,11 +367,70 @@ def _timed(cmd, **kw):
 
 
 def run_java(algorithm: str, settings_path: Path, classpath: str, cwd: Path,
-             heap: str = "4g"):
-    """One whole JVM run of a miner; returns (completed process, wall, CPU, peak RSS KiB)."""
+             heap: str = "4g", stdout_path: Path | None = None):
+    """One whole JVM run of a miner; returns (completed process, wall, CPU, peak RSS KiB).
+
+    The program's standard output is discarded, or written to ``stdout_path``."""
     main, extra = MAIN_CLASS[algorithm]
     cmd = ["java", f"-Xmx{heap}", "-cp", classpath, main, str(settings_path), *extra]
-    return _timed(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if stdout_path is None:
+        return _timed(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                      text=True)
+    with open(stdout_path, "w", encoding="utf-8") as out:
+        return _timed(cmd, cwd=cwd, stdout=out, stderr=subprocess.PIPE, text=True)
+
+
+_ITERATION_LINE = re.compile(r"^iteration: (\d+)\s*$")
+
+
+def java_chain_iterations(lines) -> list[int]:
+    """Iterations of each tree-pair chain of a Java MCMCTreePair run, from its standard output.
+
+    The Java tree-pair chain prints ``iteration: k`` after its iteration k (k = 0, 1, …); a
+    line ``iteration: 0`` starts the next chain, so a chain ran (its last k) + 1 iterations.
+    (An iteration that finds no split to propose prints nothing; one at a chain's very end is
+    not counted.) The alternating miners' Java chains print no such line: the list is empty.
+    """
+    counts: list[int] = []
+    for line in lines:
+        m = _ITERATION_LINE.match(line)
+        if not m:
+            continue
+        k = int(m.group(1))
+        if k == 0 or not counts:
+            counts.append(0)
+        counts[-1] = k + 1
+    return counts
+
+
+class ChainLengths:
+    """Records the iteration count of every MCMC chain of the dpcore runs made inside it.
+
+    Bench instrument (not private): wraps ``mining._Run.keep_trace``, which receives each
+    chain's full score trace (one value per iteration) before it is thinned for the owner
+    diagnostics; ``counts`` lists (label, iterations) in the order the chains ran.
+    """
+
+    def __init__(self):
+        self.counts: list[tuple[str, int]] = []
+
+    def __enter__(self):
+        from dpcore.redescriptions import mining
+
+        self._cls = mining._Run
+        self._orig = self._cls.keep_trace
+        orig, counts = self._orig, self.counts
+
+        def keep_trace(run, label, trace):
+            counts.append((str(label), int(np.asarray(trace).size)))
+            return orig(run, label, trace)
+
+        self._cls.keep_trace = keep_trace
+        return self
+
+    def __exit__(self, *exc):
+        self._cls.keep_trace = self._orig
+        return False
 
 
 # --------------------------------------------------------------------------- datasets
@@ -485,7 +544,22 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-clauses", type=int, default=3)
     ap.add_argument("--omega", type=float, default=0.1)
     ap.add_argument("--prune", type=float, default=0.0, help="noisy-support pruning threshold")
+    ap.add_argument("--chains", action="store_true",
+                    help="record each MCMC chain's iterations: dpcore's, and Java "
+                         "MCMCTreePair's from its output (kept as WORK/<miner>_<k>.stdout)")
     return ap
+
+
+def chain_summary(per_run: list[list[int]], mc_iter: int) -> dict:
+    """Iterations per chain pooled over runs: chains, median, quartiles, range, and the share
+    stopped by the σ rule before ``mc_iter``."""
+    flat = np.asarray([c for run in per_run for c in run], dtype=float)
+    if flat.size == 0:
+        return {"chains": 0}
+    q1, med, q3 = np.percentile(flat, [25, 50, 75])
+    return {"chains": int(flat.size), "median": float(med), "q1": float(q1), "q3": float(q3),
+            "min": int(flat.min()), "max": int(flat.max()),
+            "share_stopped_early": float(np.mean(flat < mc_iter))}
 
 
 def main(argv=None) -> int:
@@ -504,7 +578,7 @@ def main(argv=None) -> int:
     report = {"dataset": args.dataset, "rows": dataset.n_rows, "epsilon": args.epsilon,
               "load": os.getloadavg(), "miners": {}}
     for alg in algorithms:
-        java_runs, times = [], []
+        java_runs, times, java_chains, dp_chains = [], [], [], []
         for k in range(args.runs):
             rr = work / f"{alg}_{k}.rr"
             for f in (rr, rr.with_suffix(".queries")):
@@ -517,7 +591,11 @@ def main(argv=None) -> int:
                               max_clauses=args.max_clauses, weight_split=args.omega)
             sp = work / f"{alg}_{k}.settings"
             st.write(sp)
-            proc, wall, cpu, _ = run_java(alg, sp, cp, work)
+            log = work / f"{alg}_{k}.stdout" if args.chains else None
+            proc, wall, cpu, _ = run_java(alg, sp, cp, work, stdout_path=log)
+            if log is not None:
+                with open(log, encoding="utf-8", errors="replace") as fh:
+                    java_chains.append(java_chain_iterations(fh))
             if proc.returncode != 0 or "Exception" in (proc.stderr or ""):
                 print(f"[java {alg} {k}] rc={proc.returncode}\n{proc.stderr[-2000:]}",
                       file=sys.stderr)
@@ -531,14 +609,21 @@ def main(argv=None) -> int:
         dp_runs = []
         for k in range(args.dpcore_runs):
             seed = args.dpcore_seed + k
-            scored, dt = run_dpcore(dataset, alg, args, seed=seed)
+            with ChainLengths() as chains:
+                scored, dt = run_dpcore(dataset, alg, args, seed=seed)
             dp_runs.append(scored)
+            dp_chains.append([n for _, n in chains.counts])
             print(f"dpcore {alg} seed {seed}: {len(scored)} redescriptions, {dt:.2f} s",
                   file=sys.stderr)
         report["miners"][alg] = {"java": _summary(java_runs, args.prune),
                                  "dpcore_faithful": _summary(dp_runs, args.prune),
                                  "java_wall_s": times,
                                  "dpcore_params": dpcore_params(alg, args)}
+        if args.chains:
+            report["miners"][alg]["chain_iterations"] = {
+                "java": java_chains, "dpcore_faithful": dp_chains,
+                "java_summary": chain_summary(java_chains, args.mc_iter),
+                "dpcore_summary": chain_summary(dp_chains, args.mc_iter)}
     report["load_after"] = os.getloadavg()
     text = json.dumps(report, indent=1, default=lambda x: None if isinstance(x, float)
                       and math.isnan(x) else str(x))
