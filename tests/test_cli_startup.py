@@ -6,8 +6,7 @@ imported and which numba kernels it loaded. ``import dpcore.cli`` (what ``--help
 scikit-learn, psycopg, pyarrow, Streamlit or tqdm; a redescription ``mine`` of registered
 data pays for numba, its own kernels and ``scipy.special`` (the p-values), never for
 pandas (the data come from the columnar cache written at registration), ``scipy.stats`` or
-another family's modules. ``python -m dpcore`` runs with one OpenBLAS thread unless the
-caller set a count.
+another family's modules. (``python -m dpcore``'s BLAS thread count: test_main.py.)
 """
 
 from __future__ import annotations
@@ -18,9 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from dpcore.__main__ import BLAS_THREAD_VARIABLES, one_blas_thread_unless_chosen
 from dpcore.privacy.roles import hash_password
 
 REPO = Path(__file__).resolve().parent.parent
@@ -151,43 +147,3 @@ def test_python_m_dpcore_exits_with_mains_status_and_writes_everything(tmp_path)
     again = dpcore("result", run_id, "--out", "-")
     assert again.returncode == 0 and json.loads(again.stdout) == json.loads(out.read_text())
 
-
-#: ``python -m dpcore`` as a test can watch it: the entry point runs, then the BLAS libraries
-#: the process loaded and their thread counts are printed.
-_RUN_ENTRY_POINT = (
-    "import contextlib, io, json, runpy, sys\n"
-    "sys.argv = ['dpcore', 'mine', '--help']\n"
-    "with contextlib.redirect_stdout(io.StringIO()):\n"
-    "    try:\n"
-    "        runpy.run_module('dpcore', run_name='__main__', alter_sys=True)\n"
-    "    except SystemExit:\n"
-    "        pass\n"
-    "import numpy, scipy.linalg\n"
-    "from threadpoolctl import threadpool_info\n"
-    "print(json.dumps([i['num_threads'] for i in threadpool_info()\n"
-    "                  if i['internal_api'] == 'openblas']))\n")
-
-
-@pytest.mark.parametrize("chosen, expected", [
-    ({}, 1),
-    ({"OPENBLAS_NUM_THREADS": "2"}, 2),
-    ({"OMP_NUM_THREADS": "2"}, 2),
-])
-def test_python_m_dpcore_asks_for_one_blas_thread_unless_the_caller_chose(chosen, expected):
-    """OpenBLAS starts its thread pool when NumPy (and SciPy, for numba) load it; one thread
-    saves a warm ``mine`` 0.1–0.2 s of CPU. A count the caller set is kept."""
-    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
-    out = subprocess.run([sys.executable, "-c", _RUN_ENTRY_POINT], cwd=REPO, check=True,
-                         capture_output=True, text=True, env={**env, **chosen}).stdout
-    counts = json.loads(out.strip().splitlines()[-1])
-    assert counts and set(counts) == {expected}
-
-
-def test_one_blas_thread_unless_chosen_only_fills_an_unset_count():
-    environ = {"PATH": "/bin"}
-    assert one_blas_thread_unless_chosen(environ)
-    assert environ == {"PATH": "/bin", "OPENBLAS_NUM_THREADS": "1"}
-    for name in BLAS_THREAD_VARIABLES:
-        environ = {name: "4"}
-        assert not one_blas_thread_unless_chosen(environ)
-        assert environ == {name: "4"}
