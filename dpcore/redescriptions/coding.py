@@ -92,26 +92,45 @@ def _code_numeric(column: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     return codes
 
 
-def _candidates(view: ViewData, thresholds: list):
-    attr, kind, thr, nchild = [], [], [], []
+def _fixed_candidates(view: ViewData):
+    """Per attribute: candidate count, kind and child count of the non-numeric attributes
+    (numeric ones get count 0 here; their count is their number of thresholds)."""
+    n_attr = len(view.attributes)
+    count = np.zeros(n_attr, dtype=np.int64)
+    kind = np.full(n_attr, THRESHOLD, dtype=np.int64)
+    nchild = np.full(n_attr, 2, dtype=np.int64)
     for a, at in enumerate(view.attributes):
         if at.type == BOOLEAN:
-            attr.append(a), kind.append(THRESHOLD), thr.append(0), nchild.append(2)
+            count[a] = 1
         elif at.type == CATEGORICAL:
             k = len(at.categories)
             if k <= MAX_MULTIWAY:
-                attr.append(a), kind.append(MULTIWAY), thr.append(0), nchild.append(k)
+                count[a], kind[a], nchild[a] = 1, MULTIWAY, k
             else:
-                for c in range(k):
-                    attr.append(a), kind.append(EQUALS), thr.append(c), nchild.append(2)
-        else:
-            for j in range(len(thresholds[a])):
-                attr.append(a), kind.append(THRESHOLD), thr.append(j), nchild.append(2)
-    as_int = lambda xs: np.asarray(xs, dtype=np.int64)  # noqa: E731
-    if not attr:
+                count[a], kind[a] = k, EQUALS
+    return count, kind, nchild
+
+
+def _candidate_arrays(count: np.ndarray, kind: np.ndarray, nchild: np.ndarray):
+    """The candidate arrays from per-attribute counts: attribute ``a`` contributes ``count[a]``
+    candidates with ``thr`` 0, 1, ..., in attribute order (vectorised, no per-candidate
+    Python work)."""
+    total = int(count.sum())
+    if total == 0:
         raise DataError("a view has no split candidates (numeric attributes without "
                         "thresholds?)")
-    return as_int(attr), as_int(kind), as_int(thr), as_int(nchild)
+    attr = np.repeat(np.arange(count.size, dtype=np.int64), count)
+    first = np.cumsum(count) - count
+    thr = np.arange(total, dtype=np.int64) - np.repeat(first, count)
+    return attr, np.repeat(kind, count), thr, np.repeat(nchild, count)
+
+
+def _candidates(view: ViewData, thresholds: list):
+    count, kind, nchild = _fixed_candidates(view)
+    for a, at in enumerate(view.attributes):
+        if at.type == NUMERIC:
+            count[a] = len(thresholds[a])
+    return _candidate_arrays(count, kind, nchild)
 
 
 def _build(view: ViewData, thresholds: list) -> CodedView:
@@ -139,26 +158,134 @@ def code_view_strict(schema: Schema, view: ViewData) -> CodedView:
     return _build(view, thresholds)
 
 
+def _sample_thresholds(column: np.ndarray) -> np.ndarray:
+    """Faithful thresholds of one sampled column: its distinct non-missing values but the
+    largest, thinned to ``MAX_CODES`` evenly spaced ranks when there are more."""
+    vals = np.unique(column[~np.isnan(column)])
+    if vals.size > MAX_CODES:
+        vals = vals[np.linspace(0, vals.size - 1, MAX_CODES).astype(np.int64)]
+    return vals[:-1] if vals.size > 1 else vals
+
+
+class FaithfulCoder:
+    """Codes one view for faithful trees: thresholds from a fresh random row sample per tree.
+
+    NOT differentially private: the thresholds are raw data values (the paper's code).
+    What does not depend on the sample is prepared once per view (the codes of Boolean and
+    categorical attributes, the candidate layout, and for each numeric attribute its sorted
+    distinct values with every row's rank among them); :meth:`code` then needs no sort or
+    binary search per row. Read-only after construction, so trials in threads may share one.
+
+    Parameters
+    ----------
+    view : ViewData
+        Private raw values (attributes × rows).
+    """
+
+    def __init__(self, view: ViewData):
+        n_attr, n_rows = view.values.shape
+        self.view = view
+        self.codes = np.empty((n_attr, n_rows), dtype=np.uint16)
+        self.n_codes = np.zeros(n_attr, dtype=np.int64)
+        self.count, self.kind, self.nchild = _fixed_candidates(view)
+        fast, slow, uniques, ranks = [], [], [], []
+        for a, at in enumerate(view.attributes):
+            col = view.values[a]
+            if at.type != NUMERIC:
+                missing = np.isnan(col)
+                self.codes[a] = np.where(missing, 0, col).astype(np.uint16)
+                self.codes[a, missing] = MISSING
+                self.n_codes[a] = 2 if at.type == BOOLEAN else len(at.categories)
+                continue
+            present = ~np.isnan(col)
+            u, inv = np.unique(col[present], return_inverse=True)
+            # Exact equality with np.unique of a sample needs one bit pattern per distinct
+            # value (-0.0 and 0.0 compare equal) and no thinning: otherwise code per tree.
+            if u.size > MAX_CODES or np.any(np.signbit(col[col == 0])):
+                slow.append(a)
+                continue
+            rank = np.full(n_rows, -1, dtype=np.int64)
+            rank[present] = inv.reshape(-1)
+            fast.append(a), uniques.append(u), ranks.append(rank)
+        self.fast = np.asarray(fast, dtype=np.int64)
+        self.slow = slow
+        sizes = np.asarray([u.size for u in uniques], dtype=np.int64)
+        # Distinct values of all fast attributes side by side; attribute i owns
+        # [start[i], start[i] + sizes[i]); slot G (one past the end) stands for "missing".
+        self.start, self.sizes = np.cumsum(sizes) - sizes, sizes
+        self.values = np.concatenate(uniques) if uniques else np.empty(0)
+        g = int(sizes.sum())
+        self.owner = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+        gid = np.empty((len(fast), n_rows), dtype=np.int32 if g < 2**31 - 1 else np.int64)
+        for i, rank in enumerate(ranks):
+            gid[i] = np.where(rank < 0, g, rank + self.start[i])
+        self.gid = gid
+        self.n_values = g
+        self.constant = not fast and not slow
+        if self.constant:
+            # No numeric attribute: the coding does not depend on the sample.
+            self._fixed = CodedView(view, self.codes, self.n_codes,
+                                    [np.empty(0) for _ in view.attributes],
+                                    *_candidate_arrays(self.count, self.kind, self.nchild),
+                                    fanout=int(self.nchild[self.count > 0].max()))
+
+    def code(self, rng: np.random.Generator, sample_share: float = 0.8) -> CodedView:
+        """A fresh faithful coding: thresholds = distinct values of a random row sample.
+
+        Draws ``rng.random(n_rows)`` (each row is in the sample with probability
+        ``sample_share``), exactly as :func:`code_view_faithful` always has, so seeded runs
+        are unchanged. Returns data-derived (NOT DP) thresholds and codes.
+        """
+        view = self.view
+        n_rows = view.values.shape[1]
+        take = rng.random(n_rows) < sample_share
+        if self.constant:
+            return self._fixed
+        codes = self.codes.copy()
+        n_codes = self.n_codes.copy()
+        count = self.count.copy()
+        thresholds = [np.empty(0) for _ in view.attributes]
+        g = self.n_values
+        if self.fast.size:
+            seen = np.zeros(g + 1, dtype=bool)
+            seen[self.gid[:, take]] = True
+            seen = seen[:g]
+            before = np.zeros(g + 1, dtype=np.int64)     # sampled distinct values before slot
+            np.cumsum(seen, out=before[1:])
+            n_seen = before[self.start + self.sizes] - before[self.start]
+            n_thr = np.where(n_seen > 1, n_seen - 1, n_seen)
+            # Code of a value = thresholds below it = sampled values below it, capped at the
+            # threshold count (the largest sampled value is no threshold).
+            rank = before[:g] - before[self.start][self.owner]
+            table = np.empty(g + 1, dtype=np.uint16)
+            np.minimum(rank, n_thr[self.owner], out=rank)
+            table[:g] = rank
+            table[g] = MISSING
+            codes[self.fast] = table[self.gid]
+            n_codes[self.fast] = n_thr + 1
+            count[self.fast] = n_thr
+            is_thr = seen & (rank < n_thr[self.owner])
+            for a, vals in zip(self.fast.tolist(),
+                               np.split(self.values[is_thr], np.cumsum(n_thr)[:-1])):
+                thresholds[a] = vals
+        for a in self.slow:
+            thr = _sample_thresholds(view.values[a, take])
+            thresholds[a] = thr
+            codes[a] = _code_numeric(view.values[a], thr)
+            count[a], n_codes[a] = len(thr), len(thr) + 1
+        cand = _candidate_arrays(count, self.kind, self.nchild)
+        return CodedView(view, codes, n_codes, thresholds, *cand, fanout=int(cand[3].max()))
+
+
 def code_view_faithful(view: ViewData, rng: np.random.Generator,
                        sample_share: float = 0.8) -> CodedView:
     """Code a view with thresholds = distinct values of a random 80 % row sample.
 
     NOT differentially private: the thresholds are raw data values (paper's code).
-    More than ``MAX_CODES`` distinct values are thinned to evenly spaced ranks.
+    More than ``MAX_CODES`` distinct values are thinned to evenly spaced ranks. To code
+    one view for many trees, build a :class:`FaithfulCoder` once and call its ``code``.
     """
-    n_rows = view.values.shape[1]
-    take = rng.random(n_rows) < sample_share
-    thresholds = []
-    for a, at in enumerate(view.attributes):
-        if at.type != NUMERIC:
-            thresholds.append(np.empty(0))
-            continue
-        col = view.values[a, take]
-        vals = np.unique(col[~np.isnan(col)])
-        if vals.size > MAX_CODES:
-            vals = vals[np.linspace(0, vals.size - 1, MAX_CODES).astype(np.int64)]
-        thresholds.append(vals[:-1] if vals.size > 1 else vals)
-    return _build(view, thresholds)
+    return FaithfulCoder(view).code(rng, sample_share)
 
 
 def code_dataset_strict(dataset: TwoViewDataset) -> tuple[CodedView, CodedView]:

@@ -40,8 +40,8 @@ from dpcore.privacy.mechanisms import noisy_counts
 from dpcore.privacy.randomness import child_generators, secure_generator
 from dpcore.redescriptions.coding import (
     CodedView,
+    FaithfulCoder,
     code_dataset_strict,
-    code_view_faithful,
     code_view_segments,
 )
 from dpcore.redescriptions.extract import extract_redescriptions
@@ -157,6 +157,9 @@ class _Run:
         self.mcmc_iterations = 0
         with self.phase("prepare"):
             self.strict_codes = None if self.faithful else strict_coding(dataset)
+            # Faithful: what the per-tree coding does not draw is prepared once per view.
+            self.faithful_coders = ([FaithfulCoder(v) for v in dataset.views]
+                                    if self.faithful else None)
             if self.strict_codes and params.algorithm != ALTEXPM:
                 for coded in self.strict_codes:
                     child_bitsets(coded)
@@ -176,7 +179,7 @@ class _Run:
         """Strict: the public-grid coding. Faithful: fresh data-derived thresholds per tree,
         drawn from ``rng`` (the trial's stream)."""
         if self.faithful:
-            return code_view_faithful(self.dataset.views[view], rng)
+            return self.faithful_coders[view].code(rng)
         return self.strict_codes[view]
 
     def fanout(self, view: int) -> int:
