@@ -185,43 +185,55 @@ class FaithfulCoder:
     def __init__(self, view: ViewData):
         n_attr, n_rows = view.values.shape
         self.view = view
-        self.codes = np.empty((n_attr, n_rows), dtype=np.uint16)
-        self.n_codes = np.zeros(n_attr, dtype=np.int64)
         self.count, self.kind, self.nchild = _fixed_candidates(view)
-        fast, slow, uniques, ranks = [], [], [], []
-        for a, at in enumerate(view.attributes):
+        numeric = np.asarray([at.type == NUMERIC for at in view.attributes], dtype=bool)
+        self.codes = np.empty((n_attr, n_rows), dtype=np.uint16)
+        self.n_codes = np.asarray([0 if at.type == NUMERIC else 2 if at.type == BOOLEAN
+                                   else len(at.categories) for at in view.attributes],
+                                  dtype=np.int64)
+        for a in np.flatnonzero(~numeric):     # row by row: small temporaries stay in cache
             col = view.values[a]
-            if at.type != NUMERIC:
-                missing = np.isnan(col)
-                self.codes[a] = np.where(missing, 0, col).astype(np.uint16)
-                self.codes[a, missing] = MISSING
-                self.n_codes[a] = 2 if at.type == BOOLEAN else len(at.categories)
-                continue
-            present = ~np.isnan(col)
-            u, inv = np.unique(col[present], return_inverse=True)
+            missing = np.isnan(col)
+            self.codes[a] = np.where(missing, 0, col)
+            self.codes[a, missing] = MISSING
+        # Numeric attributes, row by row (small temporaries stay in cache): each row's rank
+        # among its attribute's sorted distinct values, offset so that attributes sit side
+        # by side; -1 marks a missing value (slot g of the per-tree table, its last).
+        num = np.flatnonzero(numeric)
+        index = np.int32 if num.size * n_rows < 2**31 - 1 else np.int64
+        gid = np.empty((num.size, n_rows), dtype=index)
+        fast, slow, distinct, sizes = [], [], [], []
+        g = 0
+        for a in num.tolist():
+            col = view.values[a]
+            order = np.argsort(col)                      # missing (NaN) last
+            k = n_rows - int(np.count_nonzero(np.isnan(col)))
+            ordered = col[order[:k]]
+            first = np.empty(k, dtype=bool)
+            first[:1] = True
+            np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+            size = int(np.count_nonzero(first))
             # Exact equality with np.unique of a sample needs one bit pattern per distinct
-            # value (-0.0 and 0.0 compare equal) and no thinning: otherwise code per tree.
-            if u.size > MAX_CODES or np.any(np.signbit(col[col == 0])):
+            # value (-0.0 and 0.0 compare equal) and no thinning: else coded per tree.
+            if size > MAX_CODES or np.any(np.signbit(ordered[ordered == 0])):
                 slow.append(a)
                 continue
-            rank = np.full(n_rows, -1, dtype=np.int64)
-            rank[present] = inv.reshape(-1)
-            fast.append(a), uniques.append(u), ranks.append(rank)
+            row = gid[len(fast)]
+            row[order[:k]] = np.cumsum(first) + (g - 1)
+            row[order[k:]] = -1
+            fast.append(a), distinct.append(ordered[first]), sizes.append(size)
+            g += size
         self.fast = np.asarray(fast, dtype=np.int64)
         self.slow = slow
-        sizes = np.asarray([u.size for u in uniques], dtype=np.int64)
-        # Distinct values of all fast attributes side by side; attribute i owns
-        # [start[i], start[i] + sizes[i]); slot G (one past the end) stands for "missing".
-        self.start, self.sizes = np.cumsum(sizes) - sizes, sizes
-        self.values = np.concatenate(uniques) if uniques else np.empty(0)
-        g = int(sizes.sum())
-        self.owner = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
-        gid = np.empty((len(fast), n_rows), dtype=np.int32 if g < 2**31 - 1 else np.int64)
-        for i, rank in enumerate(ranks):
-            gid[i] = np.where(rank < 0, g, rank + self.start[i])
-        self.gid = gid
+        self.gid = gid[:len(fast)]
+        # Distinct values of all fast attributes side by side: attribute i owns
+        # [start[i], start[i] + sizes[i]) of these g slots.
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.start = np.cumsum(self.sizes) - self.sizes
         self.n_values = g
-        self.constant = not fast and not slow
+        self.distinct = np.concatenate(distinct) if distinct else np.empty(0)
+        self.owner = np.repeat(np.arange(len(fast), dtype=np.int64), self.sizes)
+        self.constant = not num.size
         if self.constant:
             # No numeric attribute: the coding does not depend on the sample.
             self._fixed = CodedView(view, self.codes, self.n_codes,
@@ -241,7 +253,8 @@ class FaithfulCoder:
         take = rng.random(n_rows) < sample_share
         if self.constant:
             return self._fixed
-        codes = self.codes.copy()
+        all_fast = self.fast.size == len(view.attributes)
+        codes = None if all_fast else self.codes.copy()
         n_codes = self.n_codes.copy()
         count = self.count.copy()
         thresholds = [np.empty(0) for _ in view.attributes]
@@ -261,12 +274,15 @@ class FaithfulCoder:
             np.minimum(rank, n_thr[self.owner], out=rank)
             table[:g] = rank
             table[g] = MISSING
-            codes[self.fast] = table[self.gid]
+            if all_fast:
+                codes = table[self.gid]
+            else:
+                codes[self.fast] = table[self.gid]
             n_codes[self.fast] = n_thr + 1
             count[self.fast] = n_thr
             is_thr = seen & (rank < n_thr[self.owner])
             for a, vals in zip(self.fast.tolist(),
-                               np.split(self.values[is_thr], np.cumsum(n_thr)[:-1])):
+                               np.split(self.distinct[is_thr], np.cumsum(n_thr)[:-1])):
                 thresholds[a] = vals
         for a in self.slow:
             thr = _sample_thresholds(view.values[a, take])
