@@ -12,7 +12,12 @@ import reference as R
 from scipy import stats
 
 from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC
-from dpcore.redescriptions.targets import faithful_bin_edges, make_target, pick_attribute
+from dpcore.redescriptions.targets import (
+    faithful_bin_edges,
+    faithful_classes,
+    make_target,
+    pick_attribute,
+)
 from dpcore.registry import FAITHFUL, STRICT
 
 
@@ -72,3 +77,41 @@ def test_faithful_bin_edges_follow_the_paper_s_rule():
     assert edges[0] - vals[0] > h and edges[0] - vals[0] <= h + 1
     assert faithful_bin_edges(np.full(50, 3.0)) is None
     assert faithful_bin_edges(np.array([1.0, np.nan, np.nan])) is None
+
+
+def _java_bin(x: float, edges: np.ndarray) -> int:
+    """The authors' code's assignment, written as its if/else chain: ≤ first cut, then
+    ≤ each later cut in turn, else above the last cut."""
+    if x <= edges[0]:
+        return 0
+    if x > edges[-1]:
+        return edges.size
+    for i in range(1, edges.size):
+        if x <= edges[i]:
+            return i
+    raise AssertionError("unreachable for increasing edges")
+
+
+def test_faithful_classes_put_a_value_on_a_cut_point_in_the_bin_below():
+    edges = np.array([1.0, 2.0, 4.0])
+    values = np.array([0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 4.5, -0.0])
+    assert faithful_classes(edges, values).tolist() == [0, 0, 1, 1, 2, 2, 3, 0]
+
+
+def test_faithful_numeric_targets_follow_the_authors_bin_rule():
+    ds = R.random_dataset(600, R.make_rng("targets-edges"), missing=0.1)
+    on_edge = 0
+    for v in (0, 1):
+        for a, attr in enumerate(ds.views[v].attributes):
+            if attr.type != NUMERIC:
+                continue
+            col = ds.views[v].values[a]
+            target = make_target(ds, v, a, FAITHFUL)
+            edges = faithful_bin_edges(col)
+            assert target is not None and edges is not None
+            missing = np.isnan(col)
+            expected = [_java_bin(x, edges) for x in col[~missing]]
+            assert target.classes[~missing].tolist() == expected
+            assert target.n_classes == edges.size + 2
+            on_edge += int(np.isin(col[~missing], edges).sum())
+    assert on_edge > 0  # every cut point is a data value: rows sit on the edges

@@ -5,7 +5,8 @@ view is picked with probability proportional to its attribute count). Turning a
 numeric attribute into classes is where the modes differ:
 
 * strict — equal-width bins over the declared public domain (``target_bins``);
-* faithful — Freedman–Diaconis-like bins on the data (paper's code; NOT ε-DP).
+* faithful — Freedman–Diaconis-like bins on the data (paper's code; NOT ε-DP),
+  a value equal to a cut point in the bin below it, as in the authors' code.
 
 Rows with a missing value form one extra class.
 """
@@ -60,10 +61,32 @@ def make_target(dataset: TwoViewDataset, view: int, attribute: int,
         edges = faithful_bin_edges(col)
         if edges is None:
             return None
-        classes = np.searchsorted(edges, np.where(missing, 0.0, col), side="right")
+        classes = faithful_classes(edges, np.where(missing, 0.0, col))
         k = edges.size + 1
     classes = np.where(missing, k, classes).astype(np.int64)
     return Target(view, attribute, attr.name, classes, k + 1)
+
+
+def faithful_classes(edges: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Bin of each value under the authors' code's rule (NOT ε-DP: the edges are data-derived).
+
+    Bin 0 is ``value <= edges[0]``, bin i is ``edges[i-1] < value <= edges[i]`` and the last
+    bin, ``edges.size``, is ``value > edges[-1]``: a value equal to a cut point falls in the
+    bin below it (the cut points are data values, so every cut point has rows on it).
+
+    Parameters
+    ----------
+    edges : ndarray of float64
+        Increasing cut points (:func:`faithful_bin_edges`).
+    values : ndarray of float64
+        Non-missing attribute values (private), one per row.
+
+    Returns
+    -------
+    ndarray of int64
+        Bin index in ``[0, edges.size]`` per row.
+    """
+    return np.searchsorted(edges, values, side="left").astype(np.int64)
 
 
 def faithful_bin_edges(col: np.ndarray) -> np.ndarray | None:
