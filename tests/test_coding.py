@@ -97,7 +97,8 @@ def _reference_faithful(view, rng, sample_share=0.8):
 
 def _mixed_view(n_rows, rng, n_numeric=6, missing=0.15):
     """Boolean, 3- and 7-category, and numeric columns: heavy ties, -0.0 next to 0.0, a
-    constant column, an all-missing column, a column that is missing but for one row."""
+    constant column, values one unit in the last place apart, infinities and subnormals, an
+    all-missing column, a column that is missing but for one row."""
     attrs, cols = [], []
 
     def add(at, col):
@@ -113,6 +114,10 @@ def _mixed_view(n_rows, rng, n_numeric=6, missing=0.15):
         add(Attribute(f"n{i}", 0, NUMERIC), np.round(rng.normal(0, 1, n_rows) * scale) / 4)
     add(Attribute("signed_zero", 0, NUMERIC), rng.choice([-0.0, 0.0, 1.5, -2.0], n_rows))
     add(Attribute("constant", 0, NUMERIC), np.full(n_rows, 3.25))
+    # values a few units in the last place apart (the coder's sort keys drop low bits)
+    add(Attribute("close", 0, NUMERIC), 1.0 + rng.integers(0, 5, n_rows) * np.spacing(1.0))
+    add(Attribute("extremes", 0, NUMERIC),
+        rng.choice([-np.inf, np.inf, -1e308, 1e-310, -5e-324, 2.0], n_rows))
     attrs.append(Attribute("all_missing", 0, NUMERIC)), cols.append(np.full(n_rows, np.nan))
     one = np.full(n_rows, np.nan)
     one[rng.integers(n_rows)] = 7.0
