@@ -221,11 +221,15 @@ class FaithfulCoder:
         self.n_codes = np.asarray([0 if at.type == NUMERIC else 2 if at.type == BOOLEAN
                                    else len(at.categories) for at in view.attributes],
                                   dtype=np.int64)
-        for a in np.flatnonzero(~numeric):     # row by row: small temporaries stay in cache
-            col = view.values[a]
-            missing = np.isnan(col)
-            self.codes[a] = np.where(missing, 0, col)
-            self.codes[a, missing] = MISSING
+        other = np.flatnonzero(~numeric)
+        for i in range(0, other.size, 64):      # in blocks: temporaries stay in cache
+            rows = other[i:i + 64]
+            block = view.values[rows]
+            missing = np.isnan(block)
+            out = np.empty(block.shape, dtype=np.uint16)
+            np.copyto(out, block, casting="unsafe", where=~missing)
+            out[missing] = MISSING
+            self.codes[rows] = out
         # Numeric attributes, row by row (small temporaries stay in cache): each row's rank
         # among its attribute's sorted distinct values, offset so that attributes sit side
         # by side; -1 marks a missing value (slot g of the per-tree table, its last).
@@ -305,9 +309,9 @@ class FaithfulCoder:
             table[:g] = rank
             table[g] = MISSING
             if all_fast:
-                codes = table[self.gid]
+                codes = np.take(table, self.gid)
             else:
-                codes[self.fast] = table[self.gid]
+                codes[self.fast] = np.take(table, self.gid)
             n_codes[self.fast] = n_thr + 1
             count[self.fast] = n_thr
             is_thr = seen & (rank < n_thr[self.owner])
