@@ -278,9 +278,21 @@ class FaithfulCoder:
     def code(self, rng: np.random.Generator, sample_share: float = 0.8) -> CodedView:
         """A fresh faithful coding: thresholds = distinct values of a random row sample.
 
-        Draws ``rng.random(n_rows)`` (each row is in the sample with probability
-        ``sample_share``), exactly as :func:`code_view_faithful` always has, so seeded runs
-        are unchanged. Returns data-derived (NOT DP) thresholds and codes.
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Draws ``rng.random(n_rows)``, one uniform per row, as the per-tree coding always
+            has (seeded runs are unchanged).
+        sample_share : float
+            Probability that a row is in the sample.
+
+        Returns
+        -------
+        CodedView
+            The same codes, thresholds and candidates as sorting the sample's distinct
+            values and binary-searching every row: data-derived, NOT differentially
+            private. A view without numeric attributes gets the same object every time
+            (its coding does not depend on the sample).
         """
         view = self.view
         n_rows = view.values.shape[1]
