@@ -9,10 +9,15 @@ import pytest
 import reference as R
 
 import dpcore.redescriptions.coding as C
+import dpcore.redescriptions.mining as mining
 from dpcore.data.dataset import ViewData
+from dpcore.data.loading import load_dataset, sample_data_dir
 from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC, Attribute
 from dpcore.redescriptions.coding import FaithfulCoder, code_view_faithful, code_view_strict
 from dpcore.redescriptions.kernels import MULTIWAY, THRESHOLD
+from dpcore.redescriptions.mining import mine
+from dpcore.redescriptions.params import TreeParams
+from dpcore.registry import TREE_ALGORITHMS
 
 
 def test_strict_coding_does_not_depend_on_the_data():
@@ -185,3 +190,30 @@ def test_faithful_coder_views_without_numeric_attributes_and_many_distinct_value
     seed = int(rng.integers(2**32))
     _assert_same_coding(FaithfulCoder(wide).code(np.random.default_rng(seed), 0.99),
                         _reference_faithful(wide, np.random.default_rng(seed), 0.99))
+
+
+def _release(result) -> dict:
+    out = result.to_dict()
+    out.pop("run_id"), out.pop("created_at")
+    return out
+
+
+@pytest.mark.parametrize("algorithm", TREE_ALGORITHMS)
+def test_faithful_mining_is_unchanged_by_the_prepared_coder(algorithm, monkeypatch):
+    """A seeded faithful run (one coder per view, shared by the trial threads) releases
+    exactly what it releases when every tree's view is coded by the reference construction
+    from the trial's stream."""
+    ds = load_dataset(sample_data_dir() / "cms_small")
+    params = TreeParams(algorithm=algorithm, mode="faithful", epsilon=1.0, in_tr=2,
+                        mc_iter=200)
+    fast = mine(ds, params, rng=np.random.default_rng(5), seed=5, threads=2)
+
+    def reference_coded(run, view, rng):
+        v = run.dataset.views[view]
+        codes, n_codes, thresholds, cand = _reference_faithful(v, rng)
+        return C.CodedView(v, codes, n_codes.astype(np.int64), thresholds, *cand,
+                           fanout=int(cand[3].max()))
+
+    monkeypatch.setattr(mining._Run, "coded", reference_coded)
+    slow = mine(ds, params, rng=np.random.default_rng(5), seed=5, threads=1)
+    assert fast.trees and _release(fast) == _release(slow)
