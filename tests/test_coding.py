@@ -1,6 +1,8 @@
 """Coding of a view (dpcore.redescriptions.coding): strict mode's candidates come from the
 public grid only; every coding groups candidates by attribute with increasing thresholds
-(what the kernels' proposal ratio and bitset builder rely on)."""
+(what the kernels' proposal ratio and bitset builder rely on); the prepared faithful coder
+gives exactly the codes, thresholds and candidates of the per-tree construction it replaced
+(kept here as the reference), alone and inside seeded faithful runs."""
 
 from __future__ import annotations
 
