@@ -208,6 +208,41 @@ def _leaf_hist(u, node_bits, cls_bits, hist):
 
 
 @njit(cache=True, nogil=True)
+def _score_leaves(nodes, node_bits, cls_bits, hist, contrib):
+    """Class counts and −|leaf|·gini of every leaf (into ``hist``, ``contrib``); their sum:
+    a single-tree chain's starting score."""
+    score = 0.0
+    for u in range(nodes.shape[1]):
+        if nodes[SPLIT, u] == LEAF:
+            _leaf_hist(u, node_bits, cls_bits, hist)
+            contrib[u] = gini_contribution(hist[u])
+            score += contrib[u]
+    return score
+
+
+@njit(cache=True, nogil=True)
+def _drop_subtree(h, nodes, fanout, contrib):
+    """Zero the contributions of the leaves under ``h`` (before a move there); their sum."""
+    part = 0.0
+    for u in subtree_leaves(h, nodes, fanout):
+        part += contrib[u]
+        contrib[u] = 0.0
+    return part
+
+
+@njit(cache=True, nogil=True)
+def _rescore_subtree(h, nodes, fanout, node_bits, cls_bits, hist, contrib):
+    """Class counts and contributions of the leaves under ``h`` (after a move there); their
+    sum."""
+    part = 0.0
+    for u in subtree_leaves(h, nodes, fanout):
+        _leaf_hist(u, node_bits, cls_bits, hist)
+        contrib[u] = gini_contribution(hist[u])
+        part += contrib[u]
+    return part
+
+
+@njit(cache=True, nogil=True)
 def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bits, root,
                  child_bits, child_offset):
     perm = np.empty(1, dtype=np.int64)
@@ -238,12 +273,7 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
                  child_bits, child_offset)
     hist = np.zeros((cap, n_classes), dtype=np.int64)
     contrib = np.zeros(cap, dtype=np.float64)
-    score = 0.0
-    for u in range(cap):
-        if nodes[SPLIT, u] == LEAF:
-            _leaf_hist(u, node_bits, cls, hist)
-            contrib[u] = gini_contribution(hist[u])
-            score += contrib[u]
+    score = _score_leaves(nodes, node_bits, cls, hist, contrib)
     saved_nodes = nodes.copy()
     saved_contrib = contrib.copy()
     work = hastings_workspace(cands)
@@ -258,18 +288,11 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
         if stats is not None:
             stats[0] += count_bits(node_bits[h])
         saved_contrib[:] = contrib
-        old_part = 0.0
-        for u in subtree_leaves(h, nodes, fanout):
-            old_part += contrib[u]
-            contrib[u] = 0.0
+        old_part = _drop_subtree(h, nodes, fanout, contrib)
         apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
                    False, no_perm, no_codes, y, 0)
         fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
-        new_part = 0.0
-        for u in subtree_leaves(h, nodes, fanout):
-            _leaf_hist(u, node_bits, cls, hist)
-            contrib[u] = gini_contribution(hist[u])
-            new_part += contrib[u]
+        new_part = _rescore_subtree(h, nodes, fanout, node_bits, cls, hist, contrib)
         new_score = score - old_part + new_part
         if hastings_accept(new_score - score, epsilon, 2.0, hastings, h, saved_nodes, nodes,
                            no_tree, cands, fanout, depth_of, max_depth, True, work, rng):
@@ -685,12 +708,7 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
               node_bits, min_rows, y, cls, no_tree, no_bits, False)
     hist = np.zeros((cap, n_classes), dtype=np.int64)
     contrib = np.zeros(cap, dtype=np.float64)
-    score = 0.0
-    for u in range(cap):
-        if nodes[SPLIT, u] == LEAF:
-            _leaf_hist(u, node_bits, cls, hist)
-            contrib[u] = gini_contribution(hist[u])
-            score += contrib[u]
+    score = _score_leaves(nodes, node_bits, cls, hist, contrib)
     saved_nodes = nodes.copy()
     saved_contrib = contrib.copy()
     saved_g = np.zeros((fanout, words), dtype=np.uint64)
@@ -709,19 +727,12 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
         saved_contrib[:] = contrib
         saved_g[:, :] = gbits[h]
         saved_split = split_of[h]
-        old_part = 0.0
-        for u in subtree_leaves(h, nodes, fanout):
-            old_part += contrib[u]
-            contrib[u] = 0.0
+        old_part = _drop_subtree(h, nodes, fanout, contrib)
         saved_nodes[:, :] = nodes
         replace_split(h, s_new, nodes, cands, fanout)
         grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
                   node_bits, min_rows, y, cls, no_tree, no_bits, False)
-        new_part = 0.0
-        for u in subtree_leaves(h, nodes, fanout):
-            _leaf_hist(u, node_bits, cls, hist)
-            contrib[u] = gini_contribution(hist[u])
-            new_part += contrib[u]
+        new_part = _rescore_subtree(h, nodes, fanout, node_bits, cls, hist, contrib)
         new_score = score - old_part + new_part
         if hastings_accept(new_score - score, epsilon, 2.0, hastings, h, saved_nodes, nodes,
                            no_tree, cands, fanout, depth_of, max_depth, False, work, rng):
