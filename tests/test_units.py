@@ -64,3 +64,17 @@ def test_split_fraction_is_exact(total, fraction):
 
 def test_nine_ninths_add_up_exactly():
     assert sum(split_evenly(epsilon_to_nano(1), 9)) == NANO
+
+
+def test_every_family_plans_with_the_one_budget_slot_type():
+    from dpcore.privacy.units import BudgetSlot
+    from dpcore.registry import ALGORITHM_SPECS
+
+    for spec in ALGORITHM_SPECS.values():
+        params = spec.resolve("params_type")(**{**spec.defaults(), "algorithm": spec.key,
+                                                 **({"left_query": "[A]", "right_query": "[B]"}
+                                                    if "left_query" in spec.defaults() else {})})
+        slots = spec.resolve("plan")(params)
+        assert slots and all(type(s) is BudgetSlot for s in slots), spec.key
+    slot = BudgetSlot("tree", 3, 10, step=2)
+    assert (slot.role, slot.trial, slot.step, slot.part, slot.parallel) == ("tree", 3, 2, "", 1)

@@ -8,11 +8,60 @@ conservative. Splits are done in integers so the parts sum exactly to the whole.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 
 from dpcore.errors import ParameterError
 
 NANO = 10**9
+
+
+@dataclass(frozen=True)
+class BudgetSlot:
+    """One planned part of a run's budget: what it pays for and its nano-ε.
+
+    Every family's budget plan (``plan(params) -> list[BudgetSlot]``) returns these; the
+    ledger charges the sum of their ``epsilon_nano`` before any noise is drawn, and a run's
+    accountant is capped at exactly that sum.
+
+    Attributes
+    ----------
+    phase : str
+        What it pays for, in the family's words (redescriptions: ``tree``, ``extract``,
+        ``rows``, ``init``, ``extend``, ``quality``; sequences: ``records``, ``lengths``,
+        ``max_length``, ``prune``, ``verify``; synthesis: ``classes``, ``features``,
+        ``groups``, ``marginals``).
+    index : int
+        Which one of the phase: a redescription trial, a sequence level, a synthesis group
+        or feature; 0 when the phase has one.
+    epsilon_nano : int
+        Its ε in nano-ε.
+    step : int
+        A second index within ``index`` (a redescription trial's round); 0 otherwise.
+    part : str
+        The mechanism call within the phase (synthesis: ``counts``, ``sums``, ``mean``,
+        ``covariance``, ``histogram``, …); ``""`` for the whole phase.
+    parallel : int
+        > 1: a share that each of that many disjoint parts of the records uses in full
+        (parallel composition: charged once).
+    """
+
+    phase: str
+    index: int
+    epsilon_nano: int
+    step: int = 0
+    part: str = ""
+    parallel: int = 1
+
+    @property
+    def role(self) -> str:
+        """The redescription miners' name for :attr:`phase`."""
+        return self.phase
+
+    @property
+    def trial(self) -> int:
+        """The redescription miners' name for :attr:`index`."""
+        return self.index
 
 
 def _decimal(value, name: str) -> Decimal:

@@ -138,7 +138,7 @@ class CustomQueryParams:
 def plan_budget(params: CustomQueryParams) -> list[BudgetSlot]:
     """One slot: the whole ε pays the 4-cell table (disjoint cells, sensitivity 1)."""
     params.validate()
-    return [BudgetSlot(0, 0, "quality", epsilon_to_nano(params.epsilon))]
+    return [BudgetSlot("quality", 0, epsilon_to_nano(params.epsilon))]
 
 
 # --------------------------------------------------------------------------- parsing

@@ -8,10 +8,16 @@ noise is drawn; the algorithms spend exactly the plan's parts.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
 from dpcore.errors import ParameterError
-from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+from dpcore.privacy.units import (
+    BudgetSlot,
+    epsilon_to_nano,
+    fraction_to_nano,
+    split_evenly,
+    split_fraction,
+)
 from dpcore.registry import (
     ALGORITHMS,
     COUNT_SCORE,
@@ -324,17 +330,6 @@ def _int_range(name: str, value, lo: int, hi: int) -> None:
         raise ParameterError(f"{name} must be an integer in [{lo}, {hi}]; got {value!r}")
 
 
-@dataclass(frozen=True)
-class BudgetSlot:
-    """One planned mechanism budget: what it pays for and its nano-ε."""
-
-    trial: int
-    step: int
-    role: str  # tree miners: "tree" (a tree or pair), "extract" (noisy counts);
-    #            Serenade: "rows" (noisy N̂), "init", "extend", "quality" (noisy counts)
-    epsilon_nano: int
-
-
 def plan_budget(params: RedescriptionParams) -> list[BudgetSlot]:
     """Divide the run's ε exactly among its mechanism calls (docs/ALGORITHMS.md §5).
 
@@ -349,7 +344,7 @@ def plan_budget(params: RedescriptionParams) -> list[BudgetSlot]:
     """
     slots = nominal_budget(params)
     if params.mode == FAITHFUL:
-        slots = [BudgetSlot(s.trial, s.step, s.role, faithful_extraction_cost(s.epsilon_nano))
+        slots = [replace(s, epsilon_nano=faithful_extraction_cost(s.epsilon_nano))
                  if s.role == "extract" else s for s in slots]
     return slots
 
@@ -373,7 +368,7 @@ def nominal_budget(params: RedescriptionParams) -> list[BudgetSlot]:
             if tree <= 0 or extract <= 0:
                 raise ParameterError("ε is too small to split among the trials and ω: "
                                      "a mechanism would get 0 budget")
-            slots += [BudgetSlot(t, 0, "tree", tree), BudgetSlot(t, 0, "extract", extract)]
+            slots += [BudgetSlot("tree", t, tree), BudgetSlot("extract", t, extract)]
         return slots
     n_per_trial = 2 * params.rm_iter + 1
     parts = split_evenly(total, params.in_tr * n_per_trial)
@@ -381,10 +376,10 @@ def nominal_budget(params: RedescriptionParams) -> list[BudgetSlot]:
         raise ParameterError("ε is too small to split among InTr·(2·RMIter+1) mechanisms")
     it = iter(parts)
     for t in range(params.in_tr):
-        slots.append(BudgetSlot(t, 0, "tree", next(it)))
+        slots.append(BudgetSlot("tree", t, next(it)))
         for r in range(1, params.rm_iter + 1):
-            slots.append(BudgetSlot(t, r, "tree", next(it)))
-            slots.append(BudgetSlot(t, r, "extract", next(it)))
+            slots.append(BudgetSlot("tree", t, next(it), step=r))
+            slots.append(BudgetSlot("extract", t, next(it), step=r))
     return slots
 
 
@@ -409,23 +404,23 @@ def serenade_budget(params: SerenadeParams, total: int) -> list[BudgetSlot]:
     if params.mode == STRICT:
         rows_nano, qual_nano = split_fraction(qual_nano, fraction_to_nano(
             SERENADE_ROWS_SHARE, name="rows share"))
-        slots.append(BudgetSlot(0, 0, "rows", rows_nano))
+        slots.append(BudgetSlot("rows", 0, rows_nano))
     n = params.init_pairs
-    slots += [BudgetSlot(i, 0, "init", e) for i, e in enumerate(split_evenly(init_nano, n))]
+    slots += [BudgetSlot("init", i, e) for i, e in enumerate(split_evenly(init_nano, n))]
     if params.algorithm == SERENADE_ES:
-        slots += [BudgetSlot(-1, k + 1, "extend", e)
+        slots += [BudgetSlot("extend", -1, e, step=k + 1)
                   for k, e in enumerate(split_evenly(ext_nano, params.es_rounds))]
-        slots += [BudgetSlot(i, 0, "quality", e)
+        slots += [BudgetSlot("quality", i, e)
                   for i, e in enumerate(split_evenly(qual_nano, n))]
     else:
         rounds = params.cs_rounds
         ext = iter(split_evenly(ext_nano, rounds * n))
         qual = iter(split_evenly(qual_nano, (rounds + 1) * n))
-        slots += [BudgetSlot(i, 0, "quality", next(qual)) for i in range(n)]
+        slots += [BudgetSlot("quality", i, next(qual)) for i in range(n)]
         for r in range(1, rounds + 1):
             for i in range(n):
-                slots += [BudgetSlot(i, r, "extend", next(ext)),
-                          BudgetSlot(i, r, "quality", next(qual))]
+                slots += [BudgetSlot("extend", i, next(ext), step=r),
+                          BudgetSlot("quality", i, next(qual), step=r)]
     if min(s.epsilon_nano for s in slots) <= 0:
         raise ParameterError("ε is too small for this many Serenade mechanisms: a draw or "
                              "count would get 0 budget")

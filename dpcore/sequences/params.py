@@ -14,7 +14,13 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 from dpcore.errors import ParameterError
-from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+from dpcore.privacy.units import (
+    BudgetSlot,
+    epsilon_to_nano,
+    fraction_to_nano,
+    split_evenly,
+    split_fraction,
+)
 from dpcore.registry import (
     MODES,
     PFS2,
@@ -133,20 +139,6 @@ def _number(name: str, value) -> float:
     if not math.isfinite(value):
         raise ParameterError(f"{name} must be finite; got {value!r}")
     return float(value)
-
-
-@dataclass(frozen=True)
-class BudgetSlot:
-    """One planned budget: the phase it pays for, the call's index in it, its nano-ε.
-
-    ``parallel`` > 1 marks a share that each of that many disjoint parts of the records
-    uses in full (parallel composition: it is charged once).
-    """
-
-    phase: str
-    index: int
-    epsilon_nano: int
-    parallel: int = 1
 
 
 def plan_budget(params: SequenceMiningParams) -> list[BudgetSlot]:

@@ -36,7 +36,13 @@ import math
 from dataclasses import asdict, dataclass, fields
 
 from dpcore.errors import ParameterError
-from dpcore.privacy.units import epsilon_to_nano, fraction_to_nano, split_evenly, split_fraction
+from dpcore.privacy.units import (
+    BudgetSlot,
+    epsilon_to_nano,
+    fraction_to_nano,
+    split_evenly,
+    split_fraction,
+)
 from dpcore.registry import ALGORITHM_LABELS as _LABELS
 from dpcore.registry import (
     FAITHFUL,
@@ -276,29 +282,6 @@ class SynthesisParams:
         return cls(**d)
 
 
-@dataclass(frozen=True)
-class BudgetSlot:
-    """One planned budget.
-
-    Attributes
-    ----------
-    phase : str
-        ``classes``, ``features``, ``groups`` or ``marginals``.
-    index : int
-        The group (or, for the floor, the feature) it pays for; 0 otherwise.
-    part : str
-        The mechanism call within the phase (``counts``, ``sums``, ``moments``, ``mean``,
-        ``covariance``, ``histogram``); ``""`` for a whole phase.
-    epsilon_nano : int
-        Its ε in nano-ε.
-    """
-
-    phase: str
-    index: int
-    part: str
-    epsilon_nano: int
-
-
 def plan_budget(params: SynthesisParams) -> list[BudgetSlot]:
     """Divide the run's ε exactly among its phases (what the ledger charges).
 
@@ -310,17 +293,17 @@ def plan_budget(params: SynthesisParams) -> list[BudgetSlot]:
     params.validate()
     total = epsilon_to_nano(params.epsilon, name="epsilon (ε)")
     if params.algorithm == MCGEN and params.mode == FAITHFUL:
-        return [BudgetSlot(GROUPS, 0, "", total)]
+        return [BudgetSlot(GROUPS, 0, total)]
     classes, _ = split_fraction(total, fraction_to_nano(params.budget_classes,
                                                         name="budget_classes"))
-    slots = [BudgetSlot(CLASSES, 0, "", classes)]
+    slots = [BudgetSlot(CLASSES, 0, classes)]
     rest = total - classes
     if params.algorithm == MCGEN and not params.groups_given:
         feats, _ = split_fraction(total, fraction_to_nano(params.budget_features,
                                                           name="budget_features"))
-        slots.append(BudgetSlot(FEATURES, 0, "", feats))
+        slots.append(BudgetSlot(FEATURES, 0, feats))
         rest -= feats
-    slots.append(BudgetSlot(GROUPS if params.algorithm == MCGEN else MARGINALS, 0, "", rest))
+    slots.append(BudgetSlot(GROUPS if params.algorithm == MCGEN else MARGINALS, 0, rest))
     if min(s.epsilon_nano for s in slots) <= 0:
         raise ParameterError("ε is too small to split among the phases: one would get 0 budget")
     return slots
@@ -425,21 +408,22 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments
         plan[GROUPS] += plan.pop(FEATURES)
     out: list[BudgetSlot] = []
     if CLASSES in plan:
-        out.append(BudgetSlot(CLASSES, 0, COUNTS, plan[CLASSES]))
+        out.append(BudgetSlot(CLASSES, 0, plan[CLASSES], part=COUNTS))
     if FEATURES in plan:
-        out += [BudgetSlot(FEATURES, 0, part, e)
+        out += [BudgetSlot(FEATURES, 0, e, part=part)
                 for part, e in _parts(plan[FEATURES], params, counts=False)]
     if params.algorithm == FLOOR:
-        out += [BudgetSlot(MARGINALS, j, HISTOGRAM, e)
+        out += [BudgetSlot(MARGINALS, j, e, part=HISTOGRAM)
                 for j, e in enumerate(split_evenly(plan[MARGINALS], len(sizes)))]
     else:
         for m, e_m in enumerate(group_epsilons(plan[GROUPS], sizes)):
             if params.mode == FAITHFUL:
                 mean, cov = split_fraction(e_m, fraction_to_nano(FAITHFUL_MEAN_SHARE,
                                                                  name="mean share"))
-                out += [BudgetSlot(GROUPS, m, MEAN, mean), BudgetSlot(GROUPS, m, COVARIANCE, cov)]
+                out += [BudgetSlot(GROUPS, m, mean, part=MEAN),
+                        BudgetSlot(GROUPS, m, cov, part=COVARIANCE)]
             else:
-                out += [BudgetSlot(GROUPS, m, part, e) for part, e in
+                out += [BudgetSlot(GROUPS, m, e, part=part) for part, e in
                         _parts(e_m, params, counts=counted[m] or histogram[m],
                                moments=moments[m], sums=not histogram[m])]
     if min(s.epsilon_nano for s in out) <= 0:
