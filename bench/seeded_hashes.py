@@ -5,7 +5,8 @@ registers the public sample datasets (``sample_data/``) in a throw-away SQLite l
 every registered algorithm in every mode it has with fixed seeds through
 :func:`dpcore.runs.charge_and_mine` (public demo data: seeds are accepted), and prints one
 line per run: ``algorithm mode dataset seed sha256`` of the stored release JSON (what
-analysts receive; diagnostics and timings are not part of it). Compare the output before and
+analysts receive; diagnostics and timings are not part of it), without its ``created_at``
+time stamp. Compare the output before and
 after a change with ``diff``.
 
 Usage::
@@ -19,6 +20,7 @@ import argparse
 import dataclasses
 import hashlib
 import itertools
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -74,8 +76,10 @@ def seeded_hashes(seeds: tuple[int, ...]) -> list[str]:
                 run_id = f"{spec.key}-{mode}-{dataset}-{seed}"
                 charge_and_mine(ledger, dataset, _params(spec, mode), requester=owner,
                                 seed=seed, run_id=run_id)
-                release = ledger.get_result(run_id)[0]
-                digest = hashlib.sha256(release.encode("utf-8")).hexdigest()
+                release = json.loads(ledger.get_result(run_id)[0])
+                release.pop("created_at")  # the wall clock, the one field a seed does not fix
+                text = json.dumps(release, sort_keys=True, ensure_ascii=False)
+                digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
                 lines.append(f"{spec.key} {mode} {dataset} {seed} {digest}")
                 print(lines[-1], flush=True)
     return lines

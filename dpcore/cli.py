@@ -5,7 +5,7 @@ experiment,owner-hash,ledger} ...``.
 ``schema.toml``), a sequence dataset (``sequence_schema.json``) or a labelled table
 (``synthesis_schema.json``).
 
-``mine --algorithm`` takes any registered algorithm (:data:`dpcore.registry.ALL_ALGORITHMS`):
+``mine --algorithm`` takes any registered algorithm (:data:`dpcore.registry.ALGORITHM_SPECS`):
 the redescription miners (the tree miners and Serenade, with ``--init-pairs``,
 ``--es-rounds``, ``--cs-rounds``, ``--steepness``, ``--budget-init``, ``--budget-ext``,
 ``--min-acc``, ``--memo-age``, ``--max-attributes``) on a two-view dataset; PFS2 and its
@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 
 from dpcore.data.kinds import load_any_dataset
 from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
+from dpcore.family import algorithm as implementation
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read
 from dpcore.privacy.registration import register_folder
@@ -74,7 +75,6 @@ from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import (
     ALGORITHM_SPECS,
     ALGORITHMS,
-    ALL_ALGORITHMS,
     FAITHFUL,
     MCGEN,
     REDESCRIPTIONS,
@@ -166,8 +166,12 @@ def _family_flags() -> dict[str, tuple[type, str, tuple[str, ...]]]:
     return flags
 
 
-#: name → (type, help, algorithms), for the flags of the sequence and synthesis families.
-FAMILY_FLAGS = _family_flags()
+def __getattr__(name: str):
+    # FAMILY_FLAGS is read from the registry at use, so a family registered at run time
+    # (dpcore.registry.register_family) gets its flags.
+    if name == "FAMILY_FLAGS":
+        return _family_flags()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _flag(name: str) -> str:
@@ -177,9 +181,10 @@ def _flag(name: str) -> str:
 def _family_params(args, spec):
     """The validated parameters of a sequence or synthesis algorithm from ``mine``'s flags:
     the registry's defaults, then every flag given (a flag of another family is refused)."""
-    given = {name: getattr(args, name) for name in FAMILY_FLAGS
+    flags = _family_flags()
+    given = {name: getattr(args, name) for name in flags
              if getattr(args, name, None) is not None}
-    foreign = [n for n in given if spec.key not in FAMILY_FLAGS[n][2]]
+    foreign = [n for n in given if spec.key not in flags[n][2]]
     foreign += [n for n in _REDESCRIPTION_FLAGS
                 if getattr(args, n, getattr(DEFAULTS, n)) != getattr(DEFAULTS, n)]
     if getattr(args, "stable", None) is not None:
@@ -191,7 +196,7 @@ def _family_params(args, spec):
                              f"{', '.join(_flag(n) for n in own)}. Nothing was charged")
     values = {**spec.defaults(), **given, "algorithm": spec.key, "epsilon": args.epsilon,
               "mode": args.mode}
-    return spec.resolve("params_type")(**values).validate()
+    return implementation(spec.key).params_type(**values).validate()
 
 
 def _params(args):
@@ -200,7 +205,7 @@ def _params(args):
     spec = algorithm_spec(args.algorithm)
     if spec.family != REDESCRIPTIONS:
         return _family_params(args, spec)
-    foreign = [n for n in FAMILY_FLAGS if getattr(args, n, None) is not None]
+    foreign = [n for n in _family_flags() if getattr(args, n, None) is not None]
     if foreign:
         raise ParameterError(f"{', '.join(_flag(n) for n in foreign)}: not a parameter of "
                              f"{spec.label} (a redescription miner). Nothing was charged")
@@ -291,7 +296,7 @@ def _out_format(out: str, family: str) -> str:
     if out == "-" or family == REDESCRIPTIONS:
         return "json"
     suffix = Path(out).suffix.lower()
-    formats = _OUT_FORMATS[family]
+    formats = _OUT_FORMATS.get(family, {".json": "json"})
     if suffix not in formats:
         raise ParameterError(f"--out {out!r}: a {family} result is written as "
                              f"{', '.join(formats)}; name the file with one of these "
@@ -360,7 +365,9 @@ def _summary(result, family: str) -> str:
         return f"{len(result.patterns)} frequent sequences"
     if family == SYNTHESIS:
         return f"a synthetic table of {len(result.synthetic)} rows"
-    return f"{len(result.redescriptions)} redescriptions"
+    if family == REDESCRIPTIONS:
+        return f"{len(result.redescriptions)} redescriptions"
+    return f"a {family} result"
 
 
 @contextmanager
@@ -730,7 +737,7 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                       help="run as the data owner (asks for the owner password); needed for "
                            "faithful mode on private data, whose result only the owner reads")
     mine.add_argument("--actor", default="cli", help="who spends (audit log)")
-    for name, (kind, text, users) in FAMILY_FLAGS.items():
+    for name, (kind, text, users) in _family_flags().items():
         if set(users) & set(choices):
             default_value = algorithm_spec(users[0]).defaults()[name]
             mine.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS,
@@ -767,7 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     mine = sub.add_parser("mine", help="run one DP miner (any family), charged to the ledger",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    _add_mine_arguments(mine, ALL_ALGORITHMS, DEFAULTS.algorithm)
+    _add_mine_arguments(mine, tuple(ALGORITHM_SPECS), DEFAULTS.algorithm)
     synth = sub.add_parser("synthesize", help="generate a DP synthetic table (MC-GEN, the "
                                               "floor) from a labelled table, charged to the "
                                               "ledger",

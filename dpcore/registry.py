@@ -18,8 +18,7 @@ type), then add one :class:`AlgorithmSpec` to :data:`ALGORITHM_SPECS`; see
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -34,7 +33,8 @@ __all__ = [
     "ALGORITHM_LABELS", "MODE_LABELS", "PARAMETER_SYMBOLS", "KIND_TWO_VIEW", "KIND_SEQUENCES",
     "KIND_TABLE", "DATASET_KINDS", "DatasetKindSpec", "DATASET_KIND_SPECS", "dataset_kind_spec",
     "Preset", "AlgorithmSpec", "ALGORITHM_SPECS", "algorithm_spec", "family_algorithms",
-    "presets", "preset", "by_mode", "COUNT_SCORE", "PAPER_SCORE", "TREE_SCORES",
+    "presets", "preset", "by_mode", "register_family", "registered_families",
+    "family_keys", "COUNT_SCORE", "PAPER_SCORE", "TREE_SCORES",
     "TREE_SCORE_LABELS", "tree_score_of",
 ]
 
@@ -131,80 +131,52 @@ _CONSTRAINTS = ("min_jaccard", "max_pvalue", "min_support", "max_support")
 
 # ----------------------------------------------------------------------------- specs
 
-def _resolve(path: str):
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def _implementation(what: str, key: str, attribute: str):
+    # The binding of names to code lives beside the run path (dpcore.family); this lazy
+    # import only serves callers that still ask a spec for its code (the app's forms).
+    from dpcore import family
+
+    return getattr(family.algorithm(key) if what == "algorithm" else family.dataset_kind(key),
+                   attribute)
 
 
 @dataclass(frozen=True)
 class DatasetKindSpec:
-    """One kind of dataset: its public schema, its data type, its files.
+    """One kind of dataset, by name: the ledger's ``datasets.kind``, its label and the
+    schema file names that mark a folder of this kind. Its code (schema and data types,
+    loaders) is the family's :class:`dpcore.family.DatasetKind` object.
 
     Attributes
     ----------
     key : str
         The ledger's ``datasets.kind``.
     family : str
-        The mining family whose algorithms mine it.
+        The built-in mining family whose algorithms mine it.
     label : str
         Display name.
     schema_files : tuple of str
         Schema file names that mark a dataset folder of this kind (first match wins).
-    schema_type, data_type : str
-        Import paths of the public schema type and of the loaded (private) data type.
-    schema_to_dict, schema_from_dict : str
-        Import paths of the schema's JSON form and its validating inverse (what the ledger
-        stores and reads).
-    load_schema : str
-        Import path of ``load_schema(path) -> schema`` (a schema file).
-    load_data : str
-        Import path of ``load_data(source_path, schema) -> data``: the registered files read
-        with the ledger's confirmed schema (raises DataError naming file, line and reason).
     """
 
     key: str
     family: str
     label: str
     schema_files: tuple[str, ...]
-    schema_type: str
-    data_type: str
-    schema_to_dict: str
-    schema_from_dict: str
-    load_schema: str
-    load_data: str
 
     def resolve(self, what: str):
-        """The object behind one of the import paths above."""
-        return _resolve(getattr(self, what))
+        """The kind object's ``schema_type``, ``data_type``, ``schema_to_dict``,
+        ``schema_from_dict``, ``load_schema`` or ``load_data`` (for callers written before
+        :mod:`dpcore.family`; new code asks :func:`dpcore.family.dataset_kind`)."""
+        return _implementation("kind", self.key, what)
 
 
 DATASET_KIND_SPECS: Mapping[str, DatasetKindSpec] = MappingProxyType({s.key: s for s in (
-    DatasetKindSpec(
-        key=KIND_TWO_VIEW, family=REDESCRIPTIONS, label="two-view table",
-        schema_files=("schema.json", "schema.toml"),
-        schema_type="dpcore.data.schema:Schema", data_type="dpcore.data.dataset:TwoViewDataset",
-        schema_to_dict="dpcore.data.schema:schema_to_dict",
-        schema_from_dict="dpcore.data.schema:schema_from_dict",
-        load_schema="dpcore.data.schema:load_schema",
-        load_data="dpcore.data.kinds:load_two_view"),
-    DatasetKindSpec(
-        key=KIND_SEQUENCES, family=SEQUENCES, label="sequence dataset",
-        schema_files=("sequence_schema.json",),
-        schema_type="dpcore.sequences.schema:SequenceSchema",
-        data_type="dpcore.sequences.dataset:SequenceDataset",
-        schema_to_dict="dpcore.sequences.schema:schema_to_dict",
-        schema_from_dict="dpcore.sequences.schema:schema_from_dict",
-        load_schema="dpcore.sequences.schema:load_sequence_schema",
-        load_data="dpcore.sequences.loading:load_registered_sequences"),
-    DatasetKindSpec(
-        key=KIND_TABLE, family=SYNTHESIS, label="labelled table",
-        schema_files=("synthesis_schema.json",),
-        schema_type="dpcore.synthesis.schema:TableSchema",
-        data_type="dpcore.synthesis.table:SynthesisTable",
-        schema_to_dict="dpcore.synthesis.schema:schema_to_dict",
-        schema_from_dict="dpcore.synthesis.schema:schema_from_dict",
-        load_schema="dpcore.synthesis.schema:load_table_schema",
-        load_data="dpcore.synthesis.table:load_registered_table"),
+    DatasetKindSpec(key=KIND_TWO_VIEW, family=REDESCRIPTIONS, label="two-view table",
+                    schema_files=("schema.json", "schema.toml")),
+    DatasetKindSpec(key=KIND_SEQUENCES, family=SEQUENCES, label="sequence dataset",
+                    schema_files=("sequence_schema.json",)),
+    DatasetKindSpec(key=KIND_TABLE, family=SYNTHESIS, label="labelled table",
+                    schema_files=("synthesis_schema.json",)),
 )})
 
 
@@ -229,6 +201,10 @@ class Preset:
     overrides: Mapping[str, object] = field(default_factory=dict)
 
 
+#: What :meth:`AlgorithmSpec.resolve` names differently from the Algorithm protocol.
+_SPEC_ATTRIBUTES = {"check": "prepare", "miner": "run"}
+
+
 @dataclass(frozen=True)
 class AlgorithmSpec:
     """Everything the product needs to know about one algorithm.
@@ -248,14 +224,6 @@ class AlgorithmSpec:
         them (ε and mode first).
     presets : tuple of Preset
         Named settings: the experiment harness's specs and the benchmark's cases.
-    params_type, result_type, plan, check, miner : str
-        Import paths (``module:name``) of the parameter dataclass (its field defaults are
-        the algorithm's defaults), of the result type
-        (``from_json`` / ``to_json``), of the budget plan
-        ``plan(params) -> list[BudgetSlot]``, of the pre-charge check
-        ``check(data, params)`` (builds everything the run needs; raises on a problem)
-        and of the miner ``miner(data, params, *, rng, accountant, run_id, seed,
-        progress)``.
     summary_fields : tuple of str
         The parameters of the one-line summary (Runs page), in order; ``"split"``
         stands for a Serenade budget split init/ext/qual.
@@ -266,8 +234,9 @@ class AlgorithmSpec:
     dataset_kind : str
         The kind of dataset it mines (:data:`DATASET_KINDS`); a run on another kind is
         refused before anything is charged.
-    help_texts : str
-        Import path of the family's one-line help per parameter (a dict ``name → text``).
+
+    The code behind a spec (parameter type, budget plan, prepare, mine, result type, help
+    texts) is its family's :class:`dpcore.family.Algorithm` object.
     """
 
     key: str
@@ -276,16 +245,10 @@ class AlgorithmSpec:
     blurb: str
     parameters: Mapping[str, tuple[str, ...]]
     presets: tuple[Preset, ...]
-    params_type: str
-    result_type: str
-    plan: str
-    check: str
-    miner: str
     summary_fields: tuple[str, ...] = ()
     uses_chain: bool = False
     per_trial_progress: bool = False
     dataset_kind: str = KIND_TWO_VIEW
-    help_texts: str = "dpcore.redescriptions.params:HELP"
 
     @property
     def modes(self) -> tuple[str, ...]:
@@ -310,8 +273,11 @@ class AlgorithmSpec:
         return self.resolve("help_texts").get(name, "")
 
     def resolve(self, what: str):
-        """The object behind ``params_type``, ``plan`` or ``miner``."""
-        return _resolve(getattr(self, what))
+        """The implementation's ``params_type``, ``result_type``, ``plan``, ``check`` (its
+        ``prepare``), ``miner`` (prepare then mine, as one call ``miner(data, params,
+        **kwargs)``) or ``help_texts`` (for callers written before :mod:`dpcore.family`; new
+        code asks :func:`dpcore.family.algorithm`)."""
+        return _implementation("algorithm", self.key, _SPEC_ATTRIBUTES.get(what, what))
 
     def summary(self, params: Mapping) -> str:
         """The run's main parameters in one line, e.g. ``InTr 4, ω 0.1, d 4, MCIter 10000``.
@@ -350,8 +316,6 @@ def _serenade_parameters(rounds: str, extra: tuple[str, ...], faithful_extra: tu
             FAITHFUL: ("epsilon", "mode") + body + faithful_extra + _CONSTRAINTS}
 
 
-_SEQ = "dpcore.sequences"
-_SYN = "dpcore.synthesis"
 _PFS2_PARAMETERS = ("epsilon", "mode", "theta", "zeta", "eta", "l1", "budget_records",
                     "budget_lengths", "budget_max_length", "budget_prune")
 _BASELINE_PARAMETERS = ("epsilon", "mode", "theta", "eta", "l1", "budget_records",
@@ -362,13 +326,8 @@ _MCGEN_STRICT = _MCGEN_FAITHFUL + ("cells", "grid_bins", "max_cells", "budget_cl
                                    "fixed_point_bits", "min_eigenvalue", "shrinkage",
                                    "histogram_bins", "max_correlation_noise")
 
-_TREES = "dpcore.redescriptions.params"
-_MINING = "dpcore.redescriptions.mining"
-_RESULT = "dpcore.redescriptions.results:RunResult"
-_QUERY = "dpcore.redescriptions.custom_query"
-_REGIONS = "dpcore.redescriptions.regions"
 
-ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s in (
+_SPECS: dict[str, AlgorithmSpec] = {s.key: s for s in (
     AlgorithmSpec(
         key=MCMCTREEPAIR, family=REDESCRIPTIONS, label="MCMCTreePair",
         blurb="samples a pair of trees jointly by MCMC, then extracts redescriptions from "
@@ -390,9 +349,6 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"in_tr": 20, "rm_iter": 1, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "MCMCTreePair (InTr 4)",
                         {"in_tr": 4, "rm_iter": 1, "mc_iter": 10_000, "depth": 4})),
-        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
-        plan=f"{_TREES}:plan_budget",
-        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("in_tr", "omega", "depth", "mc_iter"),
         uses_chain=True, per_trial_progress=True),
     AlgorithmSpec(
@@ -408,9 +364,6 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"in_tr": 1, "rm_iter": 20, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "AltMCMC (InTr 4)",
                         {"in_tr": 4, "rm_iter": 1, "mc_iter": 10_000, "depth": 4})),
-        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
-        plan=f"{_TREES}:plan_budget",
-        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("in_tr", "rm_iter", "depth", "mc_iter"),
         uses_chain=True, per_trial_progress=True),
     AlgorithmSpec(
@@ -427,9 +380,6 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                         {"in_tr": 1, "rm_iter": 20, "mc_iter": 10_000, "depth": 4}),
                  Preset("interactive", "AltExpM (InTr 4)",
                         {"in_tr": 4, "rm_iter": 1, "mc_iter": 10_000, "depth": 4})),
-        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
-        plan=f"{_TREES}:plan_budget",
-        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("in_tr", "rm_iter", "depth"),
         per_trial_progress=True),
     AlgorithmSpec(
@@ -443,9 +393,6 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                          "budget_init": 0.45, "budget_ext": 0.45}),
                  Preset("interactive", "SerenadeES (I 20, K 80)",
                         {"init_pairs": 20, "es_rounds": 80})),
-        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
-        plan=f"{_TREES}:plan_budget",
-        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("init_pairs", "es_rounds", "steepness",
                                                    "split")),
     AlgorithmSpec(
@@ -459,9 +406,6 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                          "budget_init": 0.45, "budget_ext": 0.45}),
                  Preset("interactive", "SerenadeCS (I 20, L 4)",
                         {"init_pairs": 20, "cs_rounds": 4})),
-        params_type=f"{_TREES}:MiningParams", result_type=_RESULT,
-        plan=f"{_TREES}:plan_budget",
-        check=f"{_MINING}:check_runnable", miner=f"{_MINING}:mine",
         summary_fields=("init_pairs", "cs_rounds", "steepness",
                                                    "split", "min_acc")),
 
@@ -472,20 +416,14 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
               "analyst wrote, on public attributes and grid thresholds, with one ε",
         parameters={STRICT: ("epsilon", "mode", "left_query", "right_query")},
         presets=(Preset("interactive", "custom query (ε = 0.1)", {"epsilon": 0.1}),),
-        params_type=f"{_QUERY}:CustomQueryParams", result_type=_RESULT,
-        plan=f"{_QUERY}:plan_budget", check=f"{_QUERY}:check_query_run",
-        miner=f"{_QUERY}:run_custom_query", summary_fields=("left_query", "right_query"),
-        help_texts=f"{_QUERY}:HELP"),
+        summary_fields=("left_query", "right_query")),
     AlgorithmSpec(
         key=REGION_MAP, family=REDESCRIPTIONS, label="noisy map",
         blurb="noisy counts of E11, E10 and E01 of one query pair in every cell of the "
               "schema's declared location grid (one histogram, one ε)",
         parameters={STRICT: ("epsilon", "mode", "left_query", "right_query")},
         presets=(Preset("interactive", "noisy map (ε = 0.5)", {"epsilon": 0.5}),),
-        params_type=f"{_REGIONS}:RegionMapParams", result_type=_RESULT,
-        plan=f"{_REGIONS}:plan_budget", check=f"{_REGIONS}:check_map_run",
-        miner=f"{_REGIONS}:run_region_map", summary_fields=("left_query", "right_query"),
-        help_texts=f"{_QUERY}:HELP"),
+        summary_fields=("left_query", "right_query")),
 
     # ------------------------------------------------------------ frequent sequences
     AlgorithmSpec(
@@ -497,12 +435,8 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
         parameters={STRICT: _PFS2_PARAMETERS, FAITHFUL: _PFS2_PARAMETERS},
         presets=(Preset(PFS2, "PFS2 (θ = 0.02, the paper's split)", {}),
                  Preset("interactive", "PFS2 (θ = 0.02)", {"theta": 0.02})),
-        params_type=f"{_SEQ}.params:SequenceMiningParams",
-        result_type=f"{_SEQ}.results:SequenceRunResult",
-        plan=f"{_SEQ}.params:plan_budget", check=f"{_SEQ}.miner:check_runnable",
-        miner=f"{_SEQ}.miner:mine_frequent_sequences",
         summary_fields=("theta", "zeta", "eta", "l1"),
-        dataset_kind=KIND_SEQUENCES, help_texts=f"{_SEQ}.params:HELP"),
+        dataset_kind=KIND_SEQUENCES),
     AlgorithmSpec(
         key=PFS2_BASELINE, family=SEQUENCES, label="straightforward (baseline)",
         blurb="the paper's straightforward approach: noisy supports of every candidate on "
@@ -510,12 +444,8 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
         parameters={STRICT: _BASELINE_PARAMETERS, FAITHFUL: _BASELINE_PARAMETERS},
         presets=(Preset(PFS2_BASELINE, "straightforward (θ = 0.02)", {}),
                  Preset("interactive", "straightforward (θ = 0.02)", {"theta": 0.02})),
-        params_type=f"{_SEQ}.params:SequenceMiningParams",
-        result_type=f"{_SEQ}.results:SequenceRunResult",
-        plan=f"{_SEQ}.params:plan_budget", check=f"{_SEQ}.miner:check_runnable",
-        miner=f"{_SEQ}.miner:mine_frequent_sequences",
         summary_fields=("theta", "eta", "l1"),
-        dataset_kind=KIND_SEQUENCES, help_texts=f"{_SEQ}.params:HELP"),
+        dataset_kind=KIND_SEQUENCES),
     # ------------------------------------------------------------ synthetic data
     AlgorithmSpec(
         key=MCGEN, family=SYNTHESIS, label="MC-GEN",
@@ -526,12 +456,8 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
                  Preset("interactive", "MC-GEN-DP (k = 100)", {"k": 100}),
                  Preset(f"{MCGEN}-paper", "MC-GEN as published (k = 100, NOT DP)",
                         {"mode": FAITHFUL, "k": 100})),
-        params_type=f"{_SYN}.params:SynthesisParams",
-        result_type=f"{_SYN}.results:SynthesisResult",
-        plan=f"{_SYN}.params:plan_budget", check=f"{_SYN}.miner:check_runnable",
-        miner=f"{_SYN}.miner:synthesize",
         summary_fields=("k", "cells", "max_cells", "grouping"),
-        dataset_kind=KIND_TABLE, help_texts=f"{_SYN}.params:HELP"),
+        dataset_kind=KIND_TABLE),
     AlgorithmSpec(
         key=FLOOR, family=SYNTHESIS, label="independent marginals per class (floor)",
         blurb="draws every feature independently from a noisy per-class histogram (no "
@@ -539,15 +465,80 @@ ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType({s.key: s for s 
         parameters={STRICT: ("epsilon", "mode", "budget_classes", "marginal_bins")},
         presets=(Preset(FLOOR, "floor (16 bins)", {}),
                  Preset("interactive", "floor (16 bins)", {"marginal_bins": 16})),
-        params_type=f"{_SYN}.params:SynthesisParams",
-        result_type=f"{_SYN}.results:SynthesisResult",
-        plan=f"{_SYN}.params:plan_budget", check=f"{_SYN}.miner:check_runnable",
-        miner=f"{_SYN}.miner:synthesize",
         summary_fields=("marginal_bins",),
-        dataset_kind=KIND_TABLE, help_texts=f"{_SYN}.params:HELP"),
-)})
+        dataset_kind=KIND_TABLE),
+)}
 
-ALGORITHM_LABELS = MappingProxyType({k: s.label for k, s in ALGORITHM_SPECS.items()})
+#: Every registered algorithm's spec, by key: the built-in ones above, then those of the
+#: families registered at run time (:func:`register_family`). A live view: generic code
+#: (the run path, the CLI, batch plans) reads it at use, never copies it at import.
+ALGORITHM_SPECS: Mapping[str, AlgorithmSpec] = MappingProxyType(_SPECS)
+#: Labels by key (a live view too).
+ALGORITHM_LABELS: Mapping[str, str] = MappingProxyType(_LABELS := {k: s.label
+                                                                  for k, s in _SPECS.items()})
+
+#: Families registered at run time (beside the three built-in ones), by key.
+_REGISTERED: dict[str, object] = {}
+
+
+def registered_families() -> dict[str, object]:
+    """The family objects registered at run time, by key (:func:`register_family`)."""
+    return dict(_REGISTERED)
+
+
+def family_keys() -> tuple[str, ...]:
+    """Every family's key: :data:`FAMILIES`, then those registered at run time."""
+    return FAMILIES + tuple(k for k in _REGISTERED if k not in FAMILIES)
+
+
+def register_family(family) -> Callable[[], None]:
+    """Register a mining family object (:class:`dpcore.family.Family`) at run time.
+
+    Its algorithms join :data:`ALGORITHM_SPECS` and every generic path (the run path, the
+    command line's ``mine``, batch plans, :func:`family_algorithms`) offers them. Its dataset
+    kind must be one the ledger already stores (:data:`DATASET_KINDS`: a new kind needs a
+    ledger migration first).
+
+    Returns
+    -------
+    callable
+        ``undo()``: removes the family and its algorithms again.
+
+    Raises
+    ------
+    ParameterError
+        A family or algorithm key that is taken, a spec of another family, or a kind the
+        ledger does not know; nothing is registered.
+    """
+    key = family.key
+    if key in FAMILIES or key in _REGISTERED:
+        raise ParameterError(f"a family named {key!r} is registered already")
+    if family.kind.key not in DATASET_KINDS:
+        raise ParameterError(f"family {key!r} mines a {family.kind.key!r} dataset; the "
+                             f"ledger stores {', '.join(DATASET_KINDS)} (a new kind needs a "
+                             "ledger migration)")
+    specs = tuple(family.specs)
+    for spec in specs:
+        if spec.key in _SPECS:
+            raise ParameterError(f"algorithm {spec.key!r} is registered already")
+        if spec.family != key or spec.dataset_kind != family.kind.key:
+            raise ParameterError(f"algorithm {spec.key!r} must name family {key!r} and "
+                                 f"kind {family.kind.key!r}")
+        if spec.key not in family.algorithms:
+            raise ParameterError(f"family {key!r} declares {spec.key!r} but implements "
+                                 "no algorithm of that key")
+    _REGISTERED[key] = family
+    for spec in specs:
+        _SPECS[spec.key] = spec
+        _LABELS[spec.key] = spec.label
+
+    def undo() -> None:
+        _REGISTERED.pop(key, None)
+        for spec in specs:
+            _SPECS.pop(spec.key, None)
+            _LABELS.pop(spec.key, None)
+
+    return undo
 
 
 def algorithm_spec(key: str) -> AlgorithmSpec:
@@ -555,14 +546,15 @@ def algorithm_spec(key: str) -> AlgorithmSpec:
     try:
         return ALGORITHM_SPECS[key]
     except (KeyError, TypeError):
-        raise ParameterError(f"algorithm must be one of {', '.join(ALL_ALGORITHMS)}; "
+        raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHM_SPECS)}; "
                              f"got {key!r}") from None
 
 
 def family_algorithms(family: str) -> tuple[str, ...]:
     """The algorithms of one mining family, in registry order."""
-    if family not in FAMILIES:
-        raise ParameterError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
+    families = family_keys()
+    if family not in families:
+        raise ParameterError(f"family must be one of {', '.join(families)}; got {family!r}")
     return tuple(k for k, s in ALGORITHM_SPECS.items() if s.family == family)
 
 

@@ -10,13 +10,17 @@ Order of operations, each step before the next:
    nothing charged);
 2. the dataset's *registered* data is loaded by its kind and its content digest compared
    with the one recorded at registration (other data: refused, nothing charged);
-3. the family's pre-charge check (the registry's ``check``) builds everything the run
-   needs, so nothing fails after the charge;
+3. the algorithm's ``prepare`` (:func:`dpcore.executor.prepare_run`) builds everything the
+   run needs, so nothing fails after the charge;
 4. the plan's total is charged in the ledger (one transaction that checks the
    cap; a run id charges once, so a double click or a second tab replays it);
-5. the family's miner runs with an accountant capped at exactly that charge (noise is
-   drawn here, from fresh entropy unless the data is a public demo);
+5. the algorithm's ``mine`` runs on what ``prepare`` built, with an accountant capped at
+   exactly that charge (noise is drawn here, from fresh entropy unless the data is a public
+   demo);
 6. the result is stored in the ledger; only then is it returned.
+
+Steps 3–6 are :mod:`dpcore.executor`, the one executor batch plans, batch workers and the
+experiment harnesses call too.
 
 A run that fails after its charge is marked ``failed``; the charge stays
 (spent budget is never refunded: the noise may already have been drawn).
@@ -34,15 +38,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from dpcore.data.kinds import kind_of_data, load_registered_data
 from dpcore.errors import DataError, DpcoreError, ParameterError
-from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.executor import CheckedRun, check_params, execute_charged, plan_parts, prepare_run
+from dpcore.family import RESULT_FORMAT, Progress, algorithm, dataset_kind, kinds
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import (
     NEIGHBOURING_RELATION,
@@ -72,15 +72,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RESULT_FORMAT", "RunInProgressError", "new_run_id", "run_cost", "load_registered",
            "check_registered_data", "check_dataset_kind", "charge_and_mine", "load_result",
-           "readable_runs"]
-
-#: progress(fraction in [0, 1], message), called by miners between kernel calls.
-Progress = Callable[[float, str], None]
-
-#: Version of the stored result envelope (``result_format`` and ``family`` keys). Format 1
-#: (no envelope) is every redescription result stored before other families existed.
-RESULT_FORMAT = 2
-
+           "readable_runs", "charge_record", "kind_of_data", "Progress"]
 
 class RunInProgressError(DpcoreError):
     """The run id is charged but its result is not stored yet (another tab is mining it)."""
@@ -93,11 +85,16 @@ def new_run_id() -> str:
 
 def run_cost(params) -> int:
     """What launching ``params`` will charge, in nano-ε (validates the parameters)."""
-    return sum(s.epsilon_nano for s in _plan(params))
+    return sum(plan_parts(params))
 
 
-def _plan(params) -> list:
-    return algorithm_spec(params.algorithm).resolve("plan")(params)
+def kind_of_data(data) -> str:
+    """The dataset kind of a loaded dataset object (DataError for anything else)."""
+    for key, kind in kinds().items():
+        if isinstance(data, kind.data_type):
+            return key
+    names = ", ".join(kind.data_type.__name__ for kind in kinds().values())
+    raise DataError(f"expected one of {names}; got {type(data).__name__}")
 
 
 def load_registered(record: DatasetRecord) -> Data:
@@ -114,7 +111,7 @@ def load_registered(record: DatasetRecord) -> Data:
     if not record.source_path:
         raise DataError(f"dataset {record.name!r} has no stored data location; the owner "
                         "must register it again with its files")
-    return load_registered_data(record.kind, record.source_path, record.schema)
+    return dataset_kind(record.kind).load_data(record.source_path, record.schema)
 
 
 def check_dataset_kind(record: DatasetRecord, algorithm: str) -> None:
@@ -231,55 +228,42 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     run_id = run_id or new_run_id()
     record = ledger.get_dataset(dataset_name)
     check_dataset_kind(record, getattr(params, "algorithm", None))
+    check_params(params)
     permit = authorize_run(record, params, requester, seed=seed)
     if data is None:
         data = load_registered(record)
         _check_registered_files(ledger, record, data)
     else:
         check_registered_data(ledger, record, data, requester)
-    algorithm_spec(params.algorithm).resolve("check")(data, params)
-    return _charge_mine_store(ledger, permit, data, run_id, progress)
+    return _charge_mine_store(ledger, permit, prepare_run(params, data), run_id, progress)
 
 
-def _json_default(value):
-    """numpy scalars and arrays in diagnostics → plain JSON values."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+def charge_record(permit: RunPermit) -> dict:
+    """What the ledger records of a run's parameters beside its charge."""
+    return {**permit.params.to_dict(), "seed": permit.seed,
+            "neighbouring": NEIGHBOURING_RELATION}
 
 
-def _stored_release(result, family: str) -> str:
-    """The result's JSON (a DP release, no diagnostics) in the versioned envelope."""
-    release = json.loads(result.to_json())
-    return json.dumps({"result_format": RESULT_FORMAT, "family": family, **release},
-                      ensure_ascii=False)
-
-
-def _charge_mine_store(ledger: Ledger, permit: RunPermit, data: Data, run_id: str,
+def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, run_id: str,
                        progress: Progress | None) -> Result:
-    params = permit.params
-    spec = algorithm_spec(params.algorithm)
-    parts = [s.epsilon_nano for s in spec.resolve("plan")(params)]
-    recorded = {**params.to_dict(), "seed": permit.seed,
-                "neighbouring": NEIGHBOURING_RELATION}
-    charge = ledger.charge(run_id, permit.dataset.name, params.algorithm, parts, recorded,
-                           actor=permit.requester.actor, audience=permit.audience)
-    if charge.replayed:
+    replayed = []
+
+    def charge() -> bool:
+        replayed.append(ledger.charge(run_id, permit.dataset.name, checked.spec.key,
+                                      list(checked.parts_nano), charge_record(permit),
+                                      actor=permit.requester.actor,
+                                      audience=permit.audience).replayed)
+        return replayed[0]
+
+    executed = execute_charged(checked, rng=permit.rng(), run_id=run_id, seed=permit.seed,
+                               progress=progress, dataset=permit.dataset.name,
+                               audience=permit.audience, charge=charge,
+                               store=lambda release, diagnostics: ledger.store_result(
+                                   run_id, release, diagnostics),
+                               fail=lambda message: ledger.mark_failed(run_id, message))
+    if executed is None:
         return load_result(ledger, run_id, role=permit.requester.role, in_progress_ok=False)
-    try:
-        miner = spec.resolve("miner")
-        result = miner(data, params, rng=permit.rng(), accountant=PrivacyAccountant(sum(parts)),
-                       run_id=run_id, seed=permit.seed, progress=progress)
-        result.dataset = permit.dataset.name
-        result.audience = permit.audience
-        ledger.store_result(run_id, _stored_release(result, spec.family),
-                            json.dumps(asdict(result.diagnostics), default=_json_default))
-    except BaseException as exc:
-        ledger.mark_failed(run_id, f"{type(exc).__name__}: {exc}")
-        raise
-    return result
+    return executed.result
 
 
 def load_result(ledger: Ledger, run_id: str, *, role: str,
@@ -352,7 +336,7 @@ def _read_release(text: str, run: RunRecord) -> Result:
     if family != spec.family:
         raise DataError(f"the stored result of run {run.run_id} is of family {family!r} but "
                         f"its algorithm {run.algorithm!r} is of family {spec.family!r}")
-    return spec.resolve("result_type").from_dict(release)
+    return algorithm(spec.key).result_type.from_dict(release)
 
 
 def readable_runs(ledger: Ledger, dataset: str, role: str) -> list[RunRecord]:

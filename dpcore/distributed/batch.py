@@ -5,9 +5,9 @@ For every run of a checked plan (:func:`dpcore.distributed.plan.check_plan`), in
 1. the client charges the run in the ledger (``Ledger.charge``: one transaction that checks
    the cap; a run id charges once) — **before** the run is dispatched;
 2. the client submits one task per run, keyed by its run id, to the cluster; a worker loads
-   the dataset's registered files (checking their content digest), builds the run's
-   inputs (the registry's ``check``), and runs the registry's miner with an accountant
-   capped at exactly the charge and a random source drawn on the worker
+   the dataset's registered files (checking their content digest), and runs the one
+   executor (:mod:`dpcore.executor`: the algorithm's ``prepare``, then its ``mine`` with an
+   accountant capped at exactly the charge) with a random source drawn on the worker
    (:meth:`dpcore.privacy.policy.RunPermit.rng`: fresh OS entropy on private data);
 3. the worker returns the release (and owner diagnostics) to the client, which stores it
    (``Ledger.store_result``, first store wins) and only then reads it back from the ledger
@@ -30,20 +30,19 @@ quote intermediate noisy values of an attempt that may die and be drawn again), 
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from dpcore.distributed.plan import PlannedRun
 from dpcore.errors import BudgetExceededError, DpcoreError, ParameterError
-from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.executor import execute_charged, prepare_run
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import NEIGHBOURING_RELATION, PolicyError, RunPermit, content_digest
+from dpcore.privacy.policy import PolicyError, RunPermit, content_digest
 from dpcore.privacy.roles import can_see_true_statistics
-from dpcore.registry import algorithm_spec
+from dpcore.runs import charge_record, load_registered, load_result
 
 __all__ = ["TOPIC", "WorkerJob", "RunOutcome", "mine_charged_run", "run_batch"]
 
@@ -77,15 +76,14 @@ class WorkerJob:
     relay_messages: bool
 
 
-#: Per worker process: registered data already loaded, by (kind, files, content digest).
+#: Per worker process: the registered data last loaded, keyed by its content (kind, files and
+#: the content digest the client checked), one dataset at a time.
 _worker_data: dict[tuple, object] = {}
 
 
 def _load_checked(record):
     """The dataset's registered files on the worker, checked against the digest the client
     checked (files changed meanwhile: refused, the run fails with its charge kept)."""
-    from dpcore.runs import load_registered
-
     key = (record.kind, record.source_path, record.content_digest)
     if key not in _worker_data:
         data = load_registered(record)
@@ -116,13 +114,8 @@ def mine_charged_run(job: WorkerJob) -> tuple[str, str]:
     diagnostics); the diagnostics are owner-only JSON. Nothing here reads or writes the
     ledger: the client stores what this returns.
     """
-    from dpcore.runs import _json_default, _stored_release
-
     permit = job.permit
-    params = permit.params
-    spec = algorithm_spec(params.algorithm)
-    data = _load_checked(permit.dataset)
-    spec.resolve("check")(data, params)
+    checked = prepare_run(permit.params, _load_checked(permit.dataset))
     progress = None
     if job.relay_messages:
         last = [0.0]
@@ -133,13 +126,11 @@ def mine_charged_run(job: WorkerJob) -> tuple[str, str]:
                 last[0] = now
                 _event(job.run_id, "mining", fraction=float(fraction), message=str(message))
 
-    result = spec.resolve("miner")(data, params, rng=permit.rng(),
-                                   accountant=PrivacyAccountant(job.charged_nano),
-                                   run_id=job.run_id, seed=permit.seed, progress=progress)
-    result.dataset = permit.dataset.name
-    result.audience = permit.audience
-    return (_stored_release(result, spec.family),
-            json.dumps(asdict(result.diagnostics), default=_json_default))
+    # Charged by the client before dispatch: no charge here, the cap is that charge.
+    executed = execute_charged(checked, rng=permit.rng(), run_id=job.run_id, seed=permit.seed,
+                               progress=progress, cap_nano=job.charged_nano,
+                               dataset=permit.dataset.name, audience=permit.audience)
+    return executed.release_json, executed.diagnostics_json
 
 
 def _attempt(task: Callable[[WorkerJob], tuple[str, str]], job: WorkerJob) -> tuple[str, str]:
@@ -182,11 +173,9 @@ class RunOutcome:
 def _charge(ledger: Ledger, run: PlannedRun):
     """The run's charge, recorded as :func:`dpcore.runs.charge_and_mine` records it."""
     permit = run.permit
-    recorded = {**permit.params.to_dict(), "seed": permit.seed,
-                "neighbouring": NEIGHBOURING_RELATION}
     return ledger.charge(run.run_id, permit.dataset.name, permit.params.algorithm,
-                         list(run.parts_nano), recorded, actor=permit.requester.actor,
-                         audience=permit.audience)
+                         list(run.parts_nano), charge_record(permit),
+                         actor=permit.requester.actor, audience=permit.audience)
 
 
 def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
@@ -339,7 +328,6 @@ def _mark_failed(ledger: Ledger, run_id: str, message: str) -> None:
 
 def _read_back(ledger: Ledger, run: PlannedRun):
     """The stored result, as the requester may read it (store before show)."""
-    from dpcore.runs import load_result
 
     try:
         return load_result(ledger, run.run_id, role=run.permit.requester.role)

@@ -41,11 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpcore.errors import DataError, DpcoreError, ParameterError
+from dpcore.executor import prepare_run
+from dpcore.family import algorithm as implementation
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester, RunPermit, authorize_run, content_digest
 from dpcore.privacy.roles import can_see_true_statistics
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.registry import ALL_ALGORITHMS, algorithm_spec
+from dpcore.registry import ALGORITHM_SPECS, algorithm_spec
 from dpcore.runs import check_dataset_kind, load_registered
 
 __all__ = ["PlanError", "PlanEntry", "PlannedRun", "read_plan", "parse_plan", "check_plan"]
@@ -186,9 +188,9 @@ def _entry(index: int, raw) -> PlanEntry:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise _fail(where, key, "required, a non-empty string")
     algorithm = raw["algorithm"]
-    if algorithm not in ALL_ALGORITHMS:
+    if algorithm not in ALGORITHM_SPECS:
         raise _fail(where, "algorithm", f"unknown algorithm {algorithm!r}; choose from "
-                                        f"{', '.join(ALL_ALGORITHMS)}")
+                                        f"{', '.join(ALGORITHM_SPECS)}")
     seed = raw.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise _fail(where, "seed", f"must be an integer ≥ 0; got {seed!r}")
@@ -205,7 +207,7 @@ def _entry(index: int, raw) -> PlanEntry:
 
 
 def _build(spec, defaults: dict, given: dict):
-    params_type = spec.resolve("params_type")
+    params_type = implementation(spec.key).params_type
     names = {f.name for f in dataclasses.fields(params_type)}
     values = {k: v for k, v in {**defaults, **given}.items() if k in names}
     return params_type(**{**values, "algorithm": spec.key}).validate()
@@ -236,9 +238,9 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
     Per entry, in the order of :func:`dpcore.runs.charge_and_mine`: the dataset and its
     kind, :func:`dpcore.privacy.policy.authorize_run`, the registered data (loaded once per
     dataset here, on the client) against its registered content digest, and the
-    algorithm's pre-charge ``check``. Then: a run id charged before must have the same
-    dataset and cost and must not have failed, and the new runs of each dataset together
-    must fit its remaining budget.
+    executor's pre-charge check (:func:`dpcore.executor.prepare_run`). Then: a run id
+    charged before must have the same dataset and cost and must not have failed, and the
+    new runs of each dataset together must fit its remaining budget.
 
     Returns
     -------
@@ -272,15 +274,15 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
         if record.name not in data_by_dataset:
             data_by_dataset[record.name] = _registered_data(ledger, record, requester, e)
         data = data_by_dataset[record.name]
-        spec = algorithm_spec(e.params.algorithm)
         try:
-            spec.resolve("check")(data, e.params)
+            # The executor's check, as a local run makes it; what it builds is dropped here
+            # (the worker builds it again from the registered files it loads).
+            checked = prepare_run(e.params, data)
         except DpcoreError as exc:
             raise _fail(e.label, None, str(exc).removesuffix(". Nothing was charged")
                         ) from None
-        parts = tuple(s.epsilon_nano for s in spec.resolve("plan")(e.params))
         run = PlannedRun(entry=e, run_id=e.run_id or new_run_id(), permit=permit,
-                         parts_nano=parts)
+                         parts_nano=checked.parts_nano)
         if e.run_id is not None:
             run.state = _earlier_state(ledger, run)
         planned.append(run)

@@ -8,8 +8,10 @@ released run results (``runs/*.json``) into an output folder.
 
 Sandbox budget
 --------------
-Every run calls :func:`dpcore.redescriptions.mining.mine` directly with its own in-memory
-:class:`~dpcore.privacy.accountant.PrivacyAccountant` capped at the run's planned cost.
+Every run goes through the run path's executor without a ledger
+(:func:`dpcore.executor.run_sandbox`: the algorithm's ``prepare``, then its ``mine`` with an
+in-memory :class:`~dpcore.privacy.accountant.PrivacyAccountant` capped at the run's planned
+cost).
 The harness never opens, reads or charges a ledger: its spending is a sandbox
 for measuring the methods, not a release. Because the metrics use true
 statistics, the report must only be shown to data owners or on public demo data.
@@ -61,6 +63,7 @@ from dpcore import __version__
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.loading import load_dataset
 from dpcore.errors import ParameterError
+from dpcore.executor import run_sandbox
 from dpcore.experiments.metrics import (
     ScoredRedescription,
     compare_methods,
@@ -70,10 +73,8 @@ from dpcore.experiments.metrics import (
     summarize,
 )
 from dpcore.experiments.report import jsonable, write_report
-from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions.evaluate import evaluate
-from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams, run_cost_nano
+from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import ALTEXPM, FAITHFUL, MODE_LABELS, MODES, PAPER_SCORE, STRICT, presets
@@ -166,9 +167,7 @@ def nonprivate_reference(dataset: TwoViewDataset, seed: int) -> RunResult:
     (``default_rng(seed)``).
     Uses an in-memory accountant, never a ledger.
     """
-    params = reference_params()
-    return mine(dataset, params, rng=np.random.default_rng(seed), seed=seed,
-                accountant=PrivacyAccountant(run_cost_nano(params)))
+    return run_sandbox(reference_params(), dataset, rng=np.random.default_rng(seed), seed=seed)
 
 
 # ----------------------------------------------------------------------------- runs
@@ -183,9 +182,9 @@ def _one_run(dataset: TwoViewDataset, spec: str, epsilon: float, seed: int,
         result = nonprivate_reference(dataset, seed)
     else:
         params = algorithm_params(spec, epsilon, mc_iter=mc_iter, mode=mode)
-        # Sandbox budget: a private accountant capped at this run's plan, no ledger.
-        result = mine(dataset, params, rng=np.random.default_rng(seed), seed=seed,
-                      accountant=PrivacyAccountant(run_cost_nano(params)))
+        # Sandbox budget: the executor's in-memory accountant capped at this run's plan, no
+        # ledger.
+        result = run_sandbox(params, dataset, rng=np.random.default_rng(seed), seed=seed)
     return result, score_run(result, evaluate(result, dataset))
 
 

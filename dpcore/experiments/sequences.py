@@ -18,7 +18,8 @@ that are not frequent come from :func:`dpcore.sequences.evaluate.true_supports`.
 
 Sandbox budget
 --------------
-Every run calls :func:`dpcore.sequences.miner.mine_frequent_sequences` directly with its
+Every run goes through the run path's executor without a ledger
+(:func:`dpcore.executor.run_sandbox`) with its
 own in-memory :class:`~dpcore.privacy.accountant.PrivacyAccountant` capped at the run's
 planned cost (in ε). The harness never opens, reads or charges a ledger: its spending is a
 sandbox for measuring the methods, not a release. The data are generated
@@ -42,8 +43,8 @@ import numpy as np
 
 from dpcore import __version__
 from dpcore.errors import ParameterError
+from dpcore.executor import run_sandbox
 from dpcore.experiments.report import write_report
-from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import ALGORITHM_LABELS, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS, STRICT
 from dpcore.sequences import samples
 from dpcore.sequences.dataset import SequenceDataset
@@ -53,8 +54,7 @@ from dpcore.sequences.evaluate import (
     median_relative_error,
     support_threshold,
 )
-from dpcore.sequences.miner import mine_frequent_sequences
-from dpcore.sequences.params import SequenceMiningParams, run_cost_nano
+from dpcore.sequences.params import SequenceMiningParams
 
 __all__ = ["SHAPES", "ShapeSetting", "TRUTH_MINERS", "PREFIXSPAN", "DPCORE_EXACT",
            "shape_dataset", "ground_truth", "score_release", "run_sequence_experiment",
@@ -207,10 +207,9 @@ def score_release(noisy: dict, truth: dict, data: SequenceDataset) -> dict:
 
 def _one_run(data: SequenceDataset, params: SequenceMiningParams, truth: dict, seed: int,
              run: int) -> dict:
-    # Sandbox budget: a private accountant capped at this run's plan, no ledger.
+    # Sandbox budget: the executor's in-memory accountant capped at this run's plan, no ledger.
     started = time.perf_counter()
-    result = mine_frequent_sequences(data, params, rng=np.random.default_rng([seed, run]),
-                                     accountant=PrivacyAccountant(run_cost_nano(params)))
+    result = run_sandbox(params, data, rng=np.random.default_rng([seed, run]))
     seconds = time.perf_counter() - started
     out = score_release(result.supports(), truth, data)
     out.update(seconds=seconds, lmax=result.lmax, l_f=result.max_frequent_length,

@@ -45,11 +45,10 @@ import pandas as pd
 
 from dpcore import __version__
 from dpcore.errors import DataError, ParameterError
+from dpcore.executor import run_sandbox
 from dpcore.experiments.report import write_report
-from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FAITHFUL, FLOOR, MCGEN, STRICT
-from dpcore.synthesis.miner import synthesize
-from dpcore.synthesis.params import SynthesisParams, run_cost_nano
+from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.samples import (
     adult_like_schema,
     generate_adult_like,
@@ -144,8 +143,8 @@ def _dp_synthesizer(params: SynthesisParams) -> Synthesizer:
     params.validate()
 
     def run(seed_table: SynthesisTable, rng: np.random.Generator) -> pd.DataFrame:
-        accountant = PrivacyAccountant(run_cost_nano(params))  # a sandbox: no ledger
-        return synthesize(seed_table, params, rng=rng, accountant=accountant).synthetic
+        # A sandbox: the executor's in-memory accountant capped at the plan, no ledger.
+        return run_sandbox(params, seed_table, rng=rng).synthetic
     return run
 
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import hashlib
 import numbers
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,8 +159,8 @@ def authorize_run(record: DatasetRecord, params, requester: Requester, *,
     record : DatasetRecord
         The registered dataset (flags and confirmed public schema from the ledger).
     params : parameters of a registered algorithm
-        Any family's parameter type (``algorithm``, ``mode``, ``validate()``); its
-        budget plan comes from the registry.
+        Any family's parameter type (``algorithm``, ``mode``, ``validate()``); the run
+        path has checked its type and budget plan (:func:`dpcore.executor.check_params`).
     requester : Requester
     seed : int, optional
         Public-demo datasets only.
@@ -179,13 +178,10 @@ def authorize_run(record: DatasetRecord, params, requester: Requester, *,
     """
     if not isinstance(requester, Requester):
         raise PolicyError("requester must be a dpcore.privacy.policy.Requester")
-    spec = algorithm_spec(getattr(params, "algorithm", None))
-    params_type = spec.resolve("params_type")
-    if not isinstance(params, params_type):
-        raise ParameterError(f"parameters of {spec.label} must be {params_type.__name__}; "
-                             f"got {type(params).__name__}")
+    algorithm_spec(getattr(params, "algorithm", None))
+    # The parameters' type and their budget plan belong to the family: the run path checks
+    # them (dpcore.executor.check_params) before it asks here, and before any charge.
     params.validate()
-    spec.resolve("plan")(params)
     if not record.confirmed:
         raise PolicyError(f"the public schema of dataset {record.name!r} is not confirmed by "
                           "its owner yet; no run may start")
@@ -209,8 +205,6 @@ def authorize_run(record: DatasetRecord, params, requester: Requester, *,
     return RunPermit(record, params, seed, audience, requester)
 
 
-_digests: dict[int, str] = {}
-
 
 def content_digest(dataset) -> str:
     """SHA-256 (hex) of what a miner reads, for a dataset of any kind.
@@ -222,7 +216,7 @@ def content_digest(dataset) -> str:
       ``content_arrays()`` by name, dtype, shape and bytes (record boundaries and item codes;
       clipped values, level and class codes and clip counts).
 
-    Computed once per dataset object. Two loads of the same files give the same digest; any
+    Two loads of the same files give the same digest; any
     changed, added or removed value changes it. The digest is owner metadata (it confirms
     a guess of the whole dataset), never shown to analysts.
 
@@ -231,26 +225,22 @@ def content_digest(dataset) -> str:
     DataError
         ``dataset`` is none of the three dataset types.
     """
-    key = id(dataset)
-    if key not in _digests:
-        if isinstance(dataset, TwoViewDataset):
-            h = hashlib.sha256(b"dpcore-content-v1")
-            for view in dataset.views:
-                values = np.ascontiguousarray(view.values, dtype=np.float64)
-                # One NaN pattern for every missing value, so the digest is about content.
-                values = np.where(np.isnan(values), np.nan, values)
-                h.update(np.asarray(values.shape, dtype=np.int64).tobytes())
-                h.update(values.tobytes())
-        else:
-            h = hashlib.sha256(b"dpcore-content-v1/" + kind_of_data(dataset).encode())
-            for name, array in dataset.content_arrays():
-                array = np.ascontiguousarray(array)
-                h.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
-                h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
-                h.update(array.tobytes())
-        _digests[key] = h.hexdigest()
-        weakref.finalize(dataset, _digests.pop, key, None)
-    return _digests[key]
+    if isinstance(dataset, TwoViewDataset):
+        h = hashlib.sha256(b"dpcore-content-v1")
+        for view in dataset.views:
+            values = np.ascontiguousarray(view.values, dtype=np.float64)
+            # One NaN pattern for every missing value, so the digest is about content.
+            values = np.where(np.isnan(values), np.nan, values)
+            h.update(np.asarray(values.shape, dtype=np.int64).tobytes())
+            h.update(values.tobytes())
+    else:
+        h = hashlib.sha256(b"dpcore-content-v1/" + kind_of_data(dataset).encode())
+        for name, array in dataset.content_arrays():
+            array = np.ascontiguousarray(array)
+            h.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
+            h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
+            h.update(array.tobytes())
+    return h.hexdigest()
 
 
 def require_owner(role: str, what: str) -> None:

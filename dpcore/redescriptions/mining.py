@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -127,22 +126,36 @@ def trial_threads(threads: int | None = None) -> int:
                              f"(1 to {MAX_TRIAL_THREADS}); got {threads!r}")
     return threads
 
-_strict_codes: dict[int, tuple[CodedView, CodedView]] = {}
-
-
 def strict_coding(dataset: TwoViewDataset) -> tuple[CodedView, CodedView]:
-    """Both views coded on the public grid, computed once per dataset object."""
-    key = id(dataset)
-    if key not in _strict_codes:
-        _strict_codes[key] = code_dataset_strict(dataset)
-        weakref.finalize(dataset, _strict_codes.pop, key, None)
-    return _strict_codes[key]
+    """Both views coded on the public grid (private: raw-data derived codes)."""
+    return code_dataset_strict(dataset)
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """What :func:`check_runnable` built before the charge, and :func:`mine` consumes.
+
+    Attributes
+    ----------
+    dataset : TwoViewDataset
+        The private data.
+    params : RedescriptionParams
+        The validated parameters.
+    strict_codes : tuple of CodedView or None
+        Strict mode: both views coded on the public grid (private codes, public
+        thresholds); None in faithful mode, whose grids are read from the data during the run.
+    """
+
+    dataset: TwoViewDataset
+    params: object
+    strict_codes: tuple[CodedView, CodedView] | None
 
 
 class _Run:
     """State of one run: budget slots, released trees/extractions, diagnostics."""
 
-    def __init__(self, dataset, params: TreeParams, rng, accountant, progress, threads=1):
+    def __init__(self, dataset, params: TreeParams, rng, accountant, progress, threads=1,
+                 strict_codes=None):
         self.dataset, self.params, self.rng = dataset, params, rng
         self.threads = threads
         self.accountant, self.progress = accountant, progress or (lambda f, m: None)
@@ -156,7 +169,8 @@ class _Run:
         self.mcmc_stats = np.zeros(1, dtype=np.int64)
         self.mcmc_iterations = 0
         with self.phase("prepare"):
-            self.strict_codes = None if self.faithful else strict_coding(dataset)
+            self.strict_codes = None if self.faithful else (
+                strict_codes if strict_codes is not None else strict_coding(dataset))
             # Faithful: what the per-tree coding does not draw is prepared once per view.
             self.faithful_coders = ([FaithfulCoder(v) for v in dataset.views]
                                     if self.faithful else None)
@@ -450,7 +464,8 @@ def _mine_tree_pairs(run: _Run) -> None:
 def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
          rng: np.random.Generator | None = None, accountant: PrivacyAccountant | None = None,
          run_id: str | None = None, seed: int | None = None,
-         progress: Progress | None = None, threads: int | None = None) -> RunResult:
+         progress: Progress | None = None, threads: int | None = None,
+         prepared: PreparedRun | None = None) -> RunResult:
     """Run one DP redescription miner on a dataset.
 
     Parameters
@@ -476,6 +491,9 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
         Threads that run the tree miners' trials (:func:`trial_threads`; default the
         ``DPRM_TRIAL_THREADS`` environment variable or min(usable cores, 2)). The result
         does not depend on it.
+    prepared : PreparedRun, optional
+        What :func:`check_runnable` built for this dataset (the coded views); default:
+        built here.
 
     Returns
     -------
@@ -492,10 +510,12 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
         rng = secure_generator()   # no generator given: the private-data source
     stored = params.to_dict()
     params = family_params(params)
+    codes = prepared.strict_codes if prepared is not None and prepared.dataset is dataset \
+        else None
     if params.is_serenade:
         return _mine_serenade(dataset, params, stored, rng, accountant, run_id, seed,
-                              progress)
-    run = _Run(dataset, params, rng, accountant, progress, threads)
+                              progress, codes)
+    run = _Run(dataset, params, rng, accountant, progress, threads, strict_codes=codes)
     if params.algorithm == MCMCTREEPAIR:
         _mine_tree_pairs(run)
     else:
@@ -516,14 +536,16 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
 
 
 def _mine_serenade(dataset, params: SerenadeParams, stored: dict, rng, accountant, run_id,
-                   seed, progress) -> RunResult:
+                   seed, progress, strict_codes=None) -> RunResult:
     # Imported here: a tree miner's process (a command-line mine) need not load Serenade's
     # modules and define its kernels (issue 19).
     from dpcore.redescriptions.serenade.miner import mine_serenade
 
     started = time.perf_counter()
-    coded = (strict_coding(dataset) if params.mode == STRICT
-             else tuple(code_view_segments(v) for v in dataset.views))
+    if params.mode == STRICT:
+        coded = strict_codes if strict_codes is not None else strict_coding(dataset)
+    else:
+        coded = tuple(code_view_segments(v) for v in dataset.views)
     prepare = time.perf_counter() - started
     out = mine_serenade(coded, params, rng, accountant, progress)
     if progress:
@@ -539,14 +561,14 @@ def _mine_serenade(dataset, params: SerenadeParams, stored: dict, rng, accountan
                                      phase_seconds={"prepare": prepare, **out.phase_seconds}))
 
 
-def check_runnable(dataset: TwoViewDataset, params: RedescriptionParams) -> None:
+def check_runnable(dataset: TwoViewDataset, params: RedescriptionParams) -> PreparedRun:
     """Build everything a run needs before its charge, so nothing fails after it.
 
     Strict mode splits numeric attributes on :meth:`Schema.split_grid` and turns them
     into initial targets with :meth:`Schema.target_edges`: both must give finite,
     increasing cut points for every numeric attribute (data-independent); then the
-    views are coded on that grid (cached for the run). Faithful mode reads its grids
-    from the data during the run.
+    views are coded on that grid (returned for :func:`mine`). Faithful mode reads its
+    grids from the data during the run.
 
     Raises
     ------
@@ -554,7 +576,7 @@ def check_runnable(dataset: TwoViewDataset, params: RedescriptionParams) -> None
         Naming the attribute whose public grid cannot be built, or a data problem.
     """
     if params.mode != STRICT:
-        return
+        return PreparedRun(dataset, params, None)
     schema = dataset.schema
     for attr in schema.attributes:
         if attr.type != NUMERIC:
@@ -568,4 +590,4 @@ def check_runnable(dataset: TwoViewDataset, params: RedescriptionParams) -> None
             if not np.all(np.isfinite(grid)) or np.any(np.diff(grid) <= 0):
                 raise DataError("its public grid is not finite and increasing; check the "
                                 "declared domain and thresholds", column=attr.name)
-    strict_coding(dataset)
+    return PreparedRun(dataset, params, strict_coding(dataset))

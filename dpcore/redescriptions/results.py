@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field, fields
 
 from dpcore.errors import DataError
+from dpcore.family import Release
 from dpcore.privacy.policy import NEIGHBOURING_RELATION
 
 #: Values :func:`plain` returns as they are (immutable; ``dataclasses.asdict`` copies them
@@ -378,7 +379,7 @@ class OwnerDiagnostics:
 
 
 @dataclass
-class RunResult:
+class RunResult(Release):
     """Everything one mining run released, with its provenance.
 
     ``seed`` is only set on public demo data (runs on private data draw fresh

@@ -8,7 +8,6 @@ row→leaf map (private, used only to count and never released as is).
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,17 +208,16 @@ def build_expmech_tree(view: int, coded: CodedView, classes: np.ndarray, n_class
     return draw_expmech_tree(view, coded, classes, n_classes, depth, level_eps, rng)
 
 
-_child_bits: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-
 def child_bitsets(coded: CodedView) -> tuple[np.ndarray, np.ndarray]:
-    """Row bitsets of every candidate's children, computed once per coded view (private)."""
-    key = id(coded)
-    if key not in _child_bits:
-        _child_bits[key] = B.candidate_child_bits(coded.codes, cands_matrix(coded),
-                                                   coded.n_codes)
-        weakref.finalize(coded, _child_bits.pop, key, None)
-    return _child_bits[key]
+    """Row bitsets of every candidate's children (private), computed once per coded view.
+
+    Kept on the coded view itself (the view is immutable, so the bitsets stay valid for as
+    long as it lives and die with it), not in a table keyed by the object's address."""
+    cached = coded.__dict__.get("_child_bits")
+    if cached is None:
+        cached = B.candidate_child_bits(coded.codes, cands_matrix(coded), coded.n_codes)
+        object.__setattr__(coded, "_child_bits", cached)  # frozen dataclass: a memo only
+    return cached
 
 
 def _route(tree: Tree) -> None:

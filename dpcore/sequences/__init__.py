@@ -23,3 +23,7 @@ Modules, lowest first:
 * :mod:`~dpcore.sequences.evaluate` — exact mining, F-score, relative error (NOT private);
 * :mod:`~dpcore.sequences.samples` — synthetic sample data and benchmark shapes.
 """
+
+from dpcore.sequences.contract import FAMILY
+
+__all__ = ["FAMILY"]

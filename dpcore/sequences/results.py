@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from dpcore.family import Release
 from dpcore.privacy.policy import EVERYONE, NEIGHBOURING_RELATION
 
 __all__ = ["FrequentSequence", "LevelRecord", "SequenceDiagnostics", "SequenceRunResult",
@@ -160,7 +161,7 @@ class SequenceDiagnostics:
 
 
 @dataclass
-class SequenceRunResult:
+class SequenceRunResult(Release):
     """Everything one PFS2 (or baseline) run released, with its provenance.
 
     ``epsilon_nano`` is the run's charge (the plan's total); ``spent_nano`` what its

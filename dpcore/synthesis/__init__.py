@@ -24,3 +24,7 @@ Modules, one concept each:
   NOT private);
 * :mod:`~dpcore.synthesis.samples` — generated sample tables (Pima-shaped, Adult-shaped).
 """
+
+from dpcore.synthesis.contract import FAMILY
+
+__all__ = ["FAMILY"]

@@ -42,6 +42,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpcore.family import Release
 from dpcore.privacy.policy import EVERYONE, NEIGHBOURING_RELATION
 
 __all__ = ["SynthesisDiagnostics", "SynthesisResult", "PARQUET_METADATA_KEY"]
@@ -110,7 +111,7 @@ def _frame_from_split(data: dict) -> pd.DataFrame:
 
 
 @dataclass
-class SynthesisResult:
+class SynthesisResult(Release):
     """Everything one synthesis run released, with its provenance.
 
     Attributes

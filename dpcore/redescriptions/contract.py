@@ -1,0 +1,166 @@
+"""The redescription family as a typed object (:class:`dpcore.family.Family`): ``FAMILY``.
+
+Its dataset kind is the two-view table (:mod:`dpcore.data`); its algorithms are the tree
+miners and Serenade (:mod:`~dpcore.redescriptions.mining`), the custom query
+(:mod:`~dpcore.redescriptions.custom_query`) and the noisy map
+(:mod:`~dpcore.redescriptions.regions`). The code behind each method is imported when it is
+first called, so importing this package loads no miner and no kernel.
+"""
+
+from __future__ import annotations
+
+from dpcore.family import AlgorithmBase, Checked
+from dpcore.registry import (
+    ALGORITHM_SPECS,
+    CUSTOM_QUERY,
+    DATASET_KIND_SPECS,
+    KIND_TWO_VIEW,
+    REDESCRIPTION_ALGORITHMS,
+    REDESCRIPTIONS,
+    REGION_MAP,
+)
+
+__all__ = ["FAMILY", "TwoViewKind", "RedescriptionMiner", "QueryAlgorithm"]
+
+
+class TwoViewKind:
+    """The two-view table: :class:`~dpcore.data.schema.Schema` and
+    :class:`~dpcore.data.dataset.TwoViewDataset`, read through the columnar cache."""
+
+    key = KIND_TWO_VIEW
+    label = DATASET_KIND_SPECS[KIND_TWO_VIEW].label
+    schema_files = DATASET_KIND_SPECS[KIND_TWO_VIEW].schema_files
+
+    @property
+    def schema_type(self) -> type:
+        from dpcore.data.schema import Schema
+
+        return Schema
+
+    @property
+    def data_type(self) -> type:
+        from dpcore.data.dataset import TwoViewDataset
+
+        return TwoViewDataset
+
+    def schema_to_dict(self, schema) -> dict:
+        from dpcore.data.schema import schema_to_dict
+
+        return schema_to_dict(schema)
+
+    def schema_from_dict(self, raw: dict):
+        from dpcore.data.schema import schema_from_dict
+
+        return schema_from_dict(raw)
+
+    def load_schema(self, path):
+        from dpcore.data.schema import load_schema
+
+        return load_schema(path)
+
+    def load_data(self, source_path, schema):
+        from dpcore.data.kinds import load_two_view
+
+        return load_two_view(source_path, schema)
+
+
+class _RedescriptionAlgorithm(AlgorithmBase):
+    def __init__(self, key: str):
+        self.key = key
+
+    @property
+    def result_type(self) -> type:
+        from dpcore.redescriptions.results import RunResult
+
+        return RunResult
+
+
+class RedescriptionMiner(_RedescriptionAlgorithm):
+    """A tree miner or Serenade: ``prepare`` codes the views on the public grid (strict
+    mode), ``mine`` consumes exactly that (:class:`~dpcore.redescriptions.mining.PreparedRun`)."""
+
+    @property
+    def params_type(self) -> type:
+        from dpcore.redescriptions.params import MiningParams
+
+        return MiningParams
+
+    @property
+    def help_texts(self):
+        from dpcore.redescriptions.params import HELP
+
+        return HELP
+
+    def plan(self, params):
+        from dpcore.redescriptions import params as module
+
+        return module.plan_budget(params)
+
+    def prepare(self, data, params):
+        from dpcore.redescriptions import mining
+
+        return mining.check_runnable(data, params)
+
+    def mine(self, prepared, *, rng, accountant, run_id=None, seed=None, progress=None):
+        from dpcore.redescriptions import mining
+
+        return mining.mine(prepared.dataset, prepared.params, rng=rng, accountant=accountant,
+                           run_id=run_id, seed=seed, progress=progress, prepared=prepared)
+
+
+class QueryAlgorithm(_RedescriptionAlgorithm):
+    """A paid query of the analyst's own (the custom query's 4-cell table, the noisy map)."""
+
+    @property
+    def _module(self):
+        if self.key == REGION_MAP:
+            from dpcore.redescriptions import regions
+
+            return regions
+        from dpcore.redescriptions import custom_query
+
+        return custom_query
+
+    @property
+    def params_type(self) -> type:
+        return (self._module.RegionMapParams if self.key == REGION_MAP
+                else self._module.CustomQueryParams)
+
+    @property
+    def help_texts(self):
+        from dpcore.redescriptions.custom_query import HELP
+
+        return HELP
+
+    def plan(self, params):
+        return self._module.plan_budget(params)
+
+    def prepare(self, data, params):
+        module = self._module
+        (module.check_map_run if self.key == REGION_MAP else module.check_query_run)(data,
+                                                                                    params)
+        return Checked(data, params)
+
+    def mine(self, prepared, *, rng, accountant, run_id=None, seed=None, progress=None):
+        module = self._module
+        run = module.run_region_map if self.key == REGION_MAP else module.run_custom_query
+        return run(prepared.data, prepared.params, rng=rng, accountant=accountant,
+                   run_id=run_id, seed=seed, progress=progress)
+
+
+class _RedescriptionFamily:
+    key = REDESCRIPTIONS
+    kind = TwoViewKind()
+
+    def __init__(self):
+        self.algorithms = {**{k: RedescriptionMiner(k) for k in REDESCRIPTION_ALGORITHMS},
+                           CUSTOM_QUERY: QueryAlgorithm(CUSTOM_QUERY),
+                           REGION_MAP: QueryAlgorithm(REGION_MAP)}
+
+    @property
+    def specs(self):
+        return tuple(ALGORITHM_SPECS[k] for k in self.algorithms)
+
+
+#: The redescription family (redescriptions of a two-view table).
+FAMILY = _RedescriptionFamily()

@@ -1,0 +1,116 @@
+"""The frequent-sequence family as a typed object (:class:`dpcore.family.Family`): ``FAMILY``.
+
+Its dataset kind is the sequence dataset (:mod:`~dpcore.sequences.schema`,
+:mod:`~dpcore.sequences.dataset`, :mod:`~dpcore.sequences.loading`); its algorithms are PFS2
+and the straightforward baseline (:mod:`~dpcore.sequences.miner`). The code behind each
+method is imported when it is first called.
+"""
+
+from __future__ import annotations
+
+from dpcore.family import AlgorithmBase, Checked
+from dpcore.registry import ALGORITHM_SPECS, DATASET_KIND_SPECS, KIND_SEQUENCES, SEQUENCES
+
+__all__ = ["FAMILY", "SequenceKind", "SequenceMiner"]
+
+
+class SequenceKind:
+    """The sequence dataset: :class:`~dpcore.sequences.schema.SequenceSchema` and
+    :class:`~dpcore.sequences.dataset.SequenceDataset`."""
+
+    key = KIND_SEQUENCES
+    label = DATASET_KIND_SPECS[KIND_SEQUENCES].label
+    schema_files = DATASET_KIND_SPECS[KIND_SEQUENCES].schema_files
+
+    @property
+    def schema_type(self) -> type:
+        from dpcore.sequences.schema import SequenceSchema
+
+        return SequenceSchema
+
+    @property
+    def data_type(self) -> type:
+        from dpcore.sequences.dataset import SequenceDataset
+
+        return SequenceDataset
+
+    def schema_to_dict(self, schema) -> dict:
+        from dpcore.sequences.schema import schema_to_dict
+
+        return schema_to_dict(schema)
+
+    def schema_from_dict(self, raw: dict):
+        from dpcore.sequences.schema import schema_from_dict
+
+        return schema_from_dict(raw)
+
+    def load_schema(self, path):
+        from dpcore.sequences.schema import load_sequence_schema
+
+        return load_sequence_schema(path)
+
+    def load_data(self, source_path, schema):
+        from dpcore.sequences.loading import load_registered_sequences
+
+        return load_registered_sequences(source_path, schema)
+
+
+class SequenceMiner(AlgorithmBase):
+    """PFS2 or its baseline: ``prepare`` checks everything (nothing to build), ``mine``
+    runs :func:`~dpcore.sequences.miner.mine_frequent_sequences`."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+    @property
+    def params_type(self) -> type:
+        from dpcore.sequences.params import SequenceMiningParams
+
+        return SequenceMiningParams
+
+    @property
+    def result_type(self) -> type:
+        from dpcore.sequences.results import SequenceRunResult
+
+        return SequenceRunResult
+
+    @property
+    def help_texts(self):
+        from dpcore.sequences.params import HELP
+
+        return HELP
+
+    def plan(self, params):
+        from dpcore.sequences import params as module
+
+        return module.plan_budget(params)
+
+    def prepare(self, data, params):
+        from dpcore.sequences import miner
+
+        miner.check_runnable(data, params)
+        return Checked(data, params)
+
+    def mine(self, prepared, *, rng, accountant, run_id=None, seed=None, progress=None):
+        from dpcore.sequences import miner
+
+        return miner.mine_frequent_sequences(prepared.data, prepared.params, rng=rng,
+                                             accountant=accountant, run_id=run_id, seed=seed,
+                                             progress=progress)
+
+
+class _SequenceFamily:
+    key = SEQUENCES
+    kind = SequenceKind()
+
+    @property
+    def algorithms(self):
+        return {k: SequenceMiner(k) for k, s in ALGORITHM_SPECS.items() if s.family == SEQUENCES}
+
+    @property
+    def specs(self):
+        return tuple(ALGORITHM_SPECS[k] for k in self.algorithms)
+
+
+#: The frequent-sequence family (PFS2 and its baseline on a sequence dataset).
+FAMILY = _SequenceFamily()
