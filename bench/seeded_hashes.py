@@ -6,8 +6,7 @@ every registered algorithm in every mode it has with fixed seeds through
 :func:`dpcore.runs.charge_and_mine` (public demo data: seeds are accepted), and prints one
 line per run: ``algorithm mode dataset seed sha256`` of the stored release JSON (what
 analysts receive; diagnostics and timings are not part of it), without its ``created_at``
-time stamp. Compare the output before and
-after a change with ``diff``.
+time stamp. Compare the output before and after a change with ``diff``.
 
 Usage::
 

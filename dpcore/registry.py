@@ -3,17 +3,18 @@
 Each :class:`AlgorithmSpec` declares an algorithm's family, key, label, the
 parameters it uses (per privacy mode) with their symbols and help, its named
 presets (the papers' settings, used by the experiment harness and the
-benchmark), its parameter type, its budget plan and its miner. The Mine form,
-the command-line flags, the experiment harness, the benchmark and the Runs page
-read it from here; no other module spells an algorithm, mode or family name.
+benchmark). The Mine form, the command-line flags, the experiment harness, the
+benchmark and the Runs page read it from here; no other module spells an
+algorithm, mode or family name.
 
-The registry is declarative and imports no miner: behaviour is named by import
-path and resolved on first use, so the mining packages can import the names
-below without an import cycle.
+The registry is declarative: it imports no family code and names none by import path. The
+code behind each name is its family's object (:mod:`dpcore.family`: ``Family``,
+``Algorithm``, ``DatasetKind``); the mining packages import the names below without an
+import cycle. :func:`register_family` adds a family at run time, and
+:data:`ALGORITHM_SPECS` is a live view of every registered algorithm.
 
-How to add a miner: write its package (parameters type, budget plan, miner, result
-type), then add one :class:`AlgorithmSpec` to :data:`ALGORITHM_SPECS`; see
-``docs/ARCHITECTURE.md``.
+How to add a miner or a family: see ``docs/ARCHITECTURE.md`` (the worked example of a
+family is ``tests/test_toy_family.py``).
 """
 
 from __future__ import annotations
