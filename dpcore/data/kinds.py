@@ -19,8 +19,9 @@ from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import DataError
 from dpcore.registry import DATASET_KIND_SPECS, KIND_TWO_VIEW, dataset_kind_spec
 
-__all__ = ["load_two_view", "kind_of_schema", "kind_of_data", "find_schema_file",
-           "load_any_schema", "load_any_dataset", "load_registered_data", "list_sample_folders"]
+__all__ = ["load_two_view", "kind_of_schema", "kind_of_data", "schema_type_names",
+           "schema_to_dict", "schema_from_dict", "find_schema_file", "load_any_schema",
+           "load_any_dataset", "load_registered_data", "list_sample_folders"]
 
 
 def load_two_view(source_path, schema) -> TwoViewDataset:
@@ -54,6 +55,21 @@ def kind_of_schema(schema) -> str:
 def kind_of_data(data) -> str:
     """The dataset kind of a loaded dataset object (DataError for anything else)."""
     return _kind_by_type(data, "data_type")
+
+
+def schema_type_names() -> str:
+    """The schema types of every kind, comma-separated (for messages)."""
+    return ", ".join(spec.resolve("schema_type").__name__ for spec in DATASET_KIND_SPECS.values())
+
+
+def schema_to_dict(kind: str, schema) -> dict:
+    """The JSON form of a public schema of ``kind``."""
+    return dataset_kind_spec(kind).resolve("schema_to_dict")(schema)
+
+
+def schema_from_dict(kind: str, raw: dict):
+    """The validated public schema of ``kind`` from its JSON form (raises DataError)."""
+    return dataset_kind_spec(kind).resolve("schema_from_dict")(raw)
 
 
 def find_schema_file(path) -> tuple[str, Path]:

@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from dpcore.data.kinds import kind_of_schema, load_any_dataset
+from dpcore.data.kinds import kind_of_schema, load_any_dataset, schema_to_dict
 from dpcore.data.names import check_dataset_name, path_inside
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
@@ -153,7 +153,7 @@ def register_upload(ledger: Ledger, root, name: str, files: Mapping[str, bytes],
     if schema_file in files:
         raise DataError(f"an uploaded file may not be named {schema_file!r} (the schema "
                         "file's name)", file=schema_file)
-    text = json.dumps(spec.resolve("schema_to_dict")(schema), indent=2, ensure_ascii=False)
+    text = json.dumps(schema_to_dict(kind, schema), indent=2, ensure_ascii=False)
     with tempfile.TemporaryDirectory(prefix="dprm-upload-") as tmp:
         stage = Path(tmp) / name
         stage.mkdir()

@@ -103,9 +103,9 @@ class _SequenceFamily:
     key = SEQUENCES
     kind = SequenceKind()
 
-    @property
-    def algorithms(self):
-        return {k: SequenceMiner(k) for k, s in ALGORITHM_SPECS.items() if s.family == SEQUENCES}
+    def __init__(self):
+        self.algorithms = {k: SequenceMiner(k) for k, s in ALGORITHM_SPECS.items()
+                           if s.family == SEQUENCES}
 
     @property
     def specs(self):

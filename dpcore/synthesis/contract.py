@@ -102,9 +102,9 @@ class _SynthesisFamily:
     key = SYNTHESIS
     kind = TableKind()
 
-    @property
-    def algorithms(self):
-        return {k: Synthesizer(k) for k, s in ALGORITHM_SPECS.items() if s.family == SYNTHESIS}
+    def __init__(self):
+        self.algorithms = {k: Synthesizer(k) for k, s in ALGORITHM_SPECS.items()
+                           if s.family == SYNTHESIS}
 
     @property
     def specs(self):

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from dpcore.data import kinds
 from dpcore.data.schema import Schema, schema_from_json_text, schema_to_dict
 from dpcore.errors import DataError
-from dpcore.registry import DATASET_KIND_SPECS, KIND_TWO_VIEW, dataset_kind_spec
+from dpcore.registry import KIND_TWO_VIEW
 
 __all__ = ["schema_kind", "stored_schema", "schema_to_json", "schema_from_json"]
 
@@ -25,11 +26,11 @@ def schema_kind(schema) -> str:
     """The dataset kind of a schema object (DataError naming the accepted types otherwise)."""
     if isinstance(schema, Schema):
         return KIND_TWO_VIEW
-    for key, spec in DATASET_KIND_SPECS.items():
-        if isinstance(schema, spec.resolve("schema_type")):
-            return key
-    names = ", ".join(spec.resolve("schema_type").__name__ for spec in DATASET_KIND_SPECS.values())
-    raise DataError(f"schema must be one of {names}; got {type(schema).__name__}")
+    try:
+        return kinds.kind_of_schema(schema)
+    except DataError:
+        raise DataError(f"schema must be one of {kinds.schema_type_names()}; got "
+                        f"{type(schema).__name__}") from None
 
 
 def _schema_to_json(schema) -> str:
@@ -40,10 +41,10 @@ def _schema_to_json(schema) -> str:
 def stored_schema(schema) -> tuple[str, str]:
     """``(kind, JSON text)`` of a schema, checked to load back (DataError if not)."""
     kind = schema_kind(schema)
-    to_dict = schema_to_dict if kind == KIND_TWO_VIEW \
-        else dataset_kind_spec(kind).resolve("schema_to_dict")
     try:
-        text = json.dumps(to_dict(schema), sort_keys=True, allow_nan=False, ensure_ascii=False)
+        raw = schema_to_dict(schema) if kind == KIND_TWO_VIEW else kinds.schema_to_dict(kind,
+                                                                                        schema)
+        text = json.dumps(raw, sort_keys=True, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise DataError(f"schema {schema.name!r} cannot be stored as JSON "
                         f"(NaN/inf or a non-JSON value?): {exc}") from None
@@ -58,7 +59,7 @@ def stored_schema(schema) -> tuple[str, str]:
 
 @lru_cache(maxsize=64)
 def _parse_other(text: str, kind: str):
-    return dataset_kind_spec(kind).resolve("schema_from_dict")(json.loads(text))
+    return kinds.schema_from_dict(kind, json.loads(text))
 
 
 def _parse(text: str, kind: str):
