@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -74,6 +74,7 @@ from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.params import plan_budget as sequence_plan
 from dpcore.sequences.schema import SequenceSchema
+from dpcore.synthesis.mcgen import correlation_noise
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
@@ -305,8 +306,8 @@ TREE_PARAMS = {
                               max_support=1.0),
 }
 
-#: Queries over a 2 × 2 grid of 2° cells: the left view holds a and the longitude, the right
-#: view b and the latitude. D′ adds a row a ∧ b at (1, 1).
+#: Queries over a 4 × 4 grid of 1° cells: the left view holds a and the longitude, the right
+#: view b and the latitude. D′ adds a row a ∧ b at (1, 1), in a cell empty on D.
 QUERY_ROWS = [(1, 1, 0.5, 0.5)] * 6 + [(1, 0, 2.5, 0.5)] * 4 + [(0, 1, 0.5, 2.5)] * 5 \
     + [(0, 0, 2.5, 2.5)] * 7 + [(1, 1, 3.5, 3.5)] * 3
 QUERY_EXTRA = (1, 1, 1.0, 1.0)
@@ -317,7 +318,7 @@ def query_data(extra_row: bool) -> TwoViewDataset:
                     (Attribute("a", 0, BOOLEAN), Attribute("lon", 0, NUMERIC, domain=(0, 4)),
                      Attribute("b", 1, BOOLEAN), Attribute("lat", 1, NUMERIC, domain=(0, 4))),
                     (ViewSpec("l"), ViewSpec("r")), grid_bins=4, public_demo=True,
-                    location=Location("lon", "lat", 2.0, (0.0, 4.0), (0.0, 4.0)))
+                    location=Location("lon", "lat", 1.0, (0.0, 4.0), (0.0, 4.0)))
     rows = np.array(QUERY_ROWS + [QUERY_EXTRA] * int(extra_row), dtype=float).T
     return TwoViewDataset.from_arrays(schema, rows[[0, 2]], rows[[1, 3]])
 
@@ -365,10 +366,13 @@ def table(extra_row: bool):
     return table_from_frame(frame, schema)
 
 
+_NO_GROUPS = SynthesisParams(algorithm=MCGEN, epsilon=2.0)
 SYNTHESIS_PARAMS = {
     MCGEN: SynthesisParams(algorithm=MCGEN, epsilon=2.0, feature_groups=[["a", "b"], ["c"]]),
-    # no owner groups: the run decides from N̂ whether to release correlations
-    f"{MCGEN}-groups": SynthesisParams(algorithm=MCGEN, epsilon=2.0),
+    # no owner groups: the run decides from N̂ whether to release correlations, with the
+    # limit set where that decision would flip between N = 12 and N = 13 rows
+    f"{MCGEN}-groups": replace(_NO_GROUPS, max_correlation_noise=correlation_noise(
+        _NO_GROUPS, 3, N_TABLE + 0.5)),
     FLOOR: SynthesisParams(algorithm=FLOOR, epsilon=2.0),
 }
 
