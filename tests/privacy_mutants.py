@@ -190,8 +190,9 @@ def _target_by_majority(real):
 
 
 class _NoHastings:
-    """Stands in for ``trees.B`` (bitset_mcmc): the pair chain runs without the Hastings
-    correction (the flag strict mode passes as True), every other kernel unchanged."""
+    """Stands in for ``trees.B`` (bitset_mcmc): the strict chains run without the Hastings
+    correction (the flag strict mode passes as True, or leaves at its default True), every
+    other kernel unchanged."""
 
     def __getattr__(self, name):
         return getattr(bitset_mcmc, name)
@@ -201,6 +202,10 @@ class _NoHastings:
         args = list(args)
         args[21] = False
         return bitset_mcmc.mcmc_tree_pair_bits(*args)
+
+    @staticmethod
+    def mcmc_single_tree_bits(*args):
+        return bitset_mcmc.mcmc_single_tree_bits(*args, False)
 
 
 def _levels_at_tree_epsilon(real):
@@ -438,6 +443,10 @@ CATALOGUE: tuple[Mutant, ...] = (
            "mining._mine_alternating → trees.charge_mcmc_tree",
            "each chain samples with the trial's three slots (ε_P charged per chain)",
            lambda: _patched((mining, "charge_mcmc_tree", _scaled_return(3.0)))),
+    Mutant("altmcmc-no-hastings", ALTMCMC, MCMC, "revert",
+           "trees.draw_mcmc_tree → bitset_mcmc.mcmc_single_tree_bits(hastings)",
+           "strict createDTMCMC chain without the Hastings correction (reverts the fix of §7)",
+           lambda: _patched((trees, "B", lambda real: _NoHastings()))),
     Mutant("altmcmc-extraction-trial-epsilon", ALTMCMC, DISCRETE, "split",
            "mining._Run._extract → noisy_counts",
            "the table drawn with the trial's whole ε (3 slots), charged its slot",

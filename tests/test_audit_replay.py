@@ -99,7 +99,7 @@ class KernelTaps:
     the real kernel unchanged."""
 
     expmech: list = field(default_factory=list)        # level ε arrays
-    single: list = field(default_factory=list)         # chain ε
+    single: list = field(default_factory=list)         # (ε, hastings)
     pair: list = field(default_factory=list)           # (ε, hastings, count_scale)
     serenade: list = field(default_factory=list)       # factors other than the group stage
     _undo: list = field(default_factory=list)
@@ -118,7 +118,8 @@ class KernelTaps:
         self._wrap(tree_kernels, "expmech_tree",
                    lambda a: self.expmech.append(np.array(a[13], dtype=np.float64)))
         self._wrap(bitset_mcmc, "mcmc_single_tree_bits",
-                   lambda a: self.single.append(float(a[10])))
+                   lambda a: self.single.append((float(a[10]),
+                                                 bool(a[15]) if len(a) > 15 else True)))
         self._wrap(bitset_mcmc, "mcmc_tree_pair_bits",
                    lambda a: self.pair.append((float(a[16]), bool(a[21]), bool(a[22]))))
         # the group stage draws with factor 1.0 from log-weights; every other draw passes the
@@ -156,9 +157,11 @@ def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,
             charged_levels.remove(match)
     # chains: each chain's ε is one charged mcmc call's, with the score's Δ
     mcmc = [c for c in calls if c.mechanism == "mcmc"]
-    for eps in taps.single:
+    for eps, hastings in taps.single:
         match = next((c for c in mcmc if nano_to_epsilon(c.epsilon_nano) == eps
                       and c.sensitivity == GINI_SENSITIVITY), None)
+        if not hastings:
+            problems.append("a strict single-tree chain ran without the Hastings correction")
         if match is None:
             problems.append(f"a single-tree chain ran at ε = {eps}; charged {mcmc}")
         else:
