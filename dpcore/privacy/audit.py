@@ -20,6 +20,20 @@ synthetic data, a throwaway accountant): it reads no ledger and releases nothing
 spends no budget. Used by ``tests/test_audit.py`` (every miner on neighbouring datasets)
 and usable by owners and teachers on their own mechanisms.
 
+**Replay with frozen randomness** (white box; the idea of record-and-replay DP checkers):
+:class:`NoiseRecorder` records, for every noisy release a run makes through
+``dpcore.privacy.mechanisms`` (``laplace``, ``discrete_laplace``), what reached the noise —
+the true values, the ε and Δ the sampler used, its exact scale, the generator's state before
+the draw — and the output. Replaying a run on the neighbour D′ with the same seed and every
+release forced to the output recorded on D couples the two runs on one output path: a
+private run must then make the same releases in the same order (no branch before a noise
+draw reads the data), every release's true values must differ by at most its declared Δ in
+L1 norm (:func:`replay_differences`), every draw must be calibrated to the ε and Δ the
+accountant was charged (:func:`calibration_problems`) and draw from a stream no other
+release used (:func:`shared_streams`). Like the statistics above this is evidence on given
+data, not a proof; it sees only the releases made through those two functions (the tree and
+Serenade choices are drawn inside numba kernels: the tests check what reaches them).
+
 References
 ----------
 Clopper, C. J., Pearson, E. S. (1934). The use of confidence or fiducial limits illustrated
@@ -35,16 +49,20 @@ learning: how private is private SGD? *NeurIPS 2020*.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 
+import numpy as np
 from scipy import stats
 
 from dpcore.errors import ParameterError
+from dpcore.privacy import mechanisms
 
 __all__ = ["clopper_pearson_lower", "clopper_pearson_upper", "epsilon_lower_bound",
            "count_events", "EventBound", "AuditReport", "bounds_from_counts",
-           "audit_neighbours"]
+           "audit_neighbours", "NoiseEvent", "NoiseRecorder", "calibration_problems",
+           "redraw_problems", "shared_streams", "replay_differences", "ReplayDifference"]
 
 
 def _check_counts(hits: int, trials: int) -> tuple[int, int]:
@@ -261,3 +279,237 @@ def audit_neighbours(run_d: Callable[[], object], run_d2: Callable[[], object],
     counts_d = count_events(run_d, events, trials)
     counts_d2 = count_events(run_d2, events, trials)
     return bounds_from_counts(counts_d, counts_d2, trials, trials, confidence=confidence)
+
+
+# =========================================================================== replay
+
+@dataclass(frozen=True)
+class NoiseEvent:
+    """One noisy release as the sampler saw it (recorded by :class:`NoiseRecorder`).
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"discrete_laplace"`` or ``"laplace"``.
+    label : str
+        The release's accountant label.
+    epsilon_nano : int
+        The ε (nano-ε) the noise was drawn with — what reached the sampler, which a correct
+        caller also charged.
+    sensitivity : float
+        The Δ the noise was calibrated to (L1, units of the values: rows for counts).
+    parallel : int
+        Disjoint parts recorded for the call.
+    true_values : numpy.ndarray
+        The values before noise (private; only ever in a test's memory).
+    output : numpy.ndarray
+        What the mechanism released (in replay: the forced output).
+    scale : tuple or float
+        ``(s, t)`` with noise P(k) ∝ exp(−|k|·s/t) (discrete), or the Laplace scale b.
+    state : dict
+        The generator's bit-generator state just before the draw.
+    """
+
+    mechanism: str
+    label: str
+    epsilon_nano: int
+    sensitivity: float
+    parallel: int
+    true_values: np.ndarray
+    output: np.ndarray
+    scale: object
+    state: dict
+
+    @property
+    def signature(self) -> tuple:
+        """What a data-independent run fixes before the draw: mechanism, label, ε, Δ, shape."""
+        return (self.mechanism, self.label, int(self.epsilon_nano), float(self.sensitivity),
+                tuple(np.shape(self.true_values)))
+
+
+@dataclass
+class NoiseRecorder:
+    """Context manager recording every release of ``mechanisms.laplace`` and
+    ``mechanisms.discrete_laplace`` (white-box replay; spends nothing, releases nothing).
+
+    Parameters
+    ----------
+    play : sequence of NoiseEvent, optional
+        The events of a recorded run. Release i is then forced to ``play[i].output`` as long
+        as the run makes the same releases (same :attr:`NoiseEvent.signature`); from the
+        first release that differs (``diverged`` says which) it records without forcing.
+
+    Notes
+    -----
+    While active, ``mechanisms._recorder`` points here; leaving the block restores None. Use
+    only on public or synthetic data: the events hold true values.
+    """
+
+    play: Sequence[NoiseEvent] | None = None
+    events: list[NoiseEvent] = field(default_factory=list)
+    diverged: str | None = None
+
+    def __enter__(self) -> NoiseRecorder:
+        if mechanisms._recorder is not None:
+            raise ParameterError("a NoiseRecorder is already recording")
+        mechanisms._recorder = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        mechanisms._recorder = None
+
+    @staticmethod
+    def state_of(rng: np.random.Generator) -> dict:
+        """The generator's state before a draw (a copy)."""
+        return rng.bit_generator.state
+
+    def observe(self, mechanism, label, epsilon_nano, sensitivity, parallel, true_values,
+                output, scale, state) -> np.ndarray:
+        """Record one release; return what the mechanism releases (forced in replay)."""
+        event = NoiseEvent(mechanism, label, int(epsilon_nano), float(sensitivity),
+                           int(parallel), np.array(true_values), np.array(output), scale,
+                           state)
+        index = len(self.events)
+        released = output
+        if self.play is not None and self.diverged is None:
+            if index >= len(self.play):
+                self.diverged = f"release {index} ({label!r}) was not made by the recorded run"
+            elif self.play[index].signature != event.signature:
+                self.diverged = (f"release {index}: {event.signature} where the recorded run "
+                                 f"made {self.play[index].signature}")
+            else:
+                released = np.array(self.play[index].output, dtype=output.dtype)
+                event = NoiseEvent(mechanism, label, event.epsilon_nano, event.sensitivity,
+                                   event.parallel, event.true_values, released.copy(), scale,
+                                   state)
+        self.events.append(event)
+        return released
+
+
+def _expected_scale(event: NoiseEvent):
+    if event.mechanism == "discrete_laplace":
+        f = Fraction(int(round(event.sensitivity)) * 10**9, int(event.epsilon_nano))
+        return (f.denominator, f.numerator)
+    return event.sensitivity / (event.epsilon_nano * 1e-9)
+
+
+def calibration_problems(events: Sequence[NoiseEvent], calls: Sequence) -> list[str]:
+    """Releases whose noise is not calibrated to what the accountant was charged.
+
+    Each event is matched, in order, with the first unmatched accountant call
+    (``accountant.MechanismCall``) of the same mechanism and label; it must have been charged
+    the ε the noise was drawn with and the Δ it was calibrated to, and the sampler's scale
+    must be exactly Δ/ε (``(s, t)`` = the reduced fraction ε/Δ for discrete Laplace).
+
+    Returns
+    -------
+    list of str
+        One message per problem; empty when every release is calibrated to its charge.
+    """
+    unmatched = list(calls)
+    problems = []
+    for i, event in enumerate(events):
+        match = next((c for c in unmatched if c.mechanism == event.mechanism
+                      and c.label == event.label), None)
+        if match is None:
+            problems.append(f"release {i} ({event.label!r}) has no charged call")
+            continue
+        unmatched.remove(match)
+        if match.epsilon_nano != event.epsilon_nano:
+            problems.append(f"release {i} ({event.label!r}) drew its noise at ε = "
+                            f"{event.epsilon_nano * 1e-9:.9g} but was charged "
+                            f"{match.epsilon_nano * 1e-9:.9g}")
+        if float(match.sensitivity) != event.sensitivity:
+            problems.append(f"release {i} ({event.label!r}) was calibrated to Δ = "
+                            f"{event.sensitivity:g} but charged with Δ = {match.sensitivity:g}")
+        expected = _expected_scale(event)
+        same = expected == tuple(event.scale) if event.mechanism == "discrete_laplace" \
+            else math.isclose(expected, float(event.scale), rel_tol=1e-12)
+        if not same:
+            problems.append(f"release {i} ({event.label!r}) sampled at scale {event.scale} "
+                            f"instead of Δ/ε = {expected}")
+    return problems
+
+
+def _generator_at(state: dict) -> np.random.Generator:
+    bit_generator = getattr(np.random, state["bit_generator"], None)
+    if bit_generator is None:  # e.g. randomgen's ChaCha: replayed only on public seeds
+        raise ParameterError(f"cannot replay a {state['bit_generator']} stream")
+    bg = bit_generator()
+    bg.state = state
+    return np.random.Generator(bg)
+
+
+def redraw_problems(events: Sequence[NoiseEvent]) -> list[str]:
+    """Discrete releases whose noise is not the exact sampler's draw at the declared scale.
+
+    Restores each release's generator state, draws ``discrete_laplace_sample`` at the scale
+    Δ/ε computed here from the recorded ε and Δ, and compares with output − true values: a
+    release whose noise was shrunk, reused or altered after the draw differs. (Forced
+    replay outputs are skipped: their noise is by construction another run's.)
+    """
+    problems = []
+    for i, event in enumerate(events):
+        if event.mechanism != "discrete_laplace" or not np.size(event.true_values):
+            continue
+        s, t = _expected_scale(event)
+        noise = mechanisms.discrete_laplace_sample(s, t, _generator_at(event.state),
+                                                   int(np.size(event.true_values)))
+        got = (np.asarray(event.output, dtype=np.int64)
+               - np.asarray(event.true_values, dtype=np.int64)).ravel()
+        if not np.array_equal(got, noise):
+            problems.append(f"release {i} ({event.label!r}): the released noise is not the "
+                            f"draw at Δ/ε = {t}/{s} from its stream")
+    return problems
+
+
+def shared_streams(events: Sequence[NoiseEvent]) -> list[str]:
+    """Pairs of releases drawn from the same generator state (a reused random stream)."""
+    seen: dict[str, int] = {}
+    problems = []
+    for i, event in enumerate(events):
+        if not np.size(event.true_values):
+            continue
+        key = repr(event.state)
+        if key in seen:
+            problems.append(f"releases {seen[key]} ({events[seen[key]].label!r}) and {i} "
+                            f"({event.label!r}) drew from the same stream state")
+        else:
+            seen[key] = i
+    return problems
+
+
+@dataclass(frozen=True)
+class ReplayDifference:
+    """One release of a replayed pair: its label, declared Δ and realised L1 difference."""
+
+    label: str
+    sensitivity: float
+    l1: float
+
+    @property
+    def exceeds(self) -> bool:
+        return self.l1 > self.sensitivity
+
+
+def replay_differences(events_d: Sequence[NoiseEvent], events_d2: Sequence[NoiseEvent]
+                       ) -> list[ReplayDifference]:
+    """Realised sensitivity of every release of a run and its forced replay on a neighbour.
+
+    Raises
+    ------
+    ParameterError
+        The two runs made different releases (a different signature or number): a choice
+        before a noise draw depended on the data, so the replay is not coupled.
+    """
+    for i, (a, b) in enumerate(zip(events_d, events_d2)):
+        if a.signature != b.signature:
+            raise ParameterError(f"release {i} differs between the runs: {a.signature} vs "
+                                 f"{b.signature} (a branch before the noise reads the data)")
+    if len(events_d) != len(events_d2):
+        raise ParameterError(f"the runs made {len(events_d)} and {len(events_d2)} releases "
+                             "(a branch before the noise reads the data)")
+    return [ReplayDifference(a.label, a.sensitivity,
+                             float(np.abs(np.asarray(b.true_values, dtype=np.float64)
+                                          - np.asarray(a.true_values, dtype=np.float64)).sum()))
+            for a, b in zip(events_d, events_d2)]

@@ -104,6 +104,14 @@ EXPONENTIAL_TV_BOUND_UNIT = 2.0**-53
 #: with u = ``rng.random()`` (docs/PRIVACY.md, "Numerics of each sampler").
 MCMC_ACCEPT_TV_BOUND = 2.0**-51
 
+#: The replay recorder (:class:`dpcore.privacy.audit.NoiseRecorder`) while one records, else
+#: None. :func:`laplace` and :func:`discrete_laplace` hand it every release (what reached the
+#: noise: true values, ε, Δ, scale, the generator's state before the draw, the output) and
+#: release what it returns — the drawn output, or in replay the output of a recorded run.
+#: Off by default: one ``is None`` test per release. Only tests and audits on public or
+#: synthetic data set it (``NoiseRecorder`` refuses to nest).
+_recorder = None
+
 
 # --------------------------------------------------------------------------- validation
 
@@ -273,7 +281,13 @@ def laplace(values, *, sensitivity, epsilon_nano, rng, accountant, label, parall
 
     epsilon = float(accountant.spend("laplace", label, epsilon_nano, sensitivity, parallel))
     scale = sensitivity / epsilon
+    recorder = _recorder
+    if recorder is not None:
+        true_values, state = arr.copy(), recorder.state_of(rng)
     arr += rng.laplace(0.0, scale, size=arr.shape)  # in place: a 0-d input stays an ndarray
+    if recorder is not None:
+        arr = recorder.observe("laplace", label, epsilon_nano, sensitivity, parallel,
+                               true_values, arr, scale, state)
     return arr
 
 
@@ -628,9 +642,15 @@ def discrete_laplace(counts, *, sensitivity, epsilon_nano, rng, accountant, labe
 
     accountant.spend("discrete_laplace", label, epsilon_nano, delta, parallel)
     s, t = discrete_laplace_scale(delta, epsilon_nano)  # the charged ε, exactly
+    recorder = _recorder
+    if recorder is not None:
+        true_values, state = arr.copy(), recorder.state_of(rng)
     noise = np.zeros(arr.size, dtype=np.int64)
     _add_discrete_laplace(noise, s, t, rng)
     arr += noise.reshape(arr.shape)  # in place: a 0-d input stays an ndarray
+    if recorder is not None:
+        arr = recorder.observe("discrete_laplace", label, epsilon_nano, delta, parallel,
+                               true_values, arr, (s, t), state)
     return arr
 
 
