@@ -58,26 +58,27 @@ _log = logging.getLogger(__name__)
 
 #: CPU seconds of each warm-up step (``algorithm/mode``) in the order of
 #: :func:`warmup_steps`: (empty numba cache, filled cache), measured by
-#: ``python -m bench.compile_times --warmup`` on a 2-core machine (bench/README.md). A
-#: step's cold figure is what it compiles that the steps before it did not.
+#: ``python -m bench.compile_times --warmup`` on a shared 2-core machine at load ≈ 10
+#: (bench/README.md; a quiet machine is faster, which the observed pace corrects). A step's
+#: cold figure is what it compiles that the steps before it did not (at least 0.05 s).
 STEP_SECONDS: dict[str, tuple[float, float]] = {
-    "mcmctreepair/strict": (12.0, 0.5),
-    "altmcmc/strict": (4.0, 0.2),
-    "altexpm/strict": (3.0, 0.1),
-    "serenade_es/strict": (5.0, 0.2),
-    "serenade_cs/strict": (1.0, 0.1),
-    "mcmctreepair/faithful": (8.0, 0.3),
-    "altmcmc/faithful": (3.0, 0.1),
-    "altexpm/faithful": (1.5, 0.1),
-    "serenade_es/faithful": (1.5, 0.1),
-    "serenade_cs/faithful": (0.5, 0.1),
-    "pfs2/strict": (8.0, 0.3),
-    "pfs2/faithful": (2.0, 0.1),
-    "pfs2_straightforward/strict": (0.5, 0.1),
-    "pfs2_straightforward/faithful": (0.5, 0.1),
-    "mcgen/strict": (1.0, 0.2),
-    "mcgen/faithful": (2.0, 0.1),
-    "class_marginals/strict": (0.5, 0.1),
+    "mcmctreepair/strict": (39.78, 0.57),
+    "altmcmc/strict": (8.40, 0.07),
+    "altexpm/strict": (6.07, 0.04),
+    "serenade_es/strict": (13.54, 0.11),
+    "serenade_cs/strict": (0.05, 0.01),
+    "mcmctreepair/faithful": (18.97, 0.07),
+    "altmcmc/faithful": (4.05, 0.06),
+    "altexpm/faithful": (0.05, 0.01),
+    "serenade_es/faithful": (0.05, 0.04),
+    "serenade_cs/faithful": (0.05, 0.03),
+    "pfs2/strict": (25.76, 0.09),
+    "pfs2/faithful": (10.61, 0.04),
+    "pfs2_straightforward/strict": (0.05, 0.02),
+    "pfs2_straightforward/faithful": (0.05, 0.02),
+    "mcgen/strict": (0.05, 0.05),
+    "mcgen/faithful": (7.62, 0.09),
+    "class_marginals/strict": (0.05, 0.01),
 }
 #: A step missing from :data:`STEP_SECONDS` (a new miner): this many CPU seconds.
 DEFAULT_STEP_SECONDS = (5.0, 0.2)

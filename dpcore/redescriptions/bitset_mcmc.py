@@ -255,14 +255,14 @@ def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bi
                  child_bits, child_offset):
     perm = np.empty(1, dtype=np.int64)
     leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes, perm, leaf, 1)
+    init_tree(nodes, perm, leaf, np.int64(1))
     dummy_codes = np.zeros((1, 1), dtype=np.uint16)
     dummy_y = np.zeros(1, dtype=np.int64)
     # np.int64(0), not 0: a literal argument would compile a second specialisation of
     # each callee next to the one the chain's steps use (same code, seconds of cold start).
     root_node = np.int64(0)
-    grow_structure(root_node, nodes, depth_of, max_depth, fanout, cands, rng, False, perm,
-                   dummy_codes, dummy_y, 0)
+    grow_structure(root_node, nodes, depth_of, max_depth, fanout, cands, rng, np.bool_(False),
+                   perm, dummy_codes, dummy_y, np.int64(0))
     copy_1d(node_bits[0], root)
     fill_node_bits(root_node, nodes, cands, fanout, child_bits, child_offset, node_bits)
 
@@ -301,7 +301,7 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
         copy_1d(saved_contrib, contrib)
         old_part = _drop_subtree(h, nodes, fanout, contrib)
         apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
-                   False, no_perm, no_codes, y, 0)
+                   np.bool_(False), no_perm, no_codes, y, np.int64(0))
         fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
         new_part = _rescore_subtree(h, nodes, fanout, node_bits, cls, hist, contrib)
         new_score = score - old_part + new_part
@@ -466,8 +466,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             for j in subtree_leaves(h, nodes_r, fanout_r):
                 zero_1d(table[j])
                 size_r[j] = 0
-        apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng, False,
-                   no_perm, no_codes, y, 0)
+        apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng,
+                   np.bool_(False), no_perm, no_codes, y, np.int64(0))
         fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
         if on_left:
             for u in subtree_leaves(h, nodes_l, fanout_l):
@@ -715,7 +715,7 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
     no_bits = np.zeros((1, 1), dtype=np.uint64)
     perm = np.empty(1, dtype=np.int64)
     leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes, perm, leaf, 1)
+    init_tree(nodes, perm, leaf, np.int64(1))
     copy_1d(node_bits[0], all_rows(n_rows))
     grow_bits(np.int64(0), nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
               gbits, node_bits, min_rows, y, cls, no_tree, no_bits, np.bool_(False))
@@ -826,11 +826,11 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
     no_y = np.zeros(1, dtype=np.int64)
     perm = np.empty(1, dtype=np.int64)
     leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes_l, perm, leaf, 1)
+    init_tree(nodes_l, perm, leaf, np.int64(1))
     copy_1d(bits_l[0], root)
     grow_bits(np.int64(0), nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, codes_l,
               split_l, g_bits_l, bits_l, min_rows, y, cls, nodes_r, bits_r, np.bool_(False))
-    init_tree(nodes_r, perm, leaf, 1)
+    init_tree(nodes_r, perm, leaf, np.int64(1))
     copy_1d(bits_r[0], root)
     grow_bits(np.int64(0), nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, codes_r,
               split_r, g_bits_r, bits_r, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
