@@ -18,15 +18,15 @@ from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.registry import ALGORITHM_LABELS, algorithm_spec
+from dpcore.registry import ALGORITHM_LABELS, SEQUENCES, algorithm_spec
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.params import LENGTHS, MAX_LENGTH, PRUNE, RECORDS, VERIFY
 
 from . import jobs
 from .budget_meter import fmt_eps
 from .sequence_form import FormReading
-from .sequence_warmup import render_sequence_warmup
 from .session import can_see_truth, current_requester, set_flash
+from .warmup import render_warmup_progress
 
 __all__ = ["LAUNCH_KEY", "PICK_KEY", "cost_breakdown", "cost_text", "launch_blockers",
            "render_sequence_launch", "pick_run", "picked_run"]
@@ -110,7 +110,7 @@ def render_sequence_launch(ledger: Ledger, record: DatasetRecord, reading: FormR
     remaining = ledger.budget(record.name)
     st.markdown(cost_text(params, cost) +
                 f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
-    ready = render_sequence_warmup()
+    ready = render_warmup_progress("Launch", SEQUENCES)
     blockers = launch_blockers(remaining, cost, record, ready)
     if state is not None and state["stage"] == "confirm" and (
             state["params"] != params.to_dict() or blockers):

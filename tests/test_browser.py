@@ -404,10 +404,11 @@ def sequence_kernels():
     """The sequence kernels compiled into this run's numba cache before the server starts, as
     they are on any server after its first start (a first start compiles them once, about a
     minute, with a progress bar on the Sequences page)."""
-    from components.sequence_warmup import sequence_warmup_steps
+    from components.warmup import family_steps
+    from dpcore.registry import SEQUENCES
 
-    for _, action in sequence_warmup_steps():
-        action()
+    for step in family_steps(SEQUENCES):
+        step.action()
 
 
 @pytest.mark.browser

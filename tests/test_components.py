@@ -519,59 +519,76 @@ def test_runs_page_helpers_clamp_jaccard_and_pick_runs_with_results(tree_result,
     assert source == "suggested" and own == suggested_threshold({es.run_id: es}, 0.1)
 
 
-def test_warmup_reports_progress_and_an_estimate():
-    """Point 10: ~55 s of grey placeholders with no progress or estimate."""
+def _step(key, family, action=lambda: None):
+    from components.warmup import WarmupStep
+
+    return WarmupStep(key, key, family, action)
+
+
+def test_warmup_reports_progress_and_an_estimate(monkeypatch):
+    """Point 10: ~55 s of grey placeholders with no progress or estimate; issue 32: the
+    estimate comes from each step's measured compile CPU, scaled by this machine's pace."""
+    from components import warmup
     from components.warmup import WarmupState, progress_text, run_warmup
 
-    cold = WarmupState(total=4, cold=True)
-    assert "about a minute" in progress_text(cold) and "step 1 of 4" in progress_text(cold)
-    assert 1.0 <= cold.seconds_left() <= 60.0
-    steps_done = []
-    state = WarmupState(total=3, cold=False)
-    run_warmup(state, [(f"s{i}", lambda i=i: steps_done.append(i)) for i in range(3)])
-    assert steps_done == [0, 1, 2] and state.ready and state.fraction == 1.0
+    monkeypatch.setattr(warmup, "STEP_SECONDS", {"a/x": (10.0, 1.0), "b/x": (30.0, 1.0),
+                                                 "c/y": (20.0, 1.0)})
+    steps = [_step("a/x", "fam1"), _step("b/x", "fam1"), _step("c/y", "fam2")]
+    cold = WarmupState(steps=steps, cold=True, started=0.0)
+    text = progress_text(cold)
+    assert "step 1 of 3" in text and "compiling" in text
+    assert cold.seconds_left(now=0.0) == pytest.approx(60.0)        # 10 + 30 + 20 expected
+    assert cold.seconds_left(now=0.0, family="fam2") == pytest.approx(20.0)
+    assert WarmupState(steps=steps, cold=False, started=0.0).seconds_left(now=0.0) == 3.0
+    # the first step took 20 s for its expected 10: the machine runs at half speed
+    cold.done_keys.append("a/x")
+    cold.step_started = 20.0
+    cold._current = steps[1]
+    assert cold.seconds_left(now=20.0) == pytest.approx(2 * (30 + 20))
+    # the second step overruns even that pace (90 s for 30 expected): 3x, and growing
+    assert cold.seconds_left(now=110.0) == pytest.approx(20 * 3.0 + 1.0, abs=1.0)
+    assert cold.seconds_left(now=200.0) > cold.seconds_left(now=110.0)
+    assert cold.fraction == pytest.approx(10 / 60)
+
+    order = []
+    state = WarmupState(steps=[_step(s.key, s.family, lambda k=s.key: order.append(k))
+                               for s in steps], cold=False)
+    state.wanted = "fam2"                             # a page waits for fam2: it goes first
+    run_warmup(state)
+    assert order == ["c/y", "a/x", "b/x"] and state.ready and state.fraction == 1.0
     assert progress_text(state) == "Mining engine ready."
-    half = WarmupState(total=4, cold=True, done=2, started=0.0)
-    assert half.seconds_left(now=10.0) == pytest.approx(10.0)       # 5 s a step, 2 to go
 
     def boom():
         raise RuntimeError("no compiler")
 
-    failed = WarmupState(total=1, cold=True)
+    failed = WarmupState(steps=[], cold=True)
     run_warmup(failed, [("x", boom)])
     assert failed.ready and "RuntimeError" in failed.error
     assert "compile on first use" in progress_text(failed)
 
 
-def test_every_family_warms_up_through_the_one_loop():
-    """A family's warm-up declares only its steps, thread name and progress line; the
-    thread, the shared state and the progress bar are components.warmup's."""
-    import threading
-    import time
+def test_one_warmup_covers_every_family_and_a_family_is_ready_on_its_own_steps():
+    """Issue 32: one warm-up (not one per family) runs every miner x mode of every family;
+    a page is ready as soon as its own family's steps are done."""
+    from components.warmup import STEP_SECONDS, WarmupState, warmup_steps
+    from dpcore.registry import (
+        ALGORITHM_SPECS,
+        FAMILIES,
+        REDESCRIPTION_QUERIES,
+        SEQUENCES,
+        SYNTHESIS,
+        family_algorithms,
+    )
 
-    from components import warmup
-    from components.sequence_warmup import SEQUENCE_WARMUP
-
-    assert warmup._FAMILIES[SEQUENCE_WARMUP.key] is SEQUENCE_WARMUP
-    assert warmup._FAMILIES[warmup.REDESCRIPTION_WARMUP.key] is warmup.REDESCRIPTION_WARMUP
-    ran, names = [], []
-    family = warmup.register_warmup(warmup.WarmupFamily(
-        key="test-family", thread_name="dprm-test-warmup",
-        steps=lambda: [("a", lambda: ran.append("a")),
-                       ("b", lambda: names.append(threading.current_thread().name))],
-        text=lambda state: f"{state.done} of {state.total}"))
-    try:
-        state = warmup.warmup_state(family)
-        assert warmup.warmup_state(family) is state            # started once
-        deadline = time.monotonic() + 10
-        while not state.ready:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        assert ran == ["a"] and names == ["dprm-test-warmup"] and state.error is None
-        assert family.text(state) == "2 of 2"
-    finally:
-        warmup._FAMILIES.pop(family.key, None)
-        warmup._warmup_once.clear()
+    steps = warmup_steps()
+    expected = {f"{a}/{m}" for f in FAMILIES for a in family_algorithms(f)
+                if a not in REDESCRIPTION_QUERIES for m in ALGORITHM_SPECS[a].modes}
+    assert [s.key for s in steps] == list(STEP_SECONDS)          # every step is measured
+    assert set(STEP_SECONDS) == expected and {s.family for s in steps} == set(FAMILIES)
+    state = WarmupState(steps=steps, cold=True)
+    state.done_keys = [s.key for s in steps if s.family == SEQUENCES]
+    assert state.family_ready(SEQUENCES) and not state.family_ready(SYNTHESIS)
+    assert not state.ready and not state.family_ready(None)
 
 
 # --------------------------------------------------------------------------- Data page pieces

@@ -321,8 +321,9 @@ def _bernoulli_exp_jit(num, den, rng):
     γ > 1 is split into ⌊γ⌋ independent Bernoulli(exp(−1)) draws (stopping at the first
     failure, so the expected cost is O(1) whatever γ) and one Bernoulli(exp(−(γ − ⌊γ⌋))).
     """
+    # np.int64(1), not a literal 1: one compiled _bernoulli_exp_unit serves every call.
     while num > den:
-        if not _bernoulli_exp_unit(1, 1, rng):
+        if not _bernoulli_exp_unit(np.int64(1), np.int64(1), rng):
             return False
         num -= den
     return _bernoulli_exp_unit(num, den, rng)
@@ -346,7 +347,7 @@ def _discrete_laplace_jit(s, t, rng):
             continue
         y = u // s
         rem = u % s
-        while _bernoulli_exp_unit(1, 1, rng):
+        while _bernoulli_exp_unit(np.int64(1), np.int64(1), rng):
             y += q
             rem += r
             if rem >= s:
@@ -415,7 +416,7 @@ def _discrete_laplace_wide_jit(s, t_hi, t_lo, q, r, rng):
             if rem >= s:
                 rem -= s
                 y += 1
-        while _bernoulli_exp_unit(1, 1, rng):
+        while _bernoulli_exp_unit(np.int64(1), np.int64(1), rng):
             y += q
             rem += r
             if rem >= s:

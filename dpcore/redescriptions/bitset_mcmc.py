@@ -48,9 +48,12 @@ from dpcore.redescriptions.kernels.layout import (
     SPLIT,
     THR,
     THRESHOLD,
+    copy_1d,
+    copy_2d,
     init_tree,
     mark_absent,
     subtree_leaves,
+    zero_1d,
 )
 from dpcore.redescriptions.kernels.moves import (
     apply_move,
@@ -141,25 +144,30 @@ def candidate_child_bits(codes, cands, n_codes):
             x = np.int64(codes[a, r])
             if x != MISSING:
                 eq[x, r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+        # Word loops rather than array expressions: same bits, far less to compile.
         present = np.zeros(words, dtype=np.uint64)
         for x in range(n_codes[a]):
-            present |= eq[x]
+            for w in range(words):
+                present[w] |= eq[x, w]
         prefix = np.zeros(words, dtype=np.uint64)
         next_code = 0
         for s in range(first, last):
             kind, thr, off = cands[KIND, s], cands[THR, s], offset[s]
             if kind == THRESHOLD:
                 while next_code <= thr:
-                    prefix |= eq[next_code]
+                    for w in range(words):
+                        prefix[w] |= eq[next_code, w]
                     next_code += 1
-                bits[off] = prefix
-                bits[off + 1] = present & ~prefix
+                for w in range(words):
+                    bits[off, w] = prefix[w]
+                    bits[off + 1, w] = present[w] & ~prefix[w]
             elif kind == MULTIWAY:
                 for c in range(cands[NCHILD, s]):
-                    bits[off + c] = eq[c]
+                    copy_1d(bits[off + c], eq[c])
             else:
-                bits[off + 1] = eq[thr]
-                bits[off] = present & ~eq[thr]
+                for w in range(words):
+                    bits[off + 1, w] = eq[thr, w]
+                    bits[off, w] = present[w] & ~eq[thr, w]
         first = last
     return bits, offset
 
@@ -247,13 +255,16 @@ def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bi
                  child_bits, child_offset):
     perm = np.empty(1, dtype=np.int64)
     leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes, perm, leaf, 1)
+    init_tree(nodes, perm, leaf, np.int64(1))
     dummy_codes = np.zeros((1, 1), dtype=np.uint16)
     dummy_y = np.zeros(1, dtype=np.int64)
-    grow_structure(0, nodes, depth_of, max_depth, fanout, cands, rng, False, perm, dummy_codes,
-                   dummy_y, 0)
-    node_bits[0, :] = root
-    fill_node_bits(0, nodes, cands, fanout, child_bits, child_offset, node_bits)
+    # np.int64(0), not 0: a literal argument would compile a second specialisation of
+    # each callee next to the one the chain's steps use (same code, seconds of cold start).
+    root_node = np.int64(0)
+    grow_structure(root_node, nodes, depth_of, max_depth, fanout, cands, rng, np.bool_(False),
+                   perm, dummy_codes, dummy_y, np.int64(0))
+    copy_1d(node_bits[0], root)
+    fill_node_bits(root_node, nodes, cands, fanout, child_bits, child_offset, node_bits)
 
 
 @njit(cache=True, nogil=True)
@@ -287,19 +298,20 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
             continue
         if stats is not None:
             stats[0] += count_bits(node_bits[h])
-        saved_contrib[:] = contrib
+        copy_1d(saved_contrib, contrib)
         old_part = _drop_subtree(h, nodes, fanout, contrib)
         apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
-                   False, no_perm, no_codes, y, 0)
+                   np.bool_(False), no_perm, no_codes, y, np.int64(0))
         fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
         new_part = _rescore_subtree(h, nodes, fanout, node_bits, cls, hist, contrib)
         new_score = score - old_part + new_part
         if hastings_accept(new_score - score, epsilon, 2.0, hastings, h, saved_nodes, nodes,
-                           no_tree, cands, fanout, depth_of, max_depth, True, work, rng):
+                           no_tree, cands, fanout, depth_of, max_depth, np.bool_(True), work,
+                           rng):
             score = new_score
         else:
-            nodes[:, :] = saved_nodes
-            contrib[:] = saved_contrib
+            copy_2d(nodes, saved_nodes)
+            copy_1d(contrib, saved_contrib)
             fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
         trace[it] = score
     return mc_iter
@@ -443,19 +455,19 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             nodes, saved, bits, other_nodes, work = nodes_r, saved_r, bits_r, nodes_l, work_r
         if stats is not None:
             stats[0] += count_bits(bits[h])
-        saved_hist[:, :] = hist
-        saved_table[:, :] = table
-        saved_size[:] = size_r
+        copy_2d(saved_hist, hist)
+        copy_2d(saved_table, table)
+        copy_1d(saved_size, size_r)
         if on_left:
             for u in subtree_leaves(h, nodes_l, fanout_l):
-                hist[u, :] = 0
-                table[:, u] = 0
+                zero_1d(hist[u])
+                zero_1d(table[:, u])
         else:
             for j in subtree_leaves(h, nodes_r, fanout_r):
-                table[j, :] = 0
+                zero_1d(table[j])
                 size_r[j] = 0
-        apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng, False,
-                   no_perm, no_codes, y, 0)
+        apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng,
+                   np.bool_(False), no_perm, no_codes, y, np.int64(0))
         fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
         if on_left:
             for u in subtree_leaves(h, nodes_l, fanout_l):
@@ -471,13 +483,14 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
             new_g_r -= _root_purity(nodes_l, hist, n_rows)
         new_score = pair_score(new_g_l, new_g_r, count_scale)
         if hastings_accept(new_score - score, epsilon, sensitivity, hastings, h, saved, nodes,
-                           other_nodes, cands, fanout, depth_of, max_depth, True, work, rng):
+                           other_nodes, cands, fanout, depth_of, max_depth, np.bool_(True), work,
+                           rng):
             score, g_l, g_r = new_score, new_g_l, new_g_r
         else:
-            nodes[:, :] = saved
-            hist[:, :] = saved_hist
-            table[:, :] = saved_table
-            size_r[:] = saved_size
+            copy_2d(nodes, saved)
+            copy_2d(hist, saved_hist)
+            copy_2d(table, saved_table)
+            copy_1d(size_r, saved_size)
             fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
         trace[it] = score
     return mc_iter
@@ -529,7 +542,7 @@ def split_bits(codes, cands, s, out):
         one = np.uint64(1)
         miss = np.int64(MISSING)
         for i in range(cands[NCHILD, s]):
-            out[i, :] = 0
+            zero_1d(out[i])
         for r in range(n_rows):
             x = np.int64(codes[a, r])
             if x != miss:
@@ -702,10 +715,10 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
     no_bits = np.zeros((1, 1), dtype=np.uint64)
     perm = np.empty(1, dtype=np.int64)
     leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes, perm, leaf, 1)
-    node_bits[0, :] = all_rows(n_rows)
-    grow_bits(0, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
-              node_bits, min_rows, y, cls, no_tree, no_bits, False)
+    init_tree(nodes, perm, leaf, np.int64(1))
+    copy_1d(node_bits[0], all_rows(n_rows))
+    grow_bits(np.int64(0), nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
+              gbits, node_bits, min_rows, y, cls, no_tree, no_bits, np.bool_(False))
     hist = np.zeros((cap, n_classes), dtype=np.int64)
     contrib = np.zeros(cap, dtype=np.float64)
     score = _score_leaves(nodes, node_bits, cls, hist, contrib)
@@ -724,25 +737,26 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
             continue
         if stats is not None:
             stats[0] += count_bits(node_bits[h])
-        saved_contrib[:] = contrib
-        saved_g[:, :] = gbits[h]
+        copy_1d(saved_contrib, contrib)
+        copy_2d(saved_g, gbits[h])
         saved_split = split_of[h]
         old_part = _drop_subtree(h, nodes, fanout, contrib)
-        saved_nodes[:, :] = nodes
+        copy_2d(saved_nodes, nodes)
         replace_split(h, s_new, nodes, cands, fanout)
         grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
-                  node_bits, min_rows, y, cls, no_tree, no_bits, False)
+                  node_bits, min_rows, y, cls, no_tree, no_bits, np.bool_(False))
         new_part = _rescore_subtree(h, nodes, fanout, node_bits, cls, hist, contrib)
         new_score = score - old_part + new_part
         if hastings_accept(new_score - score, epsilon, 2.0, hastings, h, saved_nodes, nodes,
-                           no_tree, cands, fanout, depth_of, max_depth, False, work, rng):
+                           no_tree, cands, fanout, depth_of, max_depth, np.bool_(False), work,
+                           rng):
             score = new_score
             ring[n_acc % window] = score
             n_acc += 1
         else:
-            nodes[:, :] = saved_nodes
-            contrib[:] = saved_contrib
-            gbits[h, :, :] = saved_g
+            copy_2d(nodes, saved_nodes)
+            copy_1d(contrib, saved_contrib)
+            copy_2d(gbits[h], saved_g)
             split_of[h] = saved_split
             refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, node_bits)
             for u in subtree_leaves(h, nodes, fanout):
@@ -812,14 +826,14 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
     no_y = np.zeros(1, dtype=np.int64)
     perm = np.empty(1, dtype=np.int64)
     leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes_l, perm, leaf, 1)
-    bits_l[0, :] = root
-    grow_bits(0, nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, codes_l, split_l,
-              g_bits_l, bits_l, min_rows, y, cls, nodes_r, bits_r, False)
-    init_tree(nodes_r, perm, leaf, 1)
-    bits_r[0, :] = root
-    grow_bits(0, nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, codes_r, split_r,
-              g_bits_r, bits_r, min_rows, no_y, no_cls, nodes_l, bits_l, True)
+    init_tree(nodes_l, perm, leaf, np.int64(1))
+    copy_1d(bits_l[0], root)
+    grow_bits(np.int64(0), nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, codes_l,
+              split_l, g_bits_l, bits_l, min_rows, y, cls, nodes_r, bits_r, np.bool_(False))
+    init_tree(nodes_r, perm, leaf, np.int64(1))
+    copy_1d(bits_r[0], root)
+    grow_bits(np.int64(0), nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, codes_r,
+              split_r, g_bits_r, bits_r, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
     hist = np.zeros((cap_l, n_classes), dtype=np.int64)
     contrib_l = np.zeros(cap_l, dtype=np.float64)
     g_l = 0.0
@@ -869,34 +883,34 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
         if stats is not None:
             stats[0] += count_bits(bits[h])
         nc = gbits.shape[1]
-        saved_g[:nc, :] = gbits[h]
+        copy_2d(saved_g[:nc], gbits[h])
         saved_split = split_of[h]
         old_leaves = subtree_leaves(h, nodes, fanout)
         old_part = 0.0
         if on_left:
-            saved_contrib[:] = contrib_l
+            copy_1d(saved_contrib, contrib_l)
             for u in old_leaves:
                 old_part += contrib_l[u]
                 contrib_l[u] = 0.0
-                saved_hist[u, :] = hist[u, :]
-                saved_table[:, u] = table[:, u]
-                hist[u, :] = 0
-                table[:, u] = 0
+                copy_1d(saved_hist[u], hist[u])
+                copy_1d(saved_table[:, u], table[:, u])
+                zero_1d(hist[u])
+                zero_1d(table[:, u])
         else:
             for j in old_leaves:
-                saved_table[j, :] = table[j, :]
+                copy_1d(saved_table[j], table[j])
                 saved_size[j] = size_r[j]
-                table[j, :] = 0
+                zero_1d(table[j])
                 size_r[j] = 0
-        saved_sumsq[:] = sumsq
-        saved[:, :] = nodes
+        copy_1d(saved_sumsq, sumsq)
+        copy_2d(saved, nodes)
         replace_split(h, s_new, nodes, cands, fanout)
         if on_left:
             grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
-                      gbits, bits, min_rows, y, cls, nodes_r, bits_r, False)
+                      gbits, bits, min_rows, y, cls, nodes_r, bits_r, np.bool_(False))
         else:
             grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
-                      gbits, bits, min_rows, no_y, no_cls, nodes_l, bits_l, True)
+                      gbits, bits, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
         new_leaves = subtree_leaves(h, nodes, fanout)
         new_g_l = g_l
         if on_left:
@@ -918,31 +932,32 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
         new_g_r = _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows)
         new_score = new_g_l * (1.0 + new_g_r) / 2.0
         if hastings_accept(new_score - score, epsilon, 1.0, hastings, h, saved, nodes,
-                           other_nodes, cands, fanout, depth_of, max_depth, False, work, rng):
+                           other_nodes, cands, fanout, depth_of, max_depth, np.bool_(False), work,
+                           rng):
             score, g_l, g_r = new_score, new_g_l, new_g_r
             ring[n_acc % window] = score
             n_acc += 1
         else:
-            nodes[:, :] = saved
-            gbits[h, :, :] = saved_g[:nc, :]
+            copy_2d(nodes, saved)
+            copy_2d(gbits[h], saved_g[:nc])
             split_of[h] = saved_split
             refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, bits)
             if on_left:
-                contrib_l[:] = saved_contrib
+                copy_1d(contrib_l, saved_contrib)
                 for u in new_leaves:
-                    hist[u, :] = 0
-                    table[:, u] = 0
+                    zero_1d(hist[u])
+                    zero_1d(table[:, u])
                 for u in old_leaves:
-                    hist[u, :] = saved_hist[u, :]
-                    table[:, u] = saved_table[:, u]
+                    copy_1d(hist[u], saved_hist[u])
+                    copy_1d(table[:, u], saved_table[:, u])
             else:
                 for j in new_leaves:
-                    table[j, :] = 0
+                    zero_1d(table[j])
                     size_r[j] = 0
                 for j in old_leaves:
-                    table[j, :] = saved_table[j, :]
+                    copy_1d(table[j], saved_table[j])
                     size_r[j] = saved_size[j]
-            sumsq[:] = saved_sumsq
+            copy_1d(sumsq, saved_sumsq)
         trace[it] = score
         if scores_stabilised(ring, n_acc, window, sigma):
             break

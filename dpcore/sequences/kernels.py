@@ -275,7 +275,7 @@ def contained_candidates(record, n_items, node_item, child_start, child_end, lea
     stk_it = np.empty(k + 1, dtype=np.int64)
     if n < k:
         return np.empty(0, dtype=np.int64)
-    nd = _index_record(record, 0, n, cnt, first, pos, distinct)
+    nd = _index_record(record, np.int64(0), n, cnt, first, pos, distinct)
     m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, distinct,
                    nd, out, stk_node, stk_pos, stk_it)
     return np.sort(out[:m])
@@ -426,7 +426,7 @@ def _reconstruct(buf, n, k, lmax, cands, node_item, child_start, child_end, node
     if there is none, a whole remaining candidate of highest c-score. Returns |Ŝ|, which
     can exceed lmax by up to k − 1 (the caller truncates in strict mode).
     """
-    nd = _index_record(buf, 0, n, cnt, first, pos, distinct)
+    nd = _index_record(buf, np.int64(0), n, cnt, first, pos, distinct)
     m = _contained(node_item, child_start, child_end, leaf_cand, k, cnt, first, pos, distinct,
                    nd, ctilde, stk_node, stk_pos, stk_it)
     _clear_index(cnt, distinct, nd)
@@ -592,7 +592,10 @@ def shrink_records_kernel(indptr, items, n_items, relevant, k, lmax, truncate, c
             if n <= lmax:
                 break
             n = _compress(buf, n, period, k, tmp)
-            buf[:n] = tmp[:n]
+            # A loop, not buf[:n] = tmp[:n]: numba compiles a slice assignment's shape
+            # check with string formatting (seconds of cold start, issue 32).
+            for i in range(n):
+                buf[i] = tmp[i]
         if n > lmax:
             stats[1] += 1
             n = _reconstruct(buf, n, k, lmax, cands, node_item, child_start, child_end,
@@ -664,7 +667,9 @@ def build_occurrence_runs(indptr, items, n_items):
                     b -= 1
                 distinct[b + 1] = x
         else:
-            distinct[:nd] = np.sort(distinct[:nd])
+            ordered = np.sort(distinct[:nd])
+            for a in range(nd):                 # a loop: see the note in the trimming above
+                distinct[a] = ordered[a]
         off = s
         j0 = run_ptr[r]
         for j in range(nd):
@@ -753,9 +758,9 @@ def count_supports_runs(indptr, run_ptr, run_item, run_bound, run_pos, node_item
             while c < ce and j < re:
                 a, b = node_item[c], run_item[j]
                 if a < b:
-                    c = _lower_bound(node_item, c + 1, ce, b)
+                    c = _lower_bound(node_item, c + 1, ce, np.int64(b))
                 elif a > b:
-                    j = _lower_bound(run_item, j + 1, re, a)
+                    j = _lower_bound(run_item, j + 1, re, np.int64(a))
                 else:
                     matched = True
                     break
@@ -826,7 +831,8 @@ def _grow_i64(arr, need):
     if need <= arr.shape[0]:
         return arr
     new = np.empty(max(need, 2 * arr.shape[0]), dtype=arr.dtype)
-    new[:arr.shape[0]] = arr
+    for i in range(arr.shape[0]):      # a loop: cheaper to compile than a slice copy
+        new[i] = arr[i]
     return new
 
 
@@ -835,7 +841,8 @@ def _grow_i32(arr, need):
     if need <= arr.shape[0]:
         return arr
     new = np.empty(max(need, 2 * arr.shape[0]), dtype=arr.dtype)
-    new[:arr.shape[0]] = arr
+    for i in range(arr.shape[0]):      # a loop: cheaper to compile than a slice copy
+        new[i] = arr[i]
     return new
 
 
@@ -886,8 +893,8 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
     f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
     cnt0 = np.zeros(n_items, dtype=np.int64)
     touched0 = np.empty(n_items, dtype=np.int32)
-    nt0 = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, 0,
-                            n_root, cnt0, touched0)
+    nt0 = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
+                            np.int64(0), n_root, cnt0, touched0)
     for t in range(nt0):
         if cnt0[touched0[t]] >= min_support:
             keep[touched0[t]] = True
@@ -1027,8 +1034,8 @@ def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_item
     f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
     cnt = np.zeros(n_items, dtype=np.int64)
     touched = np.empty(n_items, dtype=np.int32)
-    nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, 0,
-                           n_rec, cnt, touched)
+    nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
+                           np.int64(0), n_rec, cnt, touched)
     for t in range(nt):
         if cnt[touched[t]] >= min_support:
             keep[touched[t]] = True

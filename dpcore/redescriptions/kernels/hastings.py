@@ -114,7 +114,7 @@ def _path_constraints(u, nodes, cands, fanout, work, stamp):
     for each attribute with a threshold split on the path, the interval [lo, hi) of its
     thresholds that are useful at ``u``; each other split on the path is stamped (used).
     Returns (number of attributes listed, number of non-threshold splits on the path)."""
-    n_keys = 0
+    n_keys = np.int64(0)      # not a literal 0: one compile of _touch_attr
     n_used = 0
     v = u
     while v > 0:

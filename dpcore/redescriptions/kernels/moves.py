@@ -25,6 +25,7 @@ from dpcore.redescriptions.kernels.layout import (
     THR,
     THRESHOLD,
     child_of,
+    copy_2d,
     internal_nodes,
     mark_absent,
 )
@@ -291,7 +292,7 @@ def apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth,
     copies ``saved_nodes`` back. ``perm``, ``codes``, ``y`` and ``min_rows`` are read
     only by faithful growth (strict callers pass placeholders).
     """
-    saved_nodes[:, :] = nodes
+    copy_2d(saved_nodes, nodes)
     replace_split(h, s_new, nodes, cands, fanout)
     grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, perm, codes,
                    y, min_rows)

@@ -110,7 +110,8 @@ def span_row_index(codes, n_codes, attr_start, lo, hi):
         if narrow[a]:
             k0, k1 = attr_start[a], attr_start[a + 1]
             rows = literal_span_rows(codes[a], lo[k0:k1], hi[k0:k1])
-            span_rows[at:at + rows.shape[0]] = rows
+            for i in range(rows.shape[0]):     # a loop: cheaper to compile than a slice copy
+                span_rows[at + i] = rows[i]
             span_start[a], span_end[a] = at, at + rows.shape[0]
             at += rows.shape[0]
     return span_start, span_end, span_rows
@@ -280,9 +281,10 @@ def extension_scores(codes_l, n_codes_l, attr_start_l, lo_l, hi_l, span_l, used_
     out = np.empty(2 * n_l + 2 * n_r + 1)
     cells, sizes = row_cells(in_left, in_right)
     _side_scores(codes_l, n_codes_l, attr_start_l, lo_l, hi_l, span_l[0], span_l[1], span_l[2],
-                 used_l, allow[0], allow[1], 0, cells, sizes, steepness, x0, out, 0, n_l)
+                 used_l, allow[0], allow[1], np.int64(0), cells, sizes, steepness, x0, out,
+                 np.int64(0), n_l)
     _side_scores(codes_r, n_codes_r, attr_start_r, lo_r, hi_r, span_r[0], span_r[1], span_r[2],
-                 used_r, allow[2], allow[3], 1, cells, sizes, steepness, x0, out, 2 * n_l,
+                 used_r, allow[2], allow[3], np.int64(1), cells, sizes, steepness, x0, out, 2 * n_l,
                  2 * n_l + n_r)
     out[2 * n_l + 2 * n_r] = quality(sizes[3], sizes[3] + sizes[2] + sizes[1], steepness, x0)
     return out
