@@ -189,8 +189,8 @@ def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,
         for factor, call in zip(taps.serenade, draws):
             limit = nano_to_epsilon(call.epsilon_nano) / (2.0 * call.sensitivity)
             if factor > limit * (1 + 1e-12):
-                problems.append(f"{call.label}: drawn at factor {factor:.6g} > ε/(2Δf) = "
-                                f"{limit:.6g}")
+                problems.append(f"{call.label}: drawn at factor {factor:.12g} > ε/(2Δf) = "
+                                f"{limit:.12g}")
             if delta_f is not None and not math.isclose(call.sensitivity, delta_f,
                                                         rel_tol=1e-12):
                 problems.append(f"{call.label}: charged Δf = {call.sensitivity} but Δf at the "
