@@ -547,3 +547,52 @@ def test_count_score_pair_choice_passes_the_audit_and_a_hotter_chain_is_caught(m
     assert broken.epsilon_lower > EPSILON, (
         f"a count-scale chain at {audit.broken_factor}·ε_T was NOT caught: ε_lower = "
         f"{broken.epsilon_lower:.3f} ({broken.summary()}) {MSG}")
+
+
+# ------------------------------------------------------------------ AltExpM's tree choice
+
+#: AltExpM where the left tree is NOT forced: the structure design above (left view a1, a2,
+#: right view b; D symmetric in a1 ↔ a2, D′ adds the row (1, 0, 1)). Whatever target is
+#: drawn, the left tree is chosen with b's value as its classes (directly when the target is
+#: b, through the forced right tree's leaves otherwise), so on D′ its Gini utilities differ by
+#: 1.875 rows (a2's 0-child holds 15 rows b = 0 and one b = 1) and
+#: P_D′(a2) = σ(−ε_P·1.875/(2·2)) against 1/2 on D. ε = 3 gives each of the three equal
+#: slots (two trees, one table) ε_P = 1: an exact loss of ln(0.5/σ(−0.469)) = 0.262 ≤ ε_P.
+#: Issue 31's bug — the tree's exponential mechanism at 2·ε_P (Δ 1 instead of 2), charged
+#: ε_P — loses 0.575 on the same event.
+EXPMECH_EPSILON = 3.0
+EXPMECH_GAP = 1.875
+
+
+def expmech_loss(factor: float) -> float:
+    """Exact log-ratio of {left tree splits on a2} between D and D′ (ε_P = ε/3 per tree)."""
+    eps_p = factor * EXPMECH_EPSILON / 3.0
+    return math.log(0.5 * (1.0 + math.exp(eps_p * EXPMECH_GAP / (2.0 * 2.0))))
+
+
+@pytest.mark.slow
+def test_altexpm_tree_choice_passes_the_audit_and_a_hotter_draw_is_caught(monkeypatch):
+    """The tree AltExpM releases, audited on a design where it is chosen (the forced designs
+    cannot see it): ε_lower ≤ the event's exact loss 0.262 (≤ ε_P = 1); the tree drawn at
+    2·ε_P while ε_P is charged (issue 31, example 1) exceeds that loss."""
+    params = MiningParams(algorithm=ALTEXPM, epsilon=EXPMECH_EPSILON, in_tr=1, rm_iter=1,
+                          depth=1)
+    assert all(s.epsilon_nano == 10**9 for s in tree_plan(params))  # three slots of ε_P = 1
+    loss = expmech_loss(1)
+    audit = Audit(f"{ALTEXPM}-tree-choice", run_redescriptions(params),
+                  structure_dataset(False), structure_dataset(True),
+                  {"left tree splits on a2": left_splits_on_a2}, 2000, 2, loss)
+    assert 0.26 < loss < 0.27 and expmech_loss(2) > 0.57
+    report = _audit(audit, "real")
+    assert report.epsilon_lower <= loss, (
+        f"AltExpM's tree choice looks less private than its exact loss {loss:.3f}: "
+        f"ε_lower = {report.epsilon_lower:.3f} ({report.summary()}) {MSG}")
+
+    from dpcore.redescriptions import mining as mining_module
+    real_charge = mining_module.charge_expmech_tree
+    monkeypatch.setattr(mining_module, "charge_expmech_tree",
+                        lambda *a, **k: 2.0 * real_charge(*a, **k))
+    broken = _audit(audit, "tree at 2·ε_P")
+    assert broken.epsilon_lower > loss, (
+        f"AltExpM drawing its tree at 2·ε_P was NOT caught: ε_lower = "
+        f"{broken.epsilon_lower:.3f} ≤ {loss:.3f} ({broken.summary()}) {MSG}")

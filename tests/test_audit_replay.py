@@ -189,8 +189,8 @@ def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,
         for factor, call in zip(taps.serenade, draws):
             limit = nano_to_epsilon(call.epsilon_nano) / (2.0 * call.sensitivity)
             if factor > limit * (1 + 1e-12):
-                problems.append(f"{call.label}: drawn at factor {factor:.6g} > ε/(2Δf) = "
-                                f"{limit:.6g}")
+                problems.append(f"{call.label}: drawn at factor {factor:.12g} > ε/(2Δf) = "
+                                f"{limit:.12g}")
             if delta_f is not None and not math.isclose(call.sensitivity, delta_f,
                                                         rel_tol=1e-12):
                 problems.append(f"{call.label}: charged Δf = {call.sensitivity} but Δf at the "
@@ -295,18 +295,20 @@ def _redescription_runner(params: MiningParams):
     return run, total
 
 
+#: Serenade runs three rounds: ε_ext (and CS's ε_Q) then split into slots that differ by one
+#: nano-ε, so a draw scored with any slot but the role's smallest is seen by the replay.
 TREE_PARAMS = {
     MCMCTREEPAIR: MiningParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, depth=1,
                                mc_iter=10, tree_score=COUNT_SCORE),
     ALTMCMC: MiningParams(algorithm=ALTMCMC, epsilon=1.0, in_tr=2, rm_iter=1, depth=1,
                           mc_iter=10),
     ALTEXPM: MiningParams(algorithm=ALTEXPM, epsilon=1.0, in_tr=2, rm_iter=1, depth=2),
-    SERENADE_ES: MiningParams(algorithm=SERENADE_ES, epsilon=1.0, init_pairs=1, es_rounds=2,
-                              min_jaccard=0.0, max_pvalue=1.0, min_support=0.0,
+    SERENADE_ES: MiningParams(algorithm=SERENADE_ES, epsilon=1.0, init_pairs=1, es_rounds=3,
+                              budget_ext=0.1, min_jaccard=0.0, max_pvalue=1.0, min_support=0.0,
                               max_support=1.0),
-    SERENADE_CS: MiningParams(algorithm=SERENADE_CS, epsilon=1.0, init_pairs=1, cs_rounds=2,
-                              min_acc=0.0, min_jaccard=0.0, max_pvalue=1.0, min_support=0.0,
-                              max_support=1.0),
+    SERENADE_CS: MiningParams(algorithm=SERENADE_CS, epsilon=1.0, init_pairs=1, cs_rounds=3,
+                              budget_ext=0.1, min_acc=0.0, min_jaccard=0.0, max_pvalue=1.0,
+                              min_support=0.0, max_support=1.0),
 }
 
 #: Queries over a 4 × 4 grid of 1° cells: the left view holds a and the longitude, the right
