@@ -54,8 +54,7 @@ from dpcore.privacy.policy import (
     content_digest,
     may_see_diagnostics,
 )
-from dpcore.privacy.roles import can_see_true_statistics
-from dpcore.privacy.roles import OWNER
+from dpcore.privacy.roles import OWNER, can_see_true_statistics
 from dpcore.registry import ALGORITHM_SPECS, REDESCRIPTIONS, algorithm_spec, dataset_kind_spec
 
 if TYPE_CHECKING:
