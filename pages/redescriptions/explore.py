@@ -6,6 +6,7 @@ from components.custom_query import custom_query_section
 from components.explore_view import render_explore
 from components.noisy_map import noisy_map_section
 from components.session import current_dataset, get_ledger, show_flash
+from components.unfinished_runs import render_unfinished_runs
 
 ledger = get_ledger()
 record = current_dataset(ledger)
@@ -14,6 +15,7 @@ show_flash()
 if record is None:
     st.info("Pick a dataset in the sidebar first.")
 else:
+    render_unfinished_runs(ledger, record, key="explore")
     render_explore(ledger, record)
     custom_query_section(ledger, record)
     noisy_map_section(ledger, record)

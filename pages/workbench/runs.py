@@ -3,11 +3,12 @@
 import streamlit as st
 
 from components.runs_view import render_runs
-from components.session import current_dataset, get_ledger
+from components.session import current_dataset, get_ledger, show_flash
 
 ledger = get_ledger()
 record = current_dataset(ledger)
 st.title("Runs")
+show_flash()
 if record is None:
     st.info("Pick a dataset in the sidebar first.")
 else:
