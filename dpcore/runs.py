@@ -72,10 +72,13 @@ if TYPE_CHECKING:
 
 __all__ = ["RESULT_FORMAT", "RunInProgressError", "new_run_id", "run_cost", "load_registered",
            "check_registered_data", "check_dataset_kind", "charge_and_mine", "load_result",
-           "readable_runs", "finish_charged_run"]
+           "readable_runs", "finish_charged_run", "PRIVATE_PROGRESS"]
 
 #: progress(fraction in [0, 1], message), called by miners between kernel calls.
 Progress = Callable[[float, str], None]
+#: The one progress message an analyst on private data gets while a run mines (:func:`_relayed`).
+PRIVATE_PROGRESS = ("mining — progress is not shown on private data (it could quote noisy "
+                    "values of an attempt not stored yet)")
 
 #: Version of the stored result envelope (``result_format`` and ``family`` keys). Format 1
 #: (no envelope) is every redescription result stored before other families existed.
@@ -295,6 +298,7 @@ def _relayed(progress: Progress | None, permit: RunPermit) -> Progress | None:
     if progress is None or can_see_true_statistics(permit.requester.role,
                                                    permit.dataset.public_demo):
         return progress
+    progress(0.0, PRIVATE_PROGRESS)       # fixed text, fraction 0: nothing data-dependent
     return None
 
 
