@@ -19,15 +19,34 @@ from components.warmup import start_warmup
 
 st.set_page_config(page_title="DP mining workbench", page_icon="🔐", layout="wide")
 
-page = st.navigation([
-    st.Page("pages/data.py", title="Data", icon=":material/dataset:", default=True),
-    st.Page("pages/mine.py", title="Mine", icon=":material/rocket_launch:"),
-    st.Page("pages/explore.py", title="Explore", icon=":material/scatter_plot:"),
-    st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
-    st.Page("pages/sequences.py", title="Sequences", icon=":material/timeline:"),
-    st.Page("pages/synthesis.py", title="Synthesis", icon=":material/table_view:"),
-    st.Page("pages/teaching.py", title="Owner & teaching", icon=":material/school:"),
-])
+# The page scripts live one folder down (pages/<section>/), never in pages/ itself: Streamlit
+# serves a server's very first request through its legacy routing of pages/*.py until some
+# session has called st.navigation, so a deep link (/mine) opened first would otherwise run
+# a bare page script (no sidebar, no meter). url_path keeps every link as it was.
+page = st.navigation({
+    "Workbench": [
+        st.Page("pages/workbench/data.py", title="Data", icon=":material/dataset:",
+                default=True),
+        st.Page("pages/workbench/runs.py", title="Runs", icon=":material/history:",
+                url_path="runs"),
+        st.Page("pages/workbench/teaching.py", title="Owner & teaching",
+                icon=":material/school:", url_path="teaching"),
+    ],
+    "Redescriptions": [
+        st.Page("pages/redescriptions/mine.py", title="Mine", icon=":material/rocket_launch:",
+                url_path="mine"),
+        st.Page("pages/redescriptions/explore.py", title="Explore",
+                icon=":material/scatter_plot:", url_path="explore"),
+    ],
+    "Frequent sequences": [
+        st.Page("pages/sequences/sequences.py", title="Sequences", icon=":material/timeline:",
+                url_path="sequences"),
+    ],
+    "Synthetic data": [
+        st.Page("pages/synthesis/synthesis.py", title="Synthesis",
+                icon=":material/table_view:", url_path="synthesis"),
+    ],
+})
 
 ledger = get_ledger()
 if st.session_state.get("_samples_checked_in") != ledger.location:

@@ -24,7 +24,7 @@ from .params_form import params_from_state
 from .sequence_form import read_form
 from .synthesis_form import params_from_state as synthesis_params_from_state
 
-__all__ = ["fmt_eps", "MeterReading", "configured_params", "read_meter",
+__all__ = ["fmt_eps", "fmt_meter", "MeterReading", "configured_params", "read_meter",
            "render_budget_meter"]
 
 METRIC_LABELS = ("Total ε", "Spent ε", "Remaining ε", "This run ε")
@@ -33,6 +33,21 @@ METRIC_LABELS = ("Total ε", "Spent ε", "Remaining ε", "This run ε")
 def fmt_eps(value: float) -> str:
     """How the meter prints an ε (6 significant digits)."""
     return f"{value:.6g}"
+
+
+def fmt_meter(value: float) -> str:
+    """An ε as the meter's big figures show it: at most 4 significant digits (5 characters
+    or so fit a half-width sidebar column; ``fmt_eps``'s six digits were cut off), whole
+    numbers from 10,000 up. The exact figure is in the metric's help."""
+    short = f"{value:.4g}"
+    return f"{value:,.0f}" if "e+" in short else short
+
+
+def _metric(container, label: str, value: float | None) -> None:
+    if value is None:
+        container.metric(label, "—")
+    else:
+        container.metric(label, fmt_meter(value), help=f"ε = {fmt_eps(value)} exactly")
 
 
 @dataclass(frozen=True)
@@ -87,12 +102,12 @@ def render_budget_meter(ledger: Ledger, record: DatasetRecord | None) -> MeterRe
     with st.sidebar:
         st.markdown(f"**Privacy budget of `{record.name}`**")
         c1, c2 = st.columns(2)
-        c1.metric(METRIC_LABELS[0], fmt_eps(status.cap))
-        c2.metric(METRIC_LABELS[1], fmt_eps(status.spent))
+        _metric(c1, METRIC_LABELS[0], status.cap)
+        _metric(c2, METRIC_LABELS[1], status.spent)
         c1, c2 = st.columns(2)
-        c1.metric(METRIC_LABELS[2], fmt_eps(status.remaining))
-        c2.metric(METRIC_LABELS[3], "—" if reading.cost_nano is None
-                  else fmt_eps(nano_to_epsilon(reading.cost_nano)))
+        _metric(c1, METRIC_LABELS[2], status.remaining)
+        _metric(c2, METRIC_LABELS[3], None if reading.cost_nano is None
+                else nano_to_epsilon(reading.cost_nano))
         share = status.spent_nano / status.cap_nano if status.cap_nano > 0 else 1.0
         st.progress(min(1.0, max(0.0, share)), text=f"{share:.0%} of the budget spent")
         if reading.problem is not None:

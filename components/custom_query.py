@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from components.budget_meter import fmt_eps
+from components.number_fields import Bounds, number_field
 from components.session import current_requester, current_role, load_data, set_flash
 from dpcore.data.schema import BOOLEAN, CATEGORICAL, Schema
 from dpcore.errors import BudgetExceededError, DpcoreError
@@ -179,8 +180,12 @@ def render_custom_query(ledger: Ledger, record: DatasetRecord) -> None:
                          help=HELP["left_query"])
     right = st.text_input(f"Right query ({schema.views[1].name})", key="cq_right",
                           help=HELP["right_query"])
-    epsilon = st.number_input("ε for this query", min_value=0.001, max_value=10.0, value=0.1,
-                              step=0.05, format="%.3f", key="cq_epsilon", help=HELP["epsilon"])
+    st.session_state.setdefault("cq_epsilon", 0.1)
+    if number_field(st, "ε for this query", "cq_epsilon", QUERY_EPSILON, step=0.05,
+                    format="%.3f", help=HELP["epsilon"]):
+        _show_paid(ledger, record)            # the box says what is wrong; nothing to pay
+        return
+    epsilon = st.session_state["cq_epsilon"]
     problem = None
     try:
         parsed = parse_pair(schema, left, right)
@@ -238,6 +243,11 @@ def _pay(ledger: Ledger, record: DatasetRecord, params: CustomQueryParams, run_i
     set_flash("success", f"Query paid (ε = {fmt_eps(params.epsilon)}) and stored; its noisy "
                          "table is below.")
     st.rerun()
+
+
+#: What "ε for this query" and "ε for the map" accept (a box without hard bounds says so
+#: under the value typed, instead of snapping it back unseen).
+QUERY_EPSILON = Bounds(low=0.001, high=10.0, why="ε of one paid query")
 
 
 def custom_query_section(ledger: Ledger, record: DatasetRecord) -> None:

@@ -108,12 +108,23 @@ def expectation_text(params: MiningParams, tolerance: float = DEFAULT_TOLERANCE)
     """The pre-launch "what to expect" line (public parameters only, 0 ε)."""
     noise = expected_noise(params)
     support = noise.support_for(tolerance)
+    if support < 1:
+        # a fraction of a row is no count anyone can read (issue 32, point 13: "0.057 rows")
+        return (f"**What to expect** (from the parameters alone, 0 ε): each released count "
+                f"carries noise of {_noise_rows(noise.count_sd)}, so a redescription's noisy "
+                f"Jaccard is expected within {tolerance:g} of the truth at any noisy "
+                f"support: at this ε the noise is too small to matter, and Explore's "
+                f"suggested pruning threshold will keep nearly everything.")
     return (f"**What to expect** (from the parameters alone, 0 ε): each released count "
-            f"carries noise of about ±{_rows(noise.count_sd)} rows, so a redescription's "
+            f"carries noise of {_noise_rows(noise.count_sd)}, so a redescription's "
             f"noisy Jaccard is expected within {tolerance:g} of the truth only above a "
             f"noisy support of about **{_rows(support)} rows** (one-leaf queries; wider "
             f"ones need a little more). Explore's suggested pruning threshold will be "
             f"near there; below it, high noisy Jaccards are mostly noise.")
+
+
+def _noise_rows(sd: float) -> str:
+    return "less than one row" if sd < 1 else f"about ±{_rows(sd)} rows"
 
 
 def tree_pair_starved(algorithm: str, epsilon: float, omega: float, in_tr: int,

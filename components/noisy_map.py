@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.budget_meter import fmt_eps
-from components.custom_query import released_redescriptions
+from components.custom_query import QUERY_EPSILON, released_redescriptions
+from components.number_fields import number_field
 from components.session import current_requester, current_role, load_data, set_flash
 from dpcore.errors import BudgetExceededError, DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
@@ -125,8 +126,11 @@ def render_noisy_map(ledger: Ledger, record: DatasetRecord) -> None:
     if choices:
         label = st.selectbox("Query pair", list(choices), key="map_pair")
         left, right = choices[label]
-        epsilon = st.number_input("ε for the map", min_value=0.001, max_value=10.0, value=0.5,
-                                  step=0.1, format="%.3f", key="map_epsilon")
+        st.session_state.setdefault("map_epsilon", 0.5)
+        if number_field(st, "ε for the map", "map_epsilon", QUERY_EPSILON, step=0.1,
+                        format="%.3f"):
+            return                              # the box says what is wrong; nothing to pay
+        epsilon = st.session_state["map_epsilon"]
         params = RegionMapParams(epsilon=float(epsilon), left_query=left, right_query=right)
         cost = run_cost(params)
         remaining = ledger.budget(record.name).remaining_nano

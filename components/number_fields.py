@@ -33,7 +33,10 @@ class Bounds:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:,}" if isinstance(x, int) and abs(x) >= 10_000 else f"{x:g}"
+    """A bound or a typed value as people write it: ``100,000,000``, not ``1e+08``."""
+    if abs(x) >= 10_000 and float(x) == int(x):
+        return f"{int(x):,}"
+    return f"{x:g}"
 
 
 def number_problem(label: str, value, bounds: Bounds) -> str | None:
@@ -50,7 +53,7 @@ def number_problem(label: str, value, bounds: Bounds) -> str | None:
     if not math.isfinite(x):
         return f"{label}: {value!r} is not a finite number."
     if bounds.integer and x != int(x):
-        return f"{label}: {x:g} is not a whole number{why}."
+        return f"{label}: {_fmt(x)} is not a whole number{why}."
     low, high = bounds.low, bounds.high
     if low is not None and (x <= low if bounds.low_open else x < low):
         if bounds.low_open:
@@ -59,9 +62,9 @@ def number_problem(label: str, value, bounds: Bounds) -> str | None:
             need = f"at least {_fmt(low)}"
         if high is not None:
             need += f" and at most {_fmt(high)}"
-        return f"{label}: {x:g} is refused — it must be {need}{why}."
+        return f"{label}: {_fmt(x)} is refused — it must be {need}{why}."
     if high is not None and x > high:
-        return f"{label}: {x:g} is refused — it must be at most {_fmt(high)}{why}."
+        return f"{label}: {_fmt(x)} is refused — it must be at most {_fmt(high)}{why}."
     return None
 
 

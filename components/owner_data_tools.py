@@ -27,6 +27,7 @@ from dpcore.registry import KIND_TWO_VIEW, dataset_kind_spec
 
 from .budget_meter import fmt_eps
 from .data_locations import data_location_text, hide_server_paths, ledger_location_text
+from .number_fields import Bounds, number_field
 from .schema_editor import render_schema_editor
 from .session import set_flash
 
@@ -120,12 +121,15 @@ def render_cap_control(ledger: Ledger, record: DatasetRecord) -> None:
     """The total budget cap ε of ``record``: raise it, or lower it to no less than spent."""
     status = ledger.budget(record.name)
     c1, c2 = st.columns([2, 1])
-    cap = c1.number_input("Total budget cap ε of this dataset", min_value=0.001,
-                          value=max(status.cap, 0.001), step=1.0, format="%.3f",
-                          key=f"cap_{record.name}",
-                          help="Raise it, or lower it to no less than what is spent. Spent "
-                               "budget is never refunded.")
-    if c2.button("Set cap", key=f"set_cap_{record.name}"):
+    key = f"cap_{record.name}"
+    st.session_state.setdefault(key, max(status.cap, 0.001))
+    problem = number_field(c1, "Total budget cap ε of this dataset", key,
+                           Bounds(low=0.0, low_open=True, why="a cap is a positive ε"),
+                           step=1.0, format="%.3f",
+                           help="Raise it, or lower it to no less than what is spent. Spent "
+                                "budget is never refunded.")
+    cap = st.session_state[key]
+    if c2.button("Set cap", key=f"set_cap_{record.name}", disabled=problem is not None):
         try:
             ledger.set_cap(record.name, cap, actor="owner")
         except ParameterError as exc:

@@ -59,7 +59,16 @@ def restore_view(view: dict, *, force: bool = False) -> None:
     for name, key in VIEW_KEYS.items():
         if force or key not in st.session_state:
             value = view.get(name, DEFAULT_VIEW[name])
-            st.session_state[key] = list(value) if isinstance(value, list) else value
+            if value == DEFAULT_VIEW[name]:
+                # A default setting (blank "any" filters, Descending on): leave the key unset
+                # and let the widget start at its own default, which is the same. A widget
+                # (re)mounted with its value set through the session state shows its
+                # built-in default in the browser instead — 0 in a blank number filter, off
+                # for Descending — and sends that back (issue 32, points 1 and 6: "0 of 33
+                # kept", an empty CSV, noisy J ascending); AppTest does not see it.
+                st.session_state.pop(key, None)
+            else:
+                st.session_state[key] = list(value) if isinstance(value, list) else value
 
 
 def current_view() -> dict:
@@ -88,7 +97,8 @@ def render_list_controls(entries: list[ListEntry], run_labels: dict[str, str]) -
         st.session_state[key] = [v for v in st.session_state.get(key, []) if v in options]
     c1, c2, c3, c4 = st.columns([2, 1, 2, 1], vertical_alignment="bottom")
     c1.selectbox("Sort by", list(SORT_KEYS), key=VIEW_KEYS["sort"], format_func=SORT_KEYS.get)
-    c2.toggle("Descending", key=VIEW_KEYS["descending"])
+    c2.toggle("Descending", key=VIEW_KEYS["descending"],
+              value=st.session_state.get(VIEW_KEYS["descending"], DEFAULT_VIEW["descending"]))
     c3.text_input("Search attribute names", key=VIEW_KEYS["search"],
                   placeholder="e.g. BNP", help="Keeps redescriptions using an attribute whose "
                                                 "name contains this text (any case).")
@@ -101,16 +111,16 @@ def render_list_controls(entries: list[ListEntry], run_labels: dict[str, str]) -
     d2.multiselect("Runs", runs, key=VIEW_KEYS["runs"], format_func=lambda r: run_labels.get(
         r, r[:8]), placeholder="all runs")
     d3.number_input("Noisy J at least", min_value=0.0, max_value=1.0, step=0.05,
-                    key=VIEW_KEYS["min_jaccard"], placeholder="any")
+                    key=VIEW_KEYS["min_jaccard"], placeholder="any", value=None)
     d4.number_input("Noisy p at most", min_value=0.0, max_value=1.0, step=0.01,
-                    format="%.2e", key=VIEW_KEYS["max_pvalue"], placeholder="any")
+                    format="%.2e", key=VIEW_KEYS["max_pvalue"], placeholder="any", value=None)
     d5.selectbox("Decision", list(DECISION_VIEWS), key=VIEW_KEYS["decisions"],
                  format_func=DECISION_VIEWS.get)
     e1, e2, _ = st.columns([1, 1, 5])
     e1.number_input("Length at least", min_value=0, step=1, key=VIEW_KEYS["min_length"],
-                    placeholder="any", help="Literals in both queries together.")
+                    placeholder="any", help="Literals in both queries together.", value=None)
     e2.number_input("Length at most", min_value=0, step=1, key=VIEW_KEYS["max_length"],
-                    placeholder="any")
+                    placeholder="any", value=None)
     return current_view()
 
 

@@ -43,8 +43,9 @@ from .explore_view import DEFAULT_TOLERANCE, get_threshold, suggested_threshold,
 from .family_pages import page_for
 from .scatter import run_label
 from .session import current_role
+from .unfinished_runs import render_unfinished_runs, status_text
 
-__all__ = ["history_frame", "family_history_frame", "comparison_params_frame",
+__all__ = ["history_frame", "family_history_frame", "runs_count", "comparison_params_frame",
            "parameter_summary",
            "run_thresholds", "default_comparison", "jaccard_violins", "render_runs"]
 
@@ -115,9 +116,14 @@ def _kept(result: RunResult, threshold: float) -> int:
     return sum(1 for r in result.redescriptions if r.support_both >= threshold)
 
 
-def default_comparison(done: list[RunRecord], results: dict[str, RunResult]) -> list[str]:
-    """The runs compared by default: the two newest (``done`` is newest first) that
-    released redescriptions, topped up with the newest others if fewer have any."""
+def default_comparison(done: list[RunRecord], results: dict[str, RunResult],
+                       explore_runs: tuple[str, ...] = ()) -> list[str]:
+    """The runs compared by default (``done`` is newest first): the runs Explore shows, if
+    two or more of them are done — what the analyst is looking at; else the two newest
+    that released redescriptions, topped up with the newest others if fewer have any."""
+    shown = [r.run_id for r in done if r.run_id in explore_runs]
+    if len(shown) >= 2:
+        return shown
     with_results = [r.run_id for r in done if results[r.run_id].redescriptions]
     others = [r.run_id for r in done if r.run_id not in with_results]
     return (with_results + others)[:2]
@@ -166,13 +172,19 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
         rows.append({"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
                      "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
                      "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
-                     "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
+                     "status": status_text(run) + (" (owner only)" if run.audience == "owner"
+                                                   else ""),
                      "redescriptions": before, "threshold": threshold,
                      "threshold from": source, "kept at threshold": after,
                      "ε requested": run.params.get("epsilon"),
                      "parameters": parameter_summary(run.algorithm, run.params),
                      "error": _error_text(run, role, ledger)})
     return pd.DataFrame(rows)
+
+
+def runs_count(n: int) -> str:
+    """"1 run", "3 runs"."""
+    return f"{n} run" + ("" if n == 1 else "s")
 
 
 def _error_text(run: RunRecord, role: str, ledger: Ledger | None) -> str:
@@ -191,7 +203,7 @@ def family_history_frame(runs: list[RunRecord], role: str = ANALYST,
         {"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
          "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
          "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
-         "status": run.status + (" (owner only)" if run.audience == "owner" else ""),
+         "status": status_text(run) + (" (owner only)" if run.audience == "owner" else ""),
          "ε requested": run.params.get("epsilon"),
          "parameters": parameter_summary(run.algorithm, run.params),
          "error": _error_text(run, role, ledger)} for run in runs])
@@ -201,13 +213,15 @@ def _render_family_runs(ledger: Ledger, record: DatasetRecord, runs: list[RunRec
                         ) -> None:
     """The run history of a sequence or table dataset; its releases are read on its page."""
     page = page_for(record)
-    st.markdown(f"{len(runs)} runs, ε = {fmt_eps(sum(r.epsilon for r in runs))} charged in "
+    st.markdown(f"{runs_count(len(runs))}, ε = {fmt_eps(sum(r.epsilon for r in runs))} charged in "
                 "all." + (f" Open the **{page}** page to read a run's release (0 ε)."
                           if page else ""))
     st.dataframe(family_history_frame(runs, current_role(), ledger), hide_index=True,
-                 key="runs_history", width="stretch",
+                 key="runs_history", width="stretch", placeholder=NOT_USED,
                  column_config={
                      "ε charged": st.column_config.NumberColumn(format="%.6g"),
+                     "algorithm": st.column_config.TextColumn(width="medium"),
+                     "status": st.column_config.TextColumn(width="medium"),
                      "parameters": st.column_config.TextColumn(width="large"),
                      "error": st.column_config.TextColumn(width="large")})
 
@@ -220,6 +234,7 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
         page = page_for(record) or "Mine"
         st.info(f"No run on this dataset yet: launch one on the **{page}** page.")
         return
+    render_unfinished_runs(ledger, record, key="runs")
     if record.kind != KIND_TWO_VIEW:
         _render_family_runs(ledger, record, runs)
         return
@@ -235,16 +250,18 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     explore = threshold_runs(record.name)
     thresholds = run_thresholds(results, explore, get_threshold(record.name))
     total = sum(r.epsilon for r in runs)
-    st.markdown(f"{len(runs)} runs, ε = {fmt_eps(total)} charged in all. Each run's "
+    st.markdown(f"{runs_count(len(runs))}, ε = {fmt_eps(total)} charged in all. Each run's "
                 "redescriptions are counted before and after pruning at **its own** "
                 "threshold: the one set on Explore for the runs Explore shows, else the "
                 f"run's own suggested threshold (expected Jaccard error ≤ "
                 f"{DEFAULT_TOLERANCE:g}; computed from released values only, 0 ε).")
     st.dataframe(history_frame(runs, results, thresholds, current_role(), ledger),
                  hide_index=True,
-                 key="runs_history", width="stretch",
+                 key="runs_history", width="stretch", placeholder=NOT_USED,
                  column_config={
                      "ε charged": st.column_config.NumberColumn(format="%.6g"),
+                     "algorithm": st.column_config.TextColumn(width="medium"),
+                     "status": st.column_config.TextColumn(width="medium"),
                      "threshold": st.column_config.NumberColumn(format="%.1f"),
                      "parameters": st.column_config.TextColumn(width="large"),
                      "error": st.column_config.TextColumn(width="large")})
@@ -262,10 +279,10 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     if not set(st.session_state.get("runs_compare") or []) <= set(options):
         st.session_state.pop("runs_compare", None)
     chosen = st.multiselect("Runs to compare", options,
-                            default=default_comparison(done, results),
+                            default=default_comparison(done, results, explore),
                             key="runs_compare", format_func=labels.get,
-                            help="Starts with the two newest runs that released "
-                                 "redescriptions.")
+                            help="Starts with the runs Explore shows (if two or more), "
+                                 "else the two newest runs that released redescriptions.")
     if len(chosen) < 2:
         st.caption("Pick two or more runs.")
         return

@@ -222,10 +222,14 @@ def render_sequence_form(record: DatasetRecord) -> FormReading:
     for i, name in enumerate(fields):
         col = cols[i % 3]
         integer = _is_integer(spec, name)
+        blank_ok = defaults[name] is None
+        # value=None keeps a blank-able box's own default blank: without it, once a number
+        # is typed, Streamlit makes 0 the box's default and clearing it shows 0 again
+        # (issue 32, point 8: l1 could not be blanked).
         col.number_input(field_label(name), key=state_key(name), step=1 if integer else None,
                          format=None if integer else "%g", help=spec.help(name) or None,
-                         placeholder="blank: the dataset's declared value"
-                         if defaults[name] is None else None)
+                         placeholder="blank: the dataset's declared value" if blank_ok
+                         else None, **({"value": None} if blank_ok else {}))
         if name in reading.problems:
             col.error(reading.problems[name])
     if reading.combined:

@@ -104,10 +104,11 @@ def render_sequences_page(ledger: Ledger, record: DatasetRecord | None) -> None:
 
 
 def _run_label(run: RunRecord) -> str:
+    """A stored run in the picker (plain text: a select box shows no Markdown)."""
     status = {"done": "", "failed": " · failed", "charged": " · running"}.get(run.status, "")
     theta = run.params.get("theta")
     return (f"{run.created_at[:16].replace('T', ' ')} · {ALGORITHM_LABELS[run.algorithm]} · "
-            f"ε = {fmt_eps(run.epsilon)} · θ = {theta:g}{status} · `{run.run_id[:8]}`"
+            f"ε = {fmt_eps(run.epsilon)} · θ = {theta:g}{status} · {run.run_id[:8]}"
             if isinstance(theta, (int, float)) else f"{run.run_id[:8]}{status}")
 
 

@@ -56,6 +56,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -69,7 +70,15 @@ from dpcore.family import algorithm as implementation
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read
 from dpcore.privacy.registration import register_folder
-from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command, unlock_owner
+from dpcore.privacy.roles import (
+    ANALYST,
+    OWNER,
+    SECRETS_KEY,
+    can_see_true_statistics,
+    hash_command,
+    owner_password_hash,
+    unlock_owner,
+)
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import (
@@ -77,6 +86,7 @@ from dpcore.registry import (
     ALGORITHMS,
     FAITHFUL,
     MCGEN,
+    REDESCRIPTION_QUERIES,
     REDESCRIPTIONS,
     SEQUENCES,
     STRICT,
@@ -109,14 +119,43 @@ def _owner_or_exit(args) -> None:
     password = os.environ.get("DPRM_OWNER_PASSWORD")
     if password is None and sys.stdin.isatty():
         password = getpass.getpass("owner password: ")
+    secrets = _secrets_file()
     try:
-        ok = unlock_owner(Ledger(args.ledger), password or "", actor="cli", entry="cli")
+        ok = unlock_owner(Ledger(args.ledger), password or "", actor="cli", entry="cli",
+                          secrets=secrets)
     except OwnerLoginThrottled as exc:
         raise SystemExit(f"error: {exc}") from None
     if not ok:
-        raise SystemExit("error: this command needs the owner password (set "
-                         "DPRM_OWNER_PASSWORD_HASH for the ledger's owner, then give the "
-                         "password at the prompt or in DPRM_OWNER_PASSWORD)")
+        if owner_password_hash(secrets) is not None:
+            raise SystemExit("error: wrong owner password (the attempt is logged; repeated "
+                             "failures make every next attempt wait longer)")
+        raise SystemExit("error: this command needs the owner password, and no owner password "
+                         f"hash is configured: put {SECRETS_KEY} = \"scrypt$…\" in "
+                         ".streamlit/secrets.toml (as for the app) or set "
+                         "DPRM_OWNER_PASSWORD_HASH; make the hash with `python -m dpcore "
+                         "owner-hash`. Then give the password at the prompt or in "
+                         "DPRM_OWNER_PASSWORD")
+
+
+#: Where the CLI reads the owner password hash, as the app does (the later file wins).
+SECRETS_FILES = (Path.home() / ".streamlit" / "secrets.toml",
+                 Path(".streamlit") / "secrets.toml")
+
+
+def _secrets_file() -> dict | None:
+    """The keys of ``.streamlit/secrets.toml`` (the working folder's, over the home
+    folder's), as the app reads them; None when there is none. An unreadable file is an
+    error: a login must not silently fall back to another hash."""
+    import tomllib
+
+    found: dict = {}
+    for path in SECRETS_FILES:
+        if path.is_file():
+            try:
+                found.update(tomllib.loads(path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise SystemExit(f"error: {path} could not be read ({exc})") from None
+    return found or None
 
 
 #: Serenade parameters: (MiningParams field, type); the flag is the field with dashes.
@@ -290,17 +329,34 @@ _OUT_FORMATS = {REDESCRIPTIONS: {".json": "json"},
                 SYNTHESIS: {".json": "json", ".csv": "csv", ".parquet": "parquet"}}
 
 
+def _special_file(out: str) -> bool:
+    """Whether ``out`` is an existing file that is not a regular file: a device
+    (``/dev/null``), a FIFO, ``/dev/stdout``. Such a file is written in place, never
+    replaced: renaming a temporary file over ``/dev/null`` (as root) would turn the device
+    into a regular file for the whole machine."""
+    try:
+        return out != "-" and not stat.S_ISREG(os.stat(out).st_mode) \
+            and not stat.S_ISDIR(os.stat(out).st_mode)
+    except OSError:
+        return False
+
+
 def _out_format(out: str, family: str) -> str:
-    """The export format of ``--out`` for a result of ``family`` (ParameterError if it has
-    none). Redescription results are JSON whatever the name (as before other families)."""
-    if out == "-" or family == REDESCRIPTIONS:
+    """The export format of ``--out`` for a result of ``family`` (ParameterError if its name
+    promises another format). Redescription results are JSON; a name without an extension
+    and a device, FIFO or ``/dev/stdout`` get JSON too."""
+    if out == "-":
         return "json"
     suffix = Path(out).suffix.lower()
+    if _special_file(out) and suffix not in _OUT_FORMATS.get(family, {".json": "json"}):
+        return "json"
+    if family == REDESCRIPTIONS and not suffix:
+        return "json"
     formats = _OUT_FORMATS.get(family, {".json": "json"})
     if suffix not in formats:
         raise ParameterError(f"--out {out!r}: a {family} result is written as "
                              f"{', '.join(formats)}; name the file with one of these "
-                             "extensions")
+                             "extensions. Nothing was charged")
     return formats[suffix]
 
 
@@ -314,6 +370,10 @@ def _check_out(out: str) -> Path | None:
     parent = path.resolve().parent
     if not parent.is_dir():
         raise ParameterError(f"--out {out!r}: the folder {str(parent)!r} does not exist")
+    if _special_file(out):
+        if not os.access(path, os.W_OK):
+            raise ParameterError(f"--out {out!r} is not writable")
+        return path
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise ParameterError(f"--out {out!r} is not writable")
     return path
@@ -328,7 +388,11 @@ def _write_out(path: Path | None, text: str) -> None:
 
 
 def _write_atomically(path: Path, write) -> None:
-    """``write(tmp)`` into a temporary file beside ``path``, then rename it to ``path``."""
+    """``write(tmp)`` into a temporary file beside ``path``, then rename it to ``path``; a
+    device, FIFO or ``/dev/stdout`` is written in place (:func:`_special_file`)."""
+    if _special_file(str(path)):
+        write(str(path))
+        return
     fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
@@ -402,6 +466,10 @@ def cmd_mine(args) -> int:
         # demo data): a mismatch is refused, and the registered copy is what gets mined.
         check_registered_data(ledger, record, data, requester)
         data = None
+    if family == SYNTHESIS:                     # the public schema: before the cost line
+        from dpcore.synthesis.miner import check_feature_groups
+
+        check_feature_groups(record.schema, params)
     cost = run_cost(params)
     run_id = new_run_id()
     print(f"run {run_id}: costs ε = {nano_to_epsilon(cost):g} of {name!r} "
@@ -774,7 +842,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     mine = sub.add_parser("mine", help="run one DP miner (any family), charged to the ledger",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    _add_mine_arguments(mine, tuple(ALGORITHM_SPECS), DEFAULTS.algorithm)
+    # custom_query and region_map are paid queries (`query`), not miners
+    _add_mine_arguments(mine, tuple(a for a in ALGORITHM_SPECS if a not in REDESCRIPTION_QUERIES),
+                        DEFAULTS.algorithm)
     synth = sub.add_parser("synthesize", help="generate a DP synthetic table (MC-GEN, the "
                                               "floor) from a labelled table, charged to the "
                                               "ledger",

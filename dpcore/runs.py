@@ -54,7 +54,7 @@ from dpcore.privacy.policy import (
     content_digest,
     may_see_diagnostics,
 )
-from dpcore.privacy.roles import OWNER
+from dpcore.privacy.roles import OWNER, can_see_true_statistics
 from dpcore.registry import ALGORITHM_SPECS, REDESCRIPTIONS, algorithm_spec, dataset_kind_spec
 
 if TYPE_CHECKING:
@@ -72,7 +72,12 @@ if TYPE_CHECKING:
 
 __all__ = ["RESULT_FORMAT", "RunInProgressError", "new_run_id", "run_cost", "load_registered",
            "check_registered_data", "check_dataset_kind", "charge_and_mine", "load_result",
-           "readable_runs", "charge_record", "kind_of_data", "Progress"]
+           "readable_runs", "charge_record", "kind_of_data", "Progress", "finish_charged_run",
+           "PRIVATE_PROGRESS"]
+
+#: The one progress message an analyst on private data gets while a run mines (:func:`_relayed`).
+PRIVATE_PROGRESS = ("mining — progress is not shown on private data (it could quote noisy "
+                    "values of an attempt not stored yet)")
 
 class RunInProgressError(DpcoreError):
     """The run id is charged but its result is not stored yet (another tab is mining it)."""
@@ -256,7 +261,8 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, r
         return replayed[0]
 
     executed = execute_charged(checked, rng=permit.rng(), run_id=run_id, seed=permit.seed,
-                               progress=progress, dataset=permit.dataset.name,
+                               progress=_relayed(progress, permit),
+                               dataset=permit.dataset.name,
                                audience=permit.audience, charge=charge,
                                store=lambda release, diagnostics: ledger.store_result(
                                    run_id, release, diagnostics),
@@ -264,6 +270,101 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, r
     if executed is None:
         return load_result(ledger, run_id, role=permit.requester.role, in_progress_ok=False)
     return executed.result
+
+
+def _relayed(progress: Progress | None, permit: RunPermit) -> Progress | None:
+    """The miner's progress as the requester may see it.
+
+    Miners' messages and fractions can depend on intermediate noisy values (PFS2's noisy
+    longest length, MC-GEN's noisy groups, the number of redescriptions) of an attempt that
+    is not stored yet. An analyst on private data gets none of it — only that the run
+    started and how it ended — so an attempt killed before its result was stored released
+    nothing, and :func:`finish_charged_run` may draw it again (docs/PRIVACY.md, "A run
+    killed before its result was stored").
+    """
+    if progress is None or can_see_true_statistics(permit.requester.role,
+                                                   permit.dataset.public_demo):
+        return progress
+    progress(0.0, PRIVATE_PROGRESS)       # fixed text, fraction 0: nothing data-dependent
+    return None
+
+
+def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None = None, *,
+                       data: Data | None = None, progress: Progress | None = None) -> Result:
+    """Mine again, at no further cost, a run that was charged but never stored (its
+    process was killed), under the same run id and with the same recorded parameters.
+
+    Privacy: the run's one charge pays for the one release that is stored. The killed
+    attempt stored nothing and relayed nothing that depends on the data to an analyst on
+    private data (:func:`_relayed`), so it released nothing and a fresh draw is the run's
+    only release — the same argument as a batch run resumed after its client died
+    (docs/PRIVACY.md, "A run killed before its result was stored"). If two callers finish
+    the same run at once, the ledger stores the first result and both get that one.
+
+    Parameters
+    ----------
+    ledger : Ledger
+    run_id : str
+        A run in status ``charged`` without a stored result.
+    requester : Requester, optional
+        Role and audit label; default an analyst. It must be allowed to read the run's
+        result and to run it (the policy checks the recorded parameters again).
+    data : TwoViewDataset, SequenceDataset or SynthesisTable, optional
+        As in :func:`charge_and_mine`.
+    progress : callable(fraction, message), optional
+
+    Returns
+    -------
+    RunResult, SequenceRunResult or SynthesisResult
+        The stored result.
+
+    Raises
+    ------
+    ParameterError
+        Unknown run id, or a run that is stored already or failed (a failed run is never
+        redrawn: its attempt may have ended after a release); nothing charged.
+    PolicyError, DataError
+        The policy refuses the run now, or the registered data changed; nothing charged.
+    """
+    requester = requester or Requester()
+    run = ledger.get_run(run_id)
+    if run.status != "charged" or ledger.get_result(run_id) is not None:
+        raise ParameterError(f"run {run_id} is {run.status}, not a charged run without a "
+                             "result; only such a run can be finished. Nothing was charged")
+    if not can_read(run.audience, requester.role):
+        raise PolicyError(f"run {run_id} is a faithful run on private data; only the data "
+                          "owner may finish it")
+    spec = algorithm_spec(run.algorithm)
+    recorded = dict(run.params)
+    seed = recorded.pop("seed", None)
+    recorded.pop("neighbouring", None)
+    params = algorithm(spec.key).params_type.from_dict(recorded)
+    record = ledger.get_dataset(run.dataset)
+    check_dataset_kind(record, params.algorithm)
+    permit = authorize_run(record, params, requester, seed=seed)
+    if data is None:
+        data = load_registered(record)
+        _check_registered_files(ledger, record, data)
+    else:
+        check_registered_data(ledger, record, data, requester)
+    checked = prepare_run(params, data)
+    if checked.cost_nano != run.epsilon_nano:
+        raise ParameterError(f"run {run_id} was charged ε = {run.epsilon:g} but its recorded "
+                             "parameters now plan another total; it cannot be finished")
+
+    def store(release: str, diagnostics: str) -> None:
+        try:
+            ledger.store_result(run_id, release, diagnostics)
+        except ParameterError:
+            if ledger.get_run(run_id).status != "done":    # not a concurrent finisher's store
+                raise
+
+    # No charge (the run's one charge is in the ledger) and no fail(): a failed finish
+    # leaves the run charged, so it can be finished again.
+    execute_charged(checked, rng=permit.rng(), run_id=run_id, seed=permit.seed,
+                    progress=_relayed(progress, permit), dataset=record.name,
+                    audience=run.audience, store=store)
+    return load_result(ledger, run_id, role=requester.role)
 
 
 def load_result(ledger: Ledger, run_id: str, *, role: str,

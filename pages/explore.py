@@ -1,19 +1,5 @@
-"""Explore page: the live scatter, the pruning threshold (0 ε), details and export."""
+"""/explore opened as a fresh server's first request: run the app (components/deep_links.py);
+the page itself is pages/redescriptions/explore.py."""
+from components.deep_links import run_app
 
-import streamlit as st
-
-from components.custom_query import custom_query_section
-from components.explore_view import render_explore
-from components.noisy_map import noisy_map_section
-from components.session import current_dataset, get_ledger, show_flash
-
-ledger = get_ledger()
-record = current_dataset(ledger)
-st.title("Explore")
-show_flash()
-if record is None:
-    st.info("Pick a dataset in the sidebar first.")
-else:
-    render_explore(ledger, record)
-    custom_query_section(ledger, record)
-    noisy_map_section(ledger, record)
+run_app()

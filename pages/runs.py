@@ -1,14 +1,5 @@
-"""Runs page: the dataset's run history and side-by-side comparisons."""
+"""/runs opened as a fresh server's first request: run the app (components/deep_links.py);
+the page itself is pages/workbench/runs.py."""
+from components.deep_links import run_app
 
-import streamlit as st
-
-from components.runs_view import render_runs
-from components.session import current_dataset, get_ledger
-
-ledger = get_ledger()
-record = current_dataset(ledger)
-st.title("Runs")
-if record is None:
-    st.info("Pick a dataset in the sidebar first.")
-else:
-    render_runs(ledger, record)
+run_app()

@@ -1,11 +1,5 @@
-"""Sequences page: frequent sequences under DP (PFS2) — configure, launch, read, export."""
+"""/sequences opened as a fresh server's first request: run the app (components/deep_links.py);
+the page itself is pages/sequences/sequences.py."""
+from components.deep_links import run_app
 
-import streamlit as st
-
-from components.sequences_view import render_sequences_page
-from components.session import current_dataset, get_ledger, show_flash
-
-ledger = get_ledger()
-st.title("Frequent sequences")
-show_flash()
-render_sequences_page(ledger, current_dataset(ledger))
+run_app()

@@ -1,14 +1,5 @@
-"""Owner & teaching page: exact statistics beside noisy ones (owner or public demo only)."""
+"""/teaching opened as a fresh server's first request: run the app (components/deep_links.py);
+the page itself is pages/workbench/teaching.py."""
+from components.deep_links import run_app
 
-import streamlit as st
-
-from components.owner_views import render_teaching
-from components.session import current_dataset, get_ledger
-
-ledger = get_ledger()
-record = current_dataset(ledger)
-st.title("Owner & teaching")
-if record is None:
-    st.info("Pick a dataset in the sidebar first.")
-else:
-    render_teaching(ledger, record)
+run_app()

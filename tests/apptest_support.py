@@ -1,17 +1,11 @@
 """Shared AppTest fixtures for the app's page tests (loaded by ``tests/conftest.py``).
 
-* :func:`apptest_workarounds` — two fixes every AppTest module needs (use it with
-  ``pytestmark = pytest.mark.usefixtures("apptest_workarounds")``):
-
-  - streamlit 1.67's AppTest resets ``PagesManager.uses_pages_directory`` to None before
-    every run, and a new PagesManager then sets it to True because ``pages/`` exists; the
-    script runner then takes the legacy multipage path and, from the second run on,
-    executes only the page file — the entrypoint (sidebar, budget meter, navigation) is
-    skipped. The real server sets the flag once and ``st.navigation`` turns it off, so only
-    tests need this: a subclass turns the flag off right after AppTest builds its manager.
-  - AppTest's script runner installs a fake ``__main__`` (``__file__`` = app.py) and
-    leaves it; later tests that start ``spawn`` processes would re-run app.py in every
-    child. The real one is put back.
+* :func:`apptest_workarounds` — use it with
+  ``pytestmark = pytest.mark.usefixtures("apptest_workarounds")``: AppTest's script runner
+  installs a fake ``__main__`` (``__file__`` = app.py) and leaves it; later tests that start
+  ``spawn`` processes would re-run app.py in every child. The real one is put back.
+  (Streamlit's legacy routing of ``pages/*.py``, which AppTest turns back on before every
+  run, needs no patch: ``pages/`` holds only the deep-link shims, which run app.py.)
 * :func:`ledger_path` — a fresh SQLite ledger and upload folder per test, no owner hash.
 * :func:`app` — the app started once on that ledger, checked for exceptions.
 """
@@ -28,16 +22,7 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
 @pytest.fixture
-def apptest_workarounds(monkeypatch):
-    import streamlit.testing.v1.app_test as app_test_module
-    from streamlit.runtime.pages_manager import PagesManager
-
-    class _PagesManager(PagesManager):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(app_test_module, "PagesManager", _PagesManager)
+def apptest_workarounds():
     main = sys.modules.get("__main__")
     yield
     if main is not None:

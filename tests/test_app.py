@@ -26,8 +26,9 @@ from dpcore.runs import charge_and_mine, load_result
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PAGES = ["pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
-         "pages/teaching.py"]
+PAGES = ["pages/workbench/data.py", "pages/redescriptions/mine.py",
+         "pages/redescriptions/explore.py", "pages/workbench/runs.py",
+         "pages/workbench/teaching.py"]
 OWNER_PASSWORD = "correct horse battery staple"
 
 
@@ -56,7 +57,7 @@ def table_with(at: AppTest, *columns: str):
 
 def small_run_settings(at: AppTest, *, epsilon: float = 1.0, seed: int | None = 11) -> None:
     """MCMCTreePair, InTr 2, MCIter 200 (and a demo seed on public demo data)."""
-    run_page(at, "pages/mine.py")
+    run_page(at, "pages/redescriptions/mine.py")
     at.selectbox(key="mine_algorithm").set_value("mcmctreepair")
     at.number_input(key="mine_epsilon").set_value(epsilon)
     at.number_input(key="mine_in_tr").set_value(2)
@@ -152,7 +153,7 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
     assert after["Remaining ε"] == fmt_eps(budget.remaining) == "19.25"
     assert any("is stored:" in s.value for s in app.success)
 
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     assert any("costs 0 ε" in i.value for i in app.info)
     result = load_result(ledger, runs[0].run_id, role="analyst")
     supports = sorted(r.support_both for r in result.redescriptions)
@@ -185,7 +186,7 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
     assert labels == ["Download CSV", "Download JSON"]
     assert meter(app)["Spent ε"] == "0.75"      # pruning and exporting cost 0 ε
 
-    run_page(app, "pages/runs.py")             # the threshold carries over to Runs
+    run_page(app, "pages/workbench/runs.py")             # the threshold carries over to Runs
     history = table_with(app, "kept at threshold")
     assert list(history["kept at threshold"]) == [len(shrunk)]
 
@@ -198,7 +199,7 @@ def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
     result = load_result(ledger, runs[0].run_id, role="analyst")
     supports = [r.support_both for r in result.redescriptions]
 
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     suggested = suggest_threshold([result], 0.1)
     captions = [c.value for c in app.caption if c.value.startswith("Suggested threshold:")]
     assert len(captions) == 1
@@ -280,7 +281,7 @@ def test_a_run_that_cannot_fit_cannot_be_launched(app, ledger_path):
 ])
 def test_a_refused_epsilon_is_explained_next_to_its_box(app, typed, message):
     """Point 3: ε typed as 0, −1 or 50 snapped back to 1 with no message."""
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     app.number_input(key="mine_epsilon").set_value(typed).run()
     assert not app.exception, [e.value for e in app.exception]
     assert app.number_input(key="mine_epsilon").value == typed       # not snapped back
@@ -290,7 +291,7 @@ def test_a_refused_epsilon_is_explained_next_to_its_box(app, typed, message):
 
 
 def test_other_refused_numbers_of_the_form_are_explained(app):
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     app.number_input(key="mine_in_tr").set_value(0).run()
     errors = [e.value for e in app.main.error]
     assert any(e.startswith("InTr (trials): 0 is refused — it must be at least 1") for e in errors)
@@ -301,7 +302,7 @@ def test_other_refused_numbers_of_the_form_are_explained(app):
 
 def test_mine_says_what_to_expect_before_launch(app):
     """Point 1: spending more could buy nothing, unannounced (MCMCTreePair at ε = 10)."""
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     infos = " ".join(i.value for i in app.main.info)
     assert "What to expect" in infos and "rows" in infos and "0 ε" in infos
     assert not any("few or no" in w.value for w in app.main.warning)
@@ -353,7 +354,7 @@ def test_repeated_wrong_owner_passwords_throttle_the_login(app, ledger_path, mon
     assert outcomes == [("cli", "failure")] * 2 + [("app", "failure")] * 3 + \
         [("app", "throttled")] * 2 + [("app", "success")]
 
-    run_page(app, "pages/teaching.py")
+    run_page(app, "pages/workbench/teaching.py")
     logins = table_with(app, "when", "entry", "outcome")
     assert logins["outcome"].tolist() == ["success", "throttled", "throttled", "failure",
                                           "failure", "failure", "failure", "failure"]
@@ -381,7 +382,7 @@ def test_analyst_sees_nothing_private_on_diabetes(app, ledger_path):
         for phrase in FORBIDDEN:
             assert phrase not in lowered, f"{phrase!r} shown to an analyst on {page}"
         assert "Rows" not in [m.label.split(" ")[0] for m in app.metric]
-    run_page(app, "pages/teaching.py")
+    run_page(app, "pages/workbench/teaching.py")
     assert len(app.get("plotly_chart")) == 0 and len(app.dataframe) == 0
 
 
@@ -605,7 +606,7 @@ def test_owner_pages_show_no_server_paths(app, ledger_path, monkeypatch, tmp_pat
             run_page(app, page)
             text, _ = page_text(app)
             assert not [p for p in server if p in text], (dataset, page)
-            if page == "pages/data.py":
+            if page == "pages/workbench/data.py":
                 assert where in text and "Ledger: the file set by DPRM_LEDGER" in text
 
 
@@ -635,7 +636,7 @@ def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_
     small_run_settings(app, seed=None)
     assert app.radio(key="mine_mode").options == ["strict (default): every step is ε-DP"]
     _owner(app, monkeypatch)
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     assert len(app.radio(key="mine_mode").options) == 2
     app.radio(key="mine_mode").set_value("faithful").run()
     launch_and_confirm(app)
@@ -643,17 +644,17 @@ def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_
     assert [(r.status, r.audience) for r in runs] == [("done", "owner")]
     app.button(key="owner_logout").click().run()
     assert app.session_state["role"] == "analyst"
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     assert app.session_state["mine_mode"] == "strict", "the analyst's form falls back to strict"
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     text, charts = page_text(app)
     assert runs[0].run_id[:8] not in text + charts
-    run_page(app, "pages/runs.py")
+    run_page(app, "pages/workbench/runs.py")
     assert "done (owner only)" in table_with(app, "status")["status"].tolist()
 
 
 def test_faithful_mode_is_labelled_and_charged_more(app):
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     app.number_input(key="mine_in_tr").set_value(2).run()
     assert meter(app)["This run ε"] == "1"
     app.radio(key="mine_mode").set_value("faithful").run()
@@ -765,7 +766,7 @@ def test_export_has_queries_noisy_statistics_and_run_parameters(clinic_dataset):
 
 def test_teaching_page_shows_an_experiment_report(app):
     """On a public demo dataset the teaching page renders an uploaded report.md."""
-    run_page(app, "pages/teaching.py")
+    run_page(app, "pages/workbench/teaching.py")
     report = b"# Experiment report\n\n| algorithm | runs |\n|---|---|\n| AltExpM | 3 |\n"
     app.file_uploader(key="teach_report").upload("report.md", report, "text/markdown").run()
     assert not app.exception, [e.value for e in app.exception]
@@ -788,7 +789,7 @@ def widget_keys(at: AppTest) -> set[str]:
 def serenade_run_settings(at: AppTest, algorithm: str, *, mode: str = "strict",
                           seed: int = 11) -> None:
     """A tiny Serenade run: ε 10, I 3, K 5 (ES) or L 2 (CS), demo seed on clinic."""
-    run_page(at, "pages/mine.py")
+    run_page(at, "pages/redescriptions/mine.py")
     at.selectbox(key="mine_algorithm").set_value(algorithm).run()
     at.number_input(key="mine_epsilon").set_value(10.0)
     at.number_input(key="mine_init_pairs").set_value(3)
@@ -828,7 +829,7 @@ def test_serenade_run_from_mine_to_explore_runs_and_teaching(app, ledger_path, a
     result = load_result(ledger, runs[0].run_id, role="analyst")
     assert result.redescriptions and result.trees == [] and result.extractions == []
 
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     app.number_input(key="explore_threshold").set_value(0.0).run()    # keep everything
     assert not app.exception, [e.value for e in app.exception]
     kept = table_with(app, "row_id", "left", "right", "support")
@@ -852,14 +853,14 @@ def test_serenade_run_from_mine_to_explore_runs_and_teaching(app, ledger_path, a
     assert [b.label for b in app.download_button] == ["Download CSV", "Download JSON"]
     assert app.get("plotly_chart")                                     # the scatter
 
-    run_page(app, "pages/runs.py")
+    run_page(app, "pages/workbench/runs.py")
     history = table_with(app, "parameters", "redescriptions")
     rounds = "K 5" if algorithm == "serenade_es" else "L 2"
     assert history["parameters"][0].startswith(f"I 3, {rounds}, s 0.02, split "
                                                "init/ext/qual 0.45/0.45/0.10")
     assert list(history["redescriptions"]) == [len(result.redescriptions)]
 
-    run_page(app, "pages/teaching.py")       # clinic is public demo data: truths are shown
+    run_page(app, "pages/workbench/teaching.py")   # clinic is public demo data: truths shown
     _, charts = page_text(app)
     assert "true jaccard" in charts.lower() and "true quality f" in charts.lower()
     assert meter(app)["Spent ε"] == "10"     # exploring, comparing, teaching: 0 ε
@@ -871,7 +872,7 @@ def test_runs_page_compares_a_tree_run_with_a_serenade_run(app, ledger_path):
     serenade_run_settings(app, "serenade_es")
     launch_and_confirm(app)
     assert [r.status for r in Ledger(ledger_path).list_runs("clinic")] == ["done", "done"]
-    run_page(app, "pages/runs.py")
+    run_page(app, "pages/workbench/runs.py")
     params = next(f.value for f in app.dataframe if "algorithm" in f.value.index)
     assert list(params.loc["algorithm"]) == ["SerenadeES", "MCMCTreePair"]  # newest first
     assert list(params.loc["I (init_pairs)"]) == ["3", "—"]
@@ -881,7 +882,7 @@ def test_runs_page_compares_a_tree_run_with_a_serenade_run(app, ledger_path):
 
 
 def test_bad_serenade_budget_split_is_named_and_charges_nothing(app, ledger_path):
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     app.selectbox(key="mine_algorithm").set_value("serenade_es").run()
     app.number_input(key="mine_budget_init").set_value(0.6)
     app.number_input(key="mine_budget_ext").set_value(0.5).run()
@@ -897,7 +898,7 @@ def test_bad_serenade_budget_split_is_named_and_charges_nothing(app, ledger_path
 
 
 def test_faithful_serenade_es_form_shows_memo_age_and_its_warning(app):
-    run_page(app, "pages/mine.py")
+    run_page(app, "pages/redescriptions/mine.py")
     app.selectbox(key="mine_algorithm").set_value("serenade_es").run()
     assert "mine_memo_age" not in widget_keys(app)        # strict mode memoises exact weights
     app.radio(key="mine_mode").set_value("faithful").run()
@@ -911,7 +912,7 @@ def test_faithful_serenade_es_form_shows_memo_age_and_its_warning(app):
 
 def test_tradeoff_demo_runs_serenade_on_a_sandbox(app, ledger_path):
     serenade_run_settings(app, "serenade_cs")
-    run_page(app, "pages/teaching.py")
+    run_page(app, "pages/workbench/teaching.py")
     app.selectbox(key="teach_alg").set_value("serenade_cs").run()
     app.button(key="teach_tradeoff_run").click().run()
     assert not app.exception, [e.value for e in app.exception]
@@ -947,7 +948,7 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert load_result(ledger, empty, role="analyst").redescriptions == []
     assert load_result(ledger, second, role="analyst").redescriptions
 
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     assert app.multiselect(key="explore_runs").value == [second]
     assert app.get("plotly_chart") and {m.label for m in app.main.metric} >= {"Kept"}
     labels = " ".join(app.multiselect(key="explore_runs").options)
@@ -974,7 +975,7 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     app.button(key="explore_show_best").click().run()
     assert app.multiselect(key="explore_runs").value == [second]
 
-    run_page(app, "pages/runs.py")
+    run_page(app, "pages/workbench/runs.py")
     assert app.multiselect(key="runs_compare").value == [second, first]
     history = table_with(app, "run", "threshold", "threshold from", "kept at threshold")
     # a wide table: what compares runs comes first, long texts last, and it says it scrolls
@@ -1012,9 +1013,10 @@ def test_pages_that_do_not_mine_are_usable_while_the_kernels_compile(ledger_path
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert any("Mining engine: preparing (0 of 2 steps" in c.value for c in at.sidebar.caption)
-        for page in ("pages/data.py", "pages/explore.py", "pages/runs.py"):
+        for page in ("pages/workbench/data.py", "pages/redescriptions/explore.py",
+                     "pages/workbench/runs.py"):
             run_page(at, page)
-        run_page(at, "pages/mine.py")
+        run_page(at, "pages/redescriptions/mine.py")
         assert at.button(key="mine_launch_button").disabled
         progress = " ".join(str(p.proto) for p in at.get("progress"))
         assert "Preparing the mining engine" in progress and "step 1 of 2" in progress
@@ -1042,13 +1044,15 @@ def test_every_page_on_a_sequence_or_table_dataset_names_the_page_that_mines_it(
     another family name the page that mines this kind."""
     app.selectbox(key="dataset").set_value(dataset).run()
     assert not app.exception, [e.value for e in app.exception]
-    for page in ("pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
-                 "pages/teaching.py", "pages/sequences.py", "pages/synthesis.py"):
+    for page in ("pages/workbench/data.py", "pages/redescriptions/mine.py",
+                 "pages/redescriptions/explore.py", "pages/workbench/runs.py",
+                 "pages/workbench/teaching.py", "pages/sequences/sequences.py",
+                 "pages/synthesis/synthesis.py"):
         run_page(app, page)
         shown = " ".join(m.value for m in [*app.info, *app.warning, *app.markdown,
                                            *app.caption, *app.error])
         assert "No dataset is registered yet" not in shown, page
-        if page == "pages/mine.py":
+        if page == "pages/redescriptions/mine.py":
             assert f"**{page_name}**" in shown, shown
 
 
@@ -1068,16 +1072,17 @@ def test_the_app_runs_on_a_postgresql_ledger(postgres_server, monkeypatch, tmp_p
     runs = ledger.list_runs("clinic")
     assert [r.status for r in runs] == ["done"]
     assert meter(at)["Spent ε"] == fmt_eps(ledger.budget("clinic").spent) == "0.5"
-    for page in ("pages/data.py", "pages/explore.py", "pages/runs.py", "pages/teaching.py"):
+    for page in ("pages/workbench/data.py", "pages/redescriptions/explore.py",
+                 "pages/workbench/runs.py", "pages/workbench/teaching.py"):
         run_page(at, page)
 
 
 # --------------------------------------------------------------------------- failure messages
 
 @pytest.mark.parametrize("page, launch_key, dataset", [
-    ("pages/mine.py", "mine_launch", "clinic"),
-    ("pages/sequences.py", "seq_launch", "clickstream"),
-    ("pages/synthesis.py", "syn_launch", "pima_like"),
+    ("pages/redescriptions/mine.py", "mine_launch", "clinic"),
+    ("pages/sequences/sequences.py", "seq_launch", "clickstream"),
+    ("pages/synthesis/synthesis.py", "syn_launch", "pima_like"),
 ])
 def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeypatch, page,
                                                        launch_key, dataset):
@@ -1108,7 +1113,7 @@ def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeyp
     assert launch_key not in app.session_state
 
     _owner(app, monkeypatch)
-    run_page(app, "pages/runs.py")
+    run_page(app, "pages/workbench/runs.py")
     shown = table_with(app, "run", "error")
     error = shown.loc[shown["run"] == run_id[:8], "error"].iloc[0]
     assert error == "FileNotFoundError: [Errno 2] No such file: 'visits.parquet'"
@@ -1130,7 +1135,7 @@ def test_the_runs_page_lists_the_runs_of_a_sequence_or_table_dataset(app, ledger
     params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
     result = charge_and_mine(ledger, dataset, params, requester=Requester(), seed=None)
     app.selectbox(key="dataset").set_value(dataset).run()
-    run_page(app, "pages/runs.py")
+    run_page(app, "pages/workbench/runs.py")
     history = table_with(app, "run", "algorithm", "ε charged", "status", "parameters")
     assert list(history["run"]) == [result.run_id[:8]]
     assert list(history["algorithm"]) == [ALGORITHM_LABELS[key]]
@@ -1159,11 +1164,12 @@ def test_explore_runs_and_teaching_render_with_a_stored_sequence_or_table_run(
     for owner in (False, True):
         if owner:
             _owner(app, monkeypatch)
-        for page in ("pages/explore.py", "pages/runs.py", "pages/teaching.py"):
+        for page in ("pages/redescriptions/explore.py", "pages/workbench/runs.py",
+                     "pages/workbench/teaching.py"):
             run_page(app, page)
             text = " ".join(m.value for m in [*app.main.info, *app.main.warning,
                                               *app.main.markdown, *app.main.caption])
-            if page == "pages/runs.py":
+            if page == "pages/workbench/runs.py":
                 history = table_with(app, "run", "algorithm")
                 assert list(history["run"]) == [result.run_id[:8]]
             else:
@@ -1197,14 +1203,14 @@ def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_pa
     monkeypatch.setattr(components.explore_view, "load_result", unreadable)
     monkeypatch.setattr(components.synthesis_view, "load_registered", unreadable)
 
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     shown = [w.value for w in app.main.warning]
     assert any("could not be read" in w and "'stored.json'" in w for w in shown), shown
     app.selectbox(key="dataset").set_value("pima_like").run()
-    run_page(app, "pages/synthesis.py")
+    run_page(app, "pages/synthesis/synthesis.py")
     shown = [w.value for w in app.main.warning]
     assert any("could not be loaded for comparison" in w and "'stored.json'" in w
                for w in shown), shown
-    for page in ("pages/explore.py", "pages/synthesis.py"):
+    for page in ("pages/redescriptions/explore.py", "pages/synthesis/synthesis.py"):
         text, _ = page_text(run_page(app, page))
         assert "/srv" not in text and "hidden-mount" not in text, page

@@ -300,3 +300,91 @@ def test_help_lists_the_new_families_flags_with_their_defaults():
     synth = subprocess.run([sys.executable, "-m", "dpcore", "synthesize", "--help"], cwd=REPO,
                            capture_output=True, text=True, check=True).stdout
     assert "--k" in synth and "--theta" not in synth and "--omega" not in synth
+
+
+# ------------------------------------------------------------- issue 32, point 11 (the walk)
+
+def test_out_to_a_fifo_is_written_in_place_never_replaced(ledger_path, monkeypatch, tmp_path):
+    """``mine --out /dev/null`` as root replaced the device with a regular file (a temporary
+    file renamed over it). A FIFO stands in for a device: it must stay a FIFO and receive
+    the result."""
+    import os
+    import stat
+    import threading
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", CLINIC, "--cap", "2"]) == 0
+    fifo = tmp_path / "sink"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    assert main(["mine", "--dataset", "clinic", "--algorithm", "altexpm", "--epsilon", "0.5",
+                 "--stable", "2", "--seed", "3", "--out", str(fifo)]) == 0
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert json.loads(received[0])["algorithm"] == "altexpm"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".sink.")]
+
+
+@pytest.mark.parametrize("out", ["run.xlsx", "run.csv"])
+def test_a_redescription_out_that_is_not_json_is_refused_before_the_charge(
+        ledger_path, monkeypatch, tmp_path, capsys, out):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    monkeypatch.chdir(tmp_path)
+    assert main(["register", "--data", CLINIC, "--cap", "2"]) == 0
+    capsys.readouterr()
+    assert main(["mine", "--dataset", "clinic", "--algorithm", "altexpm", "--stable", "2",
+                 "--seed", "3", "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "a redescriptions result is written as .json" in err and "costs" not in err
+    assert Ledger(ledger_path).budget("clinic").spent_nano == 0 and not Path(out).exists()
+
+
+def test_mine_offers_only_miners(capsys):
+    from dpcore.registry import CUSTOM_QUERY, REGION_MAP
+
+    with pytest.raises(SystemExit):
+        main(["mine", "--algorithm", CUSTOM_QUERY, "--dataset", "clinic"])
+    err = capsys.readouterr().err
+    assert "invalid choice" in err and REGION_MAP not in err.split("choose from")[1]
+    out = subprocess.run([sys.executable, "-m", "dpcore", "mine", "--help"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    assert CUSTOM_QUERY not in out and REGION_MAP not in out
+
+
+def test_register_reads_the_secrets_file_and_names_a_wrong_password(tmp_path, monkeypatch):
+    """The README's no-restart route: the hash in .streamlit/secrets.toml, no variable."""
+    ledger = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("DPRM_LEDGER", str(ledger))
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".streamlit").mkdir()
+    (tmp_path / ".streamlit" / "secrets.toml").write_text(
+        f'owner_password_hash = "{hash_password("s3cret", n=2**10)}"\n')
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "not-it")
+    with pytest.raises(SystemExit, match="wrong owner password"):
+        main(["register", "--data", CLINIC, "--cap", "2"])
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", CLINIC, "--cap", "2"]) == 0
+    assert [d.name for d in Ledger(ledger).list_datasets()] == ["clinic"]
+
+
+def test_no_configured_hash_says_how_to_set_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "ledger.sqlite"))
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "anything")
+    with pytest.raises(SystemExit, match="no owner password hash is configured"):
+        main(["register", "--data", CLINIC, "--cap", "2"])
+
+
+def test_synthesize_refuses_a_bad_feature_group_before_printing_the_cost(
+        ledger_path, monkeypatch, capsys):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", PIMA, "--cap", "3"]) == 0
+    capsys.readouterr()
+    assert main(["synthesize", "--dataset", "pima_like", "--feature-groups",
+                 "glucose;nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown feature(s): nonsense" in err and "costs ε" not in err, err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -710,3 +711,75 @@ def test_owner_includes_a_stray_text_column_by_declaring_the_text_missing(tmp_pa
     register_draft(ledger, draft, chosen, 1.0)
     record = ledger.get_dataset("stray")
     assert [a.name for a in record.schema.attributes] == ["flag", "stage", "lab"]
+
+
+# ------------------------------------------------------------- issue 32, the walk (small)
+
+def test_what_to_expect_at_a_large_epsilon_names_no_fraction_of_a_row():
+    """Point 13: at ε = 50 the line spoke of "0.057 rows"."""
+    from components.expectations import expectation_text, expected_noise
+
+    params = MiningParams(epsilon=50.0)
+    assert expected_noise(params).support_for(0.1) < 1
+    text = expectation_text(params)
+    assert "What to expect" in text and "less than one row" in text
+    assert not re.search(r"\b0\.\d+ rows", text), text
+
+
+def test_a_refused_large_number_is_written_out():
+    """Point 13: "1e+08 is refused"."""
+    from components.number_fields import Bounds, number_problem
+
+    message = number_problem("MCIter", 1e8, Bounds(low=1, high=1_000_000, integer=True))
+    assert "100,000,000 is refused" in message and "at most 1,000,000" in message
+    assert "e+" not in message
+
+
+def test_the_budget_meter_figures_fit_a_half_width_column():
+    """Point 7: "Spent ε 7.46…" and a faithful charge shown as "0.0116667"."""
+    from components.budget_meter import fmt_meter
+
+    assert fmt_meter(7.466667) == "7.467" and fmt_meter(0.011666667) == "0.01167"
+    assert fmt_meter(20.0) == "20" and fmt_meter(16.533333) == "16.53"
+    assert fmt_meter(123456.0) == "123,456"
+    assert all(len(fmt_meter(x)) <= 7 for x in (0.011666667, 7.466667, 999.95, 123456.0))
+
+
+def test_runs_are_counted_in_words():
+    """Point 12: "1 runs"."""
+    from components.runs_view import runs_count
+
+    assert runs_count(1) == "1 run" and runs_count(2) == "2 runs"
+
+
+def test_compare_starts_with_the_runs_explore_shows(tree_result, serenade_results):
+    """Point 12: Compare took the two newest runs whatever Explore showed."""
+    from components.runs_view import default_comparison
+
+    es = serenade_results["serenade_es", "strict"]
+    cs = serenade_results["serenade_cs", "strict"]
+
+    class Run:
+        def __init__(self, run_id):
+            self.run_id = run_id
+
+    done = [Run(cs.run_id), Run(es.run_id), Run(tree_result.run_id)]        # newest first
+    results = {r.run_id: r for r in (cs, es, tree_result)}
+    assert default_comparison(done, results) == [cs.run_id, es.run_id]
+    assert default_comparison(done, results, (tree_result.run_id, es.run_id)) == [
+        es.run_id, tree_result.run_id]
+    assert default_comparison(done, results, (tree_result.run_id,)) == [cs.run_id, es.run_id]
+
+
+def test_the_sequences_run_picker_shows_no_markdown():
+    """Point 13: raw backticks in the Sequences page's run label (a select box shows plain
+    text)."""
+    from components.sequences_view import _run_label
+    from dpcore.privacy.ledger import RunRecord
+    from dpcore.registry import PFS2
+
+    run = RunRecord(run_id="f" * 32, dataset="clicks", algorithm=PFS2, status="done",
+                    epsilon_nano=epsilon_to_nano(1.0), params={"theta": 0.02}, error=None,
+                    created_at="2026-01-02T03:04:05", finished_at=None)
+    label = _run_label(run)
+    assert "`" not in label and label.endswith("ffffffff") and "θ = 0.02" in label

@@ -26,7 +26,7 @@ from dpcore.sequences.samples import generate_clickstream, write_sample
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
-PAGE = "pages/data.py"
+PAGE = "pages/workbench/data.py"
 PASSWORD = "correct horse battery staple"
 VISITS = "visits"           # the private sequence dataset of these tests
 N_VISITS = 2000
@@ -241,3 +241,16 @@ def test_the_owner_changes_the_cap_of_a_table_dataset(app, ledger_path, monkeypa
     assert ledger.budget("pima_like").cap == 33.0
     assert _metrics(app)["Budget cap ε"] == "33"
     assert not re.search(r"read two-view\s+schemas only", _texts(app))
+
+
+def test_a_cap_below_zero_is_named_and_cannot_be_set(app, ledger_path, monkeypatch):
+    """Issue 32, point 8: the owner's cap box snapped a refused value back unseen."""
+    ledger = Ledger(ledger_path)
+    _owner(app, monkeypatch)
+    _data_page(app, "pima_like")
+    before = ledger.budget("pima_like").cap
+    app.number_input(key="cap_pima_like").set_value(-5.0).run()
+    assert app.number_input(key="cap_pima_like").value == -5.0
+    assert "-5 is refused — it must be above 0" in " ".join(e.value for e in app.error)
+    assert app.button(key="set_cap_pima_like").disabled
+    assert ledger.budget("pima_like").cap == before

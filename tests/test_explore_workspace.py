@@ -66,7 +66,7 @@ def explore(app, ledger_path, clinic_dataset):
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r" * 32,
                              seed=11, requester=Requester())
     assert len(result.redescriptions) >= 3
-    run_page(app, "pages/explore.py")
+    run_page(app, "pages/redescriptions/explore.py")
     app.number_input(key="explore_threshold").set_value(0.0)
     rerun(app)
     return app
@@ -150,7 +150,7 @@ def test_decisions_tags_and_notes_are_saved_and_restored_in_a_new_session(explor
 
     again = AppTest.from_file(APP, default_timeout=120)    # a new visit: a new session
     rerun(again)
-    run_page(again, "pages/explore.py")
+    run_page(again, "pages/redescriptions/explore.py")
     assert again.number_input(key="explore_threshold").value == 0.0
     assert again.selectbox(key="explore_list_decisions").value == "not_rejected"
     assert first not in set(editor(again)[0].value["row_id"])

@@ -61,11 +61,41 @@ def test_the_import_scan_sees_a_streamlit_import(tmp_path):
     assert {"streamlit", "streamlit.runtime"} <= _imported_modules(probe)
 
 
-@pytest.mark.parametrize("page", sorted((REPO / "pages").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("page", sorted((REPO / "pages").glob("*/*.py")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_pages_are_thin(page):
     n_lines = len(page.read_text(encoding="utf-8").splitlines())
     assert n_lines < MAX_PAGE_LINES, (
         f"{page.name} has {n_lines} lines; move its logic into a component")
+
+
+def _declared_pages() -> dict[str, str]:
+    """URL path → page script of every ``st.Page`` in app.py (the default page: "")."""
+    tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
+    pages = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page":
+            words = {k.arg: k.value.value for k in node.keywords
+                     if isinstance(k.value, ast.Constant)}
+            pages[words.get("url_path", "")] = node.args[0].value
+    return pages
+
+
+def test_pages_folder_holds_only_section_packages_and_deep_link_shims():
+    """Issue 32, point 2: Streamlit routes a fresh server's first request by pages/*.py, so
+    page scripts live in pages/<section>/, and pages/ holds one shim per URL path that runs
+    the app (components/deep_links.py) — so every deep link works as a first request."""
+    declared = _declared_pages()
+    assert len(declared) == 7 and all(p.startswith("pages/") and p.count("/") == 2
+                                      for p in declared.values()), declared
+    assert all((REPO / p).is_file() for p in declared.values())
+    shims = {p.stem: p for p in (REPO / "pages").glob("*.py")}
+    named = {url or Path(script).stem for url, script in declared.items()}
+    assert set(shims) == named, (sorted(shims), sorted(named))
+    for shim in shims.values():
+        body = ast.parse(shim.read_text(encoding="utf-8")).body
+        calls = [n for n in body if isinstance(n, ast.Expr) and isinstance(n.value, ast.Call)]
+        assert len(body) == 3 and [c.value.func.id for c in calls] == ["run_app"], shim.name
 
 
 # ------------------------------------------------------------ tests mirror modules

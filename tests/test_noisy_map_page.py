@@ -33,7 +33,7 @@ def meter(at: AppTest) -> dict[str, str]:
 
 def on_sites(at: AppTest) -> AppTest:
     at.selectbox(key="dataset").set_value("sites").run()
-    return run_page(ok(at), "pages/explore.py")
+    return run_page(ok(at), "pages/redescriptions/explore.py")
 
 
 def test_a_refused_query_shows_why_and_cannot_be_paid(app, ledger_path):
@@ -124,5 +124,20 @@ def test_a_noisy_map_is_paid_stored_and_drawn(app, ledger_path):
 
 
 def test_a_dataset_without_a_grid_says_it_has_no_map(app):
-    run_page(app, "pages/explore.py")  # clinic
+    run_page(app, "pages/redescriptions/explore.py")  # clinic
     assert any("declares no location grid" in c.value for c in app.caption)
+
+
+def test_an_out_of_range_query_epsilon_is_named_and_kept_not_snapped_back(app, ledger_path):
+    """Issue 32, point 8: the box kept its old value while the button priced it, and only
+    Streamlit's "outside the allowed range" said anything."""
+    on_sites(app)
+    app.text_input(key="cq_left").input("[HYP > 1.5]")
+    app.text_input(key="cq_right").input("[TMEAN > 10]")
+    app.number_input(key="cq_epsilon").set_value(50.0).run()
+    ok(app)
+    assert app.number_input(key="cq_epsilon").value == 50.0
+    assert "ε for this query: 50 is refused — it must be at most 10" in \
+        " ".join(e.value for e in app.error)
+    assert not [b for b in app.button if b.key == "cq_pay"], "nothing to pay"
+    assert Ledger(ledger_path).budget("sites").spent_nano == 0

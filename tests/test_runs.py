@@ -360,3 +360,66 @@ def test_pfs2_supports_in_a_stored_result_are_integers_in_strict_mode(family_led
     result = charge_and_mine(family_ledger, "clicks", SequenceMiningParams(theta=0.05))
     supports = np.array([p.noisy_support for p in result.patterns])
     assert np.all(supports == np.round(supports)), "strict mode draws integer noise only"
+
+
+# --------------------------------------------------------------------------- a killed run
+# Issue 32, point 3: a run whose process died after the charge is finished at no further
+# cost, under its run id, with its recorded parameters.
+
+def _killed_run(led, run_id: str, params, dataset: str = "clicks") -> None:
+    """What a process killed mid-run leaves: the charge and the run, no result."""
+    from dpcore.privacy.policy import NEIGHBOURING_RELATION
+    from dpcore.runs import _plan
+
+    led.charge(run_id, dataset, params.algorithm, [s.epsilon_nano for s in _plan(params)],
+               {**params.to_dict(), "seed": None, "neighbouring": NEIGHBOURING_RELATION},
+               actor="analyst")
+
+
+def test_a_killed_run_is_finished_at_no_further_cost(family_ledger):
+    from dpcore.runs import finish_charged_run
+    from dpcore.sequences.results import SequenceRunResult
+
+    params = SequenceMiningParams(algorithm=PFS2, epsilon=1.0, theta=0.05)
+    _killed_run(family_ledger, "killed", params)
+    spent = _spent(family_ledger, "clicks")
+    with pytest.raises(RunInProgressError):
+        load_result(family_ledger, "killed", role="analyst")
+    result = finish_charged_run(family_ledger, "killed", Requester())
+    assert isinstance(result, SequenceRunResult) and result.run_id == "killed"
+    assert result.patterns and result.spent_nano + result.unspent_nano == run_cost(params)
+    assert _spent(family_ledger, "clicks") == spent == epsilon_to_nano(1.0), "no new charge"
+    assert family_ledger.get_run("killed").status == "done"
+    assert load_result(family_ledger, "killed", role="analyst").to_dict() == result.to_dict()
+    with pytest.raises(ParameterError, match="is done"):          # a stored run: never again
+        finish_charged_run(family_ledger, "killed", Requester())
+    assert _spent(family_ledger, "clicks") == spent
+
+
+def test_a_failed_or_unknown_run_is_never_finished(family_ledger):
+    from dpcore.runs import finish_charged_run
+
+    params = SequenceMiningParams(algorithm=PFS2, epsilon=0.5, theta=0.05)
+    _killed_run(family_ledger, "broke", params)
+    family_ledger.mark_failed("broke", "RuntimeError: after a release, maybe")
+    with pytest.raises(ParameterError, match="is failed"):
+        finish_charged_run(family_ledger, "broke", Requester())
+    with pytest.raises(ParameterError):
+        finish_charged_run(family_ledger, "never-charged", Requester())
+    assert family_ledger.get_run("broke").status == "failed"
+    assert _spent(family_ledger, "clicks") == epsilon_to_nano(0.5)
+
+
+def test_an_analyst_on_private_data_sees_no_progress_of_an_unstored_attempt(family_ledger):
+    """What a killed attempt showed must be nothing data-dependent, or redrawing it would
+    release twice: analysts on private data get no progress; the owner gets it."""
+    params = SequenceMiningParams(algorithm=PFS2, epsilon=0.5, theta=0.05)
+    analyst, owner = [], []
+    from dpcore.runs import PRIVATE_PROGRESS
+
+    charge_and_mine(family_ledger, "clicks", params, run_id="a",
+                    progress=lambda f, m: analyst.append(m))
+    charge_and_mine(family_ledger, "clicks", params, run_id="o", requester=OWNER_REQ,
+                    progress=lambda f, m: owner.append(m))
+    assert analyst == [PRIVATE_PROGRESS], "one fixed line, nothing data-dependent"
+    assert any("lmax" in m for m in owner), owner

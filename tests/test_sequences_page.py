@@ -250,7 +250,7 @@ def exact_or(truth, items):
 
 # --------------------------------------------------------------------------- the page (AppTest)
 
-PAGE = "pages/sequences.py"
+PAGE = "pages/sequences/sequences.py"
 OWNER_PASSWORD = "correct horse battery staple"
 
 
@@ -310,7 +310,7 @@ def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, 
     assert any("This run costs **ε = 1**" in m.value for m in app.main.markdown)
     _ok(app.number_input(key="seq_epsilon").set_value(2.5).run())   # the meter prices this
     assert _meter(app)["This run ε"] == "2.5"                       # page's run ...
-    _ok(app.switch_page("pages/runs.py").run())
+    _ok(app.switch_page("pages/workbench/runs.py").run())
     assert _meter(app)["This run ε"] == "2.5"                       # ... on every page
     _ok(app.switch_page(PAGE).run())
     assert app.number_input(key="seq_epsilon").value == 2.5         # the form kept it
@@ -399,9 +399,23 @@ def test_a_stored_run_can_be_reopened(app, ledger_path):
 
 
 def test_the_mine_page_points_sequence_and_table_datasets_to_their_pages(app):
-    _ok(app.switch_page("pages/mine.py").run())
+    _ok(app.switch_page("pages/redescriptions/mine.py").run())
     assert app.button(key="mine_launch_button")                      # two-view: the form
     for dataset, page in (("clickstream", "Sequences"), ("pima_like", "Synthesis")):
         _ok(app.selectbox(key="dataset").set_value(dataset).run())
         assert any(f"use the **{page}** page" in i.value for i in app.main.info)
         assert not app.main.button, "no Launch on a dataset the Mine page cannot mine"
+
+
+def test_l1_can_be_blanked_again_after_a_number_was_typed(app):
+    """Issue 32, point 8: once a number was typed in l1, Streamlit made 0 the box's own
+    default, so clearing it in a browser showed 0 again (and Launch stayed disabled). The
+    box's default (what the browser falls back to when cleared) must stay blank."""
+    _sequences_page(app)
+    key = state_key("l1")
+    _ok(app.number_input(key=key).set_value(8).run())
+    assert not app.number_input(key=key).proto.HasField("default"), \
+        app.number_input(key=key).proto.default
+    _ok(app.number_input(key=key).set_value(None).run())
+    assert app.number_input(key=key).value is None
+    assert not app.button(key="seq_launch_button").disabled

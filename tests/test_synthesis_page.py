@@ -195,7 +195,7 @@ def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
 
 # --------------------------------------------------------------------------- the page (AppTest)
 
-PAGE = "pages/synthesis.py"
+PAGE = "pages/synthesis/synthesis.py"
 OWNER_PASSWORD = "correct horse battery staple"
 SAMPLE = "pima_like"
 
@@ -425,7 +425,7 @@ def test_the_form_comes_back_as_it_was_left(app):
     app.number_input(key="syn_epsilon").set_value(3.0)
     app.number_input(key="syn_k").set_value(50)
     _ok(app.run())
-    _ok(app.switch_page("pages/runs.py").run())
+    _ok(app.switch_page("pages/workbench/runs.py").run())
     assert _meter(app)["This run ε"] == "3"                   # priced from the saved form
     _ok(app.switch_page(PAGE).run())
     assert app.number_input(key="syn_epsilon").value == 3.0
@@ -439,6 +439,7 @@ def test_every_page_renders_on_the_sample_table(app, monkeypatch, role):
     if role == "owner":
         _owner(app, monkeypatch)
     _ok(app.sidebar.selectbox(key="dataset").set_value(SAMPLE).run())
-    for page in ("pages/data.py", "pages/mine.py", "pages/explore.py", "pages/runs.py",
-                 "pages/sequences.py", "pages/teaching.py", PAGE):
+    for page in ("pages/workbench/data.py", "pages/redescriptions/mine.py",
+                 "pages/redescriptions/explore.py", "pages/workbench/runs.py",
+                 "pages/sequences/sequences.py", "pages/workbench/teaching.py", PAGE):
         _ok(app.switch_page(page).run())

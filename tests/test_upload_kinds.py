@@ -39,7 +39,7 @@ def _owner_on_data_page(app: AppTest, monkeypatch, kind: str) -> AppTest:
     monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(PASSWORD, n=2**4))
     app.text_input(key="owner_password").input(PASSWORD)
     _ok(app.button(key="owner_login").click().run())
-    _ok(app.switch_page("pages/data.py").run())
+    _ok(app.switch_page("pages/workbench/data.py").run())
     return _ok(app.radio(key="up_kind").set_value(kind).run())
 
 
@@ -84,7 +84,7 @@ def test_a_records_upload_registers_and_is_offered_on_the_sequences_page(app, le
     assert kind == KIND_SEQUENCES and data.n_records == 4
     assert record.content_digest == content_digest(data)
     assert app.selectbox(key="dataset").value == "visits_up"
-    _ok(app.switch_page("pages/sequences.py").run())
+    _ok(app.switch_page("pages/sequences/sequences.py").run())
     captions = " ".join(c.value for c in app.main.caption)
     assert "Dataset `visits_up` · 4 items" in captions and "l1 = 6" in captions
     assert {m.label: m.value for m in app.sidebar.metric}["Total ε"] == "4"
@@ -193,7 +193,7 @@ def test_a_labelled_table_upload_registers_and_is_offered_on_the_synthesis_page(
     folder = tmp_path / "datasets" / "table_up"
     assert sorted(p.name for p in folder.iterdir()) == ["synthesis_schema.json", "table.csv"]
     assert json.loads((folder / "synthesis_schema.json").read_text())["file"] == "table.csv"
-    _ok(app.switch_page("pages/synthesis.py").run())
+    _ok(app.switch_page("pages/synthesis/synthesis.py").run())
     assert app.selectbox(key="dataset").value == "table_up"
     assert {m.label: m.value for m in app.sidebar.metric}["Total ε"] == "3"
     assert not any("labelled table" in i.value and "mined" in i.value for i in app.main.info)

@@ -48,7 +48,8 @@ from dpcore.synthesis.results import SynthesisDiagnostics, SynthesisResult
 from dpcore.synthesis.schema import value_text
 from dpcore.synthesis.table import SynthesisTable, frame_from_encoded
 
-__all__ = ["check_runnable", "synthesize", "MAX_NOISE_SCALE", "BLAS_THREADS"]
+__all__ = ["check_runnable", "check_feature_groups", "synthesize", "MAX_NOISE_SCALE",
+           "BLAS_THREADS"]
 
 #: BLAS/LAPACK threads during a run. The linear algebra here is many small eigen-
 #: decompositions and matrix products: multi-threaded OpenBLAS gains nothing on them and,
@@ -62,15 +63,23 @@ MAX_NOISE_SCALE = 1e15
 
 
 def _check_groups(table: SynthesisTable, params: SynthesisParams) -> None:
+    check_feature_groups(table.schema, params)
+
+
+def check_feature_groups(schema, params: SynthesisParams) -> None:
+    """Raise ParameterError unless the owner's ``feature_groups`` (if given) name every
+    feature of the public ``schema`` (a :class:`~dpcore.synthesis.schema.TableSchema`)
+    exactly once. Reads the public schema only, so a caller can check before it prices
+    the run."""
     if not params.groups_given:
         return
-    names = set(table.schema.feature_names)
+    names = set(schema.feature_names)
     listed = [n for g in params.feature_groups for n in g]
     unknown = sorted(set(listed) - names)
     if unknown:
         raise ParameterError(f"feature_groups name unknown feature(s): {', '.join(unknown)}; "
-                             f"the schema declares {', '.join(table.schema.feature_names)}")
-    missing = [n for n in table.schema.feature_names if n not in set(listed)]
+                             f"the schema declares {', '.join(schema.feature_names)}")
+    missing = [n for n in schema.feature_names if n not in set(listed)]
     if missing:
         raise ParameterError("feature_groups must cover every feature once; missing: "
                              + ", ".join(missing))

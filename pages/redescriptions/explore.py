@@ -1,0 +1,21 @@
+"""Explore page: the live scatter, the pruning threshold (0 ε), details and export."""
+
+import streamlit as st
+
+from components.custom_query import custom_query_section
+from components.explore_view import render_explore
+from components.noisy_map import noisy_map_section
+from components.session import current_dataset, get_ledger, show_flash
+from components.unfinished_runs import render_unfinished_runs
+
+ledger = get_ledger()
+record = current_dataset(ledger)
+st.title("Explore")
+show_flash()
+if record is None:
+    st.info("Pick a dataset in the sidebar first.")
+else:
+    render_unfinished_runs(ledger, record, key="explore")
+    render_explore(ledger, record)
+    custom_query_section(ledger, record)
+    noisy_map_section(ledger, record)

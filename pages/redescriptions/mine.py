@@ -1,0 +1,26 @@
+"""Mine page: configure a run (paper defaults), see its cost, confirm once, watch it run."""
+
+import streamlit as st
+
+from components.family_pages import other_kind_text
+from components.launcher import render_launch
+from components.params_form import render_params_form
+from components.session import current_dataset, get_ledger, show_flash
+from components.unfinished_runs import render_unfinished_runs
+from dpcore.registry import KIND_TWO_VIEW
+
+ledger = get_ledger()
+record = current_dataset(ledger)
+st.title("Mine")
+show_flash()
+if record is None:
+    st.info("Pick a dataset in the sidebar first.")
+elif record.kind != KIND_TWO_VIEW:
+    st.info(other_kind_text(record) + " The Mine page finds redescriptions in two-view data.")
+else:
+    st.caption(f"Dataset `{record.name}` · the budget meter in the sidebar shows what this "
+               "run would cost against what remains.")
+    render_unfinished_runs(ledger, record, key="mine")
+    render_params_form(record, remaining=ledger.budget(record.name).remaining)
+    st.divider()
+    render_launch(ledger, record)

@@ -1,0 +1,15 @@
+"""Runs page: the dataset's run history and side-by-side comparisons."""
+
+import streamlit as st
+
+from components.runs_view import render_runs
+from components.session import current_dataset, get_ledger, show_flash
+
+ledger = get_ledger()
+record = current_dataset(ledger)
+st.title("Runs")
+show_flash()
+if record is None:
+    st.info("Pick a dataset in the sidebar first.")
+else:
+    render_runs(ledger, record)
