@@ -261,7 +261,7 @@ def test_a_bad_mode_is_refused_naming_it_before_anything_runs(tiny_data, tmp_pat
 
     def never(*args, **kwargs):
         raise AssertionError("a run started")
-    monkeypatch.setattr(harness, "mine", never)
+    monkeypatch.setattr(harness, "run_sandbox", never)
     with pytest.raises(ParameterError, match=f"got {mode!r}"):
         run_experiment(tiny_data, ["altexpm"], [1.0], [1], "auto", tmp_path / "x",
                        mode=mode, reference_runs=1)
