@@ -88,8 +88,11 @@ def test_a_killed_worker_is_retried_under_the_same_run_id(ledger, tmp_path, clie
     _wait_for(lambda: ("held", "running") in [(r, s) for r, s, _ in events], 30,
               "the held run's progress event")
     pid = int(first[0].name.split("-")[1])
-    # charged before it was dispatched: the charge exists while the run is held
-    assert {e.run_id for e in ledger.audit_log()} == {"held", "free-1", "free-2"}
+    # charged before it was dispatched: the charge exists while the run is held. The client
+    # charges run by run as it dispatches, so the later runs' charges may land just after the
+    # held run started (a PostgreSQL round trip under load): wait for them, do not race them.
+    _wait_for(lambda: {e.run_id for e in ledger.audit_log()} == {"held", "free-1", "free-2"},
+              30, "every run of the plan to be charged")
     assert ledger.get_result("held") is None
     os.kill(pid, signal.SIGKILL)
     batch.join(timeout=120)

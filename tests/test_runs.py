@@ -368,10 +368,10 @@ def test_pfs2_supports_in_a_stored_result_are_integers_in_strict_mode(family_led
 
 def _killed_run(led, run_id: str, params, dataset: str = "clicks") -> None:
     """What a process killed mid-run leaves: the charge and the run, no result."""
+    from dpcore.executor import plan_parts
     from dpcore.privacy.policy import NEIGHBOURING_RELATION
-    from dpcore.runs import _plan
 
-    led.charge(run_id, dataset, params.algorithm, [s.epsilon_nano for s in _plan(params)],
+    led.charge(run_id, dataset, params.algorithm, list(plan_parts(params)),
                {**params.to_dict(), "seed": None, "neighbouring": NEIGHBOURING_RELATION},
                actor="analyst")
 
