@@ -154,3 +154,13 @@ def ledger_location(request, tmp_path):
     if request.param == "sqlite":
         return tmp_path / "ledger.sqlite"
     return request.getfixturevalue("postgres_server").new_database()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Print the privacy mutation score (tests/test_privacy_mutants.py) even under ``-q``."""
+    import sys
+
+    module = sys.modules.get("test_privacy_mutants")
+    line = config.stash.get(module.SCORE_KEY, None) if module else None
+    if line:
+        terminalreporter.write_sep("=", line)

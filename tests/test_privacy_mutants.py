@@ -62,8 +62,13 @@ def test_detectors_pass_without_a_mutant():
             detector()
 
 
+#: Where the score line waits for the end of the session (printed in the terminal summary by
+#: ``conftest.pytest_terminal_summary``, so a quiet ``-q`` run still shows it).
+SCORE_KEY = pytest.StashKey[str]()
+
+
 @pytest.mark.slow
-def test_every_planted_privacy_bug_is_caught():
+def test_every_planted_privacy_bug_is_caught(request):
     started = time.process_time()
     rows, missed, broken = [], [], []
     for mutant in CATALOGUE:
@@ -76,8 +81,10 @@ def test_every_planted_privacy_bug_is_caught():
             missed.append(mutant.name)
     score = (len(CATALOGUE) - len(missed)) / len(CATALOGUE)
     print("\n[mutants] " + "\n[mutants] ".join(rows))
-    print(f"[mutants] privacy mutation score: {len(CATALOGUE) - len(missed)}/{len(CATALOGUE)} "
-          f"= {score:.0%} ({time.process_time() - started:.1f} s CPU)")
+    line = (f"privacy mutation score: {len(CATALOGUE) - len(missed)}/{len(CATALOGUE)} "
+            f"= {score:.0%} ({time.process_time() - started:.1f} s CPU)")
+    print(f"[mutants] {line}")
+    request.config.stash[SCORE_KEY] = line
     assert not broken, "mutants that crashed the run instead of planting a silent bug: " + \
         "; ".join(broken)
     assert not missed, f"privacy mutation score {score:.0%}: not caught: {missed}"
