@@ -5,8 +5,8 @@ Privacy unit: one record; neighbours add or remove one record (replace-one doubl
 Every release is charged to the run's :class:`~dpcore.privacy.accountant.PrivacyAccountant`
 before its noise is drawn.
 
-Strict mode: MC-GEN-DP (spec §2.5) — ε-DP, integer noise only
---------------------------------------------------------------
+Strict mode: MC-GEN-DP (docs/ALGORITHMS.md §9) — ε-DP, integer noise only
+--------------------------------------------------------------------------
 1. **Class counts** N̂_y = N_y + discrete Laplace(1/ε_Y) (one histogram, Δ = 1). Class y
    gets max(round(N̂_y), 0) synthetic rows.
 2. **Feature groups**: given by the owner (free); or, when the public rule on N̂ says the

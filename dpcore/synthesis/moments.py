@@ -1,7 +1,8 @@
 """Noisy cell statistics (integer, discrete Laplace) and the Gaussian cell models built from them.
 
-Strict MC-GEN-DP (spec §2.5c) releases, for one feature group and every (class, cell) — the
-cells of all classes together partition the records, each record lies in exactly one:
+Strict MC-GEN-DP (docs/ALGORITHMS.md §9) releases, for one feature group and every
+(class, cell) — the cells of all classes together partition the records, each record lies
+in exactly one:
 
 =================  ==========================================  ======================
 release            value per cell                              L1 sensitivity Δ

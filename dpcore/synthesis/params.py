@@ -6,8 +6,8 @@ are known (they come from a DP release, or from the owner): :func:`mechanism_sha
 every mechanism call's share given the group sizes, and the synthesizers spend exactly
 those. All parts are integers in nano-ε that sum exactly to ε (rounded up to whole nano-ε).
 
-Phases (strict MC-GEN-DP, spec §2.5)
-------------------------------------
+Phases (strict MC-GEN-DP, docs/ALGORITHMS.md §9)
+-------------------------------------------------
 * ``classes`` — ε_Y = ``budget_classes``·ε: the noisy class counts N̂_y (one histogram).
 * ``features`` — ε_F = ``budget_features``·ε, only when the feature groups are not given:
   the noisy sufficient statistics (count, sums, second moments) behind the correlations.
