@@ -553,7 +553,15 @@ def shrink_records_kernel(indptr, items, n_items, relevant, k, lmax, truncate, c
     n_cand = cands.shape[0]
     n_nodes = node_item.shape[0]
     new_indptr = np.zeros(n_rec + 1, dtype=np.int64)
-    new_items = np.empty(items.shape[0], dtype=np.int32)
+    # Untruncated (faithful), Algorithm 2 may rebuild a record longer than lmax into up to
+    # lmax + k − 1 items, k − 1 more than it had: room for that, or the writes below would
+    # run past the array (numba does not check bounds).
+    n_long = 0
+    if not truncate:
+        for r in range(n_rec):
+            if indptr[r + 1] - indptr[r] > lmax:
+                n_long += 1
+    new_items = np.empty(items.shape[0] + n_long * max(k - 1, 0), dtype=np.int32)
     buf = np.empty(maxlen, dtype=np.int32)
     tmp = np.empty(maxlen, dtype=np.int32)
     cnt = np.zeros(n_items, dtype=np.int64)
