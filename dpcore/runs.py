@@ -45,14 +45,15 @@ from dpcore.errors import DataError, DpcoreError, ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import (
-    NEIGHBOURING_RELATION,
     PolicyError,
     Requester,
     RunPermit,
     authorize_run,
     can_read,
+    check_account_needed,
     content_digest,
     may_see_diagnostics,
+    recorded_params,
 )
 from dpcore.privacy.roles import OWNER
 from dpcore.registry import ALGORITHM_SPECS, REDESCRIPTIONS, algorithm_spec, dataset_kind_spec
@@ -199,7 +200,8 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
         ``SynthesisParams`` (MC-GEN and the floor, on a labelled table); the registry
         names each algorithm's type.
     requester : Requester, optional
-        Role and audit label; default an analyst.
+        Role, audit label and signed-in account (charged, and its quota checked); default
+        an anonymous analyst (public demo data, or a ledger without accounts).
     seed : int, optional
         Public-demo datasets only (refused on private data).
     run_id : str, optional
@@ -218,9 +220,10 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     Raises
     ------
     PolicyError
-        The policy refuses the run; nothing charged.
+        The policy refuses the run (e.g. no signed-in account on private data); nothing
+        charged.
     BudgetExceededError
-        The run does not fit the remaining budget; nothing charged.
+        The run does not fit the remaining budget or the account's share; nothing charged.
     ParameterError, DataError
         Bad parameters, unknown dataset, a dataset of another kind than the algorithm
         mines, data that do not load; nothing charged.
@@ -231,6 +234,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     run_id = run_id or new_run_id()
     record = ledger.get_dataset(dataset_name)
     check_dataset_kind(record, getattr(params, "algorithm", None))
+    check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
     permit = authorize_run(record, params, requester, seed=seed)
     if data is None:
         data = load_registered(record)
@@ -262,10 +266,9 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, data: Data, run_id: st
     params = permit.params
     spec = algorithm_spec(params.algorithm)
     parts = [s.epsilon_nano for s in spec.resolve("plan")(params)]
-    recorded = {**params.to_dict(), "seed": permit.seed,
-                "neighbouring": NEIGHBOURING_RELATION}
-    charge = ledger.charge(run_id, permit.dataset.name, params.algorithm, parts, recorded,
-                           actor=permit.requester.actor, audience=permit.audience)
+    charge = ledger.charge(run_id, permit.dataset.name, params.algorithm, parts,
+                           recorded_params(permit), actor=permit.requester.actor,
+                           audience=permit.audience, account=permit.requester.account)
     if charge.replayed:
         return load_result(ledger, run_id, role=permit.requester.role, in_progress_ok=False)
     try:
