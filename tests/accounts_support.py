@@ -1,0 +1,32 @@
+"""Accounts for tests: make one in a ledger and sign it in (issue 29: the owner role and
+every account are established by signing in against the ledger, never claimed)."""
+
+from __future__ import annotations
+
+from dpcore.errors import ParameterError
+from dpcore.privacy.accounts import sign_in
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
+from dpcore.privacy.roles import hash_password
+
+#: The password every test account gets (cheap scrypt costs keep tests fast).
+PASSWORD = "s3cret"
+
+
+def make_account(ledger: Ledger, name: str = "owner", role: str = "owner",
+                 password: str = PASSWORD) -> None:
+    """Create the account unless it exists (hashed with cheap costs)."""
+    try:
+        ledger.add_account(name, role, actor="test",
+                           password_hash=hash_password(password, n=2**4))
+    except ParameterError as exc:
+        if "already exists" not in str(exc):
+            raise
+
+
+def signed_in(ledger: Ledger, name: str = "owner", role: str = "owner",
+              password: str = PASSWORD, actor: str | None = None) -> Requester:
+    """A requester of the account ``name`` (created if missing), signed in on ``ledger``."""
+    make_account(ledger, name, role, password)
+    session = sign_in(ledger, name, password, client=f"test:{name}", entry="api")
+    return Requester.signed_in(session, actor=actor or name)
