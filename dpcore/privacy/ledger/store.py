@@ -1240,7 +1240,8 @@ class Ledger:
     # -- owner logins --------------------------------------------------------------
 
     def record_auth_event(self, *, actor: str, entry: str, outcome: str,
-                          detail: str | None = None) -> None:
+                          detail: str | None = None, account: str | None = None,
+                          client: str | None = None) -> None:
         """Append one owner-login attempt to the login log (never the password).
 
         Written under the login lock, like :meth:`login_attempt` (which the login itself
@@ -1254,13 +1255,15 @@ class Ledger:
             Entry point: ``app``, ``cli``, ...
         outcome : {"success", "failure", "throttled"}
         detail : str, optional
+        account, client : str, optional
+            The account the attempt named and the client it came from.
         """
         _check_text(actor, "actor")
         _check_text(entry, "entry")
         if outcome not in ("success", "failure", "throttled"):
             raise ParameterError(f"outcome must be success, failure or throttled; got {outcome!r}")
         self.login_attempt(lambda events: (outcome, detail), actor=actor, entry=entry,
-                           since_seconds=0.0)
+                           since_seconds=0.0, account=account, client=client)
 
     def login_attempt(self, decide: Callable[[list[AuthEvent]], tuple[str, str | None]], *,
                       actor: str, entry: str, since_seconds: float,
