@@ -30,3 +30,11 @@ def signed_in(ledger: Ledger, name: str = "owner", role: str = "owner",
     make_account(ledger, name, role, password)
     session = sign_in(ledger, name, password, client=f"test:{name}", entry="api")
     return Requester.signed_in(session, actor=actor or name)
+
+
+def owner_in_env_ledger(password: str = PASSWORD, name: str = "owner") -> None:
+    """An owner account with ``password`` in the ledger ``$DPRM_LEDGER`` names (the command
+    line's owner gate signs it in)."""
+    import os
+
+    make_account(Ledger(os.environ["DPRM_LEDGER"]), name, "owner", password)

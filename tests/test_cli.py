@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.roles import hash_password
 from dpcore.privacy.units import epsilon_to_nano
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ CLINIC = str(REPO / "sample_data" / "clinic")
 def ledger_path(tmp_path, monkeypatch):
     path = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("DPRM_LEDGER", str(path))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
+    owner_in_env_ledger("s3cret")
     return path
 
 
@@ -37,7 +37,7 @@ def test_help_explains_every_parameter():
 
 def test_register_needs_the_owner_password(ledger_path, monkeypatch):
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
-    with pytest.raises(SystemExit, match="owner password"):
+    with pytest.raises(SystemExit, match="wrong account name or password"):
         main(["register", "--data", CLINIC, "--cap", "2"])
     assert Ledger(ledger_path).list_datasets() == []
 
@@ -132,7 +132,7 @@ def test_owner_commands_back_off_after_repeated_wrong_passwords(ledger_path, mon
     waits, and every attempt is in the ledger (never the password)."""
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
     for _ in range(5):
-        with pytest.raises(SystemExit, match="owner password"):
+        with pytest.raises(SystemExit, match="wrong account name or password"):
             main(["register", "--data", CLINIC, "--cap", "2"])
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
     with pytest.raises(SystemExit, match="wait"):
