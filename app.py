@@ -13,7 +13,12 @@ wait for it, with a progress bar — then run the page.
 
 import streamlit as st
 
-from components.bootstrap import close_stale_runs, first_start_accounts, register_sample_datasets
+from components.bootstrap import (
+    close_stale_runs,
+    first_start_accounts,
+    register_sample_datasets,
+    samples_wanted,
+)
 from components.budget_meter import render_budget_meter
 from components.params_form import persist_state
 from components.session import (
@@ -42,11 +47,12 @@ page = st.navigation([
 ledger = get_ledger()
 if st.session_state.get("_samples_checked_in") != ledger.location:
     # Once per session and ledger file (the call itself is idempotent and race-safe).
-    _report = register_sample_datasets(ledger)
+    _problems = register_sample_datasets(ledger).problems if samples_wanted() else []
     close_stale_runs(ledger)
     st.session_state["_samples_checked_in"] = ledger.location
-    st.session_state["_sample_problems"] = _report.problems
-    first_start_accounts(ledger.location)
+    st.session_state["_sample_problems"] = _problems
+    if samples_wanted():
+        first_start_accounts(ledger.location)
 persist_state()
 if signed_in() is None and not dataset_records(ledger):
     # A server of private data only: a visitor who did not sign in sees the sign-in, nothing

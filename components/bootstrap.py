@@ -25,7 +25,19 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 
 __all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "STALE_RUN_SECONDS", "BootstrapReport",
-           "register_sample_datasets", "close_stale_runs", "first_start_accounts"]
+           "register_sample_datasets", "close_stale_runs", "first_start_accounts",
+           "samples_wanted", "SAMPLES_ENV_VAR"]
+
+#: ``DPRM_SAMPLE_DATA=off``: a server of private data registers no built-in samples (and so
+#: shows a visitor who did not sign in nothing but the sign-in).
+SAMPLES_ENV_VAR = "DPRM_SAMPLE_DATA"
+
+
+def samples_wanted() -> bool:
+    """Whether the app registers the built-in samples (unless ``DPRM_SAMPLE_DATA=off``)."""
+    import os
+
+    return os.environ.get(SAMPLES_ENV_VAR, "on").strip().lower() not in ("off", "0", "no")
 
 #: Total ε each sample dataset may spend when the app registers it (owners can change it).
 DEFAULT_SAMPLE_CAP = 20.0
