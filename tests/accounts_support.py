@@ -38,3 +38,12 @@ def owner_in_env_ledger(password: str = PASSWORD, name: str = "owner") -> None:
     import os
 
     make_account(Ledger(os.environ["DPRM_LEDGER"]), name, "owner", password)
+
+
+def role_of(at) -> str:
+    """The role of an AppTest session: its signed-in account's, else ``analyst``."""
+    try:
+        session = at.session_state["_signed_in"]
+    except KeyError:
+        return "analyst"
+    return session.role

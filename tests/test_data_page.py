@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from accounts_support import owner_in_env_ledger, role_of
 from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
@@ -18,7 +19,7 @@ from components.data_locations import declared_files
 from components.dataset_card import feature_table, released_row_count
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester, content_digest
-from dpcore.privacy.roles import ANALYST, hash_password
+from dpcore.privacy.roles import ANALYST
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.loading import load_registered_sequences
@@ -47,10 +48,11 @@ def _metrics(at: AppTest) -> dict[str, str]:
 
 
 def _owner(at: AppTest, monkeypatch) -> None:
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(PASSWORD, n=2**4))
-    at.text_input(key="owner_password").input(PASSWORD)
-    _ok(at.button(key="owner_login").click().run())
-    assert at.session_state["role"] == "owner"
+    owner_in_env_ledger(PASSWORD)
+    at.text_input(key="account_name").input("owner")
+    at.text_input(key="account_password").input(PASSWORD)
+    _ok(at.button(key="sign_in").click().run())
+    assert role_of(at) == "owner"
 
 
 def _texts(at: AppTest) -> str:
