@@ -47,3 +47,15 @@ def role_of(at) -> str:
     except KeyError:
         return "analyst"
     return session.role
+
+
+def sign_in_app(at, name: str = "analyst", role: str = "analyst", password: str = PASSWORD):
+    """Sign an AppTest session in from the sidebar (the account is created in
+    ``$DPRM_LEDGER`` if missing); private datasets are listed only after this."""
+    import os
+
+    make_account(Ledger(os.environ["DPRM_LEDGER"]), name, role, password)
+    at.text_input(key="account_name").input(name)
+    at.text_input(key="account_password").input(password)
+    at.button(key="sign_in").click().run()
+    return at

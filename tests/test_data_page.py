@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from accounts_support import owner_in_env_ledger, role_of
+from accounts_support import owner_in_env_ledger, role_of, sign_in_app
 from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
@@ -39,6 +39,8 @@ def _ok(at: AppTest) -> AppTest:
 
 
 def _data_page(at: AppTest, dataset: str) -> AppTest:
+    if dataset not in at.selectbox(key="dataset").options:      # private: sign in first
+        _ok(sign_in_app(at))
     _ok(at.selectbox(key="dataset").set_value(dataset).run())
     return _ok(at.switch_page(PAGE).run())
 
