@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from accounts_support import owner_in_env_ledger, role_of
 from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
@@ -19,7 +20,6 @@ from components.budget_meter import fmt_eps
 from dpcore.privacy import roles
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
-from dpcore.privacy.roles import hash_password
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.runs import charge_and_mine, load_result
 
@@ -318,46 +318,53 @@ def test_mine_says_what_to_expect_before_launch(app):
 
 
 def test_invalid_owner_password_keeps_the_analyst_role(app, monkeypatch):
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input("wrong")
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "analyst"
-    assert any("Wrong password" in e.value for e in app.sidebar.error)
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input("wrong")
+    app.button(key="sign_in").click().run()
+    assert role_of(app) == "analyst"
+    assert any("Wrong account name or password" in e.value for e in app.sidebar.error)
 
 
 def test_repeated_wrong_owner_passwords_throttle_the_login(app, ledger_path, monkeypatch):
-    """Failures from the CLI and the app share one back-off; during it even the right
-    password is refused; afterwards it works, and the owner sees every attempt."""
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    """Failures in the app back off this client; during the back-off even the right
+    password is refused; afterwards it works, and the owner sees every attempt. Failures
+    of another client (the command line) do not slow this one."""
+    from dpcore.errors import SignInError
+    from dpcore.privacy import accounts
+
+    owner_in_env_ledger(OWNER_PASSWORD)
     clock = [datetime.now(UTC)]          # frozen: the back-off cannot run out
+    monkeypatch.setattr(accounts, "_utcnow", lambda: clock[0])
     monkeypatch.setattr(roles, "_utcnow", lambda: clock[0])
     for _ in range(2):                            # another process: the command line
-        assert not roles.unlock_owner(Ledger(ledger_path), "guess", actor="cli", entry="cli")
+        with pytest.raises(SignInError):
+            accounts.sign_in(Ledger(ledger_path), "owner", "guess", client="cli:x",
+                             entry="cli")
 
     def login(password: str) -> str:
-        app.text_input(key="owner_password").input(password)
-        app.button(key="owner_login").click().run()
+        app.text_input(key="account_name").input("owner")
+        app.text_input(key="account_password").input(password)
+        app.button(key="sign_in").click().run()
         assert not app.exception, [e.value for e in app.exception]
         return " ".join(e.value for e in app.sidebar.error)
 
-    for _ in range(roles.LOGIN_FREE_FAILURES - 2):
-        assert "Wrong password" in login("hunter2")
-    assert re.search(r"Too many failed owner logins.*wait \d+ s", login("hunter2"))
+    for _ in range(roles.LOGIN_FREE_FAILURES):
+        assert "Wrong account name or password" in login("hunter2")
     message = login(OWNER_PASSWORD)
-    assert "wait" in message and "Wrong password" not in message
-    assert app.session_state["role"] == "analyst"
+    assert re.search(r"Too many failed sign-ins.*wait \d+ s", message)
+    assert role_of(app) == "analyst"
 
     clock[0] = datetime.now(UTC) + timedelta(seconds=2)   # the back-off passed
     assert login(OWNER_PASSWORD) == ""
-    assert app.session_state["role"] == "owner"
+    assert role_of(app) == "owner"
     outcomes = [(e.entry, e.outcome) for e in Ledger(ledger_path).auth_events()]
-    assert outcomes == [("cli", "failure")] * 2 + [("app", "failure")] * 3 + \
-        [("app", "throttled")] * 2 + [("app", "success")]
+    assert outcomes == [("cli", "failure")] * 2 + [("app", "failure")] * 5 + \
+        [("app", "throttled"), ("app", "success")]
 
     run_page(app, "pages/workbench/teaching.py")
     logins = table_with(app, "when", "entry", "outcome")
-    assert logins["outcome"].tolist() == ["success", "throttled", "throttled", "failure",
-                                          "failure", "failure", "failure", "failure"]
+    assert logins["outcome"].tolist() == ["success", "throttled"] + ["failure"] * 7
     assert logins["entry"].tolist()[-2:] == ["cli", "cli"]
     shown = logins.to_string()
     assert OWNER_PASSWORD not in shown and "hunter2" not in shown and "guess" not in shown
@@ -388,10 +395,11 @@ def test_analyst_sees_nothing_private_on_diabetes(app, ledger_path):
 
 def test_owner_sees_true_statistics_on_diabetes(app, ledger_path, monkeypatch):
     """The positive control of the test above: the owner does see them."""
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "owner"
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(OWNER_PASSWORD)
+    app.button(key="sign_in").click().run()
+    assert role_of(app) == "owner"
     app.selectbox(key="dataset").set_value("diabetes").run()
     assert "Rows (owner only)" in {m.label for m in app.metric}
     assert {m.label: m.value for m in app.metric}["Rows (owner only)"] == "442"
@@ -409,10 +417,11 @@ def _csv(rows: list[list]) -> bytes:
 
 
 def _owner(app, monkeypatch):
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "owner"
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(OWNER_PASSWORD)
+    app.button(key="sign_in").click().run()
+    assert role_of(app) == "owner"
 
 
 def _upload_two_files(app, left: bytes, right: bytes, name: str = "uploaded") -> None:
@@ -610,24 +619,6 @@ def test_owner_pages_show_no_server_paths(app, ledger_path, monkeypatch, tmp_pat
                 assert where in text and "Ledger: the file set by DPRM_LEDGER" in text
 
 
-def test_owner_login_without_a_hash_says_how_to_set_one_up_without_a_restart(app,
-                                                                             monkeypatch):
-    """Before, the message did not say how to make the hash, nor that the app must be
-    restarted (environment) or need not be (secrets file, read at every login)."""
-    assert "works at once" in app.text_input(key="owner_password").help
-    assert "needs a restart" in app.text_input(key="owner_password").help
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    errors = " ".join(e.value for e in app.sidebar.error)
-    assert "No owner password hash is configured" in errors
-    assert "python -m dpcore owner-hash --stdin" in errors
-    assert "no restart is needed" in errors and "restart the app" in errors
-    app.secrets[roles.SECRETS_KEY] = hash_password(OWNER_PASSWORD, n=2**4)   # same server
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "owner"
-
-
 def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_path,
                                                                      monkeypatch):
     """Analysts cannot pick faithful mode on diabetes; the owner's faithful run is hidden
@@ -643,7 +634,7 @@ def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_
     runs = Ledger(ledger_path).list_runs("diabetes")
     assert [(r.status, r.audience) for r in runs] == [("done", "owner")]
     app.button(key="owner_logout").click().run()
-    assert app.session_state["role"] == "analyst"
+    assert role_of(app) == "analyst"
     run_page(app, "pages/redescriptions/mine.py")
     assert app.session_state["mine_mode"] == "strict", "the analyst's form falls back to strict"
     run_page(app, "pages/redescriptions/explore.py")

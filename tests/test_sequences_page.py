@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from accounts_support import owner_in_env_ledger, role_of
 
 from components.sequence_form import field_label, read_form, state_key
 from components.sequence_launch import cost_breakdown, cost_text, launch_blockers
@@ -339,15 +340,15 @@ def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, 
 
 
 def test_the_owner_sees_the_truth_and_the_analyst_does_not(app, ledger_path, monkeypatch):
-    from dpcore.privacy.roles import hash_password
 
     _sequences_page(app)
     _launch(app)
     assert "F-score" not in _texts(app)
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    _ok(app.button(key="owner_login").click().run())
-    assert app.session_state["role"] == "owner"
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(OWNER_PASSWORD)
+    _ok(app.button(key="sign_in").click().run())
+    assert role_of(app) == "owner"
     metrics = {m.label: m.value for m in app.main.metric}
     assert 0.0 <= float(metrics["F-score"]) <= 1.0
     assert metrics["Median relative error"].endswith("%")

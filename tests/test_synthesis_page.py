@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from components.synthesis_charts import (
     association_heatmap,
@@ -231,11 +232,11 @@ def _meter(at) -> dict[str, str]:
 
 
 def _owner(at, monkeypatch):
-    from dpcore.privacy.roles import hash_password
 
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    at.text_input(key="owner_password").input(OWNER_PASSWORD)
-    _ok(at.button(key="owner_login").click().run())
+    owner_in_env_ledger(OWNER_PASSWORD)
+    at.text_input(key="account_name").input("owner")
+    at.text_input(key="account_password").input(OWNER_PASSWORD)
+    _ok(at.button(key="sign_in").click().run())
     assert at.session_state["role"] == "owner"
 
 
