@@ -113,6 +113,11 @@ def _client() -> str:
         address = st.context.ip_address
     except Exception:  # noqa: BLE001 - no request context (tests): one local client
         address = None
+    # Only a real address string names a client: anything else (AppTest's runtime answers
+    # with a fresh mock object per run) would give every attempt a new client label and
+    # so escape the per-client back-off.
+    if not isinstance(address, str):
+        address = None
     return f"app:{address or 'local'}"
 
 

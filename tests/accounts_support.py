@@ -59,3 +59,14 @@ def sign_in_app(at, name: str = "analyst", role: str = "analyst", password: str 
     at.text_input(key="account_password").input(password)
     at.button(key="sign_in").click().run()
     return at
+
+
+def select_dataset(at, name: str, sidebar: bool = False):
+    """Pick dataset ``name`` in an AppTest session; a private one is listed only to a
+    signed-in account, so a visitor who is not signed in signs in as an analyst first."""
+    box = (at.sidebar if sidebar else at).selectbox(key="dataset")
+    listed = [o.removesuffix(" (public demo)") for o in box.options]
+    if name not in listed and role_of(at) == "analyst":
+        sign_in_app(at)
+        box = (at.sidebar if sidebar else at).selectbox(key="dataset")
+    return box.set_value(name).run()
