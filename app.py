@@ -2,19 +2,34 @@
 
 Every rerun, on every page: declare the pages (first, so the page menu is right
 even while the kernels warm up), register the built-in sample datasets if the
-ledger lacks them (idempotent), keep the Mine page's parameters across page
-switches, draw the sidebar (dataset picker, role, budget meter read from the
-ledger), start warming the numba kernels once per server process — in the
-background: only the pages that mine wait for it, with a progress bar — then run
-the page.
+ledger lacks them (idempotent; on a ledger without accounts the first start also
+creates the local demo analyst and prints its password in the terminal), keep the
+Mine page's parameters across page switches, show only the sign-in to a visitor of a
+server without public demo data, draw the sidebar (dataset picker, account, budget
+meter read from the ledger: the dataset's and, signed in, yours), start warming the
+numba kernels once per server process — in the background: only the pages that mine
+wait for it, with a progress bar — then run the page.
 """
 
 import streamlit as st
 
-from components.bootstrap import close_stale_runs, register_sample_datasets
+from components.bootstrap import (
+    close_stale_runs,
+    first_start_accounts,
+    register_sample_datasets,
+    samples_wanted,
+)
 from components.budget_meter import render_budget_meter
 from components.params_form import persist_state
-from components.session import get_ledger, is_owner, render_sidebar
+from components.session import (
+    current_account,
+    dataset_records,
+    get_ledger,
+    is_owner,
+    render_sidebar,
+    render_sign_in,
+    signed_in,
+)
 from components.warmup import start_warmup
 
 st.set_page_config(page_title="DP mining workbench", page_icon="🔐", layout="wide")
@@ -51,13 +66,22 @@ page = st.navigation({
 ledger = get_ledger()
 if st.session_state.get("_samples_checked_in") != ledger.location:
     # Once per session and ledger file (the call itself is idempotent and race-safe).
-    _report = register_sample_datasets(ledger)
+    _problems = register_sample_datasets(ledger).problems if samples_wanted() else []
     close_stale_runs(ledger)
     st.session_state["_samples_checked_in"] = ledger.location
-    st.session_state["_sample_problems"] = _report.problems
+    st.session_state["_sample_problems"] = _problems
+    if samples_wanted():
+        first_start_accounts(ledger.location)
 persist_state()
+if signed_in() is None and not dataset_records(ledger):
+    # A server of private data only: a visitor who did not sign in sees the sign-in, nothing
+    # else (not even the datasets' names).
+    st.title("DP mining workbench")
+    st.info("This server holds private data only: sign in with your account.")
+    render_sign_in()
+    st.stop()
 record = render_sidebar(ledger)
-render_budget_meter(ledger, record)
+render_budget_meter(ledger, record, account=current_account())
 if st.session_state.get("_sample_problems") and is_owner():
     st.sidebar.warning("Sample data not registered: "
                        + "; ".join(st.session_state["_sample_problems"]))

@@ -25,7 +25,19 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 
 __all__ = ["DEFAULT_SAMPLE_CAP", "BOOTSTRAP_ACTOR", "STALE_RUN_SECONDS", "BootstrapReport",
-           "register_sample_datasets", "close_stale_runs"]
+           "register_sample_datasets", "close_stale_runs", "first_start_accounts",
+           "samples_wanted", "SAMPLES_ENV_VAR"]
+
+#: ``DPRM_SAMPLE_DATA=off``: a server of private data registers no built-in samples (and so
+#: shows a visitor who did not sign in nothing but the sign-in).
+SAMPLES_ENV_VAR = "DPRM_SAMPLE_DATA"
+
+
+def samples_wanted() -> bool:
+    """Whether the app registers the built-in samples (unless ``DPRM_SAMPLE_DATA=off``)."""
+    import os
+
+    return os.environ.get(SAMPLES_ENV_VAR, "on").strip().lower() not in ("off", "0", "no")
 
 #: Total ε each sample dataset may spend when the app registers it (owners can change it).
 DEFAULT_SAMPLE_CAP = 20.0
@@ -111,3 +123,27 @@ def close_stale_runs(ledger: Ledger, older_than_seconds: float = STALE_RUN_SECON
     Without this they would show as running forever on the Runs page.
     """
     return ledger.fail_stale_runs(older_than_seconds)
+
+
+_accounts_checked: set[str] = set()
+
+
+def first_start_accounts(location: str) -> tuple[str, str] | None:
+    """Once per server process and ledger: on a ledger without any account, create the local
+    demo analyst and print its name and password in the server's terminal.
+
+    The built-in private samples need a signed-in account; this is the way into them on a
+    first start with no set-up. The password is printed once (to whoever started the server,
+    who owns the ledger anyway) and only its hash is stored. Returns what it printed, or None.
+    """
+    from dpcore.privacy.accounts import ensure_demo_analyst
+
+    if location in _accounts_checked:
+        return None
+    _accounts_checked.add(location)
+    made = ensure_demo_analyst(Ledger(location))
+    if made is not None:
+        print(f"\n  Private sample data: sign in as {made[0]!r} with password {made[1]!r}\n"
+              "  (a local demo analyst, created because the ledger had no account; the owner "
+              "manages accounts with `python -m dpcore users`)\n", flush=True)
+    return made

@@ -93,14 +93,28 @@ def read_meter(ledger: Ledger, dataset: str, record: DatasetRecord | None = None
     return MeterReading(status, cost, problem)
 
 
-def render_budget_meter(ledger: Ledger, record: DatasetRecord | None) -> MeterReading | None:
-    """Draw the meter in the sidebar; return the reading (None without a dataset)."""
+def render_budget_meter(ledger: Ledger, record: DatasetRecord | None,
+                        account: str | None = None) -> MeterReading | None:
+    """Draw the meter in the sidebar; return the reading (None without a dataset).
+
+    With a signed-in ``account`` it also shows that account's part: what it spent and what
+    it may still spend (its share of the cap, if the owner gave it one), beside the
+    dataset's.
+    """
     if record is None:
         return None
     reading = read_meter(ledger, record.name, record)
     status = reading.status
     with st.sidebar:
         st.markdown(f"**Privacy budget of `{record.name}`**")
+        if account is not None:
+            mine = ledger.quota_status(record.name, account)
+            share = ("no share set: the dataset's cap applies" if mine.quota is None
+                     else f"share ε = {fmt_eps(mine.quota)}")
+            st.markdown(f"Yours: ε = {fmt_eps(mine.spent)} spent, "
+                        f"ε = {fmt_eps(mine.remaining)} left ({share})  \n"
+                        f"The dataset's: ε = {fmt_eps(status.spent)} spent, "
+                        f"ε = {fmt_eps(status.remaining)} left of ε = {fmt_eps(status.cap)}")
         c1, c2 = st.columns(2)
         _metric(c1, METRIC_LABELS[0], status.cap)
         _metric(c2, METRIC_LABELS[1], status.spent)

@@ -47,6 +47,7 @@ from .explore_workspace import (
     current_workspace,
     pending_threshold,
     render_import,
+    render_share,
     render_workspace_name,
     save_if_changed,
 )
@@ -276,6 +277,7 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     render_import(ledger, record.name, set(results),
                   {entry_key(rid, red.id) for rid, res in results.items()
                    for red in res.redescriptions})
+    render_share(ledger, record.name)
     labels = {r.run_id: _run_option_label(r, counts.get(r.run_id)) for r in runs}
     picked = st.session_state.get("explore_pick", {}).get(record.name) or []
     default = default_pick([r for r in runs if r.run_id in results], counts)

@@ -2,12 +2,15 @@
 import an exported one.
 
 A workspace (:mod:`dpcore.redescriptions.workspace`) is saved in the ledger per dataset,
-role and name (:meth:`dpcore.privacy.ledger.Ledger.save_workspace`). Its name is the
-analyst's, typed above the run picker (the role's name by default) and kept in the page
-address (``?workspace=…``), so a reload or a bookmark opens the same workspace. It is
-loaded once per session and name, and saved whenever it changes — decisions, tags, notes,
-the runs, the threshold, the tolerance and the list settings — so the next visit finds it
-intact. An analyst session never reads an owner's workspaces (the role is part of the key).
+account and name (:meth:`dpcore.privacy.ledger.Ledger.save_workspace`): it belongs to the
+signed-in account (visitors who did not sign in share the anonymous pseudo-account, on
+public demo data only). Its name is typed above the run picker (the role's name by
+default) and kept in the page address (``?workspace=…``), so a reload or a bookmark opens
+the same workspace. ``colleague/name`` opens a colleague's workspace that colleague shared
+with this account (the ledger refuses any other); sharing one's own is an explicit action
+(:func:`render_share`). It is loaded once per session and name, and saved whenever it
+changes — decisions, tags, notes, the runs, the threshold, the tolerance and the list
+settings — so the next visit finds it intact.
 
 Two tabs (or sessions) on one workspace do not overwrite each other: each save names the
 ledger revision the tab last read or saved, and a save based on an older one is refused
@@ -30,14 +33,14 @@ from datetime import datetime
 import streamlit as st
 
 from dpcore.errors import DpcoreError, WorkspaceConflict
-from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.ledger import ANONYMOUS, Ledger
 from dpcore.redescriptions.workspace import Workspace, workspace_from_json
 
-from .session import current_role
+from .session import current_account, current_role
 
 __all__ = ["NAME_KEY", "IMPORT_KEY", "RELOAD_KEY", "OVERWRITE_KEY", "workspace_name",
            "current_workspace", "set_workspace", "save_if_changed", "render_workspace_name",
-           "render_import", "pending_threshold"]
+           "render_import", "pending_threshold", "render_share"]
 
 NAME_KEY = "explore_workspace_name"
 IMPORT_KEY = "explore_workspace_import"
@@ -67,8 +70,19 @@ def workspace_name() -> str:
     return str(name).strip() or current_role()
 
 
+def _reader() -> str:
+    """The account that reads and saves: the signed-in one, else the anonymous visitor."""
+    return current_account() or ANONYMOUS
+
+
 def _key(dataset: str) -> tuple[str, str, str]:
-    return (dataset, current_role(), workspace_name())
+    """``(dataset, owning account, name)``: ``colleague/name`` names a colleague's shared
+    workspace, anything else one of this account's own."""
+    name = workspace_name()
+    owner, sep, rest = name.partition("/")
+    if sep and owner and rest and current_account() is not None:
+        return (dataset, owner, rest)
+    return (dataset, _reader(), name)
 
 
 def current_workspace(ledger: Ledger, dataset: str) -> Workspace:
@@ -97,7 +111,7 @@ def _load(ledger: Ledger, dataset: str, key: tuple[str, str, str]) -> Workspace:
     revisions = st.session_state.setdefault(_REVISION, {})
     revisions[key] = 0
     try:
-        record = ledger.get_workspace(*key)
+        record = ledger.get_workspace(*key, reader=_reader())
     except DpcoreError as exc:
         st.warning(f"Workspace {key[2]!r} could not be read ({exc}); starting a new one.")
         record = None
@@ -190,7 +204,7 @@ def _notice_other_saves(ledger: Ledger, key: tuple[str, str, str]) -> None:
     saved (another tab saved or deleted the workspace). One read of the ledger, no write;
     a ledger that cannot be read is left to the save, which reports it."""
     try:
-        record = ledger.get_workspace(*key)
+        record = ledger.get_workspace(*key, reader=_reader())
     except DpcoreError:
         return
     expected = st.session_state.setdefault(_REVISION, {}).get(key, 0)
@@ -204,7 +218,8 @@ def _save(ledger: Ledger, key: tuple[str, str, str], text: str,
           expected: int | None) -> bool:
     """Save ``text`` on revision ``expected``; a refusal is remembered as a conflict."""
     try:
-        record = ledger.save_workspace(*key, text, expected_revision=expected)
+        record = ledger.save_workspace(*key, text, expected_revision=expected,
+                                       reader=_reader())
     except WorkspaceConflict as exc:
         st.session_state.setdefault(_CONFLICT, {})[key] = (exc.revision, exc.updated_at)
         return False
@@ -282,6 +297,24 @@ def render_workspace_name() -> None:
              "0 ε: a workspace refers to released redescriptions only.")
     if st.query_params.get(QUERY_PARAM) != workspace_name():
         st.query_params[QUERY_PARAM] = workspace_name()
+
+
+def render_share(ledger: Ledger, dataset: str) -> None:
+    """Share this account's workspace with a named colleague: an explicit act (0 ε)."""
+    account = current_account()
+    key = _key(dataset)
+    if account is None or key[1] != account:
+        return
+    with st.expander("Share this workspace with a colleague"):
+        colleague = st.text_input("Colleague's account", key="explore_share_with")
+        if st.button("Share", key="explore_share") and colleague.strip():
+            try:
+                ledger.share_workspace(*key, colleague.strip())
+            except DpcoreError as exc:
+                st.error(f"Not shared: {exc}")
+            else:
+                st.success(f"Shared: {colleague.strip()} opens it as "
+                           f"{account}/{key[2]} (and may save it).")
 
 
 def render_import(ledger: Ledger, dataset: str, known_runs: set[str],

@@ -187,7 +187,8 @@ def audit_frame(ledger: Ledger, record: DatasetRecord) -> pd.DataFrame:
     entries = [e for n in names for e in ledger.audit_log(n)]
     entries.sort(key=lambda e: e.charge_id)
     return pd.DataFrame([{"charge": e.charge_id, "when": e.created_at[:19].replace("T", " "),
-                          "actor": e.actor, "dataset": e.dataset, "run": e.run_id[:8],
+                          "account": e.account or "", "actor": e.actor,
+                          "dataset": e.dataset, "run": e.run_id[:8],
                           "algorithm": ALGORITHM_LABELS.get(e.algorithm, e.algorithm),
                           "ε": e.epsilon, "status": e.status, "error": e.error or ""}
                          for e in entries])
@@ -201,9 +202,10 @@ def login_frame(ledger: Ledger, limit: int = LOGIN_ROWS) -> pd.DataFrame:
     """The latest owner-login attempts from every entry point, newest first (owner only)."""
     events = ledger.auth_events()[-limit:][::-1]
     return pd.DataFrame([{"when": e.created_at[:19].replace("T", " "), "entry": e.entry,
-                          "outcome": e.outcome, "actor": e.actor, "detail": e.detail or ""}
+                          "outcome": e.outcome, "account": e.account or "",
+                          "client": e.client or e.actor, "detail": e.detail or ""}
                          for e in events],
-                        columns=["when", "entry", "outcome", "actor", "detail"])
+                        columns=["when", "entry", "outcome", "account", "client", "detail"])
 
 
 def tradeoff_scatter(result: RunResult, truth: list[TrueStatistics], threshold: float,

@@ -170,6 +170,7 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
             after = _kept(result, threshold)
         # the columns that compare runs first; the long texts last (the table scrolls)
         rows.append({"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
+                     "account": run.account or "",
                      "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
                      "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
                      "status": status_text(run) + (" (owner only)" if run.audience == "owner"
@@ -197,10 +198,12 @@ def _error_text(run: RunRecord, role: str, ledger: Ledger | None) -> str:
 def family_history_frame(runs: list[RunRecord], role: str = ANALYST,
                          ledger: Ledger | None = None) -> pd.DataFrame:
     """One row per run of any family from the ledger's run records alone (no result read):
-    when, what, ε charged, status, the requested ε, the parameters and, for who may read
+    when, who (the account that spent), what, ε charged, status, the requested ε, the
+    parameters and, for who may read
     it, the error without server paths. Public metadata only (budgets are public)."""
     return pd.DataFrame([
         {"started": run.created_at[:19].replace("T", " "), "run": run.run_id[:8],
+         "account": run.account or "",
          "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
          "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
          "status": status_text(run) + (" (owner only)" if run.audience == "owner" else ""),

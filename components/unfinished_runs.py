@@ -20,12 +20,13 @@ import streamlit as st
 
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import Requester, can_read
+from dpcore.privacy.roles import OWNER
 from dpcore.registry import ALGORITHM_LABELS
 from dpcore.runs import finish_charged_run
 
 from . import jobs
 from .budget_meter import fmt_eps
-from .session import can_see_truth, current_role, set_flash
+from .session import can_see_truth, current_requester, set_flash
 
 __all__ = ["NO_RESULT", "unfinished_runs", "status_text", "render_unfinished_runs"]
 
@@ -38,11 +39,13 @@ def _running_here(run_id: str) -> bool:
     return job is not None and not job.done
 
 
-def unfinished_runs(ledger: Ledger, dataset: str, role: str) -> list[RunRecord]:
+def unfinished_runs(ledger: Ledger, dataset: str, requester: Requester) -> list[RunRecord]:
     """The dataset's runs charged without a stored result that no job of this server
-    process is mining, and whose result ``role`` may read (newest first)."""
+    process is mining, whose result ``requester`` may read and which it may finish: its
+    own account's runs, or any for the owner (newest first)."""
     return [r for r in reversed(ledger.list_runs(dataset))
-            if r.status == "charged" and can_read(r.audience, role)
+            if r.status == "charged" and can_read(r.audience, requester.role)
+            and (requester.role == OWNER or r.account == requester.account)
             and not _running_here(r.run_id) and ledger.get_result(r.run_id) is None]
 
 
@@ -53,10 +56,9 @@ def status_text(run: RunRecord) -> str:
     return "running" if run.status == "charged" else run.status
 
 
-def _finish_job(ledger: Ledger, run: RunRecord, role: str) -> jobs.Job:
+def _finish_job(ledger: Ledger, run: RunRecord, requester: Requester) -> jobs.Job:
     def work(progress) -> str:
-        finish_charged_run(ledger, run.run_id, Requester(role=role, actor=role),
-                           progress=progress)
+        finish_charged_run(ledger, run.run_id, requester, progress=progress)
         return run.run_id
 
     return jobs.start_job(jobs.Job(run_id=run.run_id, dataset=run.dataset,
@@ -66,7 +68,7 @@ def _finish_job(ledger: Ledger, run: RunRecord, role: str) -> jobs.Job:
 def render_unfinished_runs(ledger: Ledger, record: DatasetRecord, *, key: str) -> None:
     """A warning per unfinished run of ``record`` with a Finish button; the progress of one
     being finished here. ``key`` keeps the buttons apart per page."""
-    role = current_role()
+    requester = current_requester()
     for run in reversed(ledger.list_runs(record.name)):
         job = jobs.get_job(run.run_id)
         if run.status == "charged" and job is not None and not job.done \
@@ -84,7 +86,7 @@ def render_unfinished_runs(ledger: Ledger, record: DatasetRecord, *, key: str) -
                     job.error_kind, job.error, ledger, show_data_detail=can_see_truth(record),
                     where="on the Runs page"))
             st.rerun()
-    for run in unfinished_runs(ledger, record.name, role):
+    for run in unfinished_runs(ledger, record.name, requester):
         label = ALGORITHM_LABELS.get(run.algorithm, run.algorithm)
         st.warning(
             f"Run `{run.run_id[:8]}` ({label}, ε = {fmt_eps(run.epsilon)}, started "
@@ -94,5 +96,5 @@ def render_unfinished_runs(ledger: Ledger, record: DatasetRecord, *, key: str) -
             "parameters, drawn again (the stopped attempt showed nothing).",
             icon=":material/hourglass_disabled:")
         if st.button("Finish at no further cost", key=f"{key}_finish_{run.run_id}"):
-            _finish_job(ledger, run, role)
+            _finish_job(ledger, run, requester)
             st.rerun()

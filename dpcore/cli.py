@@ -1,5 +1,5 @@
 """Command line: ``python -m dpcore {register,budget,mine,synthesize,query,batch,result,runs,
-experiment,owner-hash,ledger} ...``.
+experiment,users,owner-hash,ledger} ...``.
 
 ``register`` takes a dataset folder of any kind: a two-view table (``schema.json`` /
 ``schema.toml``), a sequence dataset (``sequence_schema.json``) or a labelled table
@@ -24,13 +24,18 @@ the result cannot have is refused before anything is charged.
 
 Every ``mine`` goes through the same privacy policy as the app
 (:mod:`dpcore.privacy.policy`): it mines the dataset's registered data, refuses a seed
-on private data and faithful mode on private data unless ``--owner`` (owner
-password), and is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
-before any noise is drawn. The run id is printed before mining; the result is
-stored in the ledger before it is written to ``--out`` and can be fetched again
-with ``result RUN_ID``. ``runs DATASET`` lists a dataset's runs and their state.
-``register`` and ``experiment`` (NOT private: it reports true statistics) need
-the owner password.
+on private data and faithful mode on private data unless ``--owner`` (an owner
+account signs in), and is charged to the ledger (``--ledger`` or ``$DPRM_LEDGER``)
+before any noise is drawn, in the name of the signed-in account (``--user NAME`` or
+``$DPRM_USER``; the password from ``$DPRM_PASSWORD`` or the terminal, checked against
+the hash the ledger keeps — never against anything in the caller's environment). The run
+id is printed before mining; the result is stored in the ledger before it is written to
+``--out`` and can be fetched again with ``result RUN_ID``. ``runs DATASET`` lists a
+dataset's runs, who spent them and their state. ``register`` and ``experiment`` (NOT
+private: it reports true statistics) need an owner account.
+
+``users add|disable|list|quota`` manages the accounts and the analysts' shares of a
+dataset's cap (:mod:`dpcore.privacy.accounts`).
 
 ``query --dataset D --left TEXT --right TEXT`` pays for a query pair of the analyst's own
 (:mod:`dpcore.redescriptions.custom_query`): it prints the pair in canonical form and its
@@ -65,20 +70,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dpcore.data.kinds import load_any_dataset
-from dpcore.errors import DataError, DpcoreError, OwnerLoginThrottled, ParameterError
+from dpcore.errors import (
+    DataError,
+    DpcoreError,
+    OwnerLoginThrottled,
+    ParameterError,
+    SignInError,
+)
 from dpcore.family import algorithm as implementation
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read
 from dpcore.privacy.registration import register_folder
-from dpcore.privacy.roles import (
-    ANALYST,
-    OWNER,
-    SECRETS_KEY,
-    can_see_true_statistics,
-    hash_command,
-    owner_password_hash,
-    unlock_owner,
-)
+from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.redescriptions.params import HELP, MiningParams
 from dpcore.registry import (
@@ -113,49 +116,55 @@ if TYPE_CHECKING:
 DEFAULTS = MiningParams()
 
 
-def _owner_or_exit(args) -> None:
-    """Unlock the owner role or exit; every attempt is logged and repeated failures back
-    off (:func:`dpcore.privacy.roles.unlock_owner`, shared with the app through the ledger)."""
-    password = os.environ.get("DPRM_OWNER_PASSWORD")
+def _password(args, name: str) -> str:
+    """The account's password: ``$DPRM_PASSWORD`` (a script's secret), else asked on the
+    terminal. It is checked against the hash the ledger keeps, never against anything in
+    the caller's environment (docs/PRIVACY.md, "One trust boundary")."""
+    password = os.environ.get("DPRM_PASSWORD")
+    if password is None:
+        password = os.environ.get("DPRM_OWNER_PASSWORD")     # the name before accounts
     if password is None and sys.stdin.isatty():
-        password = getpass.getpass("owner password: ")
-    secrets = _secrets_file()
+        password = getpass.getpass(f"password of {name}: ")
+    return password or ""
+
+
+def _user_name(args, ledger: Ledger, need_owner: bool) -> str:
+    """``--user`` / ``$DPRM_USER``; for an owner-only command on a ledger with exactly one
+    active owner account, that account."""
+    name = getattr(args, "user", None) or os.environ.get("DPRM_USER")
+    if name:
+        return name
+    if need_owner:
+        owners = [a.name for a in ledger.list_accounts() if a.role == OWNER and a.active]
+        if len(owners) == 1:
+            return owners[0]
+        if not owners:
+            raise SystemExit("error: this command needs the data owner, and the ledger has no "
+                             "owner account yet. Whoever runs the ledger's service account "
+                             "creates one: python -m dpcore users add NAME --role owner")
+    raise SystemExit("error: name your account with --user NAME (or $DPRM_USER)")
+
+
+def _sign_in_or_exit(args, *, need_owner: bool = False):
+    """Sign an account in (under the ledger's back-off, every attempt logged) or exit."""
+    from dpcore.privacy.accounts import cli_client, sign_in
+
+    ledger = Ledger(args.ledger)
+    name = _user_name(args, ledger, need_owner)
     try:
-        ok = unlock_owner(Ledger(args.ledger), password or "", actor="cli", entry="cli",
-                          secrets=secrets)
-    except OwnerLoginThrottled as exc:
+        session = sign_in(ledger, name, _password(args, name), client=cli_client(),
+                          entry="cli")
+    except (OwnerLoginThrottled, SignInError) as exc:
         raise SystemExit(f"error: {exc}") from None
-    if not ok:
-        if owner_password_hash(secrets) is not None:
-            raise SystemExit("error: wrong owner password (the attempt is logged; repeated "
-                             "failures make every next attempt wait longer)")
-        raise SystemExit("error: this command needs the owner password, and no owner password "
-                         f"hash is configured: put {SECRETS_KEY} = \"scrypt$…\" in "
-                         ".streamlit/secrets.toml (as for the app) or set "
-                         "DPRM_OWNER_PASSWORD_HASH; make the hash with `python -m dpcore "
-                         "owner-hash`. Then give the password at the prompt or in "
-                         "DPRM_OWNER_PASSWORD")
+    if need_owner and session.role != OWNER:
+        raise SystemExit(f"error: this command is for the data owner; {name!r} is an "
+                         f"{session.role}")
+    return session
 
 
-#: Where the CLI reads the owner password hash, as the app does (the later file wins).
-SECRETS_FILES = (Path.home() / ".streamlit" / "secrets.toml",
-                 Path(".streamlit") / "secrets.toml")
-
-
-def _secrets_file() -> dict | None:
-    """The keys of ``.streamlit/secrets.toml`` (the working folder's, over the home
-    folder's), as the app reads them; None when there is none. An unreadable file is an
-    error: a login must not silently fall back to another hash."""
-    import tomllib
-
-    found: dict = {}
-    for path in SECRETS_FILES:
-        if path.is_file():
-            try:
-                found.update(tomllib.loads(path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise SystemExit(f"error: {path} could not be read ({exc})") from None
-    return found or None
+def _owner_or_exit(args):
+    """Sign in an owner account or exit (``register``, ``experiment``, ``--owner``)."""
+    return _sign_in_or_exit(args, need_owner=True)
 
 
 #: Serenade parameters: (MiningParams field, type); the flag is the field with dashes.
@@ -316,10 +325,12 @@ def cmd_budget(args) -> int:
 
 
 def _requester(args) -> Requester:
-    """Analyst by default; ``--owner`` asks for the owner password first."""
+    """An anonymous analyst by default (public demo data, or a ledger without accounts);
+    ``--user`` / ``$DPRM_USER`` signs that account in, ``--owner`` an owner account."""
     if getattr(args, "owner", False):
-        _owner_or_exit(args)
-        return Requester(role=OWNER, actor=args.actor)
+        return Requester.signed_in(_owner_or_exit(args), actor=args.actor)
+    if getattr(args, "user", None) or os.environ.get("DPRM_USER"):
+        return Requester.signed_in(_sign_in_or_exit(args), actor=args.actor)
     return Requester(role=ANALYST, actor=args.actor)
 
 
@@ -608,8 +619,8 @@ def cmd_runs(args) -> int:
     if not runs:
         print(f"{args.dataset}: no runs yet")
         return 0
-    print(f"{'run id':32}  {'started (UTC)':19}  {'algorithm':20}  {'mode':8}  "
-          f"{'ε charged':>10}  status")
+    print(f"{'run id':32}  {'started (UTC)':19}  {'account':16}  {'algorithm':20}  "
+          f"{'mode':8}  {'ε charged':>10}  status")
     for run in runs:
         hidden = not can_read(run.audience, role)
         status = {"charged": "charged, no result yet (running, or its process was killed)",
@@ -618,9 +629,71 @@ def cmd_runs(args) -> int:
         if run.audience == OWNER_ONLY:
             status += " [owner only]"
         print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
-              f"{run.algorithm:20}  {run.params.get('mode', STRICT):8}  "
-              f"{run.epsilon:>10.6g}  {status}")
+              f"{run.account or '-':16}  {run.algorithm:20}  "
+              f"{run.params.get('mode', STRICT):8}  {run.epsilon:>10.6g}  {status}")
     return 0
+
+
+def cmd_users(args) -> int:
+    """``users add|disable|list|quota``: the owner manages who may spend (no sign-in asked:
+    whoever can write the ledger holds every row already, as for ``ledger copy``)."""
+    from dpcore.privacy.accounts import add_user
+    from dpcore.privacy.roles import read_password_from_stdin
+
+    ledger = Ledger(args.ledger)
+    actor = f"cli:{os.environ.get('USER', '?')}"
+    if args.users_command == "list":
+        for a in ledger.list_accounts():
+            how = ", ".join(x for x in ("password" if a.has_password else "",
+                                        f"identity {a.external_identity}"
+                                        if a.external_identity else "") if x)
+            state = f"disabled {a.disabled_at[:19]}" if a.disabled_at else "active"
+            print(f"{a.name:24}  {a.role:8}  {state:28}  {how}")
+        return 0
+    if args.users_command == "disable":
+        record = ledger.disable_account(args.name, actor=actor)
+        print(f"{record.name}: disabled (it can no longer sign in or spend; its charges stay)",
+              file=sys.stderr)
+        return 0
+    if args.users_command == "quota":
+        status = ledger.set_quota(args.dataset, args.name, args.epsilon, actor=actor)
+        print(f"{args.name} may spend ε = {args.epsilon:g} of {args.dataset!r} (spent: "
+              f"ε = {status.spent:g}; the dataset has ε = {status.dataset.remaining:g} left)",
+              file=sys.stderr)
+        return 0
+    password = password_hash = None
+    if args.password_hash:
+        password_hash = args.password_hash
+    elif args.password_stdin:
+        password = read_password_from_stdin()
+    elif not args.identity:
+        password = getpass.getpass(f"password for {args.name}: ")
+        if not password or getpass.getpass("repeat it: ") != password:
+            raise ParameterError("the passwords are empty or differ; no account was added")
+    if password is not None:
+        record = add_user(ledger, args.name, args.role, actor=actor, password=password,
+                          identity=args.identity)
+    else:
+        record = ledger.add_account(args.name, args.role, actor=actor,
+                                    password_hash=password_hash,
+                                    external_identity=args.identity)
+    print(f"{record.name}: {record.role} account added", file=sys.stderr)
+    for dataset, epsilon in args.quota or ():
+        ledger.set_quota(dataset, record.name, epsilon, actor=actor)
+        print(f"{record.name} may spend ε = {epsilon:g} of {dataset!r}", file=sys.stderr)
+    return 0
+
+
+def _quota_arg(text: str) -> tuple[str, float]:
+    """``DATASET=EPSILON`` → (dataset, ε)."""
+    name, sep, value = text.partition("=")
+    try:
+        if not sep or not name:
+            raise ValueError
+        return name, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--quota: expected DATASET=EPSILON, e.g. "
+                                         f"clinic=2.5; got {text!r}") from None
 
 
 def _batch_progress(bar: tqdm, states: dict):
@@ -802,8 +875,9 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                                                "(refused on private data, which always "
                                                "draws fresh OS entropy)")
     mine.add_argument("--owner", action="store_true",
-                      help="run as the data owner (asks for the owner password); needed for "
-                           "faithful mode on private data, whose result only the owner reads")
+                      help="run as the data owner (signs in an owner account: --user, or the "
+                           "only one); needed for faithful mode on private data, whose result "
+                           "only the owner reads")
     mine.add_argument("--actor", default="cli", help="who spends (audit log)")
     for name, (kind, text, users) in _family_flags().items():
         if set(users) & set(choices):
@@ -823,6 +897,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ledger", help="ledger SQLite file (default: $DPRM_LEDGER, else "
                                          "~/.local/share/dprm/ledger.sqlite)")
+    parser.add_argument("--user", help="your account: signs in (password from "
+                                       "$DPRM_PASSWORD, else asked); default $DPRM_USER. "
+                                       "Runs on private data of a ledger with accounts need it")
     sub = parser.add_subparsers(dest="command", required=True)
 
     reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap; "
@@ -873,7 +950,8 @@ def build_parser() -> argparse.ArgumentParser:
     qry.add_argument("--seed", type=int, help="fixed seed: public demo datasets only "
                                               "(refused on private data)")
     qry.add_argument("--owner", action="store_true",
-                     help="run as the data owner (asks for the owner password)")
+                     help="run as the data owner (signs in an owner account: --user, "
+                          "or the only one)")
     qry.add_argument("--actor", default="cli", help="who spends (audit log)")
     qry.add_argument("--out", default="-",
                      help="output file ('-' = JSON on stdout): the released table or map as "
@@ -894,7 +972,8 @@ def build_parser() -> argparse.ArgumentParser:
     bat.add_argument("--out-dir", help="write each stored result as RUN_ID.json into this "
                                        "folder (read back from the ledger)")
     bat.add_argument("--owner", action="store_true",
-                     help="run as the data owner (asks for the owner password)")
+                     help="run as the data owner (signs in an owner account: --user, "
+                          "or the only one)")
     bat.add_argument("--actor", default="cli", help="who spends (audit log)")
     bat.set_defaults(func=cmd_batch)
 
@@ -905,7 +984,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "or .csv (frequent sequences, synthetic table) "
                                                 "or .parquet (synthetic table)")
     res.add_argument("--owner", action="store_true",
-                     help="read as the owner (owner-only results; asks for the password)")
+                     help="read as the owner (owner-only results; signs in an owner account)")
     res.add_argument("--actor", default="cli", help=argparse.SUPPRESS)
     res.set_defaults(func=cmd_result)
 
@@ -984,6 +1063,30 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a Python with smartnoise-synth (the 'peers' extra) to run MST and "
                           "AIM as peers")
     exp.set_defaults(func=cmd_experiment, argv=None)
+
+    usr = sub.add_parser("users", help="owner: accounts and quotas (who may spend how much)")
+    usr_sub = usr.add_subparsers(dest="users_command", required=True)
+    add = usr_sub.add_parser("add", help="add an analyst or owner account (asks the password "
+                                         "twice)")
+    add.add_argument("name")
+    add.add_argument("--role", choices=(ANALYST, OWNER), default=ANALYST)
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the password from standard input (one line)")
+    add.add_argument("--password-hash", help="store this scrypt hash (python -m dpcore "
+                                             "owner-hash) instead of asking")
+    add.add_argument("--identity", help="a verified identity ISSUER|SUBJECT of the server's "
+                                        "OpenID Connect provider that signs in as this account")
+    add.add_argument("--quota", action="append", type=_quota_arg, metavar="DATASET=EPSILON",
+                     help="the analyst's share of a dataset's cap (repeatable)")
+    dis = usr_sub.add_parser("disable", help="disable an account for good (charges stay)")
+    dis.add_argument("name")
+    usr_sub.add_parser("list", help="every account, its role and state")
+    quo = usr_sub.add_parser("quota", help="set an analyst's share of a dataset's cap")
+    quo.add_argument("name")
+    quo.add_argument("--dataset", required=True)
+    quo.add_argument("--epsilon", type=float, required=True,
+                     help="ε the analyst may spend on the dataset in total (0: no more)")
+    usr.set_defaults(func=cmd_users)
 
     own = sub.add_parser("owner-hash", help="print the scrypt hash of a new owner password "
                                             "(asks twice; --stdin: read it from a pipe)")

@@ -69,10 +69,10 @@ class BudgetExceededError(DpcoreError):
 
 
 class OwnerLoginThrottled(DpcoreError):
-    """An owner-login attempt refused, unchecked, during the back-off after failed logins.
+    """A sign-in attempt refused, unchecked, during the back-off after failed sign-ins.
 
     The password was not checked and the refusal was recorded in the ledger's login
-    log (see :func:`dpcore.privacy.roles.unlock_owner`).
+    log (see :func:`dpcore.privacy.accounts.sign_in`).
 
     Attributes
     ----------
@@ -90,7 +90,7 @@ class OwnerLoginThrottled(DpcoreError):
         self.wait = (f"{minutes} min" + (f" {seconds} s" if seconds else "")) if minutes \
             else f"{seconds} s"
         super().__init__(
-            f"too many failed owner logins ({self.failures} in a row): wait {self.wait} "
+            f"too many failed sign-ins ({self.failures} in a row): wait {self.wait} "
             "before trying again (this attempt was refused without checking the password)")
 
 
@@ -121,3 +121,15 @@ class WorkspaceConflict(ParameterError):
                 if revision is not None else "was deleted elsewhere")
         super().__init__(f"workspace {name!r} {what} since this copy was read; nothing was "
                          "saved: reload it to see that change, or overwrite it explicitly")
+
+
+class SignInError(DpcoreError):
+    """A sign-in refused: unknown account, wrong password, or a disabled account.
+
+    One message for all three, so the answer never tells a guesser which names exist.
+    The attempt is recorded in the ledger's login log.
+    """
+
+    def __init__(self, message: str = "wrong account name or password (or the account is "
+                                      "disabled)"):
+        super().__init__(message)

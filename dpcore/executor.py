@@ -2,7 +2,7 @@
 
 Local runs (:func:`dpcore.runs.charge_and_mine`), batch plans
 (:func:`dpcore.distributed.plan.check_plan`), batch workers
-(:func:`dpcore.distributed.batch.mine_charged_run`) and the experiment harnesses
+(:func:`dpcore.distributed.batch._mine_charged_run`) and the experiment harnesses
 (:mod:`dpcore.experiments`) all go through these two steps, so a run is checked, charged and
 mined the same way wherever it starts:
 

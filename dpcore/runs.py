@@ -45,14 +45,15 @@ from dpcore.executor import CheckedRun, check_params, execute_charged, plan_part
 from dpcore.family import RESULT_FORMAT, Progress, algorithm, dataset_kind, kinds
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.privacy.policy import (
-    NEIGHBOURING_RELATION,
     PolicyError,
     Requester,
     RunPermit,
     authorize_run,
     can_read,
+    check_account_needed,
     content_digest,
     may_see_diagnostics,
+    recorded_params,
 )
 from dpcore.privacy.roles import OWNER, can_see_true_statistics
 from dpcore.registry import ALGORITHM_SPECS, REDESCRIPTIONS, algorithm_spec, dataset_kind_spec
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RESULT_FORMAT", "RunInProgressError", "new_run_id", "run_cost", "load_registered",
            "check_registered_data", "check_dataset_kind", "charge_and_mine", "load_result",
-           "readable_runs", "charge_record", "kind_of_data", "Progress", "finish_charged_run",
+           "readable_runs", "kind_of_data", "Progress", "finish_charged_run",
            "PRIVATE_PROGRESS"]
 
 #: The one progress message an analyst on private data gets while a run mines (:func:`_relayed`).
@@ -201,7 +202,8 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
         ``SynthesisParams`` (MC-GEN and the floor, on a labelled table); the registry
         names each algorithm's type.
     requester : Requester, optional
-        Role and audit label; default an analyst.
+        Role, audit label and signed-in account (charged, and its quota checked); default
+        an anonymous analyst (public demo data, or a ledger without accounts).
     seed : int, optional
         Public-demo datasets only (refused on private data).
     run_id : str, optional
@@ -220,9 +222,10 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     Raises
     ------
     PolicyError
-        The policy refuses the run; nothing charged.
+        The policy refuses the run (e.g. no signed-in account on private data); nothing
+        charged.
     BudgetExceededError
-        The run does not fit the remaining budget; nothing charged.
+        The run does not fit the remaining budget or the account's share; nothing charged.
     ParameterError, DataError
         Bad parameters, unknown dataset, a dataset of another kind than the algorithm
         mines, data that do not load; nothing charged.
@@ -234,6 +237,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     record = ledger.get_dataset(dataset_name)
     check_dataset_kind(record, getattr(params, "algorithm", None))
     check_params(params)
+    check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
     permit = authorize_run(record, params, requester, seed=seed)
     if data is None:
         data = load_registered(record)
@@ -243,21 +247,16 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     return _charge_mine_store(ledger, permit, prepare_run(params, data), run_id, progress)
 
 
-def charge_record(permit: RunPermit) -> dict:
-    """What the ledger records of a run's parameters beside its charge."""
-    return {**permit.params.to_dict(), "seed": permit.seed,
-            "neighbouring": NEIGHBOURING_RELATION}
-
-
 def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, run_id: str,
                        progress: Progress | None) -> Result:
     replayed = []
 
     def charge() -> bool:
         replayed.append(ledger.charge(run_id, permit.dataset.name, checked.spec.key,
-                                      list(checked.parts_nano), charge_record(permit),
+                                      list(checked.parts_nano), recorded_params(permit),
                                       actor=permit.requester.actor,
-                                      audience=permit.audience).replayed)
+                                      audience=permit.audience,
+                                      account=permit.requester.account).replayed)
         return replayed[0]
 
     executed = execute_charged(checked, rng=permit.rng(), run_id=run_id, seed=permit.seed,
@@ -307,7 +306,8 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     run_id : str
         A run in status ``charged`` without a stored result.
     requester : Requester, optional
-        Role and audit label; default an analyst. It must be allowed to read the run's
+        Role, audit label and signed-in account; default an anonymous analyst. It must be
+        the account the run was charged to (or the owner), be allowed to read the run's
         result and to run it (the policy checks the recorded parameters again).
     data : TwoViewDataset, SequenceDataset or SynthesisTable, optional
         As in :func:`charge_and_mine`.
@@ -324,7 +324,8 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
         Unknown run id, or a run that is stored already or failed (a failed run is never
         redrawn: its attempt may have ended after a release); nothing charged.
     PolicyError, DataError
-        The policy refuses the run now, or the registered data changed; nothing charged.
+        The run was charged to another account, the policy refuses the run now, or the
+        registered data changed; nothing charged.
     """
     requester = requester or Requester()
     run = ledger.get_run(run_id)
@@ -334,6 +335,11 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     if not can_read(run.audience, requester.role):
         raise PolicyError(f"run {run_id} is a faithful run on private data; only the data "
                           "owner may finish it")
+    # The run's charge names the account that spent it: finishing it is that account's
+    # release (or the owner's), never a way for another analyst to obtain it unpaid.
+    if requester.role != OWNER and run.account != requester.account:
+        raise PolicyError(f"run {run_id} was charged to another account; only that account "
+                          "or the data owner may finish it. Nothing was charged")
     spec = algorithm_spec(run.algorithm)
     recorded = dict(run.params)
     seed = recorded.pop("seed", None)
@@ -341,6 +347,7 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     params = algorithm(spec.key).params_type.from_dict(recorded)
     record = ledger.get_dataset(run.dataset)
     check_dataset_kind(record, params.algorithm)
+    check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
     permit = authorize_run(record, params, requester, seed=seed)
     if data is None:
         data = load_registered(record)

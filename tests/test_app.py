@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from accounts_support import owner_in_env_ledger, role_of, select_dataset, signed_in
 from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
@@ -19,7 +20,6 @@ from components.budget_meter import fmt_eps
 from dpcore.privacy import roles
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
-from dpcore.privacy.roles import hash_password
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.runs import charge_and_mine, load_result
 
@@ -117,7 +117,7 @@ def test_every_page_renders_for_an_analyst(app):
     assert app.selectbox(key="dataset").value == "clinic"
     for page in PAGES:
         run_page(app, page)
-    app.selectbox(key="dataset").set_value("diabetes").run()
+    select_dataset(app, "diabetes")
     for page in PAGES:
         run_page(app, page)
 
@@ -318,46 +318,53 @@ def test_mine_says_what_to_expect_before_launch(app):
 
 
 def test_invalid_owner_password_keeps_the_analyst_role(app, monkeypatch):
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input("wrong")
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "analyst"
-    assert any("Wrong password" in e.value for e in app.sidebar.error)
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input("wrong")
+    app.button(key="sign_in").click().run()
+    assert role_of(app) == "analyst"
+    assert any("Wrong account name or password" in e.value for e in app.sidebar.error)
 
 
 def test_repeated_wrong_owner_passwords_throttle_the_login(app, ledger_path, monkeypatch):
-    """Failures from the CLI and the app share one back-off; during it even the right
-    password is refused; afterwards it works, and the owner sees every attempt."""
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
+    """Failures in the app back off this client; during the back-off even the right
+    password is refused; afterwards it works, and the owner sees every attempt. Failures
+    of another client (the command line) do not slow this one."""
+    from dpcore.errors import SignInError
+    from dpcore.privacy import accounts
+
+    owner_in_env_ledger(OWNER_PASSWORD)
     clock = [datetime.now(UTC)]          # frozen: the back-off cannot run out
+    monkeypatch.setattr(accounts, "_utcnow", lambda: clock[0])
     monkeypatch.setattr(roles, "_utcnow", lambda: clock[0])
     for _ in range(2):                            # another process: the command line
-        assert not roles.unlock_owner(Ledger(ledger_path), "guess", actor="cli", entry="cli")
+        with pytest.raises(SignInError):
+            accounts.sign_in(Ledger(ledger_path), "owner", "guess", client="cli:x",
+                             entry="cli")
 
     def login(password: str) -> str:
-        app.text_input(key="owner_password").input(password)
-        app.button(key="owner_login").click().run()
+        app.text_input(key="account_name").input("owner")
+        app.text_input(key="account_password").input(password)
+        app.button(key="sign_in").click().run()
         assert not app.exception, [e.value for e in app.exception]
         return " ".join(e.value for e in app.sidebar.error)
 
-    for _ in range(roles.LOGIN_FREE_FAILURES - 2):
-        assert "Wrong password" in login("hunter2")
-    assert re.search(r"Too many failed owner logins.*wait \d+ s", login("hunter2"))
+    for _ in range(roles.LOGIN_FREE_FAILURES):
+        assert "Wrong account name or password" in login("hunter2")
     message = login(OWNER_PASSWORD)
-    assert "wait" in message and "Wrong password" not in message
-    assert app.session_state["role"] == "analyst"
+    assert re.search(r"Too many failed sign-ins.*wait \d+ s", message)
+    assert role_of(app) == "analyst"
 
     clock[0] = datetime.now(UTC) + timedelta(seconds=2)   # the back-off passed
     assert login(OWNER_PASSWORD) == ""
-    assert app.session_state["role"] == "owner"
+    assert role_of(app) == "owner"
     outcomes = [(e.entry, e.outcome) for e in Ledger(ledger_path).auth_events()]
-    assert outcomes == [("cli", "failure")] * 2 + [("app", "failure")] * 3 + \
-        [("app", "throttled")] * 2 + [("app", "success")]
+    assert outcomes == [("cli", "failure")] * 2 + [("app", "failure")] * 5 + \
+        [("app", "throttled"), ("app", "success")]
 
     run_page(app, "pages/workbench/teaching.py")
     logins = table_with(app, "when", "entry", "outcome")
-    assert logins["outcome"].tolist() == ["success", "throttled", "throttled", "failure",
-                                          "failure", "failure", "failure", "failure"]
+    assert logins["outcome"].tolist() == ["success", "throttled"] + ["failure"] * 7
     assert logins["entry"].tolist()[-2:] == ["cli", "cli"]
     shown = logins.to_string()
     assert OWNER_PASSWORD not in shown and "hunter2" not in shown and "guess" not in shown
@@ -370,7 +377,7 @@ FORBIDDEN = ("true jaccard", "true j", "true p", "true support", "score trace",
 
 def test_analyst_sees_nothing_private_on_diabetes(app, ledger_path):
     """No row count, true statistic, score trace or raw value in ANY element."""
-    app.selectbox(key="dataset").set_value("diabetes").run()
+    select_dataset(app, "diabetes")
     small_run_settings(app, seed=None)      # private data: no demo seed offered
     launch_and_confirm(app)
     assert [r.status for r in Ledger(ledger_path).list_runs("diabetes")] == ["done"]
@@ -388,11 +395,12 @@ def test_analyst_sees_nothing_private_on_diabetes(app, ledger_path):
 
 def test_owner_sees_true_statistics_on_diabetes(app, ledger_path, monkeypatch):
     """The positive control of the test above: the owner does see them."""
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "owner"
-    app.selectbox(key="dataset").set_value("diabetes").run()
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(OWNER_PASSWORD)
+    app.button(key="sign_in").click().run()
+    assert role_of(app) == "owner"
+    select_dataset(app, "diabetes")
     assert "Rows (owner only)" in {m.label for m in app.metric}
     assert {m.label: m.value for m in app.metric}["Rows (owner only)"] == "442"
     small_run_settings(app, seed=None)
@@ -409,10 +417,18 @@ def _csv(rows: list[list]) -> bytes:
 
 
 def _owner(app, monkeypatch):
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "owner"
+    """Sign the owner in (signing an analyst out first) and stay on the chosen dataset
+    (a sign-in picks the dataset again among what the account may see)."""
+    dataset = app.selectbox(key="dataset").value
+    if "sign_out" in [b.key for b in app.sidebar.button]:       # signed in as an analyst
+        app.button(key="sign_out").click().run()
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(OWNER_PASSWORD)
+    app.button(key="sign_in").click().run()
+    assert role_of(app) == "owner"
+    if app.selectbox(key="dataset").value != dataset:
+        select_dataset(app, dataset)
 
 
 def _upload_two_files(app, left: bytes, right: bytes, name: str = "uploaded") -> None:
@@ -601,7 +617,7 @@ def test_owner_pages_show_no_server_paths(app, ledger_path, monkeypatch, tmp_pat
     server = [str(sample_data_dir()), str(tmp_path), str(REPO_ROOT), str(Path.home())]
     for dataset, where in (("clinic", "sample data: `clinic`"),
                            ("uploaded", "upload folder: `uploaded` (`left.csv`, `right.csv`)")):
-        app.selectbox(key="dataset").set_value(dataset).run()
+        select_dataset(app, dataset)
         for page in PAGES:
             run_page(app, page)
             text, _ = page_text(app)
@@ -610,29 +626,11 @@ def test_owner_pages_show_no_server_paths(app, ledger_path, monkeypatch, tmp_pat
                 assert where in text and "Ledger: the file set by DPRM_LEDGER" in text
 
 
-def test_owner_login_without_a_hash_says_how_to_set_one_up_without_a_restart(app,
-                                                                             monkeypatch):
-    """Before, the message did not say how to make the hash, nor that the app must be
-    restarted (environment) or need not be (secrets file, read at every login)."""
-    assert "works at once" in app.text_input(key="owner_password").help
-    assert "needs a restart" in app.text_input(key="owner_password").help
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    errors = " ".join(e.value for e in app.sidebar.error)
-    assert "No owner password hash is configured" in errors
-    assert "python -m dpcore owner-hash --stdin" in errors
-    assert "no restart is needed" in errors and "restart the app" in errors
-    app.secrets[roles.SECRETS_KEY] = hash_password(OWNER_PASSWORD, n=2**4)   # same server
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    app.button(key="owner_login").click().run()
-    assert app.session_state["role"] == "owner"
-
-
 def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_path,
                                                                      monkeypatch):
     """Analysts cannot pick faithful mode on diabetes; the owner's faithful run is hidden
     from analysts on Explore and marked owner-only on Runs."""
-    app.selectbox(key="dataset").set_value("diabetes").run()
+    select_dataset(app, "diabetes")
     small_run_settings(app, seed=None)
     assert app.radio(key="mine_mode").options == ["strict (default): every step is ε-DP"]
     _owner(app, monkeypatch)
@@ -642,8 +640,9 @@ def test_faithful_mode_on_private_data_is_offered_to_the_owner_only(app, ledger_
     launch_and_confirm(app)
     runs = Ledger(ledger_path).list_runs("diabetes")
     assert [(r.status, r.audience) for r in runs] == [("done", "owner")]
-    app.button(key="owner_logout").click().run()
-    assert app.session_state["role"] == "analyst"
+    app.button(key="sign_out").click().run()
+    select_dataset(app, "diabetes")         # private: the analyst signs in again
+    assert role_of(app) == "analyst"
     run_page(app, "pages/redescriptions/mine.py")
     assert app.session_state["mine_mode"] == "strict", "the analyst's form falls back to strict"
     run_page(app, "pages/redescriptions/explore.py")
@@ -701,6 +700,7 @@ def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
 def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clinic_dataset):
     from components.bootstrap import register_sample_datasets
     from components.launcher import start_job
+    from dpcore.privacy.policy import NEIGHBOURING_RELATION
     from dpcore.redescriptions.params import MiningParams, plan_budget
     from dpcore.runs import new_run_id
 
@@ -709,7 +709,8 @@ def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clin
     params = MiningParams(epsilon=1.0, in_tr=2, mc_iter=200)
     run_id = new_run_id()
     ledger.charge(run_id, "clinic", params.algorithm,
-                  [s.epsilon_nano for s in plan_budget(params)], {**params.to_dict(), "seed": None})
+                  [s.epsilon_nano for s in plan_budget(params)],
+                  {**params.to_dict(), "seed": None, "neighbouring": NEIGHBOURING_RELATION})
     job = start_job(ledger, "clinic", clinic_dataset, params, run_id, requester=Requester(),
                     seed=None)
     _wait_jobs([job])
@@ -979,9 +980,9 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert app.multiselect(key="runs_compare").value == [second, first]
     history = table_with(app, "run", "threshold", "threshold from", "kept at threshold")
     # a wide table: what compares runs comes first, long texts last, and it says it scrolls
-    assert list(history.columns)[:10] == ["started", "run", "algorithm", "mode", "ε charged",
-                                          "status", "redescriptions", "threshold",
-                                          "threshold from", "kept at threshold"]
+    assert list(history.columns)[:11] == ["started", "run", "account", "algorithm", "mode",
+                                          "ε charged", "status", "redescriptions",
+                                          "threshold", "threshold from", "kept at threshold"]
     assert any("scroll it sideways" in c.value for c in app.caption)
     by_run = history.set_index("run")
     assert by_run.at[second[:8], "threshold from"] == "Explore"
@@ -1042,7 +1043,7 @@ def test_every_page_on_a_sequence_or_table_dataset_names_the_page_that_mines_it(
     """Picking a sequence or table dataset in the sidebar must not break the two-view pages
     (Data, Mine, Explore, Runs, Owner & teaching): each renders, and the mining pages of
     another family name the page that mines this kind."""
-    app.selectbox(key="dataset").set_value(dataset).run()
+    select_dataset(app, dataset)
     assert not app.exception, [e.value for e in app.exception]
     for page in ("pages/workbench/data.py", "pages/redescriptions/mine.py",
                  "pages/redescriptions/explore.py", "pages/workbench/runs.py",
@@ -1097,11 +1098,12 @@ def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeyp
     algorithm = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
     run_id = new_run_id()
     ledger.charge(run_id, dataset, algorithm, [10**8],
-                  {"algorithm": algorithm, "mode": STRICT, "epsilon": 0.1})
+                  {"algorithm": algorithm, "mode": STRICT, "epsilon": 0.1},
+                  account=_analyst_for(ledger, dataset).account)
     secret = "/srv/hidden-mount/q3/visits.parquet"
     ledger.mark_failed(run_id, f"FileNotFoundError: [Errno 2] No such file: '{secret}'")
 
-    app.selectbox(key="dataset").set_value(dataset).run()
+    select_dataset(app, dataset)
     app.session_state[launch_key] = {"stage": "running", "run_id": run_id,
                                       "dataset": dataset, "params": {}, "seed": None,
                                       "cost_nano": 10**8}
@@ -1121,6 +1123,14 @@ def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeyp
     assert "/srv" not in text and "hidden-mount" not in text
 
 
+def _analyst_for(ledger: Ledger, dataset: str) -> Requester:
+    """Who runs on ``dataset`` outside the app: an anonymous visitor on public demo data,
+    else the analyst account the app session signs in as (accounts_support.sign_in_app)."""
+    if ledger.get_dataset(dataset).public_demo is True:
+        return Requester()
+    return signed_in(ledger, "analyst", "analyst")
+
+
 @pytest.mark.parametrize("dataset, page_name", [("clickstream", "Sequences"),
                                                 ("pima_like", "Synthesis")])
 def test_the_runs_page_lists_the_runs_of_a_sequence_or_table_dataset(app, ledger_path,
@@ -1133,8 +1143,9 @@ def test_the_runs_page_lists_the_runs_of_a_sequence_or_table_dataset(app, ledger
     family = DATASET_KIND_SPECS[ledger.get_dataset(dataset).kind].family
     key = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
     params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
-    result = charge_and_mine(ledger, dataset, params, requester=Requester(), seed=None)
-    app.selectbox(key="dataset").set_value(dataset).run()
+    result = charge_and_mine(ledger, dataset, params, requester=_analyst_for(ledger, dataset),
+                             seed=None)
+    select_dataset(app, dataset)
     run_page(app, "pages/workbench/runs.py")
     history = table_with(app, "run", "algorithm", "ε charged", "status", "parameters")
     assert list(history["run"]) == [result.run_id[:8]]
@@ -1158,8 +1169,9 @@ def test_explore_runs_and_teaching_render_with_a_stored_sequence_or_table_run(
     family = DATASET_KIND_SPECS[ledger.get_dataset(dataset).kind].family
     key = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
     params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
-    result = charge_and_mine(ledger, dataset, params, requester=Requester(), seed=None)
-    app.selectbox(key="dataset").set_value(dataset).run()
+    result = charge_and_mine(ledger, dataset, params, requester=_analyst_for(ledger, dataset),
+                             seed=None)
+    select_dataset(app, dataset)
     assert not app.exception, [e.value for e in app.exception]
     for owner in (False, True):
         if owner:
@@ -1206,7 +1218,7 @@ def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_pa
     run_page(app, "pages/redescriptions/explore.py")
     shown = [w.value for w in app.main.warning]
     assert any("could not be read" in w and "'stored.json'" in w for w in shown), shown
-    app.selectbox(key="dataset").set_value("pima_like").run()
+    select_dataset(app, "pima_like")
     run_page(app, "pages/synthesis/synthesis.py")
     shown = [w.value for w in app.main.warning]
     assert any("could not be loaded for comparison" in w and "'stored.json'" in w

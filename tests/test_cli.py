@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.roles import hash_password
 from dpcore.privacy.units import epsilon_to_nano
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ CLINIC = str(REPO / "sample_data" / "clinic")
 def ledger_path(tmp_path, monkeypatch):
     path = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("DPRM_LEDGER", str(path))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
+    owner_in_env_ledger("s3cret")
     return path
 
 
@@ -37,7 +37,7 @@ def test_help_explains_every_parameter():
 
 def test_register_needs_the_owner_password(ledger_path, monkeypatch):
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
-    with pytest.raises(SystemExit, match="owner password"):
+    with pytest.raises(SystemExit, match="wrong account name or password"):
         main(["register", "--data", CLINIC, "--cap", "2"])
     assert Ledger(ledger_path).list_datasets() == []
 
@@ -132,7 +132,7 @@ def test_owner_commands_back_off_after_repeated_wrong_passwords(ledger_path, mon
     waits, and every attempt is in the ledger (never the password)."""
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
     for _ in range(5):
-        with pytest.raises(SystemExit, match="owner password"):
+        with pytest.raises(SystemExit, match="wrong account name or password"):
             main(["register", "--data", CLINIC, "--cap", "2"])
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
     with pytest.raises(SystemExit, match="wait"):
@@ -353,30 +353,24 @@ def test_mine_offers_only_miners(capsys):
     assert CUSTOM_QUERY not in out and REGION_MAP not in out
 
 
-def test_register_reads_the_secrets_file_and_names_a_wrong_password(tmp_path, monkeypatch):
-    """The README's no-restart route: the hash in .streamlit/secrets.toml, no variable."""
+def test_a_hash_in_the_secrets_file_grants_nothing(tmp_path, monkeypatch):
+    """Issue 29's trust boundary: the owner is an account the ledger keeps; a hash in the
+    caller's .streamlit/secrets.toml (main's earlier no-restart route) is not a password."""
+    from dpcore.privacy.roles import hash_password
+
     ledger = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("DPRM_LEDGER", str(ledger))
-    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".streamlit").mkdir()
     (tmp_path / ".streamlit" / "secrets.toml").write_text(
-        f'owner_password_hash = "{hash_password("s3cret", n=2**10)}"\n')
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "not-it")
-    with pytest.raises(SystemExit, match="wrong owner password"):
+        f'owner_password_hash = "{hash_password("s3cret", n=2**4)}"\n')
+    monkeypatch.setenv("DPRM_PASSWORD", "s3cret")
+    with pytest.raises(SystemExit, match="no owner account yet"):
         main(["register", "--data", CLINIC, "--cap", "2"])
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert Ledger(ledger).list_datasets() == []
+    owner_in_env_ledger("s3cret")
     assert main(["register", "--data", CLINIC, "--cap", "2"]) == 0
     assert [d.name for d in Ledger(ledger).list_datasets()] == ["clinic"]
-
-
-def test_no_configured_hash_says_how_to_set_one(tmp_path, monkeypatch):
-    monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "ledger.sqlite"))
-    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "anything")
-    with pytest.raises(SystemExit, match="no owner password hash is configured"):
-        main(["register", "--data", CLINIC, "--cap", "2"])
 
 
 def test_synthesize_refuses_a_bad_feature_group_before_printing_the_cost(

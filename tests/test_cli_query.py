@@ -11,11 +11,11 @@ import io
 import json
 
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.data.kinds import load_any_schema, sample_data_dir
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.roles import hash_password
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.registry import CUSTOM_QUERY, REGION_MAP
 
@@ -35,7 +35,7 @@ class _Terminal(io.StringIO):
 def ledger(tmp_path, monkeypatch, capsys):
     path = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("DPRM_LEDGER", str(path))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
+    owner_in_env_ledger("s3cret")
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
     for folder in (SITES, CLINIC):
         assert main(["register", "--data", folder, "--cap", "2"]) == 0

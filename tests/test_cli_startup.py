@@ -17,7 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dpcore.privacy.roles import hash_password
+from accounts_support import make_account
+
+from dpcore.privacy.ledger import Ledger
 
 REPO = Path(__file__).resolve().parent.parent
 CMS_SMALL = str(REPO / "sample_data" / "cms_small")
@@ -86,8 +88,8 @@ def test_a_redescription_mine_loads_only_its_own_family_and_kernels(tmp_path):
     calls are loaded (the others it imports stay untouched)."""
     ledger = tmp_path / "ledger.sqlite"
     out = tmp_path / "run.json"
-    env = {"DPRM_LEDGER": str(ledger), "DPRM_OWNER_PASSWORD": "pw",
-           "DPRM_OWNER_PASSWORD_HASH": hash_password("pw", n=2**10)}
+    env = {"DPRM_LEDGER": str(ledger), "DPRM_OWNER_PASSWORD": "pw"}
+    make_account(Ledger(ledger), "owner", "owner", "pw")
     _imported("import json\n"
               "from dpcore.cli import main\n"
               f"assert main(['register', '--data', {CMS_SMALL!r}, '--cap', '5']) == 0\n"
@@ -125,7 +127,8 @@ def test_python_m_dpcore_exits_with_mains_status_and_writes_everything(tmp_path)
     from dpcore.cli import build_parser
 
     env = {**os.environ, "DPRM_LEDGER": str(tmp_path / "ledger.sqlite"),
-           "DPRM_OWNER_PASSWORD": "pw", "DPRM_OWNER_PASSWORD_HASH": hash_password("pw", n=2**10)}
+           "DPRM_OWNER_PASSWORD": "pw"}
+    make_account(Ledger(tmp_path / "ledger.sqlite"), "owner", "owner", "pw")
 
     def dpcore(*argv):
         return subprocess.run([sys.executable, "-m", "dpcore", *argv], cwd=REPO, env=env,

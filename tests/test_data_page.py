@@ -11,14 +11,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from accounts_support import owner_in_env_ledger, role_of, sign_in_app, signed_in
 from streamlit.testing.v1 import AppTest
 
 from components.budget_meter import fmt_eps
 from components.data_locations import declared_files
 from components.dataset_card import feature_table, released_row_count
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import Requester, content_digest
-from dpcore.privacy.roles import ANALYST, hash_password
+from dpcore.privacy.policy import content_digest
+from dpcore.privacy.roles import ANALYST
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.loading import load_registered_sequences
@@ -38,6 +39,9 @@ def _ok(at: AppTest) -> AppTest:
 
 
 def _data_page(at: AppTest, dataset: str) -> AppTest:
+    listed = [o.removesuffix(" (public demo)") for o in at.selectbox(key="dataset").options]
+    if dataset not in listed and role_of(at) == "analyst":      # private: sign in first
+        _ok(sign_in_app(at))
     _ok(at.selectbox(key="dataset").set_value(dataset).run())
     return _ok(at.switch_page(PAGE).run())
 
@@ -47,10 +51,13 @@ def _metrics(at: AppTest) -> dict[str, str]:
 
 
 def _owner(at: AppTest, monkeypatch) -> None:
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(PASSWORD, n=2**4))
-    at.text_input(key="owner_password").input(PASSWORD)
-    _ok(at.button(key="owner_login").click().run())
-    assert at.session_state["role"] == "owner"
+    if "sign_out" in [b.key for b in at.sidebar.button]:       # signed in as an analyst
+        _ok(at.button(key="sign_out").click().run())
+    owner_in_env_ledger(PASSWORD)
+    at.text_input(key="account_name").input("owner")
+    at.text_input(key="account_password").input(PASSWORD)
+    _ok(at.button(key="sign_in").click().run())
+    assert role_of(at) == "owner"
 
 
 def _texts(at: AppTest) -> str:
@@ -129,7 +136,8 @@ def test_an_analyst_sees_the_sequence_card_and_a_released_noisy_count_only(visit
 
     pfs2 = family_algorithms(SEQUENCES)[0]
     params = ALGORITHM_SPECS[pfs2].resolve("params_type")(epsilon=1.0, theta=0.05)
-    result = charge_and_mine(ledger, VISITS, params, requester=Requester(), seed=None)
+    analyst = signed_in(ledger, "analyst", "analyst")
+    result = charge_and_mine(ledger, VISITS, params, requester=analyst, seed=None)
     assert released_row_count(ledger, ledger.get_dataset(VISITS), ANALYST) == (
         result.noisy_records, result.run_id)
     _ok(app.run())
@@ -160,7 +168,7 @@ def test_the_owner_sees_the_records_and_changes_the_cap_of_a_sequence_dataset(
 
     pfs2 = family_algorithms(SEQUENCES)[0]
     params = ALGORITHM_SPECS[pfs2].resolve("params_type")(epsilon=2.0, theta=0.05)
-    charge_and_mine(ledger, VISITS, params, requester=Requester(), seed=None)
+    charge_and_mine(ledger, VISITS, params, requester=signed_in(ledger, "analyst", "analyst"))
     _ok(app.run())
     app.number_input(key=f"cap_{VISITS}").set_value(1.5)          # below the 2 spent
     _ok(app.button(key=f"set_cap_{VISITS}").click().run())

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from test_distributed_plan import private_clinic, register
 
-from dpcore.distributed.batch import mine_charged_run, run_batch
+from dpcore.distributed.batch import _mine_charged_run as mine_charged_run
+from dpcore.distributed.batch import run_batch
 from dpcore.distributed.cluster import open_client
 from dpcore.distributed.plan import check_plan, parse_plan
 from dpcore.privacy.ledger import Ledger

@@ -8,6 +8,7 @@ import os
 import signal
 
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from dpcore import cli
 from dpcore.data.samples import generate_clinic, write_dataset
@@ -72,10 +73,9 @@ def test_a_grid_with_a_worker_killed_midway_equals_the_in_process_grid(data_dir,
 
 
 def test_the_command_line_runs_the_grid_on_a_scheduler(data_dir, tmp_path, client, monkeypatch):
-    from dpcore.privacy.roles import hash_password
 
     monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "login-only.sqlite"))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**4))
+    owner_in_env_ledger("s3cret")
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
     address = client.scheduler.address
     args = ["experiment", "--data", str(data_dir), "--algorithms", "altexpm", "--epsilons", "1",

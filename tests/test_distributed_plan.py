@@ -117,10 +117,14 @@ def test_bad_plans_against_the_ledger_charge_nothing(ledger):
 
 
 def test_a_run_id_charged_before_is_replayed_or_refused(ledger):
+    from dpcore.privacy.policy import recorded_params
+
     analyst = Requester()
     part = epsilon_to_nano(0.5)
-    ledger.charge("old", "clinic", ALTEXPM, [part], {}, actor="analyst")
     same = {"run_id": "old", "dataset": "clinic", "algorithm": ALTEXPM, "epsilon": 0.5}
+    (planned,) = check_plan(ledger, parse_plan({"runs": [same]}), analyst)
+    ledger.charge("old", "clinic", ALTEXPM, [part], recorded_params(planned.permit),
+                  actor="analyst")
     (run,) = check_plan(ledger, parse_plan({"runs": [same]}), analyst)
     assert run.state == "charged" and run.run_id == "old"
     with pytest.raises(PlanError, match="entry 1 \\(run_id 'old'\\), field 'run_id'"):

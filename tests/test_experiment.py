@@ -4,6 +4,7 @@ fast checks."""
 import json
 
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from dpcore import cli
 from dpcore.data.samples import generate_clinic, write_dataset
@@ -29,7 +30,6 @@ def no_ledger(monkeypatch, tmp_path):
     The command line's owner gate reads and appends the ledger's login log (the back-off
     is shared by every process); nothing else of the ledger may be touched.
     """
-    from dpcore.privacy.roles import hash_password
 
     def refuse(*args, **kwargs):
         raise AssertionError("the experiment harness used the ledger beyond the owner login")
@@ -38,7 +38,7 @@ def no_ledger(monkeypatch, tmp_path):
                  "get_run", "get_result", "store_result", "register_dataset"):
         monkeypatch.setattr(dpcore.privacy.ledger.Ledger, name, refuse)
     monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "login-only.sqlite"))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**4))
+    owner_in_env_ledger("s3cret")
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
 
 

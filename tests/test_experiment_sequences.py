@@ -7,6 +7,7 @@ import math
 import sqlite3
 
 import pytest
+from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.errors import ParameterError
@@ -20,7 +21,6 @@ from dpcore.experiments.sequences import (
     shape_dataset,
 )
 from dpcore.privacy.ledger import store
-from dpcore.privacy.roles import hash_password
 from dpcore.registry import PFS2, PFS2_BASELINE
 from dpcore.sequences.evaluate import exact_frequent_sequences
 
@@ -100,12 +100,12 @@ def test_bad_grid_is_refused_before_anything_is_written(tmp_path):
 
 def test_cli_family_sequences_is_owner_only_and_writes_the_report(tmp_path, monkeypatch):
     monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "ledger.sqlite"))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
+    owner_in_env_ledger("s3cret")
     args = ["experiment", "--family", "sequences", "--shapes", "msnbc", "--theta",
             "msnbc=0.05", "--epsilons", "1", "--runs", "1", "--scale", str(TINY),
             "--truth", "dpcore", "--algorithms", PFS2_BASELINE, "--out", str(tmp_path / "rep")]
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
-    with pytest.raises(SystemExit, match="owner password"):
+    with pytest.raises(SystemExit, match="wrong account name or password"):
         main(args)
     assert not (tmp_path / "rep").exists()
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")

@@ -52,7 +52,7 @@ def edit(at: AppTest, row: int, **change) -> AppTest:
 
 
 def stored(ledger_path, name: str = "analyst"):
-    record = Ledger(ledger_path).get_workspace("clinic", "analyst", name)
+    record = Ledger(ledger_path).get_workspace("clinic", "~anonymous", name)
     return None if record is None else workspace_from_json(record.workspace_json,
                                                            dataset="clinic")
 
@@ -230,9 +230,9 @@ def test_export_carries_the_workspace_and_imports_back(explore, ledger_path):
 def _other_tab_saves(ledger_path, change) -> None:
     """Another tab (or session) of the same analyst saves the workspace meanwhile."""
     ledger = Ledger(ledger_path)
-    record = ledger.get_workspace("clinic", "analyst", "analyst")
+    record = ledger.get_workspace("clinic", "~anonymous", "analyst")
     ws = change(workspace_from_json(record.workspace_json, dataset="clinic"))
-    ledger.save_workspace("clinic", "analyst", "analyst", ws.to_json(),
+    ledger.save_workspace("clinic", "~anonymous", "analyst", ws.to_json(),
                           expected_revision=record.revision)
 
 
@@ -254,7 +254,7 @@ def test_a_change_from_another_tab_is_never_overwritten_silently(explore, ledger
     theirs = stored(ledger_path)
     assert theirs.annotation(first).note == "from the other tab"       # not overwritten
     assert theirs.annotation(second).decision is None
-    mine = explore.session_state["_explore_workspaces"][("clinic", "analyst", "analyst")]
+    mine = explore.session_state["_explore_workspaces"][("clinic", "~anonymous", "analyst")]
     assert mine.annotation(second).decision == "reject"                # kept in the tab
     edit(explore, 2, decision="keep")                    # still editing: kept, not saved
     assert stored(ledger_path) == theirs
@@ -282,7 +282,7 @@ def test_a_change_from_another_tab_is_never_overwritten_silently(explore, ledger
 
 
 def _revision(ledger_path) -> int | None:
-    record = Ledger(ledger_path).get_workspace("clinic", "analyst", "analyst")
+    record = Ledger(ledger_path).get_workspace("clinic", "~anonymous", "analyst")
     return None if record is None else record.revision
 
 
@@ -324,7 +324,7 @@ def test_another_tabs_save_is_noticed_on_the_next_rerun_without_a_write(explore,
 
 def test_a_workspace_deleted_elsewhere_is_noticed_on_the_next_rerun(explore, ledger_path):
     edit(explore, 0, decision="keep")
-    assert Ledger(ledger_path).delete_workspace("clinic", "analyst", "analyst")
+    assert Ledger(ledger_path).delete_workspace("clinic", "~anonymous", "analyst")
     rerun(explore)
     (warning,) = [w.value for w in explore.warning if "another tab" in w.value]
     assert "was deleted in another tab or session" in warning

@@ -195,7 +195,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
 
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
-    assert stored_version(db) == SCHEMA_VERSION == 5
+    assert stored_version(db) == SCHEMA_VERSION == 6
     if not on_postgres(db):
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -249,7 +249,7 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
     assert [d.name for d in led.list_datasets(kind="two_view")] == ["clinic"]
     assert led.list_datasets(kind="sequences") == []
-    assert stored_version(db) == SCHEMA_VERSION == 5
+    assert stored_version(db) == SCHEMA_VERSION == 6
     con = raw(db)
     with pytest.raises(DB_ERROR, match="kind never changes"):
         con.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
@@ -708,6 +708,7 @@ def _busy_ledger(location) -> Ledger:
     led.charge("run-sb", "clinic~sandbox", "altmcmc", [123], {}, actor="owner")
     for outcome in ("failure", "success"):
         led.record_auth_event(actor="owner", entry="cli", outcome=outcome, detail=outcome)
+    _people(led)
     led.save_workspace("clinic", "analyst", "alice", json.dumps(
         {"dataset": "clinic", "entries": {"run-done:0": {"decision": "reject",
                                                          "tags": ["chf", "ünï"]}}}))
@@ -754,17 +755,17 @@ def test_ledger_copy_from_sqlite_to_postgresql_keeps_every_record(tmp_path, post
     url = postgres_server.new_database()
     assert main(["ledger", "copy", "--from", f"sqlite:{source.path}", "--to", url]) == 0
     said = capsys.readouterr().out
-    assert ("copied 3 datasets, 4 caps, 4 charges, 4 runs, 1 results, 2 owner-login events "
-            "and 3 workspaces") in said
+    assert ("copied 3 datasets, 3 accounts, 4 caps, 0 quotas, 4 charges, 4 runs, 1 results, "
+            "2 sign-in events, 3 workspaces and 0 workspace shares") in said
     target = Ledger(url)
     assert target.backend == "postgresql"
     _same_ledger(source, target)
     assert _rows(source.path) == _rows(url)
     assert target.get_run("run-open").audience == "owner"
     # the copy goes on as a ledger: ids continue, the cap still holds, triggers still refuse
-    assert target.charge("after", "clinic", "altexpm", [1], {}).id == 5
+    assert target.charge("after", "clinic", "altexpm", [1], {}, account="analyst").id == 5
     with pytest.raises(BudgetExceededError):
-        target.charge("too-much", "clinic", "altexpm", [1_150_000_000], {})
+        target.charge("too-much", "clinic", "altexpm", [1_150_000_000], {}, account="bob")
     with pytest.raises(ParameterError, match="already has a stored result"):
         target.store_result("run-done", '{"run_id": "run-done"}')
     # never into a ledger that holds anything: refused, nothing written
@@ -794,7 +795,17 @@ def test_ledger_copy_refuses_the_same_ledger_and_a_used_sqlite_target(tmp_path):
 
 # ------------------------------------------------------------------ workspaces (version 4)
 
+def _people(led: Ledger) -> None:
+    """The accounts the workspace tests save as (workspaces belong to accounts, version 6)."""
+    from dpcore.privacy.roles import hash_password
+
+    stored = hash_password("pw", n=2**4)
+    for name, role in (("analyst", "analyst"), ("owner", "owner"), ("bob", "analyst")):
+        led.add_account(name, role, actor="test", password_hash=stored)
+
+
 def test_workspaces_are_saved_per_dataset_role_and_name_and_replaced(ledger, db):
+    _people(ledger)
     ledger.register_dataset("other", replace(SCHEMA, name="other"), None, 1.0, actor="owner")
     assert ledger.get_workspace("clinic", "analyst", "alice") is None
     first = ledger.save_workspace("clinic", "analyst", "alice", '{"dataset": "clinic", "a": 1}')
@@ -825,6 +836,7 @@ def test_a_stale_workspace_save_is_refused_and_changes_nothing(ledger, db):
     """Two tabs read revision 1; the first saves (revision 2), the second is refused."""
     from dpcore.errors import WorkspaceConflict
 
+    _people(ledger)
     key = ("clinic", "analyst", "alice")
     first = ledger.save_workspace(*key, '{"v": 1}', expected_revision=0)
     assert first.revision == 1
@@ -865,14 +877,16 @@ def test_migration_v4_to_v5_gives_saved_workspaces_revision_1(db):
                 "updated_at) VALUES ('clinic', 'analyst', 'old', '{}', 't', 't')")
     con.close()
     led = Ledger(db)
-    assert led.get_workspace("clinic", "analyst", "old").revision == 1
-    assert stored_version(db) == SCHEMA_VERSION == 5
-    assert led.save_workspace("clinic", "analyst", "old", "{}", expected_revision=1).revision == 2
+    assert led.list_workspaces("clinic")[0].revision == 1
+    assert stored_version(db) == SCHEMA_VERSION == 6
+    # version 6: a workspace saved before accounts belongs to nobody who signs in
+    assert led.list_workspaces("clinic")[0].account == "~legacy-analyst"
 
 
 @pytest.mark.parametrize("args, message", [
     (("nope", "analyst", "a", "{}"), "unknown dataset"),
-    (("clinic", "admin", "a", "{}"), "role must be one of"),
+    (("clinic", "admin", "a", "{}"), "unknown account 'admin'"),
+    (("clinic", "~x", "a", "{}"), "a workspace's account"),
     (("clinic", "analyst", " a", "{}"), "workspace name"),
     (("clinic", "analyst", "", "{}"), "workspace name"),
     (("clinic", "analyst", "a" * 129, "{}"), "workspace name"),
@@ -882,6 +896,7 @@ def test_migration_v4_to_v5_gives_saved_workspaces_revision_1(db):
     (("clinic", "analyst", "a", 5), "JSON text"),
 ])
 def test_bad_workspaces_change_nothing(ledger, db, args, message):
+    _people(ledger)
     ledger.save_workspace("clinic", "analyst", "a", '{"kept": true}')
     before = dump(db)
     with pytest.raises(ParameterError, match=message):
@@ -924,5 +939,6 @@ def test_migration_v3_to_v4_adds_empty_workspaces_and_keeps_rows(db):
         con.close()
     led = Ledger(db)
     assert [r.run_id for r in led.list_runs("clinic")] == ["old-run"]
+    _people(led)
     led.save_workspace("clinic", "analyst", "x", "{}")
     assert [w.name for w in led.list_workspaces("clinic")] == ["x"]

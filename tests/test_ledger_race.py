@@ -350,7 +350,11 @@ def _workspace_worker(path, tab, expected, barrier, results):
 def test_tabs_saving_one_workspace_at_once_exactly_one_wins(ledger_location, expected):
     """8 processes save the workspace on the same revision (0: creating it): one wins, the
     others are refused with the winner's revision, and the stored JSON is the winner's."""
+    from dpcore.privacy.roles import hash_password
+
     ledger = _register(ledger_location)
+    ledger.add_account("analyst", "analyst", actor="test", password_hash=hash_password(
+        "pw", n=2**4))
     if expected:
         ledger.save_workspace("race", "analyst", "alice", "{}", expected_revision=0)
     out, _ = _in_processes(_workspace_worker, [(str(ledger_location), f"tab-{i}", expected)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from accounts_support import make_account, signed_in
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from dpcore.privacy.policy import (
     allowed_modes,
     content_digest,
 )
-from dpcore.privacy.roles import hash_password
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.mining import check_runnable
 from dpcore.redescriptions.params import MiningParams
@@ -38,8 +38,12 @@ REPO = Path(__file__).resolve().parent.parent
 CLINIC = REPO / "sample_data" / "clinic"
 DIABETES = REPO / "sample_data" / "diabetes"
 SMALL = dict(in_tr=2, mc_iter=200)
-OWNER = Requester(role="owner", actor="owner-test")
 ANALYST = Requester()
+
+
+def owner(led: Ledger) -> Requester:
+    """The owner, signed in on ``led`` (an owner account is created in it)."""
+    return signed_in(led, "owner", "owner", actor="owner-test")
 
 
 @pytest.fixture()
@@ -116,7 +120,8 @@ def test_an_analyst_cannot_compare_a_guess_with_private_data(ledger, clinic_data
         messages.add(str(refused.value))
     assert len(messages) == 1 and "only the owner" in messages.pop()
     assert nothing_charged(ledger, "private")
-    result = charge_and_mine(ledger, "private", params, data=clinic_dataset, requester=OWNER)
+    result = charge_and_mine(ledger, "private", params, data=clinic_dataset,
+                             requester=owner(ledger))
     assert ledger.get_run(result.run_id).status == "done"
 
 
@@ -130,7 +135,7 @@ def test_first_use_records_the_registered_files_digest_not_the_data_given(tmp_pa
                                        clinic_dataset.views[1].values[:, :-1])
     with pytest.raises(PolicyError, match="registered data"):
         charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL),
-                        data=other, requester=OWNER)
+                        data=other, requester=owner(led))
     assert led.get_dataset("clinic").content_digest == content_digest(clinic_dataset)
     assert nothing_charged(led, "clinic")
 
@@ -158,7 +163,7 @@ def test_faithful_mode_on_private_data_is_the_owners_and_so_is_its_result(ledger
     with pytest.raises(PolicyError, match="owner only"):
         charge_and_mine(ledger, "private", params)
     assert nothing_charged(ledger, "private")
-    result = charge_and_mine(ledger, "private", params, requester=OWNER)
+    result = charge_and_mine(ledger, "private", params, requester=owner(ledger))
     assert result.audience == "owner"
     with pytest.raises(PolicyError, match="owner only"):
         load_result(ledger, result.run_id, role="analyst")
@@ -183,7 +188,7 @@ def test_owner_diagnostics_are_refused_to_analysts_on_private_data(ledger):
 def test_strict_mode_never_takes_float_noise(ledger):
     params = MiningParams(algorithm="altexpm", epsilon=0.5, noise="continuous", **SMALL)
     with pytest.raises(ParameterError, match="Mironov"):
-        charge_and_mine(ledger, "clinic", params, requester=OWNER)
+        charge_and_mine(ledger, "clinic", params, requester=owner(ledger))
     assert nothing_charged(ledger, "clinic")
 
 
@@ -208,7 +213,7 @@ def test_a_numeric_attribute_with_thresholds_but_no_domain_is_mined(tmp_path):
     assert schema.target_edges(schema.attributes[0]).tolist() == [2.0, 3.0, 4.0]
     result = charge_and_mine(led, "t", MiningParams(algorithm="mcmctreepair", epsilon=1.0,
                                                     in_tr=4, mc_iter=100), data=data,
-                             requester=OWNER)
+                             requester=owner(led))
     assert led.get_run(result.run_id).status == "done"
 
 
@@ -295,8 +300,8 @@ def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
                           in_tr=in_tr, depth=depth, noise=noise, mc_iter=50, init_pairs=3,
                           es_rounds=3, cs_rounds=2)
     try:
-        result = charge_and_mine(led, "prop", params, data=data,
-                                 requester=Requester(role=role, actor=role),
+        requester = owner(led) if role == "owner" else Requester(role=role, actor=role)
+        result = charge_and_mine(led, "prop", params, data=data, requester=requester,
                                  seed=seed if use_seed else None)
     except (PolicyError, ParameterError, DataError, BudgetExceededError) as exc:
         event(f"refused: {type(exc).__name__}")
@@ -319,8 +324,9 @@ def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
 def cli_ledger(tmp_path, monkeypatch):
     path = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("DPRM_LEDGER", str(path))
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("s3cret", n=2**10))
+    monkeypatch.delenv("DPRM_OWNER_PASSWORD_HASH", raising=False)
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    make_account(Ledger(path), "owner", "owner", "s3cret")
     assert main(["register", "--data", str(DIABETES), "--cap", "5"]) == 0
     assert main(["register", "--data", str(CLINIC), "--cap", "5"]) == 0
     monkeypatch.delenv("DPRM_OWNER_PASSWORD")
@@ -373,7 +379,9 @@ def test_cli_hides_loader_details_of_private_data_from_analysts(cli_ledger, caps
         raise DataError("value 123.456 outside the declared domain", column="bmi", row=7)
 
     monkeypatch.setattr("dpcore.runs.load_registered", broken)
-    assert main(["mine", "--dataset", "diabetes", "--epsilon", "0.5"]) == 2
+    make_account(cli_ledger, "alice", "analyst", "alice-pw")
+    monkeypatch.setenv("DPRM_PASSWORD", "alice-pw")
+    assert main(["--user", "alice", "mine", "--dataset", "diabetes", "--epsilon", "0.5"]) == 2
     err = capsys.readouterr().err
     assert "could not be loaded" in err and "123.456" not in err and "row 7" not in err
     assert nothing_charged(cli_ledger, "diabetes")
@@ -381,7 +389,7 @@ def test_cli_hides_loader_details_of_private_data_from_analysts(cli_ledger, caps
 
 def test_cli_hides_errors_of_owner_only_runs_from_analysts(cli_ledger, capsys):
     cli_ledger.charge("secret", "diabetes", "altexpm", [epsilon_to_nano(0.1)],
-                      {"mode": "faithful"}, actor="owner", audience="owner")
+                      {"mode": "faithful"}, actor="owner", audience="owner", account="owner")
     cli_ledger.mark_failed("secret", "ValueError: threshold 97.25 of bmi")
     main(["runs", "diabetes"])
     listing = capsys.readouterr().out
@@ -425,7 +433,7 @@ def test_cli_checks_out_before_charging_prints_the_run_id_and_fetches_results(
 
 def test_cli_experiment_needs_the_owner_password(cli_ledger, tmp_path, monkeypatch):
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
-    with pytest.raises(SystemExit, match="owner password"):
+    with pytest.raises(SystemExit, match="wrong account name or password"):
         main(["experiment", "--data", str(CLINIC), "--algorithms", "altexpm", "--epsilons",
               "1", "--runs", "1", "--out", str(tmp_path / "rep")])
     assert not (tmp_path / "rep").exists()

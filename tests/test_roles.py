@@ -1,4 +1,5 @@
-"""Roles and the owner password gate: never owner without the right password and a hash."""
+"""Roles, password hashes and the sign-in back-off: never signed in without the right
+password and the hash the ledger keeps (the caller's environment counts for nothing)."""
 
 from __future__ import annotations
 
@@ -14,35 +15,27 @@ from pathlib import Path
 
 import pytest
 
-from dpcore.errors import DpcoreError, OwnerLoginThrottled, ParameterError
-from dpcore.privacy import roles
+from dpcore.errors import DpcoreError, OwnerLoginThrottled, ParameterError, SignInError
+from dpcore.privacy import accounts, roles
+from dpcore.privacy.accounts import sign_in
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.roles import (
     ANALYST,
     DEFAULT_ROLE,
-    ENV_VAR,
     LOGIN_BACKOFF_MAX_SECONDS,
     LOGIN_FAILURE_WINDOW_SECONDS,
     LOGIN_FREE_FAILURES,
     OWNER,
-    SECRETS_KEY,
     backoff_delay,
     can_see_true_statistics,
-    check_owner,
     hash_password,
+    is_password_hash,
     login_backoff,
-    owner_password_hash,
-    unlock_owner,
     verify_password,
 )
 
 # Cheap scrypt costs keep the suite fast; the default costs are checked once below.
 FAST = {"n": 2**10, "r": 8, "p": 1}
-
-
-@pytest.fixture(autouse=True)
-def no_env_hash(monkeypatch):
-    monkeypatch.delenv(ENV_VAR, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -80,70 +73,31 @@ def test_hash_rejects_bad_input():
         hash_password("x", n=2**22, r=64)                  # far too much memory
 
 
-def test_right_password_from_env(monkeypatch, stored):
-    monkeypatch.setenv(ENV_VAR, stored)
-    assert owner_password_hash() == stored
-    assert check_owner("correct horse")
-
-
-def test_right_password_from_secrets(stored):
-    assert check_owner("correct horse", {SECRETS_KEY: stored})
-
-
-@pytest.mark.parametrize("password", ["wrong", "", None, "correct horse ", "Correct horse",
-                                      b"correct horse"])
-def test_wrong_or_missing_password_is_never_owner(monkeypatch, stored, password):
-    monkeypatch.setenv(ENV_VAR, stored)
-    assert not check_owner(password)
-    assert not check_owner(password, {SECRETS_KEY: stored})
-
-
-@pytest.mark.parametrize("secrets", [None, {}, {SECRETS_KEY: ""}, {SECRETS_KEY: "   "},
-                                     {"other": "x"}])
-def test_no_configured_hash_is_never_owner(secrets):
-    assert owner_password_hash(secrets) is None
-    for password in ("", "admin", "password", "owner", "correct horse"):
-        assert not check_owner(password, secrets)
+@pytest.mark.parametrize("password", ["wrong", "", None, "correct horse ", "Correct horse"])
+def test_wrong_or_missing_password_never_verifies(stored, password):
+    assert verify_password("correct horse", stored)
+    assert not verify_password(password, stored)
 
 
 @pytest.mark.parametrize("bad", [
-    "plain-text-password",
-    "scrypt$1024$8$1$abc",                                  # too few fields
-    "bcrypt$1024$8$1$AAAAAAAAAAA=$AAAAAAAAAAAAAAAAAAAAAA==",
-    "scrypt$1000$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-    "scrypt$1024$8$1$not base64!$AAAA",
-    "scrypt$1024$8$1$$",
-    "scrypt$-1$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-    "scrypt$1048576$64$16$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-])
-def test_malformed_hash_is_never_owner(bad):
+    "plain-text-password", "scrypt$16384$8$1$onlyfive", "bcrypt$2$3$4$5$6",
+    "scrypt$abc$8$1$c2FsdHNhbHQ=$aGFzaGhhc2hoYXNoaGFzaA==",
+    "scrypt$1000$8$1$c2FsdHNhbHQ=$aGFzaGhhc2hoYXNoaGFzaA==",
+    "scrypt$16384$8$1$!!!$aGFzaGhhc2hoYXNoaGFzaA==", "", None, 42])
+def test_malformed_hash_never_verifies(bad):
+    assert not is_password_hash(bad)
     assert not verify_password("plain-text-password", bad)
-    assert not check_owner("plain-text-password", {SECRETS_KEY: bad})
-    assert not check_owner("", {SECRETS_KEY: bad})
+    assert not verify_password("", bad)
 
 
-def test_secrets_take_precedence_over_env(monkeypatch):
-    env_hash = hash_password("env-password", **FAST)
-    secret_hash = hash_password("secret-password", **FAST)
-    monkeypatch.setenv(ENV_VAR, env_hash)
-    assert owner_password_hash({SECRETS_KEY: secret_hash}) == secret_hash
-    assert check_owner("secret-password", {SECRETS_KEY: secret_hash})
-    assert not check_owner("env-password", {SECRETS_KEY: secret_hash})
-    # Secrets without the key (or with an empty value) fall back to the environment.
-    assert check_owner("env-password", {"unrelated": 1})
-    assert check_owner("env-password", {SECRETS_KEY: ""})
-    assert check_owner("env-password", None)
-
-
-def test_secrets_object_that_fails_to_load_counts_as_empty(monkeypatch):
-    class Broken:                                            # like st.secrets without a file
-        def get(self, key, default=None):
-            raise FileNotFoundError("no secrets.toml")
-
-    assert owner_password_hash(Broken()) is None
-    assert not check_owner("anything", Broken())
-    monkeypatch.setenv(ENV_VAR, hash_password("pw", **FAST))
-    assert check_owner("pw", Broken())
+def test_the_callers_environment_makes_nobody_owner(monkeypatch, tmp_path):
+    """Attack 3 at its root: a hash in the environment is not read by anything."""
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password("mine", **FAST))
+    ledger = Ledger(tmp_path / "l.sqlite")
+    ledger.add_account("boss", OWNER, actor="t", password_hash=hash_password("theirs", **FAST))
+    with pytest.raises(SignInError):
+        sign_in(ledger, "boss", "mine", client="c", entry="cli")
+    assert not hasattr(roles, "owner_password_hash") and not hasattr(roles, "ENV_VAR")
 
 
 def test_can_see_true_statistics():
@@ -165,7 +119,7 @@ def test_cli_hash(monkeypatch, capsys):
     assert roles.main(["hash"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("scrypt$") and verify_password("tr0ub4dor", line)
-    assert check_owner("tr0ub4dor", {SECRETS_KEY: line})
+    assert is_password_hash(line)
 
 
 def test_cli_hash_refuses_mismatch_and_empty(monkeypatch, capsys):
@@ -191,18 +145,29 @@ RIGHT, WRONG = "correct horse", "tr0ub4dor&3-guess"
 
 
 @pytest.fixture
-def ledger(tmp_path) -> Ledger:
-    return Ledger(tmp_path / "ledger.sqlite")
+def ledger(tmp_path, stored) -> Ledger:
+    led = Ledger(tmp_path / "ledger.sqlite")
+    led.add_account("boss", OWNER, actor="test", password_hash=stored)
+    return led
 
 
 @pytest.fixture
-def secrets(stored) -> dict:
-    return {SECRETS_KEY: stored}
+def secrets() -> None:
+    """Nothing: the hash lives in the ledger (the fixture keeps the tests' signatures)."""
+    return None
 
 
-def _attempt(ledger, password, secrets, *, now=None, entry="cli"):
-    return unlock_owner(ledger, password, actor="tester", entry=entry, secrets=secrets,
-                        now=now)
+def _attempt(ledger, password, secrets=None, *, now=None, entry="cli", client="tester"):
+    """One sign-in of the owner account ``boss``: True, False, or OwnerLoginThrottled."""
+    try:
+        return sign_in(ledger, "boss", password, client=client, entry=entry,
+                       now=now).role == OWNER
+    except SignInError:
+        return False
+
+
+def _state(ledger, now=None):
+    return login_backoff(ledger, now=now, account="boss", client="tester")
 
 
 def _last(ledger) -> datetime:
@@ -214,7 +179,7 @@ def _fail(ledger, secrets, times: int) -> None:
     """``times`` wrong passwords, each just after the back-off left by the previous ones."""
     for _ in range(times):
         now = None
-        state = login_backoff(ledger)
+        state = _state(ledger)
         if state.failures >= LOGIN_FREE_FAILURES:
             now = state.last_failure + timedelta(seconds=backoff_delay(state.failures) + 0.01)
         assert _attempt(ledger, WRONG, secrets, now=now) is False
@@ -249,12 +214,15 @@ def test_failures_are_recorded_and_never_the_password(ledger, secrets):
         assert password.encode("utf-16-le") not in raw
 
 
-def test_failures_without_a_configured_hash_are_recorded(ledger):
-    assert _attempt(ledger, RIGHT, None) is False
-    assert _attempt(ledger, "", {SECRETS_KEY: ""}) is False
+def test_failures_of_unknown_accounts_are_recorded(ledger):
+    with pytest.raises(SignInError):
+        sign_in(ledger, "nobody", RIGHT, client="tester", entry="cli")
+    with pytest.raises(SignInError):
+        sign_in(ledger, "", RIGHT, client="tester", entry="cli")
     events = ledger.auth_events()
-    assert [e.outcome for e in events] == ["failure", "failure"]
-    assert all("no owner password hash" in e.detail for e in events)
+    assert [(e.outcome, e.account) for e in events] == [("failure", "nobody"),
+                                                        ("failure", "?")]
+    assert all("unknown account" in e.detail for e in events)
 
 
 def test_after_five_failures_even_the_right_password_is_refused_unchecked(
@@ -262,7 +230,8 @@ def test_after_five_failures_even_the_right_password_is_refused_unchecked(
     _fail(ledger, secrets, LOGIN_FREE_FAILURES)
     last = _last(ledger)
     checked = []
-    monkeypatch.setattr(roles, "check_owner", lambda *a, **k: checked.append(1) or True)
+    monkeypatch.setattr(accounts, "verify_password",
+                        lambda *a, **k: checked.append(1) or True)
     with pytest.raises(OwnerLoginThrottled) as info:
         _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=0.4))
     assert checked == []                               # the hash was never consulted
@@ -278,12 +247,12 @@ def test_after_five_failures_even_the_right_password_is_refused_unchecked(
 def test_backoff_grows_and_expires(ledger, secrets):
     _fail(ledger, secrets, LOGIN_FREE_FAILURES + 3)     # 8 failures: wait 2**3 s
     last = _last(ledger)
-    state = login_backoff(ledger, now=last + timedelta(seconds=1))
+    state = _state(ledger, now=last + timedelta(seconds=1))
     assert state.failures == 8 and state.wait_seconds == pytest.approx(7.0)
     with pytest.raises(OwnerLoginThrottled, match="wait 3 s"):
         _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=5))
     # A throttled attempt neither counts as a failure nor extends the wait.
-    assert login_backoff(ledger, now=last + timedelta(seconds=5)).failures == 8
+    assert _state(ledger, now=last + timedelta(seconds=5)).failures == 8
     assert _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=8.01)) is True
     assert [e.outcome for e in ledger.auth_events()][-2:] == ["throttled", "success"]
 
@@ -291,9 +260,9 @@ def test_backoff_grows_and_expires(ledger, secrets):
 def test_old_failures_are_forgotten(ledger, secrets):
     _fail(ledger, secrets, LOGIN_FREE_FAILURES + 10)    # capped wait
     last = _last(ledger)
-    assert login_backoff(ledger, now=last + timedelta(seconds=60)).wait_seconds > 800
+    assert _state(ledger, now=last + timedelta(seconds=60)).wait_seconds > 800
     later = last + timedelta(seconds=LOGIN_FAILURE_WINDOW_SECONDS + 1)
-    assert login_backoff(ledger, now=later).failures == 0
+    assert _state(ledger, now=later).failures == 0
     assert _attempt(ledger, RIGHT, secrets, now=later) is True
 
 
@@ -301,32 +270,31 @@ def test_a_success_resets_the_count(ledger, secrets):
     _fail(ledger, secrets, LOGIN_FREE_FAILURES + 1)
     last = _last(ledger)
     assert _attempt(ledger, RIGHT, secrets, now=last + timedelta(seconds=2.01)) is True
-    assert login_backoff(ledger).failures == 0
+    assert _state(ledger).failures == 0
     _fail(ledger, secrets, LOGIN_FREE_FAILURES - 1)
-    state = login_backoff(ledger)
+    state = _state(ledger)
     assert state.failures == LOGIN_FREE_FAILURES - 1 and not state.throttled
     assert _attempt(ledger, RIGHT, secrets) is True     # no wait: the streak restarted
 
 
-def test_two_ledger_objects_on_one_file_share_the_backoff(tmp_path, secrets):
+def test_two_ledger_objects_on_one_file_share_the_backoff(tmp_path, stored):
     """Two processes (here two Ledger objects: a Ledger holds only a path) see one back-off."""
     app_side, cli_side = Ledger(tmp_path / "shared.sqlite"), Ledger(tmp_path / "shared.sqlite")
+    app_side.add_account("boss", OWNER, actor="test", password_hash=stored)
     for _ in range(LOGIN_FREE_FAILURES):
-        assert unlock_owner(app_side, WRONG, actor="app-session", entry="app",
-                            secrets=secrets) is False
+        assert _attempt(app_side, WRONG, entry="app") is False
     last = datetime.fromisoformat(cli_side.auth_events()[-1].created_at)
     with pytest.raises(OwnerLoginThrottled):
-        unlock_owner(cli_side, RIGHT, actor="cli", entry="cli", secrets=secrets,
-                     now=last + timedelta(seconds=0.5))
+        _attempt(cli_side, RIGHT, entry="cli", now=last + timedelta(seconds=0.5))
     assert [(e.entry, e.outcome) for e in app_side.auth_events()][-1] == ("cli", "throttled")
 
 
-def test_unlock_owner_rejects_empty_labels(ledger, secrets):
+def test_sign_in_rejects_empty_labels(ledger):
     for bad in ("", "  ", None):
         with pytest.raises(ParameterError):
-            unlock_owner(ledger, RIGHT, actor=bad, entry="cli", secrets=secrets)
+            sign_in(ledger, "boss", RIGHT, client=bad, entry="cli")
         with pytest.raises(ParameterError):
-            unlock_owner(ledger, RIGHT, actor="x", entry=bad, secrets=secrets)
+            sign_in(ledger, "boss", RIGHT, client="x", entry=bad)
     assert ledger.auth_events() == []
 
 
@@ -344,7 +312,7 @@ def test_cli_hash_from_stdin_needs_no_terminal(monkeypatch, capsys, piped):
     out = capsys.readouterr()
     line = out.out.strip()
     assert verify_password("tr0ub4 dor", line) and not verify_password("tr0ub4dor", line)
-    assert "no restart needed" in out.err and "restart the app" in out.err
+    assert "users add" in out.err
 
 
 @pytest.mark.parametrize("piped, fragment", [("", "no password"), ("\n", "no password"),
@@ -367,19 +335,6 @@ def test_python_m_dpcore_owner_hash_reads_a_pipe():
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert verify_password("pipe d pw", done.stdout.strip())
-    assert check_owner("pipe d pw", {SECRETS_KEY: done.stdout.strip()})
-
-
-def test_the_hash_is_read_at_every_check(monkeypatch, stored):
-    """No cache: a hash configured after start (secrets or this process's environment)
-    counts at the next check."""
-    secrets: dict = {}
-    assert not check_owner("correct horse", secrets)
-    secrets[SECRETS_KEY] = stored
-    assert check_owner("correct horse", secrets)
-    assert not check_owner("correct horse", {})
-    monkeypatch.setenv(ENV_VAR, stored)
-    assert check_owner("correct horse", {})
 
 
 # --------------------------------------------------------------------------- across processes
@@ -388,7 +343,7 @@ HAMMER_PROCESSES = 6
 HAMMER_SECONDS = 2.5
 
 
-def _hammer(location, stored_hash, barrier, results):
+def _hammer(location, barrier, results):
     """A child process: wrong passwords as fast as it can for HAMMER_SECONDS."""
     ledger = Ledger(location)
     tries = 0
@@ -397,9 +352,8 @@ def _hammer(location, stored_hash, barrier, results):
         deadline = time.monotonic() + HAMMER_SECONDS
         while time.monotonic() < deadline:
             try:
-                unlock_owner(ledger, WRONG, actor=f"p{os.getpid()}", entry="race",
-                             secrets={SECRETS_KEY: stored_hash})
-            except OwnerLoginThrottled:
+                sign_in(ledger, "boss", WRONG, client="race", entry=f"p{os.getpid()}")
+            except (OwnerLoginThrottled, SignInError):
                 pass
             tries += 1
             time.sleep(0.005)
@@ -419,12 +373,14 @@ def test_processes_hammering_one_ledger_obey_the_backoff(ledger_location):
     """
     ctx = mp.get_context("spawn")
     ledger = Ledger(ledger_location)
+    ledger.add_account("boss", OWNER, actor="test",
+                       password_hash=hash_password(RIGHT))   # the default costs: ~50 ms a check
     for _ in range(LOGIN_FREE_FAILURES - 1):
-        ledger.record_auth_event(actor="earlier", entry="race", outcome="failure")
-    stored_hash = hash_password(RIGHT)          # the default costs: ~50 ms a check
+        ledger.record_auth_event(actor="earlier", entry="race", outcome="failure",
+                                 account="boss", client="race")
     barrier, results = ctx.Barrier(HAMMER_PROCESSES), ctx.Queue()
-    procs = [ctx.Process(target=_hammer, args=(str(ledger_location), stored_hash, barrier,
-                                               results)) for _ in range(HAMMER_PROCESSES)]
+    procs = [ctx.Process(target=_hammer, args=(str(ledger_location), barrier, results))
+             for _ in range(HAMMER_PROCESSES)]
     for p in procs:
         p.start()
     try:

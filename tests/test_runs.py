@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from accounts_support import signed_in
 
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.privacy.ledger import Ledger
@@ -137,7 +138,11 @@ def test_the_app_closes_runs_a_killed_process_left_charged(ledger):
 # The same run path for frequent sequences (PFS2) and synthetic data (MC-GEN): data loaded by
 # the dataset's kind, charged before any noise, stored before returned, read back by family.
 
-OWNER_REQ = Requester(role="owner", actor="owner")
+
+
+def owner_req(led: Ledger) -> Requester:
+    """The owner, signed in on ``led``."""
+    return signed_in(led, "owner", "owner")
 
 
 def _sequence_folder(root):
@@ -264,7 +269,7 @@ def test_a_seed_on_a_public_demo_table_reproduces_the_synthetic_table(family_led
 def test_an_algorithm_on_the_wrong_kind_of_dataset_is_refused_and_charges_nothing(
         family_ledger, dataset, params, kinds):
     with pytest.raises(DataError, match=kinds) as info:
-        charge_and_mine(family_ledger, dataset, params, requester=OWNER_REQ)
+        charge_and_mine(family_ledger, dataset, params, requester=owner_req(family_ledger))
     assert "Nothing was charged" in str(info.value)
     assert _spent(family_ledger, dataset) == 0 and family_ledger.list_runs(dataset) == []
 
@@ -282,7 +287,7 @@ def test_bad_parameters_of_the_new_families_are_named_and_charge_nothing(family_
                                                                          dataset, params,
                                                                          message):
     with pytest.raises(ParameterError, match=message):
-        charge_and_mine(family_ledger, dataset, params, requester=OWNER_REQ)
+        charge_and_mine(family_ledger, dataset, params, requester=owner_req(family_ledger))
     assert _spent(family_ledger, dataset) == 0 and family_ledger.list_runs(dataset) == []
 
 
@@ -297,7 +302,7 @@ def test_the_policy_holds_for_the_new_families(family_ledger):
     with pytest.raises(PolicyError, match="seed is accepted only on public demo"):
         charge_and_mine(family_ledger, "pima_private", SynthesisParams(k=50), seed=3)
     assert _spent(family_ledger, "clicks") == _spent(family_ledger, "pima_private") == 0
-    result = charge_and_mine(family_ledger, "clicks", faithful, requester=OWNER_REQ,
+    result = charge_and_mine(family_ledger, "clicks", faithful, requester=owner_req(family_ledger),
                              run_id="faithful-1")
     assert result.not_dp and result.audience == "owner"
     assert readable_runs(family_ledger, "clicks", "analyst") == []
@@ -305,7 +310,7 @@ def test_the_policy_holds_for_the_new_families(family_ledger):
         load_result(family_ledger, "faithful-1", role="analyst")
     assert load_result(family_ledger, "faithful-1", role="owner").not_dp
     syn = charge_and_mine(family_ledger, "pima_private", SynthesisParams(mode=FAITHFUL, k=50),
-                          requester=OWNER_REQ)
+                          requester=owner_req(family_ledger))
     assert syn.audience == "owner" and syn.not_dp
 
 
@@ -396,6 +401,32 @@ def test_a_killed_run_is_finished_at_no_further_cost(family_ledger):
     assert _spent(family_ledger, "clicks") == spent
 
 
+def test_a_killed_run_is_finished_only_by_its_account_or_the_owner(family_ledger):
+    """Finishing charges nothing, so it must not hand another analyst a run someone else
+    paid for: the run records its account and only that account (or the owner) finishes."""
+    from dpcore.executor import plan_parts
+    from dpcore.privacy.policy import NEIGHBOURING_RELATION
+    from dpcore.runs import finish_charged_run
+
+    alice = signed_in(family_ledger, "alice", "analyst")
+    bob = signed_in(family_ledger, "bob", "analyst")
+    params = SequenceMiningParams(algorithm=PFS2, epsilon=0.5, theta=0.05)
+    for run_id in ("alices", "alices-2"):
+        family_ledger.charge(run_id, "clicks", params.algorithm, list(plan_parts(params)),
+                             {**params.to_dict(), "seed": None,
+                              "neighbouring": NEIGHBOURING_RELATION},
+                             actor="alice", account="alice")
+    spent = _spent(family_ledger, "clicks")
+    for stranger in (bob, Requester()):
+        with pytest.raises(PolicyError):
+            finish_charged_run(family_ledger, "alices", stranger)
+    assert family_ledger.get_run("alices").status == "charged"
+    assert finish_charged_run(family_ledger, "alices", alice).run_id == "alices"
+    assert finish_charged_run(family_ledger, "alices-2",
+                              owner_req(family_ledger)).run_id == "alices-2"
+    assert _spent(family_ledger, "clicks") == spent, "finishing charges nothing"
+
+
 def test_a_failed_or_unknown_run_is_never_finished(family_ledger):
     from dpcore.runs import finish_charged_run
 
@@ -418,8 +449,9 @@ def test_an_analyst_on_private_data_sees_no_progress_of_an_unstored_attempt(fami
     from dpcore.runs import PRIVATE_PROGRESS
 
     charge_and_mine(family_ledger, "clicks", params, run_id="a",
+                    requester=signed_in(family_ledger, "alice", "analyst"),
                     progress=lambda f, m: analyst.append(m))
-    charge_and_mine(family_ledger, "clicks", params, run_id="o", requester=OWNER_REQ,
-                    progress=lambda f, m: owner.append(m))
+    charge_and_mine(family_ledger, "clicks", params, run_id="o",
+                    requester=owner_req(family_ledger), progress=lambda f, m: owner.append(m))
     assert analyst == [PRIVATE_PROGRESS], "one fixed line, nothing data-dependent"
     assert any("lmax" in m for m in owner), owner

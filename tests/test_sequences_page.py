@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from accounts_support import owner_in_env_ledger, role_of, select_dataset, sign_in_app
 
 from components.sequence_form import field_label, read_form, state_key
 from components.sequence_launch import cost_breakdown, cost_text, launch_blockers
@@ -262,7 +263,7 @@ def _ok(at):
 def _sequences_page(at, dataset: str = "clickstream"):
     """Pick ``dataset`` in the sidebar, open the Sequences page, wait for its kernels."""
     _ok(at.switch_page(PAGE).run())
-    _ok(at.selectbox(key="dataset").set_value(dataset).run())
+    _ok(select_dataset(at, dataset))                # private clickstream: signs in first
     deadline = time.monotonic() + 180
     while at.button(key="seq_launch_button").disabled:      # the sequence miner warms up
         assert time.monotonic() < deadline, "the sequence kernels did not get ready"
@@ -339,15 +340,17 @@ def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, 
 
 
 def test_the_owner_sees_the_truth_and_the_analyst_does_not(app, ledger_path, monkeypatch):
-    from dpcore.privacy.roles import hash_password
 
     _sequences_page(app)
     _launch(app)
     assert "F-score" not in _texts(app)
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(OWNER_PASSWORD)
-    _ok(app.button(key="owner_login").click().run())
-    assert app.session_state["role"] == "owner"
+    _ok(app.button(key="sign_out").click().run())           # the analyst signs out first
+    owner_in_env_ledger(OWNER_PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(OWNER_PASSWORD)
+    _ok(app.button(key="sign_in").click().run())
+    assert role_of(app) == "owner"
+    _sequences_page(app)                # a sign-in picks the dataset again: back to it
     metrics = {m.label: m.value for m in app.main.metric}
     assert 0.0 <= float(metrics["F-score"]) <= 1.0
     assert metrics["Median relative error"].endswith("%")
@@ -375,6 +378,7 @@ def test_a_bad_theta_is_named_next_to_its_field_and_charges_nothing(app, ledger_
 
 
 def test_another_kind_of_dataset_points_to_its_page_and_offers_sequence_datasets(app):
+    _ok(sign_in_app(app))                              # the private clickstream is listed
     _ok(app.switch_page(PAGE).run())                   # the current dataset is a two-view one
     assert any("use the **Mine** page" in i.value for i in app.main.info)
     picker = app.selectbox(key="seq_dataset_pick")
@@ -402,7 +406,7 @@ def test_the_mine_page_points_sequence_and_table_datasets_to_their_pages(app):
     _ok(app.switch_page("pages/redescriptions/mine.py").run())
     assert app.button(key="mine_launch_button")                      # two-view: the form
     for dataset, page in (("clickstream", "Sequences"), ("pima_like", "Synthesis")):
-        _ok(app.selectbox(key="dataset").set_value(dataset).run())
+        _ok(select_dataset(app, dataset))
         assert any(f"use the **{page}** page" in i.value for i in app.main.info)
         assert not app.main.button, "no Launch on a dataset the Mine page cannot mine"
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from accounts_support import owner_in_env_ledger, role_of, select_dataset
 
 from components.synthesis_charts import (
     association_heatmap,
@@ -231,12 +232,18 @@ def _meter(at) -> dict[str, str]:
 
 
 def _owner(at, monkeypatch):
-    from dpcore.privacy.roles import hash_password
-
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(OWNER_PASSWORD, n=2**4))
-    at.text_input(key="owner_password").input(OWNER_PASSWORD)
-    _ok(at.button(key="owner_login").click().run())
-    assert at.session_state["role"] == "owner"
+    """Sign the owner in (signing an analyst out first) and stay on the chosen dataset
+    (a sign-in picks the dataset again among what the account may see)."""
+    dataset = at.sidebar.selectbox(key="dataset").value
+    if "sign_out" in [b.key for b in at.sidebar.button]:       # signed in as an analyst
+        _ok(at.button(key="sign_out").click().run())
+    owner_in_env_ledger(OWNER_PASSWORD)
+    at.text_input(key="account_name").input("owner")
+    at.text_input(key="account_password").input(OWNER_PASSWORD)
+    _ok(at.button(key="sign_in").click().run())
+    assert role_of(at) == "owner"
+    if at.sidebar.selectbox(key="dataset").value != dataset:
+        _ok(select_dataset(at, dataset, sidebar=True))
 
 
 def _frames(at) -> list[pd.DataFrame]:
@@ -340,7 +347,7 @@ def test_the_owner_sees_the_utility_report_an_analyst_does_not(private_table, ap
     table's histograms and associations, the true class counts and the utility report."""
     from dpcore.privacy.ledger import Ledger
 
-    app.sidebar.selectbox(key="dataset").set_value(private_table)
+    _ok(select_dataset(app, private_table, sidebar=True))      # private: signs in first
     _ok(app.switch_page(PAGE).run())
     from dpcore.registry import MODE_LABELS, STRICT
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from accounts_support import owner_in_env_ledger
 from streamlit.testing.v1 import AppTest
 
 from dpcore.data.kinds import load_any_dataset
 from dpcore.errors import DataError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
-from dpcore.privacy.roles import hash_password
 from dpcore.registry import KIND_SEQUENCES, KIND_TABLE
 from dpcore.sequences.loading import observed_items
 
@@ -36,9 +36,10 @@ def _ok(at: AppTest) -> AppTest:
 
 
 def _owner_on_data_page(app: AppTest, monkeypatch, kind: str) -> AppTest:
-    monkeypatch.setenv("DPRM_OWNER_PASSWORD_HASH", hash_password(PASSWORD, n=2**4))
-    app.text_input(key="owner_password").input(PASSWORD)
-    _ok(app.button(key="owner_login").click().run())
+    owner_in_env_ledger(PASSWORD)
+    app.text_input(key="account_name").input("owner")
+    app.text_input(key="account_password").input(PASSWORD)
+    _ok(app.button(key="sign_in").click().run())
     _ok(app.switch_page("pages/workbench/data.py").run())
     return _ok(app.radio(key="up_kind").set_value(kind).run())
 

@@ -38,13 +38,15 @@ from dataclasses import dataclass, field
 
 from dpcore.distributed.plan import PlannedRun
 from dpcore.errors import BudgetExceededError, DpcoreError, ParameterError
-from dpcore.executor import execute_charged, prepare_run
-from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import PolicyError, RunPermit, content_digest
+from dpcore.executor import execute_charged, plan_parts, prepare_run
+from dpcore.privacy.ledger import ChargeRecord, Ledger, digest_params
+from dpcore.privacy.policy import PolicyError, RunPermit, content_digest, recorded_params
 from dpcore.privacy.roles import can_see_true_statistics
-from dpcore.runs import charge_record, load_registered, load_result
+from dpcore.runs import load_registered, load_result
 
-__all__ = ["TOPIC", "WorkerJob", "RunOutcome", "mine_charged_run", "run_batch"]
+# The worker function (_mine_charged_run) is internal: it mines only for a job that carries
+# the ledger's charge of the run, bound to the permit's parameters and ε.
+__all__ = ["TOPIC", "WorkerJob", "RunOutcome", "run_batch"]
 
 #: Dask event topic of the per-run progress events.
 TOPIC = "dpcore-run-progress"
@@ -68,12 +70,17 @@ class WorkerJob:
     relay_messages : bool
         Whether the miner's progress fractions and messages may be relayed (owner or
         public-demo data); otherwise only the attempt's start is.
+    charge : ChargeRecord or None
+        The ledger's charge of this run, as :meth:`~dpcore.privacy.ledger.Ledger.charge`
+        returned it: the worker mines only when its run id, dataset, ε and parameters'
+        digest are the permit's.
     """
 
     run_id: str
     permit: RunPermit
     charged_nano: int
     relay_messages: bool
+    charge: ChargeRecord | None = None
 
 
 #: Per worker process: the registered data last loaded, keyed by its content (kind, files and
@@ -107,14 +114,39 @@ def _event(run_id: str, state: str, **detail) -> None:
                              "worker": worker.address, **detail})
 
 
-def mine_charged_run(job: WorkerJob) -> tuple[str, str]:
+def _check_bound(job: WorkerJob) -> None:
+    """Refuse a job whose permit is not bound to the ledger's charge of its run.
+
+    The charge must be the ledger's record (a :class:`ChargeRecord`) of this run id on this
+    dataset, with the ε the permit's plan costs (the accountant's cap) and the digest of
+    the permit's recorded parameters. A permit alone, a charge of another run, of other
+    parameters or of less ε is refused: nothing is mined.
+    """
+    charge, permit = job.charge, job.permit
+    if not isinstance(charge, ChargeRecord):
+        raise PolicyError(f"run {job.run_id}: a worker mines only a run the ledger has "
+                          "charged (no charge came with this job); nothing was mined")
+    cost = sum(plan_parts(permit.params))
+    if (charge.run_id != job.run_id or charge.dataset != permit.dataset.name
+            or charge.algorithm != permit.params.algorithm
+            or charge.epsilon_nano != cost or job.charged_nano != cost
+            or charge.params_digest is None
+            or charge.params_digest != digest_params(recorded_params(permit))):
+        raise PolicyError(f"run {job.run_id}: the job's permit does not match the ledger's "
+                          "charge of the run (run id, dataset, ε or parameters differ); "
+                          "nothing was mined")
+
+
+def _mine_charged_run(job: WorkerJob) -> tuple[str, str]:
     """Worker side: mine one already-charged run; return ``(release_json, diagnostics_json)``.
 
-    The release is the stored form (:mod:`dpcore.runs`'s versioned envelope, no
-    diagnostics); the diagnostics are owner-only JSON. Nothing here reads or writes the
-    ledger: the client stores what this returns.
+    Internal (not exported): it mines only for a job bound to the ledger's charge of the
+    run (:func:`_check_bound`). The release is the stored form (:mod:`dpcore.runs`'s
+    versioned envelope, no diagnostics); the diagnostics are owner-only JSON. Nothing here
+    reads or writes the ledger: the client stores what this returns.
     """
     permit = job.permit
+    _check_bound(job)
     checked = prepare_run(permit.params, _load_checked(permit.dataset))
     progress = None
     if job.relay_messages:
@@ -171,16 +203,18 @@ class RunOutcome:
 
 
 def _charge(ledger: Ledger, run: PlannedRun):
-    """The run's charge, recorded as :func:`dpcore.runs.charge_and_mine` records it."""
+    """The run's charge, recorded as :func:`dpcore.runs.charge_and_mine` records it (a run
+    id charged before replays only with the same parameters and account)."""
     permit = run.permit
     return ledger.charge(run.run_id, permit.dataset.name, permit.params.algorithm,
-                         list(run.parts_nano), charge_record(permit),
-                         actor=permit.requester.actor, audience=permit.audience)
+                         list(run.parts_nano), recorded_params(permit),
+                         actor=permit.requester.actor, audience=permit.audience,
+                         account=permit.requester.account)
 
 
 def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
               progress: BatchProgress | None = None,
-              task: Callable[[WorkerJob], tuple[str, str]] = mine_charged_run
+              task: Callable[[WorkerJob], tuple[str, str]] = _mine_charged_run
               ) -> list[RunOutcome]:
     """Charge, dispatch, store and read back every run of a checked plan.
 
@@ -196,7 +230,7 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
         Per-run progress (states in the module docstring); called from the client's
         threads, one call at a time.
     task : callable(WorkerJob) -> (release_json, diagnostics_json)
-        The worker function (:func:`mine_charged_run`); tests wrap it to hold a run
+        The worker function (:func:`_mine_charged_run`); tests wrap it to hold a run
         mid-way.
 
     Returns
@@ -264,7 +298,8 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
                                      "given")
             job = WorkerJob(run_id=run.run_id, permit=permit, charged_nano=run.cost_nano,
                             relay_messages=can_see_true_statistics(
-                                permit.requester.role, permit.dataset.public_demo))
+                                permit.requester.role, permit.dataset.public_demo),
+                            charge=charge)
             fut = client.submit(_attempt, task, job, key=f"dpcore-run-{run.run_id}",
                                 pure=False)
             futures[fut] = run

@@ -43,8 +43,15 @@ from pathlib import Path
 from dpcore.errors import DataError, DpcoreError, ParameterError
 from dpcore.executor import prepare_run
 from dpcore.family import algorithm as implementation
-from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import Requester, RunPermit, authorize_run, content_digest
+from dpcore.privacy.ledger import Ledger, digest_params
+from dpcore.privacy.policy import (
+    Requester,
+    RunPermit,
+    authorize_run,
+    check_account_needed,
+    content_digest,
+    recorded_params,
+)
 from dpcore.privacy.roles import can_see_true_statistics
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import ALGORITHM_SPECS, algorithm_spec
@@ -239,8 +246,9 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
     kind, :func:`dpcore.privacy.policy.authorize_run`, the registered data (loaded once per
     dataset here, on the client) against its registered content digest, and the
     executor's pre-charge check (:func:`dpcore.executor.prepare_run`). Then: a run id
-    charged before must have the same dataset and cost and must not have failed, and the
-    new runs of each dataset together must fit its remaining budget.
+    charged before must have the same dataset, cost, parameters and account and must not
+    have failed, and the new runs of each dataset together must fit its remaining budget
+    and the requester's share of it.
 
     Returns
     -------
@@ -256,6 +264,7 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
 
     data_by_dataset: dict[str, object] = {}
     planned: list[PlannedRun] = []
+    has_accounts = ledger.has_accounts()
     for e in entries:
         try:
             record = ledger.get_dataset(e.dataset)
@@ -265,6 +274,11 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
             check_dataset_kind(record, e.params.algorithm)
         except DpcoreError as exc:
             raise _fail(e.label, "algorithm", str(exc).removesuffix(". Nothing was charged")
+                        ) from None
+        try:
+            check_account_needed(record, requester, has_accounts, ledger.location)
+        except DpcoreError as exc:
+            raise _fail(e.label, "dataset", str(exc).removesuffix(" Nothing was charged")
                         ) from None
         try:
             permit = authorize_run(record, e.params, requester, seed=e.seed)
@@ -286,7 +300,7 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
         if e.run_id is not None:
             run.state = _earlier_state(ledger, run)
         planned.append(run)
-    _check_budgets(ledger, planned)
+    _check_budgets(ledger, planned, requester)
     return planned
 
 
@@ -327,14 +341,24 @@ def _earlier_state(ledger: Ledger, run: PlannedRun) -> str:
     if earlier.algorithm != e.params.algorithm:
         raise _fail(e.label, "run_id", f"already charged for {earlier.algorithm}, not "
                                        f"{e.params.algorithm} (use a new run id)")
+    # The ledger's record of a run is what ran: a run id resumes only with the very
+    # parameters and the account it was charged with.
+    if digest_params(earlier.params) != digest_params(recorded_params(run.permit)):
+        raise _fail(e.label, "run_id", "already charged with other parameters; a run id "
+                                       "resumes only with the very same ones (use a new run "
+                                       "id)")
+    if earlier.account != run.permit.requester.account:
+        raise _fail(e.label, "run_id", "already charged by another account; only that account "
+                                       "can resume it (use a new run id)")
     if earlier.status == "failed":
         raise _fail(e.label, "run_id", f"that run failed ({earlier.error}); its charge stays "
                                        "spent; use a new run id")
     return "done" if earlier.status == "done" else "charged"
 
 
-def _check_budgets(ledger: Ledger, planned: list[PlannedRun]) -> None:
-    """The new runs of each dataset must fit its remaining budget together."""
+def _check_budgets(ledger: Ledger, planned: list[PlannedRun], requester: Requester) -> None:
+    """The new runs of each dataset must fit its remaining budget (and the requester's
+    share of it) together."""
     needed: dict[str, int] = {}
     last: dict[str, PlannedRun] = {}
     for run in planned:
@@ -343,6 +367,8 @@ def _check_budgets(ledger: Ledger, planned: list[PlannedRun]) -> None:
             last[run.entry.dataset] = run
     for name, total in needed.items():
         remaining = ledger.budget(name).remaining_nano
+        if requester.account is not None:
+            remaining = ledger.quota_status(name, requester.account).remaining_nano
         if total > remaining:
             raise _fail(last[name].entry.label, "epsilon",
                         f"the plan's new runs on dataset {name!r} cost ε = "

@@ -47,6 +47,7 @@ import numpy as np
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.kinds import kind_of_data
 from dpcore.errors import ParameterError
+from dpcore.privacy.accounts import SignedIn
 from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.randomness import run_generator
 from dpcore.privacy.roles import ANALYST, OWNER, ROLES, can_see_true_statistics
@@ -54,7 +55,7 @@ from dpcore.registry import FAITHFUL, MODES, STRICT, algorithm_spec
 
 __all__ = ["PolicyError", "Requester", "RunPermit", "NEIGHBOURING_RELATION", "allowed_modes",
            "seed_allowed", "authorize_run", "can_read", "content_digest", "EVERYONE",
-           "OWNER_ONLY", "MAX_SEED"]
+           "OWNER_ONLY", "MAX_SEED", "recorded_params", "check_account_needed"]
 
 #: The neighbouring relation every ε of this project refers to. Under replace-one-row
 #: neighbours (change one row's values) every ε doubles. Recorded in every run.
@@ -74,20 +75,54 @@ class PolicyError(ParameterError):
 
 @dataclass(frozen=True)
 class Requester:
-    """Who asks: a role (``analyst`` or ``owner``) and a label for the audit log.
+    """Who asks: a role, a label for the audit log, and the signed-in session if any.
 
-    The role must have been established by the caller (the app's and the CLI's
-    owner login, :func:`dpcore.privacy.roles.unlock_owner`); this module trusts it.
+    The role is not taken on the caller's word: ``owner`` needs a :class:`SignedIn`
+    session of an owner account (:func:`dpcore.privacy.accounts.sign_in`), and a session
+    is only accepted if this process signed it in (its seal). Without a session a
+    requester is an anonymous analyst: public demo data, or a ledger without accounts.
+
+    Attributes
+    ----------
+    role : {"analyst", "owner"}
+    actor : str
+        Free label of the entry point (audit log).
+    session : SignedIn or None
+        The signed-in account; its name is recorded with every charge.
     """
 
     role: str = ANALYST
     actor: str = ANALYST
+    session: SignedIn | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:
             raise PolicyError(f"role must be one of {', '.join(ROLES)}; got {self.role!r}")
         if not isinstance(self.actor, str) or not self.actor.strip():
             raise PolicyError(f"actor must be a non-empty label; got {self.actor!r}")
+        if self.session is not None:
+            if not isinstance(self.session, SignedIn) or not self.session.valid():
+                raise PolicyError("this session was not signed in by this server; sign in "
+                                  "with dpcore.privacy.accounts.sign_in")
+            if self.session.role != self.role:
+                raise PolicyError(f"account {self.session.account!r} is an "
+                                  f"{self.session.role}, not an {self.role}")
+        elif self.role == OWNER:
+            raise PolicyError("the owner role needs a signed-in owner account "
+                              "(dpcore.privacy.accounts.sign_in); it is never taken on the "
+                              "caller's word")
+
+    @property
+    def account(self) -> str | None:
+        """The signed-in account's name, or None for an anonymous analyst."""
+        return None if self.session is None else self.session.account
+
+    @classmethod
+    def signed_in(cls, session: SignedIn, actor: str | None = None) -> Requester:
+        """The requester of a signed-in session (its role; ``actor`` defaults to its name)."""
+        if not isinstance(session, SignedIn):
+            raise PolicyError("session must be a dpcore.privacy.accounts.SignedIn")
+        return cls(role=session.role, actor=actor or session.account, session=session)
 
 
 @dataclass(frozen=True)
@@ -120,6 +155,31 @@ class RunPermit:
         recorded (:func:`dpcore.privacy.randomness.run_generator` chooses).
         """
         return run_generator(public_demo=self.dataset.public_demo is True, seed=self.seed)
+
+
+def recorded_params(permit: RunPermit) -> dict:
+    """What the ledger records with a permit's charge (and digests: the run's identity)."""
+    return {**permit.params.to_dict(), "seed": permit.seed,
+            "neighbouring": NEIGHBOURING_RELATION}
+
+
+def check_account_needed(record, requester: Requester, ledger_has_accounts: bool,
+                         ledger_location: str) -> None:
+    """Refuse, before anything is loaded or charged, a run the ledger would refuse.
+
+    On a private dataset of a ledger that has accounts, every run names a signed-in
+    account; a session is only good on the ledger that signed it in.
+
+    Raises
+    ------
+    PolicyError
+    """
+    if requester.session is not None and requester.session.ledger != ledger_location:
+        raise PolicyError("this session was signed in on another ledger; sign in again")
+    if requester.session is None and record.public_demo is not True and ledger_has_accounts:
+        raise PolicyError(f"dataset {record.name!r} is private: sign in with your account "
+                          "to run on it (every charge names the account that spends). "
+                          "Nothing was charged")
 
 
 def seed_allowed(record: DatasetRecord) -> bool:

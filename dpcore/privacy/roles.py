@@ -1,53 +1,32 @@
-"""Roles: ``analyst`` (default) and ``owner``, and the owner's password gate.
+"""Roles: ``analyst`` (default) and ``owner``, password hashes and the sign-in back-off.
 
 Analysts only ever see DP outputs and declared-public metadata. Owners (and
 everyone, on datasets flagged ``public_demo``) may also see true statistics.
-The owner role is unlocked by a password checked against a scrypt hash; there
-is no default password: with no hash configured nobody is owner.
 
-Where the hash comes from (first match wins)
---------------------------------------------
-1. A secrets mapping passed in by the caller, key ``owner_password_hash``
-   (the app passes ``st.secrets``; this module does not import Streamlit).
-   In ``.streamlit/secrets.toml``::
-
-       owner_password_hash = "scrypt$16384$8$1$<salt>$<hash>"
-
-2. The environment variable ``DPRM_OWNER_PASSWORD_HASH``::
-
-       export DPRM_OWNER_PASSWORD_HASH='scrypt$16384$8$1$<salt>$<hash>'
-
-   (single quotes: the hash contains ``$``).
-
-Both are read at every login, never cached: a hash written into the secrets file takes
-effect at the next login without a restart. The environment variable is the server
-process's own, fixed when it starts: after setting it, restart the app.
+Who is owner is decided by the ledger only: an *account* with role ``owner``
+(:mod:`dpcore.privacy.accounts`), whose scrypt password hash (or external identity) is kept in
+the ledger the server owns. Nothing is read from the caller's environment: a hash taken from
+the environment of whoever runs the command would let anyone make their own hash and be
+owner (docs/PRIVACY.md, "One trust boundary").
 
 Making a hash
 -------------
-``python -m dpcore owner-hash`` (or ``python -m dpcore.privacy.roles hash``) asks for the
-password twice (not echoed) and prints the hash line to put in one of the places above.
-Without a terminal (scripts, containers, CI), read it from standard input::
-
-    printf %s "$PW" | python -m dpcore owner-hash --stdin
-
-(one line; a final line break is dropped, nothing else is). Only the hash is stored
-anywhere; the password itself never is.
+``python -m dpcore users add NAME --role owner`` asks for the password twice and stores its
+hash. ``python -m dpcore owner-hash`` (or ``python -m dpcore.privacy.roles hash``) only
+prints a hash (``--stdin``: read the password from a pipe), e.g. for
+``users add --password-hash``. Only the hash is stored anywhere; the password never is.
 
 Hash format: ``scrypt$<n>$<r>$<p>$<salt_b64>$<hash_b64>`` (``hashlib.scrypt``,
-standard base64, passwords NFC-normalised and UTF-8 encoded).
+standard base64, passwords NFC-normalised and UTF-8 encoded). scrypt from the standard
+library, not argon2: no extra dependency, memory-hard, and the cost parameters are stored
+with every hash.
 
-Logging in
-----------
-The app and the command line unlock the owner role with :func:`unlock_owner`, not
-:func:`check_owner`: every attempt is recorded in the ledger's append-only login
-log (never the password), and after :data:`LOGIN_FREE_FAILURES` failures in a row
-further attempts are refused unchecked for an exponentially growing time (see
-:func:`login_backoff`). The back-off is read from the ledger, so it is shared by
-every process and server that uses the same ledger (file or database), and reading it,
-checking the password and recording the attempt are one ledger transaction under a lock
-(:meth:`dpcore.privacy.ledger.Ledger.login_attempt`): two processes can never both read
-"no back-off" and both be checked.
+The back-off
+------------
+:func:`backoff_delay` and :class:`LoginBackoff` judge a run of failed sign-ins; the
+accounts module applies them per account and client and per client
+(:func:`dpcore.privacy.accounts.sign_in`), so a stranger's failures slow the stranger, never
+the owner signing in from elsewhere.
 """
 
 from __future__ import annotations
@@ -63,7 +42,6 @@ import os
 import sys
 import threading
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -74,20 +52,18 @@ if TYPE_CHECKING:   # the ledger is only passed in; importing it here is not nee
     from dpcore.privacy.ledger import AuthEvent, Ledger
 
 __all__ = [
-    "ANALYST", "OWNER", "ROLES", "DEFAULT_ROLE", "ENV_VAR", "SECRETS_KEY",
-    "hash_password", "verify_password", "owner_password_hash", "check_owner",
+    "ANALYST", "OWNER", "ROLES", "DEFAULT_ROLE",
+    "hash_password", "verify_password", "is_password_hash",
     "can_see_true_statistics", "main", "hash_command", "read_password_from_stdin",
     "LOGIN_FREE_FAILURES", "LOGIN_BACKOFF_BASE_SECONDS", "LOGIN_BACKOFF_MAX_SECONDS",
     "LOGIN_FAILURE_WINDOW_SECONDS", "LoginBackoff", "backoff_delay", "login_backoff",
-    "unlock_owner",
+    "backoff_for",
     "OwnerLoginThrottled",
 ]
 
 ANALYST, OWNER = "analyst", "owner"
 ROLES = (ANALYST, OWNER)
 DEFAULT_ROLE = ANALYST
-ENV_VAR = "DPRM_OWNER_PASSWORD_HASH"
-SECRETS_KEY = "owner_password_hash"
 
 SCHEME = "scrypt"
 DEFAULT_N, DEFAULT_R, DEFAULT_P = 2**14, 8, 1   # 16 MiB, ~50 ms per check
@@ -117,9 +93,9 @@ LOGIN_BACKOFF_MAX_SECONDS = 15 * 60.0
 #: Failures older than this are forgotten (4 hours; see above why not shorter).
 LOGIN_FAILURE_WINDOW_SECONDS = 4 * 3600.0
 
-# One login at a time per process. The ledger's login lock already serialises logins of
-# every process (see unlock_owner); this lock only spares the threads of one process
-# (Streamlit sessions) from waiting on the database's lock instead.
+# One sign-in at a time per process. The ledger's login lock already serialises sign-ins of
+# every process (dpcore.privacy.accounts.sign_in); this lock only spares the threads of one
+# process (Streamlit sessions) from waiting on the database's lock instead.
 _LOGIN_LOCK = threading.Lock()
 
 
@@ -223,36 +199,15 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(candidate, digest)
 
 
-def owner_password_hash(secrets: Mapping | None = None) -> str | None:
-    """The configured owner password hash, or None if there is none.
-
-    Looks in ``secrets[SECRETS_KEY]`` first (a mapping such as ``st.secrets``),
-    then in the environment variable ``DPRM_OWNER_PASSWORD_HASH``. Empty values
-    count as absent. A secrets object that fails to load (e.g. Streamlit without
-    a secrets file) counts as empty.
-    """
-    if secrets is not None:
-        try:
-            value = secrets.get(SECRETS_KEY) if hasattr(secrets, "get") \
-                else secrets[SECRETS_KEY]
-        except Exception:  # noqa: BLE001 - missing key or no secrets file: not configured
-            value = None
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    value = os.environ.get(ENV_VAR, "")
-    return value.strip() or None
-
-
-def check_owner(password: str, secrets: Mapping | None = None) -> bool:
-    """Whether ``password`` unlocks the owner role.
-
-    False when no hash is configured (there is no default password), when the
-    password is wrong, empty or missing, or the configured hash is malformed.
-    """
-    stored = owner_password_hash(secrets)
-    if stored is None:
+def is_password_hash(stored) -> bool:
+    """Whether ``stored`` is a well-formed scrypt hash this module can check."""
+    if not isinstance(stored, str):
         return False
-    return verify_password(password, stored)
+    try:
+        _parse(stored)
+    except ValueError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- logging in
@@ -342,8 +297,26 @@ def _backoff_from(events: list[AuthEvent], now: datetime) -> LoginBackoff:
     return LoginBackoff(failures=failures, last_failure=last_failure, wait_seconds=wait)
 
 
-def login_backoff(ledger: Ledger, *, now: datetime | None = None) -> LoginBackoff:
-    """The owner-login back-off now, from the ledger's login log (shared by all processes).
+def backoff_for(events: list[AuthEvent], now: datetime, *, account: str | None,
+                client: str | None) -> LoginBackoff:
+    """The back-off an attempt on ``account`` from ``client`` meets, from the login log.
+
+    Two streaks count, and the longer wait wins: the failures on this account *from this
+    client*, and the failures from this client on any account. A stranger's failures on
+    the owner's account therefore slow the stranger's client only: the owner signing in
+    from another client is never locked out. Guessing many accounts from one client is
+    slowed by the client's streak.
+    """
+    mine = [e for e in events if e.account == account and e.client == client]
+    theirs = [e for e in events if e.client == client]
+    pair, per_client = _backoff_from(mine, now), _backoff_from(theirs, now)
+    return pair if pair.wait_seconds >= per_client.wait_seconds else per_client
+
+
+def login_backoff(ledger: Ledger, *, now: datetime | None = None, account: str | None = None,
+                  client: str | None = None) -> LoginBackoff:
+    """The sign-in back-off of ``account`` from ``client`` now, from the ledger's login log
+    (shared by all processes; see :func:`backoff_for`).
 
     Parameters
     ----------
@@ -352,13 +325,16 @@ def login_backoff(ledger: Ledger, *, now: datetime | None = None) -> LoginBackof
     now : datetime, optional
         The moment to judge (default: the current time). A naive datetime is UTC.
         Events are always stamped by the ledger with the real time.
+    account, client : str, optional
+        Whose back-off (None matches the events recorded without one).
 
     Returns
     -------
     LoginBackoff
     """
     moment = _moment(now)
-    return _backoff_from(ledger.auth_events(since_seconds=_log_span(moment)), moment)
+    return backoff_for(ledger.auth_events(since_seconds=_log_span(moment)), moment,
+                       account=account, client=client)
 
 
 def _log_span(moment: datetime) -> float:
@@ -369,84 +345,6 @@ def _log_span(moment: datetime) -> float:
     """
     real = _utcnow()
     return LOGIN_FAILURE_WINDOW_SECONDS + max(0.0, (real - moment).total_seconds()) + 60.0
-
-
-def unlock_owner(ledger: Ledger, password: str, *, actor: str, entry: str,
-                 secrets: Mapping | None = None, now: datetime | None = None) -> bool:
-    """Check an owner password under the login back-off and record the attempt.
-
-    The one way the app and the command line unlock the owner role. During a back-off
-    (see :func:`login_backoff`) the attempt is refused WITHOUT checking the password
-    and recorded as ``throttled``; otherwise the password is checked with
-    :func:`check_owner` and recorded as ``success`` or ``failure`` (also when no hash
-    is configured). The password itself is never recorded or logged.
-
-    Parameters
-    ----------
-    ledger : Ledger
-        The ledger holding the login log (the back-off is shared through it).
-    password : str
-        The typed password (an empty or missing one is a failed attempt).
-    actor : str
-        Label of who tries, for the log (e.g. ``"app-session"``, ``"cli"``).
-    entry : str
-        Entry point, for the log and the back-off's detail (``"app"``, ``"cli"``).
-    secrets : Mapping, optional
-        Where to look for the hash first (see :func:`owner_password_hash`).
-    now : datetime, optional
-        The moment to judge the back-off at (tests); default the current time.
-
-    Returns
-    -------
-    bool
-        True if the password unlocks the owner role, False if it does not.
-
-    Raises
-    ------
-    OwnerLoginThrottled
-        The attempt falls in a back-off; ``retry_after`` says how many seconds to wait.
-    ParameterError
-        Empty ``actor`` or ``entry``.
-    sqlite3.Error, OSError
-        The login log cannot be read or written: the role stays locked (fails closed).
-
-    Notes
-    -----
-    Reading the back-off, checking the password and recording the outcome are one
-    ledger transaction under the ledger's login lock
-    (:meth:`~dpcore.privacy.ledger.Ledger.login_attempt`), so logins of every process and
-    server sharing the ledger run one after the other and each sees all earlier ones. The
-    back-off is judged once the lock is held (at ``now`` if given, else the real time
-    then), and the attempt is stamped after its check, so two checked failures are always
-    at least the back-off apart in the log. The check (~50 ms of scrypt) holds the lock:
-    on SQLite that also delays other ledger writes by as much.
-    """
-    for name, value in (("actor", actor), ("entry", entry)):
-        if not isinstance(value, str) or not value.strip():
-            raise ParameterError(f"{name} must be a non-empty label; got {value!r}")
-    span = _log_span(_moment(now))             # also refuses a bad ``now`` before any write
-    decided: dict = {}
-
-    def decide(events: list[AuthEvent]) -> tuple[str, str]:
-        state = _backoff_from(events, _moment(now))
-        decided["state"] = state
-        if state.throttled:
-            return "throttled", (f"refused unchecked: {state.failures} failures in a row, "
-                                 f"{state.wait_seconds:.0f} s of back-off left")
-        configured = owner_password_hash(secrets) is not None
-        ok = check_owner(password if isinstance(password, str) else "", secrets=secrets)
-        decided["ok"] = ok
-        if ok:
-            return "success", f"owner role unlocked from {entry}"
-        return "failure", ("wrong password" if configured
-                           else "no owner password hash is configured")
-
-    with _LOGIN_LOCK:
-        ledger.login_attempt(decide, actor=actor, entry=entry, since_seconds=span)
-    if "ok" not in decided:
-        state = decided["state"]
-        raise OwnerLoginThrottled(state.wait_seconds, state.failures)
-    return decided["ok"]
 
 
 def can_see_true_statistics(role: str, public_demo: bool) -> bool:
@@ -465,10 +363,9 @@ def can_see_true_statistics(role: str, public_demo: bool) -> bool:
     return role == OWNER or public_demo is True
 
 
-#: Where to put the printed hash, and when it takes effect (shown after the hash).
-HASH_HELP = (f"Put this line in .streamlit/secrets.toml as {SECRETS_KEY} = \"<hash>\" (read at "
-             f"every login: no restart needed), or in the environment variable {ENV_VAR} "
-             "(restart the app after setting it).")
+#: Where the printed hash goes (shown after the hash).
+HASH_HELP = ("Store it in the ledger with: python -m dpcore users add NAME --role owner "
+             "--password-hash '<hash>' (or let 'users add' ask for the password itself).")
 
 
 def read_password_from_stdin(stream=None) -> str:

@@ -3,6 +3,7 @@ set budgets."""
 
 import streamlit as st
 
+from components.accounts_admin import render_accounts
 from components.dataset_card import render_dataset_card
 from components.dataset_upload import render_upload
 from components.owner_data_tools import render_owner_tools
@@ -22,6 +23,8 @@ if is_owner():
         render_owner_tools(ledger, record)
         st.divider()
     render_upload(ledger)
+    st.divider()
+    render_accounts(ledger, record)
 else:
-    st.caption("Owners log in from the sidebar to preview raw data, register datasets, "
-               "confirm public schemas and set budgets.")
+    st.caption("Owners sign in from the sidebar to preview raw data, register datasets, "
+               "confirm public schemas, set budgets and manage accounts.")

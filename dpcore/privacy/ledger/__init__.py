@@ -36,6 +36,10 @@ Guarantees
   role and name; it is updated and deleted freely and spends nothing. Each save bumps its
   ``revision`` (version 5), and a save based on an older revision is refused, so two tabs
   never overwrite each other silently.
+* **Who spends.** ``accounts`` (version 6) are the people who may sign in; every charge
+  records the account that spent, and an analyst's share of a dataset's cap (``quotas``)
+  is checked in the same transaction as the cap: neither is ever exceeded. A run id is
+  bound to the digest of its parameters, so it can only be resumed with the same ones.
 * **Results before display.** :meth:`Ledger.store_result` writes the DP release
   and marks the run ``done`` in one transaction, so a reload, a second tab or a
   crash loses no paid-for result, and a crash mid-write leaves no partial row.
@@ -75,20 +79,31 @@ from dpcore.privacy.ledger.records import (
     AUDIENCES,
     MAX_NAME_LENGTH,
     RUN_STATUSES,
+    AccountRecord,
     AuditEntry,
     AuthEvent,
     BudgetStatus,
     ChargeRecord,
+    DatasetCard,
     DatasetRecord,
+    QuotaStatus,
     RunRecord,
     WorkspaceRecord,
 )
 from dpcore.privacy.ledger.schemas import _schema_from_json as _schema_from_json
 from dpcore.privacy.ledger.schemas import _schema_to_json as _schema_to_json
-from dpcore.privacy.ledger.store import DEFAULT_PATH, ENV_VAR, Ledger
+from dpcore.privacy.ledger.store import (
+    ANONYMOUS,
+    DEFAULT_PATH,
+    ENV_VAR,
+    Ledger,
+    check_account_name,
+    digest_params,
+)
 
 __all__ = [
     "ENV_VAR", "DEFAULT_PATH", "SCHEMA_VERSION", "RUN_STATUSES",
     "Ledger", "DatasetRecord", "BudgetStatus", "ChargeRecord", "RunRecord", "AuditEntry",
-    "AuthEvent", "AUDIENCES", "MAX_NAME_LENGTH", "WorkspaceRecord",
+    "AuthEvent", "AUDIENCES", "MAX_NAME_LENGTH", "WorkspaceRecord", "AccountRecord",
+    "QuotaStatus", "DatasetCard", "ANONYMOUS", "check_account_name", "digest_params",
 ]

@@ -4,9 +4,10 @@
 from one machine's file to a database several app servers share. Everything is copied as
 it is — datasets (schemas, sources, flags, digests, kinds), the cap history, every charge
 with its id and parts, runs with their status and audience, stored results (releases and
-owner diagnostics), the owner-login log and the analysts' workspaces (with their
-revisions) — so budgets, audit trails, results and workspaces read the same afterwards;
-nothing is re-charged or refunded.
+owner diagnostics), the accounts (with their password hashes and identities) and the
+analysts' quotas, the sign-in log and the workspaces (with their revisions and shares) —
+so budgets, audit trails, results and workspaces read the same afterwards; nothing is
+re-charged or refunded.
 
 The copy is one transaction on the target: it either holds everything or nothing. A
 target that holds anything is refused (a copy never merges two ledgers' budgets). The
@@ -26,19 +27,25 @@ from dpcore.privacy.ledger.store import Ledger
 
 __all__ = ["TABLES", "copy_ledger", "copy_command"]
 
-#: Tables in insertion order, with their columns (schema version 5) and read order.
+#: Tables in insertion order, with their columns (schema version 6) and read order.
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "datasets": (("name", "schema_json", "source_path", "public_demo", "confirmed",
                   "sandbox_of", "created_by", "created_at", "content_digest", "kind"), "name"),
+    "accounts": (("name", "role", "password_hash", "external_identity", "created_by",
+                  "created_at", "disabled_at"), "name"),
     "budgets": (("id", "dataset", "cap_nano", "actor", "created_at"), "id"),
+    "quotas": (("id", "dataset", "account", "quota_nano", "actor", "created_at"), "id"),
     "charges": (("id", "run_id", "dataset", "algorithm", "epsilon_nano", "parts_json",
-                 "params_json", "actor", "created_at"), "id"),
+                 "params_json", "actor", "created_at", "account", "params_digest"), "id"),
     "runs": (("run_id", "dataset", "algorithm", "status", "params_json", "error",
               "created_at", "finished_at", "audience"), "run_id"),
     "results": (("run_id", "result_json", "diagnostics_json", "created_at"), "run_id"),
-    "auth_events": (("id", "created_at", "actor", "entry", "outcome", "detail"), "id"),
-    "workspaces": (("dataset", "role", "name", "workspace_json", "created_at", "updated_at",
-                    "revision"), "dataset, role, name"),
+    "auth_events": (("id", "created_at", "actor", "entry", "outcome", "detail", "account",
+                     "client"), "id"),
+    "workspaces": (("dataset", "account", "role", "name", "workspace_json", "created_at",
+                    "updated_at", "revision"), "dataset, account, name"),
+    "workspace_shares": (("dataset", "account", "name", "colleague", "created_at"),
+                         "dataset, account, name, colleague"),
 }
 
 
@@ -77,8 +84,9 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
     Returns
     -------
     dict
-        Table name → number of rows copied (``datasets``, ``budgets`` (caps), ``charges``,
-        ``runs``, ``results``, ``auth_events`` (owner logins), ``workspaces``).
+        Table name → number of rows copied (``datasets``, ``accounts``, ``budgets`` (caps),
+        ``quotas``, ``charges``, ``runs``, ``results``, ``auth_events`` (sign-ins),
+        ``workspaces``, ``workspace_shares``).
 
     Raises
     ------
@@ -102,7 +110,7 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
                                  "copied")
         for row in _parents_first(rows["datasets"]):
             _insert(con, "datasets", row)
-        for table in ("budgets", "charges"):
+        for table in ("accounts", "budgets", "quotas", "charges"):
             for row in rows[table]:
                 _insert(con, table, row)
         for row in rows["runs"]:         # as the ledger writes them: charged first
@@ -117,8 +125,9 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
                             (row["status"], row["error"], row["finished_at"], row["run_id"]))
         for row in rows["auth_events"]:
             _insert(con, "auth_events", row)
-        for row in rows["workspaces"]:
-            _insert(con, "workspaces", row)
+        for table in ("workspaces", "workspace_shares"):
+            for row in rows[table]:
+                _insert(con, table, row)
         target._backend.reset_identities(con)
     return {table: len(found) for table, found in rows.items()}
 
@@ -127,8 +136,10 @@ def copy_command(source: str, target: str) -> int:
     """``ledger copy --from SOURCE --to TARGET``: copy and print what was copied (exit 0)."""
     copied = copy_ledger(Ledger.open(source), Ledger.open(target))
     from_, to = Ledger.open(source).location, Ledger.open(target).location
-    print(f"copied {copied['datasets']} datasets, {copied['budgets']} caps, "
+    print(f"copied {copied['datasets']} datasets, {copied['accounts']} accounts, "
+          f"{copied['budgets']} caps, {copied['quotas']} quotas, "
           f"{copied['charges']} charges, {copied['runs']} runs, {copied['results']} results, "
-          f"{copied['auth_events']} owner-login events and {copied['workspaces']} workspaces "
+          f"{copied['auth_events']} sign-in events, {copied['workspaces']} workspaces and "
+          f"{copied['workspace_shares']} workspace shares "
           f"from {from_} to {to}")
     return 0

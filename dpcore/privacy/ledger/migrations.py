@@ -213,9 +213,100 @@ def _migrate_v5(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v6(con: sqlite3.Connection) -> None:
+    """Version 6: accounts, per-analyst quotas, who spent what, owned workspaces.
+
+    * ``accounts``: the people who may sign in — name, role (``analyst`` or ``owner``), a
+      scrypt password hash and/or a verified external identity (an OpenID Connect issuer and
+      subject), who created it and when, and when it was disabled (a disabled account can
+      never sign in or spend again; accounts are never deleted, so charges keep their name).
+    * ``quotas``: an analyst's share of a dataset's cap, in nano-ε; append-only history like
+      the caps (the latest row per dataset and account counts).
+    * ``charges.account``: the signed-in account that spent (NULL for charges made before
+      version 6 and on a ledger without accounts); ``charges.params_digest``: SHA-256 of the
+      recorded parameters, so a run id can only ever be resumed with the same parameters.
+    * ``auth_events.account`` / ``auth_events.client``: the account a sign-in named and the
+      client it came from, so the back-off is per account and per client.
+    * ``workspaces`` are keyed by the account that owns them (dataset, account, name);
+      workspaces saved before version 6 belong to the pseudo-account ``~legacy-<role>``,
+      which nobody signs in as. ``workspace_shares`` lists the colleagues an owner of a
+      workspace shared it with, explicitly.
+    """
+    statements = [
+        """CREATE TABLE accounts (
+            name              TEXT PRIMARY KEY CHECK (length(name) > 0),
+            role              TEXT NOT NULL CHECK (role IN ('analyst', 'owner')),
+            password_hash     TEXT,
+            external_identity TEXT UNIQUE,
+            created_by        TEXT NOT NULL,
+            created_at        TEXT NOT NULL,
+            disabled_at       TEXT,
+            CHECK (password_hash IS NOT NULL OR external_identity IS NOT NULL))""",
+        """CREATE TRIGGER accounts_fixed BEFORE UPDATE ON accounts
+           WHEN NEW.name IS NOT OLD.name OR NEW.role IS NOT OLD.role
+             OR NEW.created_at IS NOT OLD.created_at OR NEW.created_by IS NOT OLD.created_by
+             OR (OLD.disabled_at IS NOT NULL AND NEW.disabled_at IS NOT OLD.disabled_at)
+           BEGIN
+            SELECT RAISE(ABORT, 'an account keeps its name and role, and stays disabled');
+           END""",
+        """CREATE TRIGGER accounts_no_delete BEFORE DELETE ON accounts BEGIN
+            SELECT RAISE(ABORT, 'accounts are never deleted (disable them)');
+           END""",
+        """CREATE TABLE quotas (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            dataset    TEXT NOT NULL REFERENCES datasets(name),
+            account    TEXT NOT NULL REFERENCES accounts(name),
+            quota_nano INTEGER NOT NULL
+                       CHECK (typeof(quota_nano) = 'integer' AND quota_nano >= 0),
+            actor      TEXT NOT NULL,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX quotas_by_key ON quotas(dataset, account, id)",
+        """CREATE TRIGGER quotas_no_update BEFORE UPDATE ON quotas BEGIN
+            SELECT RAISE(ABORT, 'the quota history is append-only: add a new quota instead');
+           END""",
+        """CREATE TRIGGER quotas_no_delete BEFORE DELETE ON quotas BEGIN
+            SELECT RAISE(ABORT, 'the quota history is append-only: add a new quota instead');
+           END""",
+        "ALTER TABLE charges ADD COLUMN account TEXT REFERENCES accounts(name)",
+        "ALTER TABLE charges ADD COLUMN params_digest TEXT",
+        "CREATE INDEX charges_by_account ON charges(dataset, account)",
+        "ALTER TABLE auth_events ADD COLUMN account TEXT",
+        "ALTER TABLE auth_events ADD COLUMN client TEXT",
+        # The columns in PostgreSQL's order (there the account column is added last).
+        """CREATE TABLE workspaces_v6 (
+            dataset        TEXT NOT NULL REFERENCES datasets(name),
+            role           TEXT NOT NULL CHECK (role IN ('analyst', 'owner')),
+            name           TEXT NOT NULL CHECK (length(name) > 0),
+            workspace_json TEXT NOT NULL,
+            created_at     TEXT NOT NULL,
+            updated_at     TEXT NOT NULL,
+            revision       INTEGER NOT NULL DEFAULT 1
+                           CHECK (typeof(revision) = 'integer' AND revision >= 1),
+            account        TEXT NOT NULL CHECK (length(account) > 0),
+            PRIMARY KEY (dataset, account, name))""",
+        """INSERT INTO workspaces_v6 (dataset, account, role, name, workspace_json, created_at,
+                                      updated_at, revision)
+           SELECT dataset, '~legacy-' || role, role, name, workspace_json, created_at,
+                  updated_at, revision FROM workspaces""",
+        "DROP TABLE workspaces",
+        "ALTER TABLE workspaces_v6 RENAME TO workspaces",
+        """CREATE TABLE workspace_shares (
+            dataset    TEXT NOT NULL,
+            account    TEXT NOT NULL,
+            name       TEXT NOT NULL,
+            colleague  TEXT NOT NULL REFERENCES accounts(name),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (dataset, account, name, colleague),
+            FOREIGN KEY (dataset, account, name) REFERENCES workspaces(dataset, account, name)
+                ON DELETE CASCADE)""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
-                                                          _migrate_v4, _migrate_v5]
+                                                          _migrate_v4, _migrate_v5, _migrate_v6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -12,9 +12,9 @@ from typing import Any
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import KIND_TWO_VIEW
 
-__all__ = ["RUN_STATUSES", "AUDIENCES", "MAX_NAME_LENGTH", "DatasetRecord", "BudgetStatus",
-           "ChargeRecord", "RunRecord", "AuthEvent", "AuditEntry", "WorkspaceRecord",
-           "MAX_WORKSPACE_CHARS"]
+__all__ = ["RUN_STATUSES", "AUDIENCES", "MAX_NAME_LENGTH", "DatasetRecord", "DatasetCard",
+           "BudgetStatus", "ChargeRecord", "RunRecord", "AuthEvent", "AuditEntry",
+           "WorkspaceRecord", "MAX_WORKSPACE_CHARS", "AccountRecord", "QuotaStatus"]
 
 RUN_STATUSES = ("charged", "done", "failed")
 #: Who may read a run's stored result: everyone with access to the dataset, or its owner.
@@ -65,6 +65,35 @@ class DatasetRecord:
     sandbox_of: str | None
     created_at: str
     content_digest: str | None = None
+    kind: str = KIND_TWO_VIEW
+
+    @property
+    def is_sandbox(self) -> bool:
+        """True for an owner sandbox (own budget, same data as ``sandbox_of``)."""
+        return self.sandbox_of is not None
+
+    def card(self) -> DatasetCard:
+        """The public dataset card of this record (no data location, no content digest)."""
+        return DatasetCard(name=self.name, schema=self.schema, public_demo=self.public_demo,
+                           confirmed=self.confirmed, sandbox_of=self.sandbox_of,
+                           created_at=self.created_at, kind=self.kind)
+
+
+@dataclass(frozen=True)
+class DatasetCard:
+    """What anybody may know about a registered dataset: its public card.
+
+    The :class:`DatasetRecord` without the two owner-only fields: no ``source_path`` (where
+    the raw data lives) and no ``content_digest`` (a digest of private data confirms a
+    guess of it offline). :meth:`dpcore.privacy.ledger.Ledger.dataset_card` returns it.
+    """
+
+    name: str
+    schema: Any
+    public_demo: bool
+    confirmed: bool
+    sandbox_of: str | None
+    created_at: str
     kind: str = KIND_TWO_VIEW
 
     @property
@@ -127,6 +156,10 @@ class ChargeRecord:
     replayed : bool
         True when this run id had been charged before and the existing charge
         was returned (nothing new was charged).
+    account : str or None
+        The signed-in account that spent (None: before accounts, or a ledger without any).
+    params_digest : str or None
+        SHA-256 (hex) of the recorded parameters' canonical JSON (None before version 6).
     """
 
     id: int
@@ -139,6 +172,8 @@ class ChargeRecord:
     actor: str
     created_at: str
     replayed: bool = False
+    account: str | None = None
+    params_digest: str | None = None
 
     @property
     def epsilon(self) -> float:
@@ -163,6 +198,7 @@ class RunRecord:
     created_at: str
     finished_at: str | None
     audience: str = "everyone"
+    account: str | None = None
 
     @property
     def epsilon(self) -> float:
@@ -171,10 +207,11 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class AuthEvent:
-    """One owner-login attempt: when, by whom (a free label), from which entry point.
+    """One sign-in attempt: when, by whom (a free label), from which entry point.
 
     ``outcome`` is ``success``, ``failure`` (wrong password) or ``throttled``
-    (refused unchecked during a back-off).
+    (refused unchecked during a back-off). ``account`` is the account the attempt named
+    and ``client`` the client it came from (version 6; None before).
     """
 
     id: int
@@ -183,6 +220,8 @@ class AuthEvent:
     entry: str
     outcome: str
     detail: str | None
+    account: str | None = None
+    client: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +240,7 @@ class AuditEntry:
     status: str
     finished_at: str | None
     error: str | None
+    account: str | None = None
 
     @property
     def epsilon(self) -> float:
@@ -216,9 +256,9 @@ class WorkspaceRecord:
     dataset : str
         The dataset it belongs to.
     role : str
-        ``analyst`` or ``owner``: the role of the sessions that may read and write it.
+        ``analyst`` or ``owner``: the role of the account that saved it.
     name : str
-        The workspace's name (the analyst's name, by default the role).
+        The workspace's name (unique per dataset and account).
     workspace_json : str
         The workspace (:mod:`dpcore.redescriptions.workspace`) as JSON: decisions, tags,
         notes and settings about released redescriptions only.
@@ -236,3 +276,80 @@ class WorkspaceRecord:
     created_at: str
     updated_at: str
     revision: int = 1
+    account: str = ""
+
+
+@dataclass(frozen=True)
+class AccountRecord:
+    """A person who may sign in (never the password hash: it stays in the ledger).
+
+    Attributes
+    ----------
+    name : str
+        Account name (primary key; recorded with every charge it makes).
+    role : str
+        ``analyst`` or ``owner``.
+    has_password : bool
+        A scrypt password hash is stored.
+    external_identity : str or None
+        A verified identity (``issuer|subject`` of an OpenID Connect provider) that signs
+        in as this account.
+    created_by, created_at : str
+    disabled_at : str or None
+        When the account was disabled (it can never sign in or spend again).
+    """
+
+    name: str
+    role: str
+    has_password: bool
+    external_identity: str | None
+    created_by: str
+    created_at: str
+    disabled_at: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the account may sign in and spend."""
+        return self.disabled_at is None
+
+
+@dataclass(frozen=True)
+class QuotaStatus:
+    """One account's share of one dataset's cap, in integer nano-ε.
+
+    Attributes
+    ----------
+    quota_nano : int or None
+        The share the owner gave (None: no quota, the account is limited by the cap only).
+    spent_nano : int
+        What the account has spent on the dataset.
+    dataset : BudgetStatus
+        The dataset's own cap, spent and remaining.
+    """
+
+    quota_nano: int | None
+    spent_nano: int
+    dataset: BudgetStatus
+
+    @property
+    def remaining_nano(self) -> int:
+        """What the account may still spend: the smaller of its share's rest and the cap's."""
+        rest = self.dataset.remaining_nano
+        if self.quota_nano is not None:
+            rest = min(rest, self.quota_nano - self.spent_nano)
+        return max(rest, 0)
+
+    @property
+    def quota(self) -> float | None:
+        """The share in ε (display only)."""
+        return None if self.quota_nano is None else nano_to_epsilon(self.quota_nano)
+
+    @property
+    def spent(self) -> float:
+        """Spent ε by this account (display only)."""
+        return nano_to_epsilon(self.spent_nano)
+
+    @property
+    def remaining(self) -> float:
+        """Remaining ε for this account (display only)."""
+        return nano_to_epsilon(self.remaining_nano)

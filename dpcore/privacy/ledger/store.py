@@ -8,10 +8,12 @@ connections, transactions, locking, the schema's DDL — lives in the backend.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -23,11 +25,14 @@ from dpcore.privacy.ledger.records import (
     AUDIENCES,
     MAX_NAME_LENGTH,
     MAX_WORKSPACE_CHARS,
+    AccountRecord,
     AuditEntry,
     AuthEvent,
     BudgetStatus,
     ChargeRecord,
+    DatasetCard,
     DatasetRecord,
+    QuotaStatus,
     RunRecord,
     WorkspaceRecord,
 )
@@ -35,12 +40,20 @@ from dpcore.privacy.ledger.schemas import schema_from_json, stored_schema
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.registry import DATASET_KINDS, dataset_kind_spec
 
-__all__ = ["ENV_VAR", "DEFAULT_PATH", "Ledger"]
+__all__ = ["ENV_VAR", "DEFAULT_PATH", "Ledger", "ACCOUNT_ROLES", "ANONYMOUS", "params_digest",
+           "digest_params", "check_account_name"]
 
 ENV_VAR = "DPRM_LEDGER"
 DEFAULT_PATH = "~/.local/share/dprm/ledger.sqlite"
 # Largest total a single charge may have (keeps every SUM far inside SQLite's int64).
 _MAX_NANO = 2**62
+#: Roles an account may have (the same two as :mod:`dpcore.privacy.roles`).
+ACCOUNT_ROLES = ("analyst", "owner")
+#: The workspace pseudo-account of visitors who did not sign in (public demo data only).
+ANONYMOUS = "~anonymous"
+#: Account names: a letter or digit, then letters, digits and ``_ . @ + -`` (e-mail
+#: addresses fit); ``~`` starts the pseudo-accounts nobody signs in as.
+_ACCOUNT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,127}")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -79,6 +92,30 @@ def _check_digest(digest) -> str | None:
         raise ParameterError(f"content digest must be 64 lowercase hex characters (SHA-256); "
                              f"got {digest!r}")
     return digest
+
+
+def check_account_name(name, what: str = "account name") -> str:
+    """An account name (ParameterError naming what is wrong otherwise)."""
+    if not isinstance(name, str) or not _ACCOUNT_NAME.fullmatch(name):
+        raise ParameterError(f"{what} must be 1 to 128 characters: a letter or digit, then "
+                             f"letters, digits or _ . @ + -; got {name!r}")
+    return name
+
+
+def params_digest(params_json: str) -> str:
+    """SHA-256 (hex) of a run's recorded parameters as the ledger stores them (canonical JSON).
+
+    Stored with each charge: a run id charged with one set of parameters can only ever be
+    replayed or resumed with the very same set, and a worker mines a charged run only when
+    its permit's parameters have this digest.
+    """
+    return hashlib.sha256(params_json.encode("utf-8")).hexdigest()
+
+
+def digest_params(params: dict) -> str:
+    """:func:`params_digest` of a parameter dict, serialised exactly as :meth:`Ledger.charge`
+    stores it."""
+    return params_digest(_dumps(params, "params"))
 
 
 def _cap_nano(cap_epsilon) -> int:
@@ -295,6 +332,19 @@ class Ledger:
             row = self._dataset_row(con, name)
         return self._record(row)
 
+    def dataset_card(self, name: str) -> DatasetCard:
+        """The dataset's public card: what analysts may know (no data location, no digest).
+
+        Raises ParameterError for an unknown name.
+        """
+        return self.get_dataset(name).card()
+
+    def list_dataset_cards(self, *, include_sandboxes: bool = True,
+                           kind: str | None = None) -> list[DatasetCard]:
+        """:meth:`list_datasets` as public cards (what an analyst's session may hold)."""
+        return [r.card() for r in self.list_datasets(include_sandboxes=include_sandboxes,
+                                                     kind=kind)]
+
     def record_content_digest(self, name: str, digest: str) -> DatasetRecord:
         """Record the content digest of a dataset registered without one (first run).
 
@@ -426,6 +476,182 @@ class Ledger:
                         "VALUES (?, ?, ?, ?)", (name, cap, actor, _stamp(_now())))
             return self._budget(con, name)
 
+    # -- accounts and quotas -------------------------------------------------------
+
+    @staticmethod
+    def _account_row(con, name: str, lock: str = ""):
+        row = con.execute("SELECT * FROM accounts WHERE name = ?" + lock, (name,)).fetchone()
+        if row is None:
+            raise ParameterError(f"unknown account {name!r}")
+        return row
+
+    @staticmethod
+    def _has_accounts(con) -> bool:
+        return con.execute("SELECT 1 FROM accounts LIMIT 1").fetchone() is not None
+
+    @staticmethod
+    def _account_record(row) -> AccountRecord:
+        return AccountRecord(name=row["name"], role=row["role"],
+                             has_password=row["password_hash"] is not None,
+                             external_identity=row["external_identity"],
+                             created_by=row["created_by"], created_at=row["created_at"],
+                             disabled_at=row["disabled_at"])
+
+    def add_account(self, name: str, role: str, *, actor: str,
+                    password_hash: str | None = None,
+                    external_identity: str | None = None) -> AccountRecord:
+        """Create an account (an analyst or an owner) that may sign in.
+
+        Parameters
+        ----------
+        name : str
+            Account name (letters, digits, ``_ . @ + -``; at most 128 characters).
+        role : {"analyst", "owner"}
+        actor : str
+            Who creates it (audit).
+        password_hash : str, optional
+            A scrypt hash from :func:`dpcore.privacy.roles.hash_password` (never the
+            password itself).
+        external_identity : str, optional
+            A verified identity (``issuer|subject`` of an OpenID Connect provider) mapped
+            to this account. At least one of the two is needed.
+
+        Raises
+        ------
+        ParameterError
+            Bad or taken name, bad role, no way to sign in, a malformed hash, or an
+            identity already mapped to another account; nothing is written.
+        """
+        from dpcore.privacy.roles import is_password_hash
+
+        check_account_name(name)
+        _check_text(actor, "actor")
+        if role not in ACCOUNT_ROLES:
+            raise ParameterError(f"role must be one of {', '.join(ACCOUNT_ROLES)}; got {role!r}")
+        if password_hash is None and external_identity is None:
+            raise ParameterError("an account needs a password hash or an external identity "
+                                 "to sign in with")
+        if password_hash is not None and not is_password_hash(password_hash):
+            raise ParameterError("password_hash must be a scrypt hash "
+                                 "(dpcore.privacy.roles.hash_password)")
+        if external_identity is not None:
+            _check_text(external_identity, "external identity")
+        with self._write() as con:
+            if con.execute("SELECT 1 FROM accounts WHERE name = ?", (name,)).fetchone():
+                raise ParameterError(f"an account named {name!r} already exists")
+            if external_identity is not None and con.execute(
+                    "SELECT 1 FROM accounts WHERE external_identity = ?",
+                    (external_identity,)).fetchone():
+                raise ParameterError(f"the identity {external_identity!r} already signs in "
+                                     "as another account")
+            con.execute("INSERT INTO accounts (name, role, password_hash, external_identity, "
+                        "created_by, created_at, disabled_at) VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                        (name, role, password_hash, external_identity, actor, _stamp(_now())))
+            row = self._account_row(con, name)
+        return self._account_record(row)
+
+    def disable_account(self, name: str, *, actor: str) -> AccountRecord:
+        """Disable an account for good: it can no longer sign in or spend (charges stay).
+
+        Disabling a disabled account again changes nothing. Raises ParameterError for an
+        unknown account.
+        """
+        check_account_name(name)
+        _check_text(actor, "actor")
+        with self._write() as con:
+            row = self._account_row(con, name, self._lock)
+            if row["disabled_at"] is None:
+                con.execute("UPDATE accounts SET disabled_at = ? WHERE name = ?",
+                            (_stamp(_now()), name))
+            row = self._account_row(con, name)
+        return self._account_record(row)
+
+    def get_account(self, name: str) -> AccountRecord:
+        """An account (ParameterError if unknown)."""
+        check_account_name(name)
+        with self._read() as con:
+            return self._account_record(self._account_row(con, name))
+
+    def list_accounts(self) -> list[AccountRecord]:
+        """Every account, by name."""
+        with self._read() as con:
+            rows = con.execute("SELECT * FROM accounts ORDER BY name").fetchall()
+        return [self._account_record(r) for r in rows]
+
+    def has_accounts(self) -> bool:
+        """Whether any account exists (then runs on private data need one)."""
+        with self._read() as con:
+            return self._has_accounts(con)
+
+    def account_for_identity(self, identity: str) -> AccountRecord | None:
+        """The account a verified external identity signs in as, or None."""
+        _check_text(identity, "external identity")
+        with self._read() as con:
+            row = con.execute("SELECT * FROM accounts WHERE external_identity = ?",
+                              (identity,)).fetchone()
+        return None if row is None else self._account_record(row)
+
+    @staticmethod
+    def _quota(con, dataset: str, account: str) -> int | None:
+        row = con.execute("SELECT quota_nano FROM quotas WHERE dataset = ? AND account = ? "
+                          "ORDER BY id DESC LIMIT 1", (dataset, account)).fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    def _account_spent(con, dataset: str, account: str) -> int:
+        return int(con.execute("SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges "
+                               "WHERE dataset = ? AND account = ?",
+                               (dataset, account)).fetchone()[0])
+
+    def set_quota(self, dataset: str, account: str, quota_epsilon, *,
+                  actor: str) -> QuotaStatus:
+        """Give an analyst a share of a dataset's cap (appended to the quota history).
+
+        The share may be 0 (the analyst may spend nothing more) and may be lowered below
+        what the analyst already spent (no further run fits; nothing is refunded). Owners
+        have no quota: they spend the cap.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset or account, an owner account, a negative / NaN / infinite share.
+        """
+        _check_name(dataset)
+        check_account_name(account)
+        _check_text(actor, "actor")
+        if quota_epsilon == 0:
+            quota = 0
+        else:
+            quota = epsilon_to_nano(quota_epsilon, name="quota ε", round_up=False)
+        with self._write() as con:
+            self._dataset_row(con, dataset, self._lock)
+            if self._account_row(con, account)["role"] == "owner":
+                raise ParameterError(f"{account!r} is an owner account: owners spend the "
+                                     "dataset's cap, they have no quota")
+            con.execute("INSERT INTO quotas (dataset, account, quota_nano, actor, created_at) "
+                        "VALUES (?, ?, ?, ?, ?)", (dataset, account, quota, actor,
+                                                   _stamp(_now())))
+            return QuotaStatus(quota, self._account_spent(con, dataset, account),
+                               self._budget(con, dataset))
+
+    def quota_status(self, dataset: str, account: str) -> QuotaStatus:
+        """An account's share of a dataset's cap, what it spent, and the dataset's budget."""
+        _check_name(dataset)
+        check_account_name(account)
+        with self._read() as con:
+            self._dataset_row(con, dataset)
+            role = self._account_row(con, account)["role"]
+            quota = None if role == "owner" else self._quota(con, dataset, account)
+            return QuotaStatus(quota, self._account_spent(con, dataset, account),
+                               self._budget(con, dataset))
+
+    def _password_hash(self, name: str) -> tuple[str | None, str | None, str | None]:
+        """``(role, password_hash, disabled_at)`` of an account, or three Nones (sign-in)."""
+        with self._read() as con:
+            row = con.execute("SELECT role, password_hash, disabled_at FROM accounts "
+                              "WHERE name = ?", (name,)).fetchone()
+        return (None, None, None) if row is None else (row[0], row[1], row[2])
+
     # -- charges and runs ----------------------------------------------------------
 
     @staticmethod
@@ -434,17 +660,21 @@ class Ledger:
                             algorithm=row["algorithm"], epsilon_nano=row["epsilon_nano"],
                             parts_nano=tuple(json.loads(row["parts_json"])),
                             params=json.loads(row["params_json"]), actor=row["actor"],
-                            created_at=row["created_at"], replayed=replayed)
+                            created_at=row["created_at"], replayed=replayed,
+                            account=row["account"], params_digest=row["params_digest"])
 
     def charge(self, run_id: str, dataset: str, algorithm: str, epsilon_parts,
                params: dict, *, actor: str = "analyst",
-               audience: str = "everyone") -> ChargeRecord:
-        """Charge a run's ε against its dataset's cap, before any noise is drawn.
+               audience: str = "everyone", account: str | None = None) -> ChargeRecord:
+        """Charge a run's ε against its dataset's cap (and its account's quota), before noise.
 
-        One ``BEGIN IMMEDIATE`` transaction: check the dataset; return the
-        existing charge if this run id was charged already; read the cap and
-        the sum of charges; refuse if over, else insert the charge and the run
-        (status ``charged``).
+        One write transaction (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: the dataset's row
+        locked ``FOR UPDATE`` first): check the dataset and the account; return the existing
+        charge if this run id was charged already with the same dataset, total, parameters
+        and account; read the cap, the sum of charges, the account's quota and the
+        account's sum of charges; refuse if either would be exceeded, else insert the charge
+        (with the account and the digest of the parameters) and the run (status
+        ``charged``).
 
         Parameters
         ----------
@@ -455,30 +685,40 @@ class Ledger:
             The run's ε split in nano-ε (each > 0), e.g.
             ``[s.epsilon_nano for s in plan_budget(params)]``; the charge is their sum.
         params : dict
-            JSON-serialisable run parameters (recorded with the charge).
+            JSON-serialisable run parameters (recorded with the charge, with their digest,
+            :func:`params_digest`).
         actor : str
-            Who spends (audit).
+            Free label of the entry point (audit).
         audience : {"everyone", "owner"}
             Who may read the stored result (decided by :mod:`dpcore.privacy.policy`; fixed
             for the run's lifetime).
+        account : str, optional
+            The signed-in account that spends (recorded; its quota on ``dataset`` is
+            checked). Required on a private dataset once the ledger holds any account; None
+            on public demo data or on a ledger without accounts (a single person's
+            workbench).
 
         Returns
         -------
         ChargeRecord
-            ``replayed=True`` when the run id had already been charged the same total.
+            ``replayed=True`` when the run id had already been charged identically.
 
         Raises
         ------
         BudgetExceededError
-            The total exceeds what remains; nothing was written.
+            The total exceeds what remains of the cap or of the account's quota; nothing
+            was written.
         ParameterError
-            Bad input, unknown dataset, unconfirmed schema, or the run id was
-            already charged with a different total or on another dataset.
+            Bad input, unknown dataset, unconfirmed schema, an unknown or disabled account,
+            no account where one is needed, or the run id was already charged with a
+            different total, dataset, parameters or account.
         """
         _check_text(run_id, "run_id")
         _check_name(dataset)
         _check_text(algorithm, "algorithm")
         _check_text(actor, "actor")
+        if account is not None:
+            check_account_name(account)
         if audience not in AUDIENCES:
             raise ParameterError(f"audience must be one of {', '.join(AUDIENCES)}; "
                                  f"got {audience!r}")
@@ -488,34 +728,49 @@ class Ledger:
         total = sum(parts)
         parts_json = json.dumps(list(parts))
         params_json = _dumps(params, "params")
+        digest = params_digest(params_json)
         with self._write() as con:
-            # The dataset's row lock (PostgreSQL) is held from before the cap and the sum of
-            # charges are read until the new charge commits: no two charges of one dataset
-            # overlap (docs/PRIVACY.md).
+            # The dataset's row lock (PostgreSQL) is held from before the cap, the quota and
+            # the sums of charges are read until the new charge commits: no two charges of
+            # one dataset overlap, so neither the cap nor any account's quota can be
+            # exceeded by racing charges (docs/PRIVACY.md).
             ds = self._dataset_row(con, dataset, self._lock)
             old = con.execute("SELECT * FROM charges WHERE run_id = ?", (run_id,)).fetchone()
             if old is not None:
-                if old["dataset"] != dataset or old["epsilon_nano"] != total:
-                    raise ParameterError(
-                        f"run {run_id!r} was already charged ε = "
-                        f"{nano_to_epsilon(old['epsilon_nano']):.9g} on dataset "
-                        f"{old['dataset']!r}; it cannot be charged ε = "
-                        f"{nano_to_epsilon(total):.9g} on {dataset!r} (use a new run id)")
+                self._check_replay(old, run_id, dataset, total, digest, account)
                 return self._charge_record(old, replayed=True)
             if not ds["confirmed"]:
                 raise ParameterError(f"the public schema of dataset {dataset!r} is not "
                                      "confirmed by its owner yet; no run may start")
+            quota = None
+            if account is not None:
+                acc = self._account_row(con, account)
+                if acc["disabled_at"] is not None:
+                    raise ParameterError(f"account {account!r} is disabled; it cannot spend")
+                if acc["role"] != "owner":
+                    quota = self._quota(con, dataset, account)
+            elif not ds["public_demo"] and self._has_accounts(con):
+                raise ParameterError(
+                    f"dataset {dataset!r} is private and this ledger has accounts: every run "
+                    "on it must name the signed-in account that spends. Nothing was charged")
             status = self._budget(con, dataset)
             if total > status.remaining_nano:
                 raise BudgetExceededError(nano_to_epsilon(total),
                                           nano_to_epsilon(max(status.remaining_nano, 0)),
                                           what=f"run {run_id!r} on dataset {dataset!r}")
+            if quota is not None:
+                left = quota - self._account_spent(con, dataset, account)
+                if total > left:
+                    raise BudgetExceededError(
+                        nano_to_epsilon(total), nano_to_epsilon(max(left, 0)),
+                        what=f"run {run_id!r}: account {account!r}'s share of dataset "
+                             f"{dataset!r} (ε = {nano_to_epsilon(quota):.9g})")
             now = _stamp(_now())
             con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
-                              "parts_json, params_json, actor, created_at) "
-                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                              (run_id, dataset, algorithm, total, parts_json, params_json,
-                               actor, now))
+                        "parts_json, params_json, actor, created_at, account, params_digest) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (run_id, dataset, algorithm, total, parts_json, params_json,
+                         actor, now, account, digest))
             con.execute("INSERT INTO runs (run_id, dataset, algorithm, status, params_json, "
                         "error, created_at, finished_at, audience) "
                         "VALUES (?, ?, ?, 'charged', ?, NULL, ?, NULL, ?)",
@@ -524,15 +779,35 @@ class Ledger:
         return self._charge_record(row, replayed=False)
 
     @staticmethod
+    def _check_replay(old, run_id: str, dataset: str, total: int, digest: str,
+                      account: str | None) -> None:
+        """A run id charged before replays only the identical charge (else ParameterError)."""
+        if old["dataset"] != dataset or old["epsilon_nano"] != total:
+            raise ParameterError(
+                f"run {run_id!r} was already charged ε = "
+                f"{nano_to_epsilon(old['epsilon_nano']):.9g} on dataset "
+                f"{old['dataset']!r}; it cannot be charged ε = "
+                f"{nano_to_epsilon(total):.9g} on {dataset!r} (use a new run id)")
+        # The ledger's record of a run is what ran: resuming it with other parameters
+        # would mine those under its id (and its own would never run).
+        if old["params_digest"] is not None and old["params_digest"] != digest:
+            raise ParameterError(f"run {run_id!r} was charged with other parameters; it can "
+                                 "only be resumed with the very same ones (use a new run id)")
+        if old["account"] != account:
+            raise ParameterError(f"run {run_id!r} was charged by another account; only that "
+                                 "account can resume it (use a new run id)")
+
+    @staticmethod
     def _run_record(row) -> RunRecord:
         return RunRecord(run_id=row["run_id"], dataset=row["dataset"],
                          algorithm=row["algorithm"], status=row["status"],
                          epsilon_nano=row["epsilon_nano"], params=json.loads(row["params_json"]),
                          error=row["error"], created_at=row["created_at"],
-                         finished_at=row["finished_at"], audience=row["audience"])
+                         finished_at=row["finished_at"], audience=row["audience"],
+                         account=row["account"])
 
-    _RUN_SELECT = ("SELECT r.*, c.epsilon_nano FROM runs r JOIN charges c "
-                   "ON c.run_id = r.run_id")
+    _RUN_SELECT = ("SELECT r.*, c.epsilon_nano, c.account, c.params_digest FROM runs r "
+                   "JOIN charges c ON c.run_id = r.run_id")
 
     def get_run(self, run_id: str) -> RunRecord:
         """A run's state. Raises ParameterError for an unknown run id."""
@@ -697,30 +972,56 @@ class Ledger:
     # -- workspaces ----------------------------------------------------------------
 
     @staticmethod
-    def _workspace_key(dataset, role, name) -> tuple[str, str, str]:
-        from dpcore.privacy.roles import ROLES
-
+    def _workspace_key(dataset, account, name) -> tuple[str, str, str]:
         _check_name(dataset)
-        if role not in ROLES:
-            raise ParameterError(f"a workspace's role must be one of {', '.join(ROLES)}; "
-                                 f"got {role!r}")
+        if account != ANONYMOUS:
+            check_account_name(account, "a workspace's account")
         if (not isinstance(name, str) or not name.strip() or name != name.strip()
                 or len(name) > MAX_NAME_LENGTH or not name.isprintable()):
             raise ParameterError(f"a workspace name must be printable text of 1 to "
                                  f"{MAX_NAME_LENGTH} characters without outer spaces; "
                                  f"got {name!r}")
-        return dataset, role, name
+        return dataset, account, name
 
     @staticmethod
     def _workspace_record(row) -> WorkspaceRecord:
         return WorkspaceRecord(dataset=row["dataset"], role=row["role"], name=row["name"],
                                workspace_json=row["workspace_json"],
                                created_at=row["created_at"], updated_at=row["updated_at"],
-                               revision=int(row["revision"]))
+                               revision=int(row["revision"]), account=row["account"])
 
-    def save_workspace(self, dataset: str, role: str, name: str, workspace_json: str, *,
-                       expected_revision: int | None = None) -> WorkspaceRecord:
-        """Create or replace the workspace ``(dataset, role, name)``; return it as stored.
+    def _workspace_access(self, con, key: tuple[str, str, str], reader: str | None) -> str:
+        """Check that ``reader`` may open the workspace ``key``; return the role to record.
+
+        The account that owns a workspace may; so may a colleague it was shared with
+        (:meth:`share_workspace`); nobody else. The anonymous pseudo-account exists on
+        public demo datasets only (visitors who did not sign in reach no other data).
+        """
+        dataset, account, name = key
+        ds = self._dataset_row(con, dataset)
+        reader = account if reader is None else reader
+        if reader == ANONYMOUS or account == ANONYMOUS:
+            if not ds["public_demo"]:
+                raise ParameterError(f"dataset {dataset!r} is private: its workspaces belong "
+                                     "to signed-in accounts")
+            if reader != account:
+                raise ParameterError(f"workspace {name!r} is not shared with {reader!r}")
+            return "analyst"
+        check_account_name(reader, "the reading account")
+        row = self._account_row(con, reader)
+        if row["disabled_at"] is not None:
+            raise ParameterError(f"account {reader!r} is disabled")
+        if reader != account and con.execute(
+                "SELECT 1 FROM workspace_shares WHERE dataset = ? AND account = ? AND name = ? "
+                "AND colleague = ?", (*key, reader)).fetchone() is None:
+            raise ParameterError(f"workspace {name!r} of {account!r} is not shared with "
+                                 f"{reader!r}; its owner can share it explicitly")
+        return self._account_row(con, account)["role"]
+
+    def save_workspace(self, dataset: str, account: str, name: str, workspace_json: str, *,
+                       expected_revision: int | None = None,
+                       reader: str | None = None) -> WorkspaceRecord:
+        """Create or replace the workspace ``(dataset, account, name)``; return it as stored.
 
         Workspaces are mutable user state (not append-only like charges): saving again
         replaces the JSON and the ``updated_at`` time and adds one to ``revision``;
@@ -730,8 +1031,9 @@ class Ledger:
 
         Parameters
         ----------
-        dataset, role, name : str
-            The workspace's key.
+        dataset, account, name : str
+            The workspace's key: ``account`` owns it (:data:`ANONYMOUS` for visitors who
+            did not sign in, on public demo data only).
         workspace_json : str
             The workspace as a JSON object.
         expected_revision : int, optional
@@ -741,6 +1043,9 @@ class Ledger:
             revision is still that one, checked and written in one statement, so of two
             tabs saving on the same revision exactly one wins. None (the default)
             overwrites whatever is stored: an explicit "overwrite".
+        reader : str, optional
+            The signed-in account that saves (default ``account``): ``account`` itself or a
+            colleague it was shared with; anybody else is refused.
 
         Raises
         ------
@@ -748,10 +1053,11 @@ class Ledger:
             The stored workspace moved on from ``expected_revision`` (saved or deleted
             elsewhere); it carries the stored revision and time; nothing is written.
         ParameterError
-            Unknown dataset, bad role or name, text that is not a JSON object, too long,
-            naming another dataset, or a bad ``expected_revision``; nothing is written.
+            Unknown dataset, bad account or name, a reader it is not shared with, text that
+            is not a JSON object, too long, naming another dataset, or a bad
+            ``expected_revision``; nothing is written.
         """
-        dataset, role, name = self._workspace_key(dataset, role, name)
+        dataset, account, name = self._workspace_key(dataset, account, name)
         if expected_revision is not None and (
                 isinstance(expected_revision, bool)
                 or not isinstance(expected_revision, numbers.Integral)
@@ -773,27 +1079,28 @@ class Ledger:
             raise ParameterError(f"the workspace names dataset {doc.get('dataset')!r}, "
                                  f"not {dataset!r}")
         now = _stamp(_now())
-        key = (dataset, role, name)
-        where = "WHERE dataset = ? AND role = ? AND name = ?"
+        key = (dataset, account, name)
+        where = "WHERE dataset = ? AND account = ? AND name = ?"
         with self._write() as con:
-            self._dataset_row(con, dataset)
+            role = self._workspace_access(con, key, reader)
             if expected_revision is None:
-                con.execute("INSERT INTO workspaces (dataset, role, name, workspace_json, "
-                            "created_at, updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1) "
-                            "ON CONFLICT (dataset, role, name) DO UPDATE SET "
+                con.execute("INSERT INTO workspaces (dataset, account, name, workspace_json, "
+                            "created_at, updated_at, revision, role) "
+                            "VALUES (?, ?, ?, ?, ?, ?, 1, ?) "
+                            "ON CONFLICT (dataset, account, name) DO UPDATE SET "
                             "workspace_json = excluded.workspace_json, "
                             "updated_at = excluded.updated_at, "
                             "revision = workspaces.revision + 1",
-                            (*key, workspace_json, now, now))
+                            (*key, workspace_json, now, now, role))
                 written = 1
             elif expected_revision == 0:
                 # Create only. On PostgreSQL a concurrent creator's row makes this wait
                 # for its commit, then do nothing.
                 written = con.execute(
-                    "INSERT INTO workspaces (dataset, role, name, workspace_json, created_at, "
-                    "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, 1) "
-                    "ON CONFLICT (dataset, role, name) DO NOTHING",
-                    (*key, workspace_json, now, now)).rowcount
+                    "INSERT INTO workspaces (dataset, account, name, workspace_json, "
+                    "created_at, updated_at, revision, role) VALUES (?, ?, ?, ?, ?, ?, 1, ?) "
+                    "ON CONFLICT (dataset, account, name) DO NOTHING",
+                    (*key, workspace_json, now, now, role)).rowcount
             else:
                 # Compare and set in one statement: on PostgreSQL a concurrent update of the
                 # row makes this wait and then re-check the revision on the new row.
@@ -808,52 +1115,110 @@ class Ledger:
                                         None if row is None else row["updated_at"])
         return self._workspace_record(row)
 
-    def get_workspace(self, dataset: str, role: str, name: str) -> WorkspaceRecord | None:
-        """The workspace ``(dataset, role, name)``, or None if none was saved.
+    def get_workspace(self, dataset: str, account: str, name: str, *,
+                      reader: str | None = None) -> WorkspaceRecord | None:
+        """The workspace ``(dataset, account, name)``, or None if none was saved.
+
+        ``reader`` (default ``account``) must own it or be a colleague it was shared with.
 
         Raises
         ------
         ParameterError
-            Unknown dataset, bad role or name.
+            Unknown dataset, bad account or name, a reader it is not shared with.
         """
-        dataset, role, name = self._workspace_key(dataset, role, name)
+        key = self._workspace_key(dataset, account, name)
         with self._read() as con:
-            self._dataset_row(con, dataset)
-            row = con.execute("SELECT * FROM workspaces WHERE dataset = ? AND role = ? "
-                              "AND name = ?", (dataset, role, name)).fetchone()
+            self._workspace_access(con, key, reader)
+            row = con.execute("SELECT * FROM workspaces WHERE dataset = ? AND account = ? "
+                              "AND name = ?", key).fetchone()
         return None if row is None else self._workspace_record(row)
 
-    def list_workspaces(self, dataset: str, role: str | None = None) -> list[WorkspaceRecord]:
-        """The dataset's workspaces (only ``role``'s when given), by role then name."""
+    def list_workspaces(self, dataset: str, account: str | None = None
+                        ) -> list[WorkspaceRecord]:
+        """The dataset's workspaces (only ``account``'s when given), by account then name.
+
+        Lists every account's workspaces when ``account`` is None: for the owner's tools.
+        """
         _check_name(dataset)
         sql, args = "SELECT * FROM workspaces WHERE dataset = ?", [dataset]
-        if role is not None:
-            self._workspace_key(dataset, role, "x")
-            sql += " AND role = ?"
-            args.append(role)
+        if account is not None:
+            self._workspace_key(dataset, account, "x")
+            sql += " AND account = ?"
+            args.append(account)
         with self._read() as con:
             self._dataset_row(con, dataset)
-            rows = con.execute(sql + " ORDER BY role, name", args).fetchall()
+            rows = con.execute(sql + " ORDER BY account, name", args).fetchall()
         return [self._workspace_record(r) for r in rows]
 
-    def delete_workspace(self, dataset: str, role: str, name: str) -> bool:
-        """Delete the workspace ``(dataset, role, name)``; whether there was one."""
-        dataset, role, name = self._workspace_key(dataset, role, name)
+    def delete_workspace(self, dataset: str, account: str, name: str) -> bool:
+        """Delete the workspace ``(dataset, account, name)`` (and its shares); whether there
+        was one. Only its owning account deletes it."""
+        key = self._workspace_key(dataset, account, name)
         with self._write() as con:
-            self._dataset_row(con, dataset)
-            found = con.execute("SELECT 1 FROM workspaces WHERE dataset = ? AND role = ? "
-                                "AND name = ?" + self._lock, (dataset, role, name)).fetchone()
+            self._workspace_access(con, key, None)
+            found = con.execute("SELECT 1 FROM workspaces WHERE dataset = ? AND account = ? "
+                                "AND name = ?" + self._lock, key).fetchone()
             if found is not None:
-                con.execute("DELETE FROM workspaces WHERE dataset = ? AND role = ? "
-                            "AND name = ?", (dataset, role, name))
+                con.execute("DELETE FROM workspace_shares WHERE dataset = ? AND account = ? "
+                            "AND name = ?", key)
+                con.execute("DELETE FROM workspaces WHERE dataset = ? AND account = ? "
+                            "AND name = ?", key)
         return found is not None
+
+    def share_workspace(self, dataset: str, account: str, name: str, colleague: str) -> None:
+        """Share the workspace ``(dataset, account, name)`` with a named colleague.
+
+        The explicit act of its owning account: afterwards ``colleague`` may open and save
+        it (:meth:`get_workspace` / :meth:`save_workspace` with ``reader=colleague``).
+        Sharing twice changes nothing.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, workspace or colleague, a disabled colleague, or the anonymous
+            pseudo-account.
+        """
+        key = self._workspace_key(dataset, account, name)
+        if ANONYMOUS in (account, colleague):
+            raise ParameterError("only workspaces of signed-in accounts can be shared")
+        check_account_name(colleague, "colleague")
+        with self._write() as con:
+            self._workspace_access(con, key, None)
+            if con.execute("SELECT 1 FROM workspaces WHERE dataset = ? AND account = ? "
+                           "AND name = ?", key).fetchone() is None:
+                raise ParameterError(f"{account!r} has no workspace {name!r} on {dataset!r}")
+            if self._account_row(con, colleague)["disabled_at"] is not None:
+                raise ParameterError(f"account {colleague!r} is disabled")
+            con.execute("INSERT INTO workspace_shares (dataset, account, name, colleague, "
+                        "created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                        (*key, colleague, _stamp(_now())))
+
+    def unshare_workspace(self, dataset: str, account: str, name: str, colleague: str) -> bool:
+        """Take a share back; whether there was one."""
+        key = self._workspace_key(dataset, account, name)
+        with self._write() as con:
+            return con.execute("DELETE FROM workspace_shares WHERE dataset = ? AND account = ? "
+                               "AND name = ? AND colleague = ?",
+                               (*key, colleague)).rowcount > 0
+
+    def workspaces_shared_with(self, dataset: str, colleague: str) -> list[WorkspaceRecord]:
+        """The workspaces of ``dataset`` other accounts shared with ``colleague``."""
+        _check_name(dataset)
+        check_account_name(colleague, "colleague")
+        with self._read() as con:
+            rows = con.execute("SELECT w.* FROM workspaces w JOIN workspace_shares s ON "
+                               "s.dataset = w.dataset AND s.account = w.account AND "
+                               "s.name = w.name WHERE w.dataset = ? AND s.colleague = ? "
+                               "ORDER BY w.account, w.name", (dataset, colleague)).fetchall()
+        return [self._workspace_record(r) for r in rows]
 
     # -- audit ---------------------------------------------------------------------
 
     def audit_log(self, dataset: str | None = None) -> list[AuditEntry]:
         """Every charge with its run's state, oldest first (optionally for one dataset)."""
         sql = ("SELECT c.id, c.created_at, c.actor, c.dataset, c.run_id, c.algorithm, "
-               "c.epsilon_nano, c.parts_json, c.params_json, r.status, r.finished_at, r.error "
+               "c.epsilon_nano, c.parts_json, c.params_json, r.status, r.finished_at, r.error, "
+               "c.account "
                "FROM charges c LEFT JOIN runs r ON r.run_id = c.run_id")
         args: tuple = ()
         if dataset is not None:
@@ -869,12 +1234,14 @@ class Ledger:
                            epsilon_nano=r["epsilon_nano"],
                            parts_nano=tuple(json.loads(r["parts_json"])),
                            params=json.loads(r["params_json"]), status=r["status"],
-                           finished_at=r["finished_at"], error=r["error"]) for r in rows]
+                           finished_at=r["finished_at"], error=r["error"],
+                           account=r["account"]) for r in rows]
 
     # -- owner logins --------------------------------------------------------------
 
     def record_auth_event(self, *, actor: str, entry: str, outcome: str,
-                          detail: str | None = None) -> None:
+                          detail: str | None = None, account: str | None = None,
+                          client: str | None = None) -> None:
         """Append one owner-login attempt to the login log (never the password).
 
         Written under the login lock, like :meth:`login_attempt` (which the login itself
@@ -888,16 +1255,19 @@ class Ledger:
             Entry point: ``app``, ``cli``, ...
         outcome : {"success", "failure", "throttled"}
         detail : str, optional
+        account, client : str, optional
+            The account the attempt named and the client it came from.
         """
         _check_text(actor, "actor")
         _check_text(entry, "entry")
         if outcome not in ("success", "failure", "throttled"):
             raise ParameterError(f"outcome must be success, failure or throttled; got {outcome!r}")
         self.login_attempt(lambda events: (outcome, detail), actor=actor, entry=entry,
-                           since_seconds=0.0)
+                           since_seconds=0.0, account=account, client=client)
 
     def login_attempt(self, decide: Callable[[list[AuthEvent]], tuple[str, str | None]], *,
-                      actor: str, entry: str, since_seconds: float) -> AuthEvent:
+                      actor: str, entry: str, since_seconds: float,
+                      account: str | None = None, client: str | None = None) -> AuthEvent:
         """Read the login log, decide an owner-login attempt and record it: one atomic step.
 
         One write transaction holding the login lock (SQLite: ``BEGIN IMMEDIATE``, the
@@ -916,6 +1286,9 @@ class Ledger:
             (one password check). If it raises, nothing is recorded.
         actor, entry : str
             Who tries and through which entry point (see :meth:`record_auth_event`).
+        account, client : str, optional
+            The account the attempt names and the client it comes from (recorded, so that
+            the back-off can be judged per account and per client).
         since_seconds : float
             How far back (from now) ``decide`` needs the log; ≥ 0.
 
@@ -946,14 +1319,16 @@ class Ledger:
                 raise ParameterError(f"outcome must be success, failure or throttled; "
                                      f"got {outcome!r}")
             row = con.execute("INSERT INTO auth_events (created_at, actor, entry, outcome, "
-                              "detail) VALUES (?, ?, ?, ?, ?) RETURNING *",
-                              (_stamp(_now()), actor, entry, outcome, detail)).fetchone()
+                              "detail, account, client) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                              "RETURNING *", (_stamp(_now()), actor, entry, outcome, detail,
+                                              account, client)).fetchone()
         return self._auth_event(row)
 
     @staticmethod
     def _auth_event(row) -> AuthEvent:
         return AuthEvent(id=row["id"], created_at=row["created_at"], actor=row["actor"],
-                         entry=row["entry"], outcome=row["outcome"], detail=row["detail"])
+                         entry=row["entry"], outcome=row["outcome"], detail=row["detail"],
+                         account=row["account"], client=row["client"])
 
     def auth_events(self, *, since_seconds: float | None = None) -> list[AuthEvent]:
         """Owner-login attempts, oldest first (optionally only the last ``since_seconds``)."""
