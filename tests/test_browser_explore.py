@@ -187,7 +187,11 @@ def _choose(page, label: str, option: str) -> None:
 
 
 def _stored(ledger: Ledger):
-    record = ledger.get_workspace("clinic", "analyst", WORKSPACE)
+    from dpcore.privacy.ledger import ANONYMOUS
+
+    # A visitor who did not sign in (clinic is a public demo) saves under the anonymous
+    # pseudo-account.
+    record = ledger.get_workspace("clinic", ANONYMOUS, WORKSPACE)
     return None if record is None else workspace_from_json(record.workspace_json,
                                                            dataset="clinic")
 
