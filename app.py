@@ -20,8 +20,10 @@ from components.common.bootstrap import (
     samples_wanted,
 )
 from components.common.budget_meter import render_budget_meter
+from components.common.navigation import render_navigation
 from components.common.session import (
     current_account,
+    current_role,
     dataset_records,
     get_ledger,
     is_owner,
@@ -34,34 +36,9 @@ from components.redescriptions.params_form import persist_state
 
 st.set_page_config(page_title="DP mining workbench", page_icon="🔐", layout="wide")
 
-# The page scripts live one folder down (pages/<section>/), never in pages/ itself: Streamlit
-# serves a server's very first request through its legacy routing of pages/*.py until some
-# session has called st.navigation, so a deep link (/mine) opened first would otherwise run
-# a bare page script (no sidebar, no meter). url_path keeps every link as it was.
-page = st.navigation({
-    "Workbench": [
-        st.Page("pages/workbench/data.py", title="Data", icon=":material/dataset:",
-                default=True),
-        st.Page("pages/workbench/runs.py", title="Runs", icon=":material/history:",
-                url_path="runs"),
-        st.Page("pages/workbench/teaching.py", title="Owner & teaching",
-                icon=":material/school:", url_path="teaching"),
-    ],
-    "Redescriptions": [
-        st.Page("pages/redescriptions/mine.py", title="Mine", icon=":material/rocket_launch:",
-                url_path="mine"),
-        st.Page("pages/redescriptions/explore.py", title="Explore",
-                icon=":material/scatter_plot:", url_path="explore"),
-    ],
-    "Frequent sequences": [
-        st.Page("pages/sequences/sequences.py", title="Sequences", icon=":material/timeline:",
-                url_path="sequences"),
-    ],
-    "Synthetic data": [
-        st.Page("pages/synthesis/synthesis.py", title="Synthesis",
-                icon=":material/table_view:", url_path="synthesis"),
-    ],
-})
+# The workbench's pages, then one section per registered family (its FamilyUI's pages, shown
+# by role): components/common/navigation.py.
+page = render_navigation(current_role())
 
 ledger = get_ledger()
 if st.session_state.get("_samples_checked_in") != ledger.location:

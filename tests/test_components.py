@@ -17,19 +17,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from components.common.export import json_safe
+from components.common.family_ui import cost_breakdown, cost_text
 from components.common.runs_view import NOT_USED, comparison_params_frame, parameter_summary
 from components.redescriptions.explore_view import (
     kept_display_frame,
     kept_frame,
     suggested_threshold,
 )
-from components.redescriptions.export import export_csv, export_json, json_safe
-from components.redescriptions.launcher import (
-    MAX_TRIAL_BARS,
-    cost_breakdown,
-    cost_text,
-    trial_bar_count,
-)
+from components.redescriptions.export import export_csv, export_json
+from components.redescriptions.launcher import MAX_TRIAL_BARS, trial_bar_count
 from components.redescriptions.owner_views import (
     FINAL_QUALITY_TRACE,
     phase_times_text,
@@ -406,18 +403,21 @@ def test_refused_numbers_are_explained():
 
 def test_launch_is_blocked_with_the_reason_when_the_run_cannot_fit():
     """Point 4: Launch stayed clickable for a run the ledger refuses."""
-    from components.redescriptions.launcher import launch_blockers
+    from components.common.family_ui import family_ui, launch_blockers
     from dpcore.privacy.ledger import BudgetStatus
+    from dpcore.registry import REDESCRIPTIONS
 
     class Record:
         name, confirmed = "clinic", True
 
-    one = epsilon_to_nano(1.0)
-    assert launch_blockers(BudgetStatus(20 * one, 0, 20 * one), one, Record()) == []
-    [reason] = launch_blockers(BudgetStatus(20 * one, 19.5 * one, one // 2), one, Record())
+    ui, one = family_ui(REDESCRIPTIONS), epsilon_to_nano(1.0)
+    assert launch_blockers(ui, BudgetStatus(20 * one, 0, 20 * one), one, Record()) == []
+    [reason] = launch_blockers(ui, BudgetStatus(20 * one, 19.5 * one, one // 2), one,
+                               Record())
     assert "costs ε = 1 but only ε = 0.5 remains on `clinic`" in reason
+    assert "Lower ε (or the number of trials)" in reason
     assert "still being prepared" in launch_blockers(
-        BudgetStatus(20 * one, 0, 20 * one), one, Record(), engine_ready=False)[0]
+        ui, BudgetStatus(20 * one, 0, 20 * one), one, Record(), engine_ready=False)[0]
 
 
 def test_explore_opens_on_the_newest_run_with_results():
@@ -670,7 +670,7 @@ def _stray_draft(tmp_path):
 
 def test_left_out_columns_come_into_the_editor_unticked_and_wait_for_a_decision(tmp_path):
     from components.common.dataset_upload import notes_frame, undecided_columns
-    from components.redescriptions.schema_editor import (
+    from components.common.schema_editor import (
         editor_frame_to_schema,
         schema_to_editor_frame,
     )
@@ -694,7 +694,7 @@ def test_owner_includes_a_stray_text_column_by_declaring_the_text_missing(tmp_pa
     """The decision path: tick include, add the stray text to the missing-value texts,
     register; without the missing text the register step names the line and writes nothing."""
     from components.common.dataset_upload import register_draft, undecided_columns
-    from components.redescriptions.schema_editor import (
+    from components.common.schema_editor import (
         editor_frame_to_schema,
         parse_missing_values,
         schema_to_editor_frame,

@@ -136,7 +136,8 @@ def test_a_data_failure_is_detailed_only_to_who_may_see_the_data(ledger, tmp_pat
 
 
 def test_every_launcher_reports_failures_through_the_shared_message():
-    """The three launchers hold no message table, confirm step or ledger loop of their own."""
+    """The three launchers hold no message table, confirm step, ledger loop, cost line or
+    launch blockers of their own."""
     import inspect
 
     from components.redescriptions import launcher
@@ -148,6 +149,9 @@ def test_every_launcher_reports_failures_through_the_shared_message():
         assert "failure_message(" in source and "follow_in_ledger(" in source
         assert 'error_kind == "budget"' not in source and "ledger.get_run(" not in source
         for shared in ("render_launch_button(", "render_confirm(", "render_running_caption(",
-                       "budget_blockers("):
+                       "launch_blockers(", "cost_text("):
             assert shared in source, (module.__name__, shared)
+        # one implementation of the cost line and the blockers (components/common/family_ui)
+        for own in ("def cost_breakdown", "def cost_text", "def launch_blockers"):
+            assert own not in source, (module.__name__, own)
         assert "Confirm and run" not in source and "new_run_id()" not in source

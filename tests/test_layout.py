@@ -70,15 +70,13 @@ def test_pages_are_thin(page):
 
 
 def _declared_pages() -> dict[str, str]:
-    """URL path → page script of every ``st.Page`` in app.py (the default page: "")."""
-    tree = ast.parse((REPO / "app.py").read_text(encoding="utf-8"))
-    pages = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page":
-            words = {k.arg: k.value.value for k in node.keywords
-                     if isinstance(k.value, ast.Constant)}
-            pages[words.get("url_path", "")] = node.args[0].value
-    return pages
+    """URL path → page script of every page of the app's navigation (the default page: ""):
+    the workbench's and each built-in family's (components/common/navigation.py)."""
+    from components.common.family_ui import family_uis
+    from components.common.navigation import WORKBENCH_PAGES
+
+    pages = [*WORKBENCH_PAGES, *(p for ui in family_uis().values() for p in ui.pages)]
+    return {page.url_path or "": page.page for page in pages}
 
 
 def test_pages_folder_holds_only_section_packages_and_deep_link_shims():
@@ -311,8 +309,8 @@ def _top_level_imports(path: Path, known: set[str]) -> set[str]:
     return {m for m in closed if m in known and m != own}
 
 
-def _import_graph(root: Path = REPO) -> dict[str, set[str]]:
-    paths = sorted((root / "dpcore").rglob("*.py"))
+def _import_graph(root: Path = REPO, package: str = "dpcore") -> dict[str, set[str]]:
+    paths = sorted((root / package).rglob("*.py"))
     known = {_dotted(p, root) for p in paths}
     return {_dotted(p, root): _top_level_imports(p, known) for p in paths}
 
@@ -349,6 +347,29 @@ def test_dpcore_has_no_import_cycle():
     assert len(graph) > 100
     cycle = _cycle(graph)
     assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+def test_components_have_no_import_cycle():
+    graph = _import_graph(package="components")
+    assert len(graph) > 40
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+#: The family folders of components/: their code is reached from common/ only through
+#: the FamilyUI binding (components.common.family_ui, at call time), never imported there.
+COMPONENT_FAMILIES = ("components.redescriptions", "components.sequences",
+                      "components.synthesis")
+
+
+def test_common_components_import_no_family_folder():
+    graph = _import_graph(package="components")
+    offenders = {m: sorted(i for i in imports if i.startswith(COMPONENT_FAMILIES))
+                 for m, imports in graph.items() if m.startswith("components.common")}
+    offenders = {m: i for m, i in offenders.items() if i}
+    assert not offenders, f"components/common imports family folders: {offenders}"
+    # and the graph does see an edge into a family folder where there is one
+    assert "components.common.family_ui" in graph["components.redescriptions.ui"]
 
 
 def test_the_cycle_finder_sees_a_planted_cycle():

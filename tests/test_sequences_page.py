@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 from accounts_support import owner_in_env_ledger, role_of, select_dataset, sign_in_app
 
+from components.common.family_ui import cost_breakdown, cost_text, family_ui
+from components.common.family_ui import launch_blockers as shared_launch_blockers
 from components.sequences.sequence_form import field_label, read_form, state_key
-from components.sequences.sequence_launch import cost_breakdown, cost_text, launch_blockers
 from components.sequences.sequence_results import (
     ARROW,
     evaluate_against_truth,
@@ -128,6 +129,10 @@ def test_the_cost_line_names_every_phase_and_sums_to_the_charge():
     assert len(parts) == 5 and "ε = 2" in cost_text(params, run_cost(params))
     baseline = read_form({"seq_algorithm": family_algorithms(SEQUENCES)[1]}).params
     assert len(cost_breakdown(baseline)) == 4             # no pruning phase
+
+
+def launch_blockers(*args, **kwargs):
+    return shared_launch_blockers(family_ui(SEQUENCES), *args, **kwargs)
 
 
 def test_launch_blockers_name_the_remaining_budget(ledger_record):

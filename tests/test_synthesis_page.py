@@ -161,7 +161,7 @@ def test_feature_groups_parse_and_name_what_is_wrong():
 
 
 def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
-    from components.synthesis.synthesis_launch import cost_breakdown, cost_text, launch_blockers
+    from components.common.family_ui import cost_breakdown, cost_text, family_ui, launch_blockers
     from dpcore.privacy.ledger import BudgetStatus, DatasetRecord
     from dpcore.registry import FAITHFUL, SYNTHESIS, family_algorithms
     from dpcore.runs import run_cost
@@ -189,8 +189,10 @@ def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
     fits = BudgetStatus(cap_nano=3 * 10**9, spent_nano=0, remaining_nano=3 * 10**9)
     short = BudgetStatus(cap_nano=3 * 10**9, spent_nano=2_500_000_000,
                          remaining_nano=500_000_000)
-    assert launch_blockers(fits, run_cost(strict), record) == []
-    (reason,) = launch_blockers(short, run_cost(strict), record)
+    ui = family_ui(SYNTHESIS)
+    assert launch_blockers(ui, fits, run_cost(strict), record) == []
+    (reason,) = launch_blockers(ui, short, run_cost(strict), record)
+    assert launch_blockers(ui, fits, run_cost(strict), record, engine_ready=False) == []
     assert "costs ε = 2 but only ε = 0.5 remains on `t`" in reason
 
 

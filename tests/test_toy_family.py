@@ -1,7 +1,8 @@
 """How to add a family (docs/ARCHITECTURE.md): a fourth family written here, in the test suite
 only, registered at run time, and run through every generic path — the command line's
-``mine``, a batch plan on a Dask cluster, the harnesses' sandbox executor — charged and stored,
-without editing any shared module.
+``mine``, a batch plan on a Dask cluster, the harnesses' sandbox executor, the app's
+navigation and a launch from its own page — charged and stored, without editing any shared
+module.
 
 The toy family releases a DP histogram of the class column of a labelled table (the
 existing ``table`` kind, so no ledger migration): one count per class, discrete Laplace of
@@ -42,6 +43,7 @@ from dpcore.registry import (
 from dpcore.runs import charge_and_mine, load_result, run_cost
 
 PIMA = str(Path(__file__).resolve().parent.parent / "sample_data" / "pima_like")
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TOY, HISTOGRAM = "toy_histograms", "class_histogram"
 LABEL = "class histogram"
 
@@ -229,3 +231,215 @@ def test_a_batch_plan_charges_dispatches_and_stores_toy_runs(toy, ledger):
     assert ledger.budget("pima_like").spent_nano == epsilon_to_nano(0.75)
     assert isinstance(load_result(ledger, "b2", role="analyst"), HistogramResult)
     assert outcomes[1].result.seed == 9
+
+
+# ----------------------------------------------------------------------------- its user interface
+#
+# A family's UI is one object fulfilling components.common.family_ui.FamilyUI, registered with
+# register_family_ui (which returns an undo). The app's navigation shows its pages in a section
+# of their own, by role; its page launches a charged run through the shared cost line and
+# launch blockers. Everything below lives in this test module only.
+
+TOY_SECTION, TOY_PAGE, TRUTH_PAGE = "Toy histograms", "Class histogram", "Class truth"
+EPSILON_KEY, RUN_KEY = "toy_epsilon", "toy_run"
+
+
+def render_toy_page() -> None:
+    """The toy family's page: ε, the cost line, Launch (charged through the run path), the
+    release read back from the ledger."""
+    import streamlit as st
+
+    from components.common.family_pages import other_kind_text
+    from components.common.family_ui import cost_text, family_ui, launch_blockers
+    from components.common.session import current_dataset, current_requester, get_ledger
+
+    st.title(TOY_PAGE)
+    ledger = get_ledger()
+    record = current_dataset(ledger)
+    if record is None or record.kind != families.family(TOY).kind.key:
+        st.info("Pick a labelled table." if record is None else other_kind_text(record))
+        return
+    ui = family_ui(TOY)
+    st.number_input("ε", value=0.5, key=EPSILON_KEY)
+    params = ui.configured_params(record, st.session_state)
+    cost = run_cost(params)
+    st.markdown(cost_text(params, cost))
+    blockers = launch_blockers(ui, ledger.budget(record.name), cost, record)
+    for reason in blockers:
+        st.warning(reason)
+    if st.button("Launch", key="toy_launch", disabled=bool(blockers)):
+        result = charge_and_mine(ledger, record.name, params, requester=current_requester())
+        st.session_state[RUN_KEY] = result.run_id
+    if RUN_KEY in st.session_state:
+        ui.render_result(ledger, record, st.session_state[RUN_KEY])
+
+
+def render_toy_truth() -> None:
+    """An owner-only page: the true counts of the last toy run (diagnostics, NOT private)."""
+    import streamlit as st
+
+    from components.common.session import current_role, get_ledger
+
+    if RUN_KEY in st.session_state:
+        truth = load_result(get_ledger(), st.session_state[RUN_KEY], role=current_role(),
+                            include_diagnostics=True)
+        st.write(truth.diagnostics.true_counts)
+
+
+class ToyUI:
+    family = TOY
+    section = TOY_SECTION
+    mining_page = TOY_PAGE
+    lower_to_fit = "ε"
+    engine_not_ready = None
+    miners_noun = "class-histogram"
+    upload_label = "labelled table (class histograms)"
+
+    def __init__(self, page_script: Path):
+        from components.common.family_ui import NavPage
+        from dpcore.privacy.roles import OWNER
+
+        self.pages = (NavPage(str(page_script), TOY_PAGE, ":material/bar_chart:",
+                              url_path="class_histogram"),
+                      NavPage(render_toy_truth, TRUTH_PAGE, url_path="class_truth",
+                              roles=frozenset({OWNER})))
+
+    def configured_params(self, record, state):
+        return HistogramParams(epsilon=float(state.get(EPSILON_KEY, 0.5)))
+
+    def cost_purposes(self, params):
+        return (("histogram", "the noisy class counts"),)
+
+    def cost_notes(self, params):
+        return "", " One count per class, discrete Laplace of scale 1/ε."
+
+    def render_result(self, ledger, record, run_id):
+        import streamlit as st
+
+        from components.common.session import current_role
+
+        result = load_result(ledger, run_id, role=current_role())
+        st.dataframe({"class": result.classes, "noisy count": result.noisy_counts},
+                     hide_index=True)
+
+    def warmup_steps(self):
+        from components.common.warmup import registry_steps
+        from dpcore.experiments.synthesis import generated_table
+
+        data = generated_table("pima_like", rows=50)
+        return registry_steps(TOY, data, lambda spec, key, mode: HistogramParams(mode=mode))
+
+    def render_upload(self, ledger):
+        from components.synthesis.upload_table import render_table_upload
+
+        render_table_upload(ledger)       # the same kind as synthesis: the same upload
+
+
+@pytest.fixture()
+def toy_ui(toy, tmp_path):
+    from components.common.family_ui import register_family_ui
+
+    script = tmp_path / "toy_page.py"
+    script.write_text("from test_toy_family import render_toy_page\n\nrender_toy_page()\n",
+                      encoding="utf-8")
+    ui = ToyUI(script)
+    undo = register_family_ui(ui)
+    yield ui
+    undo()
+
+
+def test_a_family_ui_is_checked_registered_and_removed_again(toy, tmp_path):
+    from components.common.family_ui import (
+        FamilyUI,
+        family_ui,
+        family_uis,
+        register_family_ui,
+        ui_for_kind,
+    )
+    from components.common.warmup import family_steps
+
+    class Incomplete:
+        family = TOY
+
+    with pytest.raises(ParameterError, match="needs .*configured_params"):
+        register_family_ui(Incomplete())
+    ui = ToyUI(tmp_path / "page.py")
+    undo = register_family_ui(ui)
+    try:
+        assert isinstance(ui, FamilyUI) and family_ui(TOY) is ui
+        assert list(family_uis())[-1] == TOY
+        # the table kind stays the synthesis page's: the first family that mines it
+        assert ui_for_kind(KIND_TABLE).family != TOY
+        with pytest.raises(ParameterError, match="registered already"):
+            register_family_ui(ui)
+        [step] = family_steps(TOY)                     # one algorithm × its one mode
+        step.action()
+    finally:
+        undo()
+    assert TOY not in family_uis()
+    with pytest.raises(ParameterError, match="family must be one of"):
+        family_ui(TOY)
+
+
+def test_a_family_ui_needs_its_family_registered(tmp_path):
+    from components.common.family_ui import register_family_ui
+
+    with pytest.raises(ParameterError, match="family must be one of"):
+        register_family_ui(ToyUI(tmp_path / "page.py"))
+
+
+def test_the_navigation_shows_the_toy_section_by_role(toy_ui):
+    from components.common.navigation import WORKBENCH, navigation_sections
+    from dpcore.privacy.roles import ANALYST, OWNER
+
+    analyst, owner = navigation_sections(ANALYST), navigation_sections(OWNER)
+    assert list(analyst)[0] == WORKBENCH and list(analyst)[-1] == TOY_SECTION
+    assert [p.title for p in analyst[TOY_SECTION]] == [TOY_PAGE]
+    assert [p.title for p in owner[TOY_SECTION]] == [TOY_PAGE, TRUTH_PAGE]
+
+
+def test_the_cost_line_and_blockers_come_from_the_toy_ui(toy_ui):
+    from components.common.family_ui import cost_breakdown, cost_text, launch_blockers
+    from dpcore.privacy.ledger import BudgetStatus
+
+    params = HistogramParams(epsilon=0.25)
+    assert cost_breakdown(params) == [("the noisy class counts", epsilon_to_nano(0.25))]
+    assert cost_text(params, run_cost(params)) == (
+        "This run costs **ε = 0.25**: ε = 0.25 for the noisy class counts. One count per "
+        "class, discrete Laplace of scale 1/ε.")
+
+    class Record:
+        name, confirmed = "pima_like", True
+
+    short = BudgetStatus(cap_nano=10**9, spent_nano=9 * 10**8, remaining_nano=10**8)
+    [reason] = launch_blockers(toy_ui, short, run_cost(params), Record())
+    assert "only ε = 0.1 remains on `pima_like`" in reason and "Lower ε," in reason
+
+
+@pytest.mark.usefixtures("apptest_workarounds")
+def test_the_toy_family_is_in_the_apps_navigation_and_launches_a_charged_run(
+        toy_ui, ledger_path):
+    """The done-when of issue 34 for the app: registered in this test only, the toy family's
+    page is part of the app's navigation, and its Launch charges the ledger and shows the
+    stored release."""
+    from accounts_support import select_dataset
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    select_dataset(at, "pima_like", sidebar=True)
+    at.switch_page(str(toy_ui.pages[0].page)).run()   # ValueError if not in the navigation
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == TOY_PAGE
+    assert any("ε = 0.5 for the noisy class counts" in m.value for m in at.main.markdown)
+    ledger = Ledger(ledger_path)
+    before = ledger.budget("pima_like").spent_nano
+    at.number_input(key=EPSILON_KEY).set_value(0.25).run()
+    at.button(key="toy_launch").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert ledger.budget("pima_like").spent_nano - before == epsilon_to_nano(0.25)
+    [run_id] = [r.run_id for r in ledger.list_runs("pima_like") if r.algorithm == HISTOGRAM]
+    shown = at.dataframe[-1].value
+    assert list(shown["noisy count"]) == load_result(ledger, run_id,
+                                                     role="analyst").noisy_counts

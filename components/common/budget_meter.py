@@ -13,26 +13,20 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from dpcore.errors import DpcoreError, ParameterError
+from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.registry import KIND_SEQUENCES, KIND_TABLE
+from dpcore.registry import REDESCRIPTIONS
 from dpcore.runs import run_cost
 
-from ..redescriptions.params_form import params_from_state
-from ..sequences.sequence_form import read_form
-from ..synthesis.synthesis_form import params_from_state as synthesis_params_from_state
 from .family_pages import page_for
+from .family_ui import family_ui, ui_for_kind
+from .number_fields import fmt_eps
 
 __all__ = ["fmt_eps", "fmt_meter", "MeterReading", "configured_params", "read_meter",
            "render_budget_meter"]
 
 METRIC_LABELS = ("Total ε", "Spent ε", "Remaining ε", "This run ε")
-
-
-def fmt_eps(value: float) -> str:
-    """How the meter prints an ε (6 significant digits)."""
-    return f"{value:.6g}"
 
 
 def fmt_meter(value: float) -> str:
@@ -70,16 +64,11 @@ class MeterReading:
 
 def configured_params(record: DatasetRecord | None = None):
     """The run configured on the page that mines ``record``'s kind (not validated; the Mine
-    page's without a record). Raises ParameterError when that page's form refuses it."""
-    kind = record.kind if record is not None else None
-    if kind == KIND_SEQUENCES:
-        reading = read_form(st.session_state)
-        if reading.params is None:
-            raise ParameterError("; ".join(reading.messages))
-        return reading.params
-    if kind == KIND_TABLE:
-        return synthesis_params_from_state(record)
-    return params_from_state()
+    page's without a record or for an unknown kind), as that family's
+    :meth:`~components.common.family_ui.FamilyUI.configured_params` reads it. Raises
+    ParameterError when that page's form refuses it."""
+    ui = (ui_for_kind(record.kind) if record is not None else None) or family_ui(REDESCRIPTIONS)
+    return ui.configured_params(record, st.session_state)
 
 
 def read_meter(ledger: Ledger, dataset: str, record: DatasetRecord | None = None

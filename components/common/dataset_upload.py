@@ -15,7 +15,7 @@ each checking what it can as early as it can:
    derived from private data). Every column it leaves out is listed with the reason and the
    lines (or rows) of the first offending values; those that could still be used appear in
    the editor unticked, so nothing is dropped or turned into categories without the owner.
-3. **Review** the schema in the editor (:mod:`components.redescriptions.schema_editor`).
+3. **Review** the schema in the editor (:mod:`components.common.schema_editor`).
 4. **Register**: validate the data against the reviewed schema, store files and schema in the
    upload folder and register — all or nothing. The Register button stays disabled while a
    left-out column that could be included has not been decided on.
@@ -42,28 +42,23 @@ from dpcore.data.names import check_dataset_name, path_inside
 from dpcore.data.prefill import ColumnNote, prefill
 from dpcore.data.schema import VIEW_KEYS, Schema
 from dpcore.errors import DataError, ParameterError
+from dpcore.family import family
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.registration import register_upload
-from dpcore.registry import KIND_SEQUENCES, KIND_TABLE, KIND_TWO_VIEW
+from dpcore.registry import KIND_TWO_VIEW
 
-from ..redescriptions.schema_editor import render_schema_editor
-from ..sequences.upload_sequences import render_sequence_upload
-from ..synthesis.upload_table import render_table_upload
 from .budget_meter import fmt_eps
 from .data_locations import data_root
+from .family_ui import FamilyUI, family_uis
+from .schema_editor import render_schema_editor
 from .upload_register import register_and_announce
 
 __all__ = ["DRAFT_KEY", "start_draft", "prefill_draft", "notes_frame", "undecided_columns",
-           "register_draft", "render_upload"]
+           "register_draft", "render_two_view_upload", "upload_kinds", "render_upload"]
 
 #: Session-state key of the upload in progress (owner only: it holds the private tables).
 DRAFT_KEY = "upload_draft"
 #: The kinds the upload offers: what the app mines on Mine, Sequences and Synthesis.
-_KIND_LABELS = {KIND_TWO_VIEW: "two-view table (redescriptions)",
-                KIND_SEQUENCES: "sequences (frequent paths)",
-                KIND_TABLE: "labelled table (synthetic data)"}
-
-
 def _read_upload(uploaded, workdir: Path) -> pd.DataFrame:
     """Write an uploaded file to ``workdir`` and read it like a view file (DataError on failure)."""
     name = Path(uploaded.name).name
@@ -273,21 +268,12 @@ def _render_review_step(ledger: Ledger, draft: dict) -> None:
             clear=(DRAFT_KEY,))
 
 
-def render_upload(ledger: Ledger) -> None:
-    """Owner: choose the kind, upload files, review the (prefilled) declaration, set the
-    budget, register. Sequence datasets and labelled tables are uploaded by
-    :mod:`components.sequences.upload_sequences` and :mod:`components.synthesis.upload_table`."""
-    st.subheader("Register a new dataset")
+def render_two_view_upload(ledger: Ledger) -> None:
+    """Owner: the two-view upload — files, then the (prefilled) declaration, the budget and
+    the register step (the redescription family's :meth:`FamilyUI.render_upload`)."""
     draft = st.session_state.get(DRAFT_KEY)
     if draft is None:
-        kind = st.radio("Kind", tuple(_KIND_LABELS), key="up_kind", horizontal=True,
-                        format_func=_KIND_LABELS.get)
-        if kind == KIND_SEQUENCES:
-            render_sequence_upload(ledger)
-        elif kind == KIND_TABLE:
-            render_table_upload(ledger)
-        else:
-            _render_first_step()
+        _render_first_step()
         return
     st.markdown(f"Draft **{draft['name']}** from {', '.join(draft['files'])} (owner only; "
                 "nothing is registered yet).")
@@ -298,3 +284,28 @@ def render_upload(ledger: Ledger) -> None:
         _render_prefill_step(draft)
     else:
         _render_review_step(ledger, draft)
+
+
+def upload_kinds() -> dict[str, tuple[str, FamilyUI]]:
+    """Dataset kind → (its label in the kind choice, the family UI that uploads it): the
+    first family that mines each kind (:func:`components.common.family_ui.ui_for_kind`)."""
+    out: dict[str, tuple[str, FamilyUI]] = {}
+    for ui in family_uis().values():
+        kind = family(ui.family).kind
+        if kind.key not in out:
+            out[kind.key] = (ui.upload_label, ui)
+    return out
+
+
+def render_upload(ledger: Ledger) -> None:
+    """Owner: choose the kind, then that kind's family uploads it (its
+    :meth:`~components.common.family_ui.FamilyUI.render_upload`). A two-view draft in
+    progress is shown without the choice until it is registered or discarded."""
+    st.subheader("Register a new dataset")
+    kinds = upload_kinds()
+    if st.session_state.get(DRAFT_KEY) is None:
+        kind = st.radio("Kind", tuple(kinds), key="up_kind", horizontal=True,
+                        format_func=lambda k: kinds[k][0])
+    else:
+        kind = KIND_TWO_VIEW
+    kinds[kind][1].render_upload(ledger)

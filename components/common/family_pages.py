@@ -1,32 +1,34 @@
 """Which page mines which kind of dataset, and what a page says on a dataset of another kind.
 
 Every dataset has a kind (:data:`dpcore.registry.DATASET_KINDS`), and each kind is mined by
-one family (:class:`dpcore.registry.DatasetKindSpec`), on one page of the app. A page of
-one family, opened on a dataset of another kind, names the dataset's kind and the page
-that mines it instead of offering a run the ledger would refuse.
+one family, on one page of the app: its :class:`~components.common.family_ui.FamilyUI`'s
+``mining_page``. A page of one family, opened on a dataset of another kind, names the
+dataset's kind and the page that mines it instead of offering a run the ledger would refuse.
 """
 
 from __future__ import annotations
 
+from dpcore.errors import ParameterError
+from dpcore.family import dataset_kind
 from dpcore.privacy.ledger import DatasetRecord
-from dpcore.registry import DATASET_KIND_SPECS, REDESCRIPTIONS, SEQUENCES, SYNTHESIS
 
-__all__ = ["FAMILY_PAGES", "page_for", "other_kind_text"]
+from .family_ui import ui_for_kind
 
-#: The page that mines each family (its title in the app's navigation).
-FAMILY_PAGES = {REDESCRIPTIONS: "Mine", SEQUENCES: "Sequences", SYNTHESIS: "Synthesis"}
+__all__ = ["page_for", "other_kind_text"]
 
 
 def page_for(record: DatasetRecord) -> str | None:
     """The title of the page that mines ``record``'s kind (None for an unknown kind)."""
-    kind = DATASET_KIND_SPECS.get(record.kind)
-    return FAMILY_PAGES.get(kind.family) if kind else None
+    ui = ui_for_kind(record.kind)
+    return ui.mining_page if ui is not None else None
 
 
 def other_kind_text(record: DatasetRecord) -> str:
     """``"`name` holds a sequence dataset: use the **Sequences** page for it."``"""
-    kind = DATASET_KIND_SPECS.get(record.kind)
-    label = kind.label if kind else str(record.kind)
+    try:
+        label = dataset_kind(record.kind).label
+    except ParameterError:
+        label = str(record.kind)
     page = page_for(record)
     return f"`{record.name}` holds a {label}" + (
         f": use the **{page}** page for it." if page else ".")

@@ -44,8 +44,8 @@ from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.runs import RunInProgressError, new_run_id
 
-from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
+from .number_fields import fmt_eps
 
 __all__ = ["Job", "Progress", "Work", "ERROR_KINDS", "error_kind", "start_job", "get_job",
            "forget_job", "failure_message", "follow_in_ledger", "LEDGER_WAIT_SECONDS",

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-__all__ = ["Bounds", "number_problem", "number_field"]
+__all__ = ["Bounds", "fmt_eps", "number_problem", "number_field"]
+
+
+def fmt_eps(value: float) -> str:
+    """How the app prints an ε (6 significant digits)."""
+    return f"{value:.6g}"
 
 
 @dataclass(frozen=True)

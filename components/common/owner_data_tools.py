@@ -22,13 +22,14 @@ import streamlit as st
 from dpcore.data.kinds import load_registered_data
 from dpcore.data.loading import load_dataset
 from dpcore.errors import DataError, DpcoreError, ParameterError
+from dpcore.family import dataset_kind
 from dpcore.privacy.ledger import DatasetRecord, Ledger
-from dpcore.registry import KIND_TWO_VIEW, dataset_kind_spec
+from dpcore.registry import KIND_TWO_VIEW
 
-from ..redescriptions.schema_editor import render_schema_editor
 from .budget_meter import fmt_eps
 from .data_locations import data_location_text, hide_server_paths, ledger_location_text
 from .number_fields import Bounds, number_field
+from .schema_editor import render_schema_editor
 from .session import set_flash
 
 __all__ = ["render_owner_tools", "render_schema_confirmation",
@@ -61,10 +62,10 @@ def edited_declaration(record: DatasetRecord, *, description: str, provenance: s
                        public_demo: bool):
     """``record``'s sequence or table schema with the owner's free texts and demo flag,
     validated by the kind's own reader (raises DataError naming the problem)."""
-    spec = dataset_kind_spec(record.kind)
+    kind = dataset_kind(record.kind)
     edited = dataclasses.replace(record.schema, description=description,
                                  provenance=provenance, public_demo=bool(public_demo))
-    return spec.resolve("schema_from_dict")(spec.resolve("schema_to_dict")(edited))
+    return kind.schema_from_dict(kind.schema_to_dict(edited))
 
 
 def confirm_declaration(ledger: Ledger, record: DatasetRecord, schema) -> DatasetRecord:
@@ -86,14 +87,14 @@ def confirm_declaration(ledger: Ledger, record: DatasetRecord, schema) -> Datase
 
 def render_declaration_confirmation(ledger: Ledger, record: DatasetRecord) -> None:
     """Review the public declaration of a sequence or table dataset and confirm it."""
-    spec = dataset_kind_spec(record.kind)
+    kind = dataset_kind(record.kind)
     schema = record.schema
     key = f"declare_{record.name}"
     with st.expander("Review and confirm the public schema", expanded=not record.confirmed):
-        st.caption(f"The declaration of this {spec.label}, as stored in the ledger. The "
+        st.caption(f"The declaration of this {kind.label}, as stored in the ledger. The "
                    "declared items, classes, features and files are tied to the data files: "
                    "change them in the schema file and register the dataset again.")
-        st.json(spec.resolve("schema_to_dict")(schema), expanded=False)
+        st.json(kind.schema_to_dict(schema), expanded=False)
         c1, c2 = st.columns(2)
         description = c1.text_area("Description (public)", schema.description,
                                    key=f"{key}_desc")

@@ -37,24 +37,28 @@ from dpcore.registry import (
 )
 from dpcore.runs import load_result
 
-from ..redescriptions.explore_view import (
-    DEFAULT_TOLERANCE,
-    get_threshold,
-    suggested_threshold,
-    threshold_runs,
-)
-from ..redescriptions.scatter import run_label
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
 from .family_pages import page_for
 from .session import current_role
+from .threshold import DEFAULT_TOLERANCE, get_threshold, suggested_threshold, threshold_runs
 from .unfinished_runs import render_unfinished_runs, status_text
 
-__all__ = ["history_frame", "family_history_frame", "runs_count", "comparison_params_frame",
-           "parameter_summary",
+__all__ = ["run_label", "history_frame", "family_history_frame", "runs_count",
+           "comparison_params_frame", "parameter_summary",
            "run_thresholds", "default_comparison", "jaccard_violins", "render_runs"]
 
 #: Marks a parameter the run's algorithm (in its mode) does not use.
+def run_label(result_or_record) -> str:
+    """A short readable label of a run: algorithm, ε, mode and id."""
+    algorithm = ALGORITHM_LABELS.get(result_or_record.algorithm, result_or_record.algorithm)
+    params = getattr(result_or_record, "params", {}) or {}
+    mode = getattr(result_or_record, "mode", None) or params.get("mode", STRICT)
+    eps = params.get("epsilon")
+    eps_text = f"ε={eps:g}" if isinstance(eps, (int, float)) else ""
+    return f"{algorithm} {eps_text} {mode} · {result_or_record.run_id[:8]}".replace("  ", " ")
+
+
 NOT_USED = "—"
 
 

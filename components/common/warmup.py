@@ -37,21 +37,14 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from dpcore.family import algorithm as algorithm_impl
 from dpcore.privacy.accountant import PrivacyAccountant
-from dpcore.registry import (
-    ALGORITHM_LABELS,
-    ALGORITHM_SPECS,
-    ALGORITHMS,
-    FAMILIES,
-    MODES,
-    REDESCRIPTIONS,
-    SEQUENCES,
-    SYNTHESIS,
-    family_algorithms,
-)
+from dpcore.registry import ALGORITHM_LABELS, ALGORITHM_SPECS, REDESCRIPTIONS, family_algorithms
 
-__all__ = ["WarmupStep", "WarmupState", "STEP_SECONDS", "family_steps", "warmup_steps",
-           "run_warmup", "start_warmup", "warmup_state", "progress_text",
+from .family_ui import family_ui, family_uis
+
+__all__ = ["WarmupStep", "WarmupState", "STEP_SECONDS", "registry_steps", "family_steps",
+           "warmup_steps", "run_warmup", "start_warmup", "warmup_state", "progress_text",
            "render_warmup_progress"]
 
 _log = logging.getLogger(__name__)
@@ -102,77 +95,34 @@ class WarmupStep:
         return cold_s if cold else cached_s
 
 
-def _redescription_steps() -> list[WarmupStep]:
-    from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import plan_budget
-    from dpcore.redescriptions.warmup import tiny_dataset, warmup_params
-
-    data = tiny_dataset()
-    steps = []
-    for mode in MODES:
-        for algorithm in ALGORITHMS:            # the miners (not the paid custom queries)
-            params = warmup_params(algorithm, mode)
-
-            def action(params=params) -> None:
-                budget = sum(s.epsilon_nano for s in plan_budget(params))
-                mine(data, params, rng=np.random.default_rng(0),
-                     accountant=PrivacyAccountant(budget))
-
-            steps.append(WarmupStep(f"{algorithm}/{mode}",
-                                    f"{ALGORITHM_LABELS[algorithm]} ({mode})",
-                                    REDESCRIPTIONS, action))
-    return steps
-
-
-def _registry_steps(family: str, data, make_params) -> list[WarmupStep]:
-    """A step per algorithm × mode of ``family``, run through the registry's miner."""
+def registry_steps(family: str, data, make_params) -> list[WarmupStep]:
+    """A step per algorithm × mode of ``family``: its ``run`` (prepare, then mine) on
+    ``data`` with ``make_params(spec, key, mode)``, under a throwaway accountant."""
     steps = []
     for key in family_algorithms(family):
-        spec = ALGORITHM_SPECS[key]
+        spec, algorithm = ALGORITHM_SPECS[key], algorithm_impl(key)
         for mode in spec.modes:
             params = make_params(spec, key, mode)
-            miner = spec.resolve("miner")
 
-            def action(params=params, miner=miner, spec=spec) -> None:
-                budget = sum(s.epsilon_nano for s in spec.resolve("plan")(params))
-                miner(data, params, rng=np.random.default_rng(0),
-                      accountant=PrivacyAccountant(budget), run_id=None, seed=None,
-                      progress=None)
+            def action(params=params, algorithm=algorithm) -> None:
+                budget = sum(s.epsilon_nano for s in algorithm.plan(params))
+                algorithm.run(data, params, rng=np.random.default_rng(0),
+                              accountant=PrivacyAccountant(budget))
 
             steps.append(WarmupStep(f"{key}/{mode}", f"{ALGORITHM_LABELS[key]} ({mode})",
                                     family, action))
     return steps
 
 
-def _sequence_steps() -> list[WarmupStep]:
-    from dpcore.sequences.samples import generate_clickstream
-
-    data = generate_clickstream(300, seed=7, max_length=40, name="warm-up")
-    return _registry_steps(SEQUENCES, data, lambda spec, key, mode: spec.resolve(
-        "params_type")(algorithm=key, mode=mode, epsilon=10.0, theta=0.05))
-
-
-def _synthesis_steps() -> list[WarmupStep]:
-    from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-    from dpcore.synthesis.table import table_from_frame
-
-    data = table_from_frame(generate_pima_like(300, seed=7), pima_like_schema())
-    return _registry_steps(SYNTHESIS, data, lambda spec, key, mode: spec.resolve(
-        "params_type")(algorithm=key, mode=mode, epsilon=10.0))
-
-
-_FAMILY_STEPS = {REDESCRIPTIONS: _redescription_steps, SEQUENCES: _sequence_steps,
-                 SYNTHESIS: _synthesis_steps}
-
-
 def family_steps(family: str) -> list[WarmupStep]:
     """The warm-up steps of one mining family (every algorithm × mode on tiny data)."""
-    return _FAMILY_STEPS[family]()
+    return family_ui(family).warmup_steps()
 
 
 def warmup_steps() -> list[WarmupStep]:
-    """Every family's steps, redescriptions first (the app's main path)."""
-    return [s for family in FAMILIES for s in family_steps(family)]
+    """Every family's steps, in navigation order (redescriptions first: the app's main
+    path)."""
+    return [s for ui in family_uis().values() for s in ui.warmup_steps()]
 
 
 def _as_step(step) -> WarmupStep:
@@ -327,8 +277,8 @@ def start_warmup() -> WarmupState:
 
 
 def _family_label(family: str | None) -> str:
-    return {REDESCRIPTIONS: "redescription", SEQUENCES: "frequent-sequence",
-            SYNTHESIS: "synthetic-data"}.get(family or "", "mining")
+    ui = family_uis().get(family or "")
+    return ui.miners_noun if ui is not None else "mining"
 
 
 def progress_text(state: WarmupState, family: str | None = None) -> str:

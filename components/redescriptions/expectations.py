@@ -31,12 +31,13 @@ from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.redescriptions.pruning import cell_noise_variance, jaccard_error_sd
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, MCMCTREEPAIR, PAPER_SCORE, STRICT
 
+from ..common.threshold import DEFAULT_TOLERANCE
+
 __all__ = ["DEFAULT_TOLERANCE", "ExpectedNoise", "expected_noise", "expectation_text",
            "tree_pair_starved", "miner_warnings", "empty_result_advice",
            "LARGE_EPSILON", "PAIR_EPSILON_ENOUGH"]
 
 #: The tolerance of the suggested pruning threshold (Explore starts there too).
-DEFAULT_TOLERANCE = 0.1
 #: MCMCTreePair from this ε on returns fewer redescriptions than at ε = 1 (clinic sample).
 LARGE_EPSILON = 3.0
 #: ... unless each trial's tree pair gets at least this much ε (ε·ω/InTr): ω = 0.9 at

@@ -36,7 +36,7 @@ import streamlit as st
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
 from dpcore.redescriptions.listing import contingency_cells, entry_key, list_entries
-from dpcore.redescriptions.pruning import prune, suggest_threshold
+from dpcore.redescriptions.pruning import prune
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import KIND_TWO_VIEW, REDESCRIPTIONS, family_algorithms
 from dpcore.runs import load_result, readable_runs
@@ -45,6 +45,15 @@ from ..common.data_locations import hide_server_paths
 from ..common.family_pages import other_kind_text
 from ..common.number_fields import Bounds, number_field, number_problem
 from ..common.session import current_role
+from ..common.threshold import (
+    DEFAULT_TOLERANCE,
+    TOLERANCE_KEY,
+    get_threshold,
+    set_threshold,
+    set_threshold_runs,
+    suggested_threshold,
+    threshold_runs,
+)
 from .expectations import empty_result_advice
 from .explore_workspace import (
     current_workspace,
@@ -78,14 +87,10 @@ CHART_KEY = "explore_scatter"
 THRESHOLD_KEY = "explore_threshold"
 RUNS_KEY = "explore_runs"
 DETAIL_KEY = "explore_detail"
-TOLERANCE_KEY = "explore_tolerance"
 USE_SUGGESTED_KEY = "explore_use_suggested"
-DEFAULT_TOLERANCE = 0.1
 _APPLIED_KEY = "_explore_applied_selection"
 #: dataset → the (sorted) run ids for which the user chose a threshold himself.
 _CHOSEN_KEY = "_explore_threshold_chosen_for"
-#: dataset → the (sorted) run ids the threshold in ``prune_thresholds`` was set for.
-_THRESHOLD_RUNS_KEY = "prune_threshold_runs"
 #: A note for the user about the threshold (a refused number, an empty box).
 _THRESHOLD_NOTE_KEY = "_explore_threshold_note"
 _SELECTION_NOTE_KEY = "_explore_selection_note"
@@ -102,18 +107,6 @@ PRUNING_NOTE = ("**Pruning is post-processing: it costs 0 ε.** It only reads th
 
 # --------------------------------------------------------------------------- state
 
-def get_threshold(dataset: str) -> float:
-    """The pruning threshold of ``dataset`` in this session (0 = keep everything)."""
-    return float(st.session_state.get("prune_thresholds", {}).get(dataset, 0.0))
-
-
-def set_threshold(dataset: str, value: float) -> None:
-    """Remember the pruning threshold of ``dataset`` (never negative)."""
-    thresholds = dict(st.session_state.get("prune_thresholds", {}))
-    thresholds[dataset] = max(0.0, float(value))
-    st.session_state["prune_thresholds"] = thresholds
-
-
 def _mark_chosen(dataset: str, selection_key: tuple[str, ...] | None) -> None:
     """Remember that the user chose the threshold for these runs (or forget it: None)."""
     chosen = dict(st.session_state.get(_CHOSEN_KEY, {}))
@@ -126,18 +119,6 @@ def _mark_chosen(dataset: str, selection_key: tuple[str, ...] | None) -> None:
 
 def _user_chose(dataset: str, selection_key: tuple[str, ...]) -> bool:
     return st.session_state.get(_CHOSEN_KEY, {}).get(dataset) == selection_key
-
-
-def threshold_runs(dataset: str) -> tuple[str, ...]:
-    """The runs the dataset's threshold (:func:`get_threshold`) was chosen or suggested for
-    on Explore (other runs have their own suggested threshold on the Runs page)."""
-    return tuple(st.session_state.get(_THRESHOLD_RUNS_KEY, {}).get(dataset, ()))
-
-
-def _set_threshold_runs(dataset: str, selection_key: tuple[str, ...]) -> None:
-    mapping = dict(st.session_state.get(_THRESHOLD_RUNS_KEY, {}))
-    mapping[dataset] = tuple(selection_key)
-    st.session_state[_THRESHOLD_RUNS_KEY] = mapping
 
 
 def _threshold_typed(dataset: str, selection_key: tuple[str, ...]) -> None:
@@ -216,15 +197,6 @@ def kept_display_frame(table: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
     if all(is_released(p) for p in shown["pvalue"]):
         return shown, False
     return shown.assign(pvalue=[released_text(p, ".2e") for p in shown["pvalue"]]), True
-
-
-def suggested_threshold(results: dict[str, RunResult], tolerance: float) -> float | None:
-    """:func:`dpcore.redescriptions.pruning.suggest_threshold` of the pooled runs (0 ε), or
-    None if unavailable."""
-    try:
-        return float(suggest_threshold(list(results.values()), tolerance))
-    except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):
-        return None  # e.g. a stored result without the mechanism calls it needs
 
 
 def _run_option_label(run: RunRecord, count: int | None) -> str:
@@ -351,7 +323,7 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     else:
         threshold = suggestion
         set_threshold(dataset, threshold)   # so the Runs page counts at the same threshold
-    _set_threshold_runs(dataset, selection_key)
+    set_threshold_runs(dataset, selection_key)
     selection = st.session_state.get(CHART_KEY)
     signature = selection_signature(selection)
     if signature is None:

@@ -37,6 +37,8 @@ from dpcore.privacy.ledger import ANONYMOUS, Ledger
 from dpcore.redescriptions.workspace import Workspace, workspace_from_json
 
 from ..common.session import current_account, current_role
+from ..common.threshold import DEFAULT_TOLERANCE, TOLERANCE_KEY
+from .redescription_list import GENERATION_KEY, restore_view
 
 __all__ = ["NAME_KEY", "IMPORT_KEY", "RELOAD_KEY", "OVERWRITE_KEY", "workspace_name",
            "current_workspace", "set_workspace", "save_if_changed", "render_workspace_name",
@@ -128,9 +130,6 @@ def _load(ledger: Ledger, dataset: str, key: tuple[str, str, str]) -> Workspace:
 
 def _apply(dataset: str, ws: Workspace) -> None:
     """Put a loaded or imported workspace's settings into the page's state."""
-    from .explore_view import TOLERANCE_KEY, DEFAULT_TOLERANCE   # noqa: I001 (no cycle at import)
-    from .redescription_list import GENERATION_KEY, restore_view
-
     picks = dict(st.session_state.get("explore_pick", {}))
     if ws.runs:
         picks[dataset] = list(ws.runs)

@@ -20,7 +20,6 @@ is released.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -34,6 +33,8 @@ from dpcore.redescriptions.workspace import (
     workspace_from_dict,
 )
 
+from ..common.export import json_safe
+
 __all__ = ["export_table", "export_csv", "export_json", "json_safe"]
 
 _CSV_COLUMNS = ["run_id", "id", "left_query", "right_query", *ANNOTATION_COLUMNS,
@@ -41,20 +42,6 @@ _CSV_COLUMNS = ["run_id", "id", "left_query", "right_query", *ANNOTATION_COLUMNS
                 "noisy_support_right", "noisy_support_both", "noisy_jaccard", "noisy_pvalue",
                 "trial", "step", "algorithm", "mode", "epsilon_charged", "pruning_threshold",
                 "params_json"]
-
-
-def json_safe(value):
-    """``value`` with every non-finite float (NaN: not released, ±inf) replaced by None.
-
-    Walks dicts, lists and tuples (tuples become lists); other values are returned as is.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def _query_structure(query: Query) -> dict:

@@ -22,23 +22,22 @@ import streamlit as st
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import DataError, DpcoreError
-from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
-from dpcore.privacy.units import nano_to_epsilon
-from dpcore.redescriptions.params import MiningParams, plan_budget
-from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, SERENADE_CS
+from dpcore.redescriptions.params import MiningParams
+from dpcore.registry import ALGORITHM_LABELS
 from dpcore.runs import charge_and_mine, run_cost
 
 from ..common import jobs
 from ..common.budget_meter import fmt_eps
+from ..common.family_ui import cost_text, launch_blockers, ui_for_params
 from ..common.session import can_see_truth, current_requester, load_data, set_flash
 from ..common.warmup import render_warmup_progress
 from .expectations import empty_result_advice, expectation_text, miner_warnings
 from .params_form import demo_seed_from_state, form_problems, params_from_state
 
 __all__ = ["Job", "start_job", "get_job", "render_launch", "LAUNCH_KEY", "remember_new_run",
-           "MAX_TRIAL_BARS", "trial_bar_count", "cost_breakdown", "cost_text",
-           "launch_blockers"]
+           "MAX_TRIAL_BARS", "trial_bar_count"]
 
 LAUNCH_KEY = "mine_launch"
 #: Where a stored run's redescriptions appear (for a run still running elsewhere).
@@ -105,55 +104,6 @@ def remember_new_run(dataset: str, run_id: str) -> None:
     st.session_state["explore_pick"] = picks
 
 
-#: What each budget-plan role pays for, in the order the cost line names them.
-_ROLE_PURPOSES = (("tree", "the trees"), ("init", "the initial pairs"),
-                  ("extend", "the extensions"), ("extract", "the noisy counts"),
-                  ("rows", "the noisy row count"), ("quality", "the noisy counts"))
-
-
-def cost_breakdown(params: MiningParams) -> list[tuple[str, int]]:
-    """The run's charge per purpose, ``[(what it pays for, nano-ε), ...]`` (validates).
-
-    Tree miners: the trees and the noisy counts. Serenade: the initial pairs, the
-    extensions, the noisy row count (strict mode only) and the noisy counts.
-    """
-    totals: dict[str, int] = {}
-    for slot in plan_budget(params):
-        totals[slot.role] = totals.get(slot.role, 0) + slot.epsilon_nano
-    return [(purpose, totals[role]) for role, purpose in _ROLE_PURPOSES if role in totals]
-
-
-def cost_text(params: MiningParams, cost_nano: int) -> str:
-    """The pre-launch cost line: the total, what each part pays for, mode notes."""
-    parts = [f"ε = {fmt_eps(nano_to_epsilon(nano))} for {purpose}"
-             for purpose, nano in cost_breakdown(params)]
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    n_calls = len(plan_budget(params))
-    text = (f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: {listed}, over "
-            f"{n_calls} mechanism calls.")
-    if params.is_serenade:
-        if params.algorithm == SERENADE_CS:
-            text += (" SerenadeCS charges every round up front; a redescription that stops "
-                     "early leaves its share unspent (charged budget is never refunded).")
-        if params.mode == FAITHFUL:
-            text += " Faithful Serenade costs exactly ε, but it is not strictly ε-DP."
-    elif params.mode == FAITHFUL:
-        text += (" Faithful mode charges 1.5× for each extraction (three histograms at "
-                 "scale 2/ε), so the total exceeds the ε you chose.")
-    return text
-
-
-def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord,
-                    engine_ready: bool = True) -> list[str]:
-    """Why the run cannot be launched now (empty: it can). Pure: the caller reads the
-    remaining budget from the ledger, as the budget meter does."""
-    reasons = jobs.budget_blockers(remaining, cost_nano, record,
-                                   lower="ε (or the number of trials)")
-    if not engine_ready:
-        reasons.append("The mining engine is still being prepared (see the progress bar).")
-    return reasons
-
-
 def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
     """The cost line, what to expect, the Launch button (disabled, with the reason, when
     the run cannot go), the confirm step and the progress of a run."""
@@ -195,7 +145,7 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public demos "
                 "only; real releases always use fresh randomness.")
     ready = render_warmup_progress("Launch")
-    blockers = launch_blockers(remaining, cost, record, ready)
+    blockers = launch_blockers(ui_for_params(params), remaining, cost, record, ready)
 
     if state is not None and state["stage"] == "confirm" and (
             state["params"] != params.to_dict() or blockers):

@@ -16,7 +16,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dpcore.redescriptions.results import RunResult
-from dpcore.registry import ALGORITHM_LABELS, STRICT
+from dpcore.registry import ALGORITHM_LABELS
+
+from ..common.runs_view import run_label
 
 __all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "row_id",
            "redescription_rows", "run_label", "scatter_figure"]
@@ -37,16 +39,6 @@ ROW_COLUMNS = ["row_id", "run_id", "run", "algorithm", "mode", "epsilon", "red_i
 def row_id(run_id: str, red_id: int) -> str:
     """The id of one redescription of one run (unique when several runs are pooled)."""
     return f"{run_id[:8]}:{red_id}"
-
-
-def run_label(result_or_record) -> str:
-    """A short readable label of a run: algorithm, ε, mode and id."""
-    algorithm = ALGORITHM_LABELS.get(result_or_record.algorithm, result_or_record.algorithm)
-    params = getattr(result_or_record, "params", {}) or {}
-    mode = getattr(result_or_record, "mode", None) or params.get("mode", STRICT)
-    eps = params.get("epsilon")
-    eps_text = f"ε={eps:g}" if isinstance(eps, (int, float)) else ""
-    return f"{algorithm} {eps_text} {mode} · {result_or_record.run_id[:8]}".replace("  ", " ")
 
 
 def redescription_rows(results: list[RunResult]) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dpcore.errors import DpcoreError
+from dpcore.family import algorithm as algorithm_impl
 from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.policy import allowed_modes
 from dpcore.registry import (
@@ -126,7 +127,7 @@ class FormReading:
 
 def _check(spec: AlgorithmSpec, values: dict):
     """(params, cost) of ``values``, or raise what refuses them."""
-    params = spec.resolve("params_type").from_dict(values)
+    params = algorithm_impl(spec.key).params_type.from_dict(values)
     return params, run_cost(params)
 
 
@@ -169,7 +170,7 @@ def read_form(state: MutableMapping, record: DatasetRecord | None = None,
 
 def _is_integer(spec: AlgorithmSpec, name: str) -> bool:
     """Whether parameter ``name`` takes whole numbers (its annotation names int, not float)."""
-    annotation = str(next(f.type for f in dataclasses.fields(spec.resolve("params_type"))
+    annotation = str(next(f.type for f in dataclasses.fields(algorithm_impl(spec.key).params_type)
                           if f.name == name))
     return "int" in annotation and "float" not in annotation
 

@@ -15,60 +15,24 @@ import time
 import streamlit as st
 
 from dpcore.errors import DpcoreError
-from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.family import algorithm as algorithm_impl
+from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
-from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import ALGORITHM_LABELS, SEQUENCES, algorithm_spec
 from dpcore.runs import charge_and_mine
-from dpcore.sequences.params import LENGTHS, MAX_LENGTH, PRUNE, RECORDS, VERIFY
 
 from ..common import jobs
 from ..common.budget_meter import fmt_eps
+from ..common.family_ui import cost_text, family_ui, launch_blockers
 from ..common.session import can_see_truth, current_requester, set_flash
 from ..common.warmup import render_warmup_progress
 from .sequence_form import FormReading
 
-__all__ = ["LAUNCH_KEY", "PICK_KEY", "cost_breakdown", "cost_text", "launch_blockers",
-           "render_sequence_launch", "pick_run", "picked_run"]
+__all__ = ["LAUNCH_KEY", "PICK_KEY", "render_sequence_launch", "pick_run", "picked_run"]
 
 LAUNCH_KEY = "seq_launch"
 #: dataset → the run id the results section shows (the newest launched here).
 PICK_KEY = "seq_run_pick"
-
-#: What each phase of the budget plan pays for, in the order the cost line names them.
-_PHASE_PURPOSES = ((RECORDS, "the noisy number of records"),
-                   (LENGTHS, "the noisy length histogram"),
-                   (MAX_LENGTH, "the longest frequent length"),
-                   (PRUNE, "the pruning on samples"),
-                   (VERIFY, "the noisy supports"))
-
-
-def cost_breakdown(params) -> list[tuple[str, int]]:
-    """The run's charge per purpose, ``[(what it pays for, nano-ε), ...]`` (validates)."""
-    totals: dict[str, int] = {}
-    for slot in algorithm_spec(params.algorithm).resolve("plan")(params):
-        totals[slot.phase] = totals.get(slot.phase, 0) + slot.epsilon_nano
-    return [(purpose, totals[phase]) for phase, purpose in _PHASE_PURPOSES if phase in totals]
-
-
-def cost_text(params, cost_nano: int) -> str:
-    """The pre-launch cost line: the total and what each part pays for."""
-    parts = [f"ε = {fmt_eps(nano_to_epsilon(nano))} for {purpose}"
-             for purpose, nano in cost_breakdown(params)]
-    listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
-    return (f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: {listed}. The "
-            "levels share the verification budget; what a run that stops early leaves "
-            "unspent is not refunded.")
-
-
-def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord,
-                    engine_ready: bool = True) -> list[str]:
-    """Why the run cannot be launched now (empty: it can). Pure."""
-    reasons = jobs.budget_blockers(remaining, cost_nano, record)
-    if not engine_ready:
-        reasons.append("The sequence miner is still being prepared (see the progress bar).")
-    return reasons
-
 
 def pick_run(dataset: str, run_id: str) -> None:
     """Make ``run_id`` the run the results section shows for ``dataset``."""
@@ -111,7 +75,7 @@ def render_sequence_launch(ledger: Ledger, record: DatasetRecord, reading: FormR
     st.markdown(cost_text(params, cost) +
                 f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
     ready = render_warmup_progress("Launch", SEQUENCES)
-    blockers = launch_blockers(remaining, cost, record, ready)
+    blockers = launch_blockers(family_ui(SEQUENCES), remaining, cost, record, ready)
     if state is not None and state["stage"] == "confirm" and (
             state["params"] != params.to_dict() or blockers):
         st.session_state.pop(LAUNCH_KEY, None)      # parameters or budget changed: ask again
@@ -136,7 +100,7 @@ def render_sequence_launch(ledger: Ledger, record: DatasetRecord, reading: FormR
 def _start(ledger: Ledger, state: dict) -> jobs.Job:
     """Start the run's job: the registered data is loaded, charged and mined by dpcore."""
     spec = algorithm_spec(state["params"]["algorithm"])
-    params = spec.resolve("params_type").from_dict(state["params"])
+    params = algorithm_impl(spec.key).params_type.from_dict(state["params"])
     requester, dataset, run_id = current_requester(), state["dataset"], state["run_id"]
 
     def work(progress) -> int:

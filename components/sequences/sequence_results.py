@@ -30,7 +30,7 @@ from dpcore.sequences.evaluate import (
 )
 from dpcore.sequences.results import FrequentSequence, SequenceRunResult, pattern_key
 
-from ..redescriptions.export import json_safe
+from ..common.export import json_safe
 
 __all__ = ["ARROW", "PATTERN", "LENGTH", "NOISY", "TRUE", "REL_ERROR", "pattern_text",
            "pattern_frame", "top_paths", "level_frame", "length_chart", "prefix_tree",

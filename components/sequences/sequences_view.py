@@ -50,7 +50,7 @@ from .sequence_results import (
 )
 
 __all__ = ["RUN_KEY", "sequence_runs", "render_sequences_page",
-           "render_sequence_results"]
+           "render_sequence_results", "render_sequence_result"]
 
 #: Session key of the results section's run picker.
 RUN_KEY = "seq_result_run"
@@ -134,6 +134,12 @@ def render_sequence_results(ledger: Ledger, record: DatasetRecord) -> None:
                           format_func=lambda i: _run_label(by_id[i]),
                           help="This dataset's frequent-sequence runs, those with results "
                                "first, newest first. Reading a stored run costs 0 ε.")
+    render_sequence_result(ledger, record, run_id)
+
+
+def render_sequence_result(ledger: Ledger, record: DatasetRecord, run_id: str) -> None:
+    """What stored run ``run_id`` released (0 ε), with the truth beside it where allowed."""
+    role = current_role()
     truth_allowed = can_see_truth(record)
     try:
         result = load_result(ledger, run_id, role=role, include_diagnostics=truth_allowed)

@@ -21,6 +21,7 @@ from collections.abc import MutableMapping
 import streamlit as st
 
 from dpcore.errors import DpcoreError, ParameterError
+from dpcore.family import algorithm as algorithm_impl
 from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.policy import allowed_modes, seed_allowed
 from dpcore.registry import (
@@ -75,7 +76,7 @@ def _modes_of(algorithm: str) -> tuple[str, ...]:
 def _defaults() -> SynthesisParams:
     """The first synthesis algorithm's parameter type with its defaults (the registry's)."""
     spec = ALGORITHM_SPECS[synthesis_algorithms()[0]]
-    return spec.resolve("params_type")(algorithm=spec.key)
+    return algorithm_impl(spec.key).params_type(algorithm=spec.key)
 
 
 def _help(name: str) -> str:

@@ -14,25 +14,17 @@ import time
 import streamlit as st
 
 from dpcore.errors import DpcoreError
-from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import authorize_run
-from dpcore.privacy.units import nano_to_epsilon
-from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, by_mode
+from dpcore.registry import ALGORITHM_LABELS, SYNTHESIS, by_mode
 from dpcore.runs import charge_and_mine, run_cost
-from dpcore.synthesis.params import (
-    CLASSES,
-    FEATURES,
-    GROUPS,
-    MARGINALS,
-    SynthesisParams,
-    plan_budget,
-)
+from dpcore.synthesis.params import SynthesisParams
 
 from ..common import jobs
 from ..common.budget_meter import fmt_eps
+from ..common.family_ui import cost_text, family_ui, launch_blockers
 from ..common.jobs import (
     Job,
-    budget_blockers,
     failure_message,
     follow_in_ledger,
     forget_job,
@@ -42,56 +34,13 @@ from ..common.jobs import (
 from ..common.session import can_see_truth, current_requester, set_flash
 from .synthesis_form import demo_seed_from_state, form_problems, params_from_state
 
-__all__ = ["LAUNCH_KEY", "SHOWN_KEY", "cost_breakdown", "cost_text", "launch_blockers",
-           "render_synthesis_launch"]
+__all__ = ["LAUNCH_KEY", "SHOWN_KEY", "render_synthesis_launch"]
 
 LAUNCH_KEY = "syn_launch"
 #: The run the page shows (set when a run is stored, or picked among the stored runs).
 SHOWN_KEY = "syn_shown_run"
 #: Where a stored run appears (for a run still running elsewhere).
 _RESULT_WHERE = "under the stored runs"
-
-#: What each phase of the budget plan pays for, in spending order (strict; faithful MC-GEN
-#: spends its one phase on the MDAV clusters' noisy means and covariances).
-_PHASE_PURPOSES = ((CLASSES, "the noisy class counts"),
-                   (FEATURES, "the noisy correlations that build the feature groups"),
-                   (GROUPS, "the cells' noisy counts, sums and second moments"),
-                   (MARGINALS, "the noisy per-class histograms"))
-_FAITHFUL_GROUPS = "the clusters' noisy means and covariances"
-
-
-def cost_breakdown(params: SynthesisParams) -> list[tuple[str, int]]:
-    """The run's charge per purpose, ``[(what it pays for, nano-ε), ...]`` (validates)."""
-    totals: dict[str, int] = {}
-    for slot in plan_budget(params):
-        totals[slot.phase] = totals.get(slot.phase, 0) + slot.epsilon_nano
-    out = []
-    for phase, purpose in _PHASE_PURPOSES:
-        if phase in totals:
-            if phase == GROUPS:
-                purpose = by_mode(params.mode, strict=purpose, faithful=_FAITHFUL_GROUPS)
-            out.append((purpose, totals[phase]))
-    return out
-
-
-def cost_text(params: SynthesisParams, cost_nano: int) -> str:
-    """The pre-launch cost line: the total and what each part pays for."""
-    parts = [f"ε = {fmt_eps(nano_to_epsilon(nano))} for {purpose}"
-             for purpose, nano in cost_breakdown(params)]
-    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    text = f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: {listed}."
-    if params.mode == FAITHFUL:
-        text += (" Faithful MC-GEN charges this ε but is not ε-DP: the charge does not bound "
-                 "what it reveals.")
-    return text
-
-
-def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord
-                    ) -> list[str]:
-    """Why the run cannot be launched now (empty: it can). Pure: the caller reads the
-    remaining budget from the ledger."""
-    return budget_blockers(remaining, cost_nano, record)
-
 
 def _work(ledger: Ledger, dataset: str, params: SynthesisParams, run_id: str, seed, requester):
     def work(progress):
@@ -135,7 +84,7 @@ def render_synthesis_launch(ledger: Ledger, record: DatasetRecord) -> None:
     if seed is not None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public "
                 "demos only; real releases always use fresh randomness.")
-    blockers = launch_blockers(remaining, cost, record)
+    blockers = launch_blockers(family_ui(SYNTHESIS), remaining, cost, record)
     if state is not None and (state["params"] != params.to_dict() or state["seed"] != seed
                               or blockers):
         st.session_state.pop(LAUNCH_KEY, None)        # parameters or budget changed: ask again
