@@ -68,7 +68,7 @@ class RedescriptionsUI:
         """The number of mechanism calls; what each mode charges beyond the ε chosen."""
         n_calls = len(algorithm_impl(params.algorithm).plan(params))
         after = ""
-        if params.is_serenade:
+        if getattr(params, "is_serenade", False):   # the paid queries have one slot
             if params.algorithm == SERENADE_CS:
                 after += (" SerenadeCS charges every round up front; a redescription that "
                           "stops early leaves its share unspent (charged budget is never "
