@@ -3,9 +3,9 @@ implementation of what every family's launch shares (the cost line, the launch b
 
 A family's code lives in ``dpcore`` (:class:`dpcore.family.Family`: its algorithms, budget
 plans, miners); its user interface lives in its own folder of ``components/``
-(``components/redescriptions/``, ``components/sequences/``, ``components/synthesis/``), and
-each of those packages exports one ``FAMILY_UI``. The app asks these objects, never a
-switch over dataset kinds:
+(``components/redescriptions/``, ``components/sequences/``, ``components/synthesis/``), whose
+``ui.py`` exports one ``FAMILY_UI``. The app asks these objects, never a switch over dataset
+kinds:
 
 * the navigation (``app.py``) builds one section per family from :attr:`FamilyUI.section`
   and :attr:`FamilyUI.pages`, each page shown to the roles it names;
