@@ -153,8 +153,8 @@ def _sequence_steps() -> list[WarmupStep]:
 
 
 def _synthesis_steps() -> list[WarmupStep]:
+    from dpcore.data.table.table import table_from_frame
     from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-    from dpcore.synthesis.table import table_from_frame
 
     data = table_from_frame(generate_pima_like(300, seed=7), pima_like_schema())
     return _registry_steps(SYNTHESIS, data, lambda spec, key, mode: spec.resolve(

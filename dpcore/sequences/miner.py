@@ -83,6 +83,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from dpcore import __version__
+from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import discrete_laplace, laplace
@@ -94,7 +95,6 @@ from dpcore.sequences.candidates import (
     generate_candidates,
     one_item_candidates,
 )
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.kernels import (
     build_occurrence_runs,
     length_histogram,

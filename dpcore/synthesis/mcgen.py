@@ -60,6 +60,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpcore.data.table.schema import TableSchema, value_text
+from dpcore.data.table.table import SynthesisTable
 from dpcore.errors import ParameterError
 from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.cells import (
@@ -99,8 +101,6 @@ from dpcore.synthesis.params import (
     SynthesisParams,
     mechanism_shares,
 )
-from dpcore.synthesis.schema import TableSchema, value_text
-from dpcore.synthesis.table import SynthesisTable
 
 __all__ = ["McgenModel", "noisy_class_counts", "dp_feature_groups", "correlation_noise",
            "EMPTY_CELL_SCALES", "fit_mcgen_dp",
