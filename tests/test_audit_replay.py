@@ -83,8 +83,8 @@ from dpcore.synthesis.params import plan_budget as synthesis_plan
 
 MSG = R.SEED_MSG
 
-#: The sensitivities the privacy argument states (docs/PRIVACY.md §6.2), restated here
-#: rather than read from the code under test: Gini scores (AltExpM, AltMCMC) Δ = 2.
+#: The sensitivities the privacy argument states (dpcore/redescriptions/PRIVACY.md §6.2),
+#: restated here rather than read from the code under test: Gini scores (AltExpM, AltMCMC) Δ = 2.
 GINI_SENSITIVITY = 2.0
 
 
