@@ -133,7 +133,7 @@ class KernelTaps:
             setattr(owner, name, real)
 
 
-def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,
+def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,  # noqa: PLR0912
                     steepness: float | None = None) -> list[str]:
     """What reached the numba samplers against what the accountant was charged
     (``steepness``: Serenade's s, to recompute Δf at the released N̂)."""
