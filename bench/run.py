@@ -127,7 +127,7 @@ def machine_info() -> dict:
                                               ".numba_cache/<version>-<source hash>)")}
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> int:  # noqa: C901, PLR0912, PLR0915
     parser = argparse.ArgumentParser(prog="python -m bench.run",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",

@@ -68,6 +68,7 @@ def run_peer_case(spec: dict) -> dict:
     """One MST synthesis by another Python (``spec["peer"]``) on the Adult-shaped table."""
     import tempfile
 
+    from dpcore.data.table.table import table_from_frame
     from dpcore.experiments.synthesis import (
         _PEER_SCRIPT,
         PEER_BINS,
@@ -75,7 +76,6 @@ def run_peer_case(spec: dict) -> dict:
         peer_environment,
     )
     from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
-    from dpcore.synthesis.table import table_from_frame
 
     table = table_from_frame(generate_adult_like(spec["rows"]), adult_like_schema())
     cards = {table.schema.label: table.schema.n_classes}
@@ -104,11 +104,11 @@ def run_case(spec: dict) -> dict:
         return run_peer_case(spec)
     import numpy as np
 
+    from dpcore.data.table.table import table_from_frame
     from dpcore.privacy.accountant import PrivacyAccountant
     from dpcore.synthesis.miner import synthesize
     from dpcore.synthesis.params import SynthesisParams, run_cost_nano
     from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
-    from dpcore.synthesis.table import table_from_frame
 
     started = time.perf_counter()
     frame = generate_adult_like(spec["rows"])

@@ -892,7 +892,7 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
     mine.set_defaults(func=cmd_mine)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
     parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ledger", help="ledger SQLite file (default: $DPRM_LEDGER, else "

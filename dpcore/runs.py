@@ -60,11 +60,11 @@ from dpcore.registry import ALGORITHM_SPECS, REDESCRIPTIONS, algorithm_spec, dat
 
 if TYPE_CHECKING:
     from dpcore.data.dataset import TwoViewDataset
+    from dpcore.data.sequences.dataset import SequenceDataset
+    from dpcore.data.table.table import SynthesisTable
     from dpcore.redescriptions.results import RunResult
-    from dpcore.sequences.dataset import SequenceDataset
     from dpcore.sequences.results import SequenceRunResult
     from dpcore.synthesis.results import SynthesisResult
-    from dpcore.synthesis.table import SynthesisTable
 
     #: The data of a registered dataset, by kind.
     Data = TwoViewDataset | SequenceDataset | SynthesisTable

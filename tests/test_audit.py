@@ -42,6 +42,10 @@ import reference as R
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import BOOLEAN, Attribute, Schema, ViewSpec
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
+from dpcore.data.table.schema import schema_from_dict
+from dpcore.data.table.table import table_from_frame
 from dpcore.errors import ParameterError
 from dpcore.privacy import mechanisms
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -70,18 +74,14 @@ from dpcore.registry import (
     SERENADE_ES,
 )
 from dpcore.sequences import miner as sequence_miner
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import LENGTHS, MAX_LENGTH, SequenceMiningParams
 from dpcore.sequences.params import plan_budget as sequence_plan
-from dpcore.sequences.schema import SequenceSchema
 from dpcore.synthesis import mcgen as mcgen_module
 from dpcore.synthesis import moments as moments_module
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
-from dpcore.synthesis.schema import schema_from_dict
-from dpcore.synthesis.table import table_from_frame
 
 MSG = R.SEED_MSG
 EPSILON = 1.0

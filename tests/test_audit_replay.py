@@ -34,6 +34,10 @@ import reference as R
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import BOOLEAN, NUMERIC, Attribute, Location, Schema, ViewSpec
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
+from dpcore.data.table.schema import schema_from_dict
+from dpcore.data.table.table import table_from_frame
 from dpcore.errors import ParameterError
 from dpcore.privacy import mechanisms
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -69,22 +73,18 @@ from dpcore.registry import (
     SERENADE_CS,
     SERENADE_ES,
 )
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.params import plan_budget as sequence_plan
-from dpcore.sequences.schema import SequenceSchema
 from dpcore.synthesis.mcgen import correlation_noise
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
-from dpcore.synthesis.schema import schema_from_dict
-from dpcore.synthesis.table import table_from_frame
 
 MSG = R.SEED_MSG
 
-#: The sensitivities the privacy argument states (docs/PRIVACY.md §6.2), restated here
-#: rather than read from the code under test: Gini scores (AltExpM, AltMCMC) Δ = 2.
+#: The sensitivities the privacy argument states (dpcore/redescriptions/PRIVACY.md §6.2),
+#: restated here rather than read from the code under test: Gini scores (AltExpM, AltMCMC) Δ = 2.
 GINI_SENSITIVITY = 2.0
 
 
@@ -133,7 +133,7 @@ class KernelTaps:
             setattr(owner, name, real)
 
 
-def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,
+def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,  # noqa: PLR0912
                     steepness: float | None = None) -> list[str]:
     """What reached the numba samplers against what the accountant was charged
     (``steepness``: Serenade's s, to recompute Δf at the released N̂)."""

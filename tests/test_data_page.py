@@ -17,12 +17,12 @@ from streamlit.testing.v1 import AppTest
 from components.common.budget_meter import fmt_eps
 from components.common.data_locations import declared_files
 from components.common.dataset_card import feature_table, released_row_count
+from dpcore.data.sequences.loading import load_registered_sequences
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 from dpcore.privacy.roles import ANALYST
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
-from dpcore.sequences.loading import load_registered_sequences
 from dpcore.sequences.samples import generate_clickstream, write_sample
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")

@@ -13,9 +13,9 @@ from dpcore.data.kinds import (
     load_any_schema,
 )
 from dpcore.data.loading import list_sample_datasets, sample_data_dir
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.table.table import SynthesisTable
 from dpcore.errors import DataError
-from dpcore.sequences.dataset import SequenceDataset
-from dpcore.synthesis.table import SynthesisTable
 
 ROOT = sample_data_dir()
 

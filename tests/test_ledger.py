@@ -260,9 +260,9 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
 
 
 def test_every_dataset_kind_registers_and_reads_back(db):
+    from dpcore.data.sequences.schema import SequenceSchema
+    from dpcore.data.table.schema import Feature, TableSchema
     from dpcore.registry import DATASET_KINDS
-    from dpcore.sequences.schema import SequenceSchema
-    from dpcore.synthesis.schema import Feature, TableSchema
 
     seq = SequenceSchema(name="clicks", alphabet=("home", "news", "sports"), l1=5,
                          files={"format": "lines", "records": "records.txt"})
@@ -687,7 +687,7 @@ def _busy_ledger(location) -> Ledger:
     """A ledger with something in every table: datasets of every kind and a sandbox, a cap
     history, done / failed / still-charged runs (one owner-only), stored results with owner
     diagnostics, and owner logins."""
-    from dpcore.sequences.schema import SequenceSchema
+    from dpcore.data.sequences.schema import SequenceSchema
 
     led = Ledger(location)
     seq = SequenceSchema(name="clicks", alphabet=("home", "news"), l1=5,

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from dpcore.data.schema import Attribute, Schema, ViewSpec
+from dpcore.data.sequences.schema import SequenceSchema
+from dpcore.data.table.schema import Feature, TableSchema
 from dpcore.errors import DataError
 from dpcore.privacy.ledger.schemas import (
     schema_from_json,
@@ -14,8 +16,6 @@ from dpcore.privacy.ledger.schemas import (
     schema_to_json,
     stored_schema,
 )
-from dpcore.sequences.schema import SequenceSchema
-from dpcore.synthesis.schema import Feature, TableSchema
 
 TWO_VIEW = Schema(
     name="clinic",

@@ -455,8 +455,8 @@ def test_content_digest_covers_sequence_and_table_data():
     one changed item or value, different across kinds; anything else is refused."""
     from dpcore.data.kinds import load_any_dataset
     from dpcore.data.loading import sample_data_dir
-    from dpcore.sequences.dataset import SequenceDataset
-    from dpcore.synthesis.table import SynthesisTable
+    from dpcore.data.sequences.dataset import SequenceDataset
+    from dpcore.data.table.table import SynthesisTable
 
     root = sample_data_dir()
     _, seq_a = load_any_dataset(root / "clickstream")

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from dpcore.data.kinds import load_any_dataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 from dpcore.privacy.registration import check_cap, register_folder, register_upload
 from dpcore.registry import KIND_SEQUENCES
-from dpcore.sequences.schema import SequenceSchema
 
 RECORDS = b"a b c\nb c\na c d\nd\n"
 ALPHABET = b"a\nb\nc\nd\n"

@@ -147,9 +147,9 @@ def owner_req(led: Ledger) -> Requester:
 
 def _sequence_folder(root):
     """A small private sequence dataset folder (300 Markov clickstreams, 17 items)."""
-    from dpcore.sequences.loading import write_record_lines
+    from dpcore.data.sequences.loading import write_record_lines
+    from dpcore.data.sequences.schema import save_sequence_schema
     from dpcore.sequences.samples import generate_clickstream
-    from dpcore.sequences.schema import save_sequence_schema
 
     data = generate_clickstream(300, seed=7, max_length=40, name="clicks")
     schema = replace(data.schema, l1=6, files={"format": "lines", "records": "records.txt"})
@@ -162,8 +162,8 @@ def _sequence_folder(root):
 
 def _table_folder(root, *, public_demo: bool):
     """A small labelled table folder (300 rows of the Pima-shaped sample)."""
+    from dpcore.data.table.schema import save_table_schema
     from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-    from dpcore.synthesis.schema import save_table_schema
 
     schema = replace(pima_like_schema(), name="pima", file="pima.csv", public_demo=public_demo)
     folder = root / ("pima_demo" if public_demo else "pima_private")

@@ -1,4 +1,4 @@
-"""dpcore.sequences.dataset: records in CSR layout, checked against the declared alphabet."""
+"""dpcore.data.sequences.dataset: records in CSR layout, checked against the declared alphabet."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcore.data.sequences.dataset import SequenceDataset, csr_from_lists
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.errors import DataError
-from dpcore.sequences.dataset import SequenceDataset, csr_from_lists
-from dpcore.sequences.schema import SequenceSchema
 
 SCHEMA = SequenceSchema(name="clicks", alphabet=("home", "news", "sport"), l1=5,
                         files={"format": "lines", "records": "records.txt"})

@@ -10,7 +10,8 @@ import sequences_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpcore.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,
@@ -18,7 +19,6 @@ from dpcore.sequences.evaluate import (
     support_threshold,
     true_supports,
 )
-from dpcore.sequences.schema import SequenceSchema
 
 SCHEMA = SequenceSchema(name="s", alphabet=("a", "b", "c", "d"), l1=6,
                         files={"format": "lines", "records": "r.txt"})

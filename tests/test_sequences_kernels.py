@@ -13,16 +13,16 @@ import sequences_reference as ref
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from dpcore.data.sequences.dataset import SequenceDataset, csr_from_lists
+from dpcore.data.sequences.loading import load_sequence_dataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.sequences import kernels as K
 from dpcore.sequences.candidates import (
     build_candidate_trie,
     generate_candidates,
     one_item_candidates,
 )
-from dpcore.sequences.dataset import SequenceDataset, csr_from_lists
 from dpcore.sequences.evaluate import exact_frequent_sequences, true_supports
-from dpcore.sequences.loading import load_sequence_dataset
-from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.shrinking import candidate_supports, shrink_records
 
 N_ITEMS = 5

@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 import sequences_reference as ref
 
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.registry import FAITHFUL, PFS2_BASELINE
 from dpcore.sequences import miner as miner_module
 from dpcore.sequences import samples
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.miner import (
     frequent_length_bound,
     length_counts,
@@ -33,7 +34,6 @@ from dpcore.sequences.params import (
     mechanism_shares,
     plan_budget,
 )
-from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.strategy import TARGET_SCALE, level_budget, release_cap
 
 SEED = 20241124

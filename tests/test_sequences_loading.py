@@ -11,9 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.errors import DataError
-from dpcore.sequences.dataset import SequenceDataset
-from dpcore.sequences.loading import (
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.loading import (
     load_event_table,
     load_record_lines,
     load_sequence_dataset,
@@ -21,7 +20,7 @@ from dpcore.sequences.loading import (
     write_alphabet_file,
     write_record_lines,
 )
-from dpcore.sequences.schema import (
+from dpcore.data.sequences.schema import (
     EVENTS,
     LINES,
     SCHEMA_FILE_NAME,
@@ -30,6 +29,7 @@ from dpcore.sequences.schema import (
     save_sequence_schema,
     schema_from_dict,
 )
+from dpcore.errors import DataError
 
 SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
 SCHEMA = SequenceSchema("web", ("home", "news", "sports"), l1=5)

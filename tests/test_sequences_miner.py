@@ -14,19 +14,20 @@ import pytest
 from scipy import stats
 from sequences_reference import replay_level_calls
 
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.loading import load_sequence_dataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.errors import BudgetExceededError, DataError, ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.registry import FAITHFUL, STRICT
 from dpcore.sequences import miner as miner_module
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,
     median_relative_error,
     support_threshold,
 )
-from dpcore.sequences.loading import load_sequence_dataset
 from dpcore.sequences.miner import (
     check_runnable,
     estimate_lmax,
@@ -51,7 +52,6 @@ from dpcore.sequences.relaxation import (
     relaxed_threshold,
 )
 from dpcore.sequences.results import SequenceRunResult
-from dpcore.sequences.schema import SequenceSchema
 
 SEED = 20241124
 SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"

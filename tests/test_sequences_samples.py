@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcore.sequences.loading import load_sequence_dataset
+from dpcore.data.sequences.loading import load_sequence_dataset
 from dpcore.sequences.samples import (
     MSNBC_CATEGORIES,
     generate_clickstream,

@@ -1,4 +1,4 @@
-"""dpcore.sequences.schema: the public schema of a sequence dataset — declared alphabet,
+"""dpcore.data.sequences.schema: the public schema of a sequence dataset — declared alphabet,
 validation with clear messages, JSON round trip."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import copy
 
 import pytest
 
-from dpcore.errors import DataError
-from dpcore.sequences.schema import (
+from dpcore.data.sequences.schema import (
     SEQUENCE_KIND,
     check_item_name,
     load_sequence_schema,
@@ -16,6 +15,7 @@ from dpcore.sequences.schema import (
     schema_from_dict,
     schema_to_dict,
 )
+from dpcore.errors import DataError
 
 GOOD = {"kind": SEQUENCE_KIND, "name": "clicks", "alphabet": ["home", "news", "sport"],
         "l1": 6, "files": {"format": "lines", "records": "records.txt"}}

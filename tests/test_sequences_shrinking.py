@@ -8,8 +8,8 @@ import sequences_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpcore.data.sequences.dataset import csr_from_lists
 from dpcore.sequences.candidates import build_candidate_trie, generate_candidates
-from dpcore.sequences.dataset import csr_from_lists
 from dpcore.sequences.shrinking import candidate_supports, relevant_items, shrink_records
 
 N_ITEMS = 5

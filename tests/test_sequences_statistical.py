@@ -23,9 +23,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import FAITHFUL, STRICT
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import (
     MAX_LENGTH,
@@ -35,7 +36,6 @@ from dpcore.sequences.params import (
     SequenceMiningParams,
     mechanism_shares,
 )
-from dpcore.sequences.schema import SequenceSchema
 
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", 20241124))
 SEED_MSG = f"(DPRM_TEST_SEED={BASE_SEED}; rerun with the same value to reproduce)"

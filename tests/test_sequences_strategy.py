@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 from sequences_reference import replay_level_calls
 
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.sequences import miner as miner_module
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.kernels import relevant_length_histogram
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import SequenceMiningParams, plan_budget, run_cost_nano
 from dpcore.sequences.relaxation import laplace_pruning_threshold
 from dpcore.sequences.samples import generate_house_power
-from dpcore.sequences.schema import SequenceSchema
 from dpcore.sequences.strategy import (
     NOISY_STOP,
     floods,

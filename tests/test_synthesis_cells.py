@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpcore.data.table.schema import Feature, TableSchema
 from dpcore.synthesis.cells import (
     NOISE_SCALES_PER_CELL,
     CellGrid,
@@ -17,7 +18,6 @@ from dpcore.synthesis.cells import (
     uniform_in_cells,
 )
 from dpcore.synthesis.moments import group_layout
-from dpcore.synthesis.schema import Feature, TableSchema
 
 SCHEMA = TableSchema(name="t", label="y", classes=(0, 1), file="t.csv",
                      features=(Feature("age", "numeric", bounds=(18.0, 90.0)),

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpcore.data.table.table import table_from_frame
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FLOOR
 from dpcore.synthesis.floor import feature_bins, noisy_marginals, run_floor
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-from dpcore.synthesis.table import table_from_frame
 
 
 @pytest.fixture(scope="module")

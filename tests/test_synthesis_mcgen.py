@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpcore.data.table.schema import schema_from_dict
+from dpcore.data.table.table import load_synthesis_dataset, load_table, table_from_frame
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.policy import EVERYONE, OWNER_ONLY
@@ -27,8 +29,6 @@ from dpcore.synthesis.params import (
 )
 from dpcore.synthesis.results import SynthesisResult
 from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
-from dpcore.synthesis.schema import schema_from_dict
-from dpcore.synthesis.table import load_synthesis_dataset, load_table, table_from_frame
 
 REPO = Path(__file__).resolve().parent.parent
 L = half_range(16)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpcore.data.table.schema import schema_from_dict
 from dpcore.errors import ParameterError
 from dpcore.synthesis.grouping import (
     association_distance,
@@ -13,7 +14,6 @@ from dpcore.synthesis.grouping import (
     upgma_groups,
 )
 from dpcore.synthesis.mdav import mdav
-from dpcore.synthesis.schema import schema_from_dict
 
 
 def reference_mdav(x, k):

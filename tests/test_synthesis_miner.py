@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpcore.data.table.table import table_from_frame
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FLOOR, MCGEN, STRICT
 from dpcore.synthesis.miner import check_runnable, synthesize
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-from dpcore.synthesis.table import table_from_frame
 
 
 @pytest.fixture(scope="module")

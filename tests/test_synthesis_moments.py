@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpcore.data.table.schema import Feature, TableSchema
 from dpcore.errors import BudgetExceededError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.synthesis.fixedpoint import half_range
@@ -17,7 +18,6 @@ from dpcore.synthesis.moments import (
     release_cell_statistics,
     sample_gaussians,
 )
-from dpcore.synthesis.schema import Feature, TableSchema
 
 SCHEMA = TableSchema(name="t", label="y", classes=(0, 1), file="t.csv",
                      features=(Feature("a", "numeric", bounds=(0.0, 1.0)),

@@ -25,13 +25,13 @@ from components.synthesis.synthesis_charts import (
     released_association,
 )
 from components.synthesis.synthesis_form import format_groups, parse_groups
+from dpcore.data.table.schema import schema_from_dict
+from dpcore.data.table.table import load_synthesis_dataset
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.results import PARQUET_METADATA_KEY, SynthesisResult
-from dpcore.synthesis.schema import schema_from_dict
-from dpcore.synthesis.table import load_synthesis_dataset
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
@@ -320,10 +320,10 @@ PRIVATE = "clinic_table"
 @pytest.fixture
 def private_table(ledger_path, tmp_path, pima):
     """The sample's rows registered as a PRIVATE table (not a public demo) in the ledger."""
+    from dpcore.data.table.schema import SCHEMA_FILE_NAME, save_table_schema, schema_to_dict
+    from dpcore.data.table.table import load_registered_table
     from dpcore.privacy.ledger import Ledger
     from dpcore.privacy.policy import content_digest
-    from dpcore.synthesis.schema import SCHEMA_FILE_NAME, save_table_schema, schema_to_dict
-    from dpcore.synthesis.table import load_registered_table
 
     folder = tmp_path / PRIVATE
     folder.mkdir()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from dpcore.data.table.schema import schema_from_dict
 from dpcore.errors import DataError
 from dpcore.synthesis.prefill import prefill_table
-from dpcore.synthesis.schema import schema_from_dict
 
 
 def test_prefill_table_guesses_bounds_levels_classes_and_notes_stray_texts():

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpcore.data.table.table import table_from_frame
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FLOOR
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.results import SynthesisDiagnostics, SynthesisResult
 from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-from dpcore.synthesis.table import table_from_frame
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dpcore.data.table.table import load_synthesis_dataset, table_from_frame
 from dpcore.synthesis.samples import (
     adult_like_schema,
     generate_adult_like,
@@ -12,7 +13,6 @@ from dpcore.synthesis.samples import (
     pima_like_schema,
     write_pima_like,
 )
-from dpcore.synthesis.table import load_synthesis_dataset, table_from_frame
 
 
 def test_pima_like_is_seeded_and_balanced_as_published():

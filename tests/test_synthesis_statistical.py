@@ -20,6 +20,8 @@ import pytest
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
+from dpcore.data.table.schema import schema_from_dict
+from dpcore.data.table.table import table_from_frame
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.synthesis.fixedpoint import half_range, to_fixed
@@ -39,8 +41,6 @@ from dpcore.synthesis.params import (
     SynthesisParams,
     mechanism_shares,
 )
-from dpcore.synthesis.schema import schema_from_dict
-from dpcore.synthesis.table import table_from_frame
 
 DEFAULT_SEED = 20250511
 BASE_SEED = int(os.environ.get("DPRM_TEST_SEED", DEFAULT_SEED))

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpcore.synthesis.table import load_synthesis_dataset
+from dpcore.data.table.table import load_synthesis_dataset
 from dpcore.synthesis.utility import (
     CLASSIFIERS,
     REAL,

@@ -16,11 +16,11 @@ from accounts_support import owner_in_env_ledger
 from streamlit.testing.v1 import AppTest
 
 from dpcore.data.kinds import load_any_dataset
+from dpcore.data.sequences.loading import observed_items
 from dpcore.errors import DataError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 from dpcore.registry import KIND_SEQUENCES, KIND_TABLE
-from dpcore.sequences.loading import observed_items
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 

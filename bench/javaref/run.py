@@ -201,7 +201,7 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
-def query_mask(text: str, dataset, view: int) -> np.ndarray:
+def query_mask(text: str, dataset, view: int) -> np.ndarray:  # noqa: C901
     """Rows of ``dataset`` satisfying a ReReMi-style query of the Java output on ``view``.
 
     Grammar: ``|`` (or) of ``&`` (and) of atoms; an atom is ``( query )``, ``! atom``,

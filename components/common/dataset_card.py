@@ -29,6 +29,10 @@ import streamlit as st
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import VIEW_KEYS, Schema
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import SequenceSchema
+from dpcore.data.table.schema import TableSchema, value_text
+from dpcore.data.table.table import SynthesisTable
 from dpcore.errors import DataError, DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.registry import (
@@ -40,10 +44,6 @@ from dpcore.registry import (
     STRICT,
 )
 from dpcore.runs import load_result, readable_runs
-from dpcore.sequences.dataset import SequenceDataset
-from dpcore.sequences.schema import SequenceSchema
-from dpcore.synthesis.schema import TableSchema, value_text
-from dpcore.synthesis.table import SynthesisTable
 
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import plotly.graph_objects as go
 
-from dpcore.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,

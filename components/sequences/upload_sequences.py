@@ -1,7 +1,7 @@
 """The owner's upload of a sequence dataset on the Data page (mined by PFS2 on *Sequences*).
 
 Owner only. Two layouts, as ``python -m dpcore register`` reads them
-(:mod:`dpcore.sequences.schema`):
+(:mod:`dpcore.data.sequences.schema`):
 
 * **records file + alphabet file**: one record per line of space-separated item names, and
   the declared alphabet, one item name per line;
@@ -28,11 +28,11 @@ from pathlib import Path
 import streamlit as st
 
 from dpcore.data.names import path_inside
+from dpcore.data.sequences.loading import observed_items, read_alphabet_file
+from dpcore.data.sequences.schema import EVENTS, LINES, SequenceSchema
 from dpcore.errors import DataError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.registration import register_upload
-from dpcore.sequences.loading import observed_items, read_alphabet_file
-from dpcore.sequences.schema import EVENTS, LINES, SequenceSchema
 
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import data_root

@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from dpcore.data.table.schema import TableSchema
 from dpcore.synthesis.grouping import association_distance
 from dpcore.synthesis.results import SynthesisResult
-from dpcore.synthesis.schema import TableSchema
 from dpcore.synthesis.utility import frame_features
 
 __all__ = ["REAL_COLOR", "SYNTHETIC_COLOR", "association_matrix", "released_association",

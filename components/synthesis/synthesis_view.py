@@ -19,12 +19,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dpcore.data.table.schema import TableSchema
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, KIND_TABLE
 from dpcore.runs import RunInProgressError, load_registered, load_result, readable_runs
 from dpcore.synthesis.results import SynthesisResult
-from dpcore.synthesis.schema import TableSchema
 from dpcore.synthesis.utility import REAL, standard_methods, summary_table, utility_report
 
 from ..common.budget_meter import fmt_eps

@@ -59,8 +59,8 @@ class SynthesisUI:
 
     def warmup_steps(self) -> list[WarmupStep]:
         """Every algorithm × mode on a generated Pima-shaped table of 300 rows."""
+        from dpcore.data.table.table import table_from_frame
         from dpcore.synthesis.samples import generate_pima_like, pima_like_schema
-        from dpcore.synthesis.table import table_from_frame
 
         data = table_from_frame(generate_pima_like(300, seed=7), pima_like_schema())
         return registry_steps(SYNTHESIS, data, lambda spec, key, mode: algorithm_impl(

@@ -10,7 +10,7 @@ Owner only. Read → prefill → review → register, like the two-view upload:
 3. **Review**: one editable row per feature (include, type, public bounds, decimals, levels)
    and the declared classes; the page says the values were read from the private data.
 4. **Register** (*Confirm the schema and register*): the reviewed declaration is validated by
-   :func:`dpcore.synthesis.schema.schema_from_dict`, and
+   :func:`dpcore.data.table.schema.schema_from_dict`, and
    :func:`dpcore.privacy.registration.register_upload` reads the table with it (a class or
    level not declared, a missing column, a non-number name the file, column and row), stores
    the file and ``synthesis_schema.json`` in the upload folder and registers — all or nothing.
@@ -27,11 +27,11 @@ import streamlit as st
 
 from dpcore.data.loading import read_table
 from dpcore.data.names import check_dataset_name, path_inside
+from dpcore.data.table.schema import CATEGORICAL, NUMERIC, TableSchema, schema_from_dict
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.registration import register_upload
 from dpcore.synthesis.prefill import TablePrefill, prefill_table
-from dpcore.synthesis.schema import CATEGORICAL, NUMERIC, TableSchema, schema_from_dict
 
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import data_root, hide_server_paths

@@ -2,10 +2,13 @@
 
 Three kinds (:data:`dpcore.registry.DATASET_KINDS`): a two-view table (``schema.json`` /
 ``schema.toml``, mined for redescriptions), a sequence dataset (``sequence_schema.json``,
-frequent sequences) and a labelled table (``synthesis_schema.json``, synthetic data). The
-registry's :class:`~dpcore.registry.DatasetKindSpec` names each kind's schema type, data type,
-schema file names and loaders by import path; this module dispatches on them, so it imports no
-mining family itself (the same declarative pattern as the algorithm registry).
+frequent sequences) and a labelled table (``synthesis_schema.json``, synthetic data). Each
+kind's public schema, private data type and loaders live in this layer (:mod:`dpcore.data.schema`
+and :mod:`dpcore.data.dataset`; :mod:`dpcore.data.sequences`; :mod:`dpcore.data.table`), and its
+:class:`dpcore.family.DatasetKind` object is defined here (:data:`KINDS`): the ledger and
+registration below the run path read schemas and data through it without reaching a mining
+family. The registry's :class:`~dpcore.registry.DatasetKindSpec` holds the names (label, schema
+file names); a family names the kind object it mines as its ``kind``.
 
 Nothing here is private by itself: the loaders return private data, which only a charged run
 (:func:`dpcore.runs.charge_and_mine`) or the owner may read.
@@ -13,13 +16,22 @@ Nothing here is private by itself: the loaders return private data, which only a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from dpcore.data.dataset import TwoViewDataset
-from dpcore.errors import DataError
-from dpcore.registry import DATASET_KIND_SPECS, KIND_TWO_VIEW, dataset_kind_spec
+from dpcore.errors import DataError, ParameterError
+from dpcore.registry import (
+    DATASET_KIND_SPECS,
+    DATASET_KINDS,
+    KIND_SEQUENCES,
+    KIND_TABLE,
+    KIND_TWO_VIEW,
+)
 
-__all__ = ["load_two_view", "kind_of_schema", "kind_of_data", "schema_type_names",
+__all__ = ["TwoViewKind", "SequenceKind", "TableKind", "KINDS", "kind_object",
+           "load_two_view", "kind_of_schema", "kind_of_data", "schema_type_names",
            "schema_to_dict", "schema_from_dict", "find_schema_file", "load_any_schema",
            "load_any_dataset", "load_registered_data", "list_sample_folders"]
 
@@ -32,6 +44,149 @@ def load_two_view(source_path, schema) -> TwoViewDataset:
     return load_two_view_cached(source_path, schema)
 
 
+# The modules behind each kind are imported on first use: pandas and the loaders are not
+# needed to read a stored schema's kind.
+
+class _Kind:
+    """Name, label and schema file names of a kind, from its registry spec."""
+
+    key: str
+
+    @property
+    def label(self) -> str:
+        return DATASET_KIND_SPECS[self.key].label
+
+    @property
+    def schema_files(self) -> tuple[str, ...]:
+        return DATASET_KIND_SPECS[self.key].schema_files
+
+
+class TwoViewKind(_Kind):
+    """The two-view table: :class:`~dpcore.data.schema.Schema` and
+    :class:`~dpcore.data.dataset.TwoViewDataset`, read through the columnar cache."""
+
+    key = KIND_TWO_VIEW
+    data_type = TwoViewDataset
+
+    @property
+    def schema_type(self) -> type:
+        from dpcore.data.schema import Schema
+
+        return Schema
+
+    def schema_to_dict(self, schema) -> dict:
+        from dpcore.data.schema import schema_to_dict
+
+        return schema_to_dict(schema)
+
+    def schema_from_dict(self, raw: dict):
+        from dpcore.data.schema import schema_from_dict
+
+        return schema_from_dict(raw)
+
+    def load_schema(self, path):
+        from dpcore.data.schema import load_schema
+
+        return load_schema(path)
+
+    def load_data(self, source_path, schema):
+        return load_two_view(source_path, schema)
+
+
+class SequenceKind(_Kind):
+    """The sequence dataset: :class:`~dpcore.data.sequences.schema.SequenceSchema` and
+    :class:`~dpcore.data.sequences.dataset.SequenceDataset`."""
+
+    key = KIND_SEQUENCES
+
+    @property
+    def schema_type(self) -> type:
+        from dpcore.data.sequences.schema import SequenceSchema
+
+        return SequenceSchema
+
+    @property
+    def data_type(self) -> type:
+        from dpcore.data.sequences.dataset import SequenceDataset
+
+        return SequenceDataset
+
+    def schema_to_dict(self, schema) -> dict:
+        from dpcore.data.sequences.schema import schema_to_dict
+
+        return schema_to_dict(schema)
+
+    def schema_from_dict(self, raw: dict):
+        from dpcore.data.sequences.schema import schema_from_dict
+
+        return schema_from_dict(raw)
+
+    def load_schema(self, path):
+        from dpcore.data.sequences.schema import load_sequence_schema
+
+        return load_sequence_schema(path)
+
+    def load_data(self, source_path, schema):
+        from dpcore.data.sequences.loading import load_registered_sequences
+
+        return load_registered_sequences(source_path, schema)
+
+
+class TableKind(_Kind):
+    """The labelled table: :class:`~dpcore.data.table.schema.TableSchema` and
+    :class:`~dpcore.data.table.table.SynthesisTable`."""
+
+    key = KIND_TABLE
+
+    @property
+    def schema_type(self) -> type:
+        from dpcore.data.table.schema import TableSchema
+
+        return TableSchema
+
+    @property
+    def data_type(self) -> type:
+        from dpcore.data.table.table import SynthesisTable
+
+        return SynthesisTable
+
+    def schema_to_dict(self, schema) -> dict:
+        from dpcore.data.table.schema import schema_to_dict
+
+        return schema_to_dict(schema)
+
+    def schema_from_dict(self, raw: dict):
+        from dpcore.data.table.schema import schema_from_dict
+
+        return schema_from_dict(raw)
+
+    def load_schema(self, path):
+        from dpcore.data.table.schema import load_table_schema
+
+        return load_table_schema(path)
+
+    def load_data(self, source_path, schema):
+        from dpcore.data.table.table import load_registered_table
+
+        return load_registered_table(source_path, schema)
+
+
+#: The dataset kind objects, by key, in registry order (the ledger's ``datasets.kind``: a new
+#: kind needs a ledger migration and its object here).
+KINDS: Mapping[str, _Kind] = MappingProxyType(
+    {k.key: k for k in (TwoViewKind(), SequenceKind(), TableKind())})
+assert tuple(KINDS) == DATASET_KINDS
+
+
+def kind_object(key: str) -> _Kind:
+    """The dataset kind object ``key`` (ParameterError naming the known kinds otherwise)."""
+    try:
+        return KINDS[key]
+    except (KeyError, TypeError):
+        raise ParameterError(f"dataset kind must be one of {', '.join(DATASET_KINDS)}; "
+                             f"got {key!r}") from None
+
+
 def sample_data_dir() -> Path:
     """The repository's ``sample_data/`` folder (:func:`dpcore.data.loading.sample_data_dir`)."""
     from dpcore.data.loading import sample_data_dir as folder  # lazy: pandas
@@ -40,10 +195,10 @@ def sample_data_dir() -> Path:
 
 
 def _kind_by_type(value, what: str) -> str:
-    for key, spec in DATASET_KIND_SPECS.items():
-        if isinstance(value, spec.resolve(what)):
+    for key, obj in KINDS.items():
+        if isinstance(value, getattr(obj, what)):
             return key
-    names = ", ".join(spec.resolve(what).__name__ for spec in DATASET_KIND_SPECS.values())
+    names = ", ".join(getattr(obj, what).__name__ for obj in KINDS.values())
     raise DataError(f"expected one of {names}; got {type(value).__name__}")
 
 
@@ -59,17 +214,17 @@ def kind_of_data(data) -> str:
 
 def schema_type_names() -> str:
     """The schema types of every kind, comma-separated (for messages)."""
-    return ", ".join(spec.resolve("schema_type").__name__ for spec in DATASET_KIND_SPECS.values())
+    return ", ".join(obj.schema_type.__name__ for obj in KINDS.values())
 
 
 def schema_to_dict(kind: str, schema) -> dict:
     """The JSON form of a public schema of ``kind``."""
-    return dataset_kind_spec(kind).resolve("schema_to_dict")(schema)
+    return kind_object(kind).schema_to_dict(schema)
 
 
 def schema_from_dict(kind: str, raw: dict):
     """The validated public schema of ``kind`` from its JSON form (raises DataError)."""
-    return dataset_kind_spec(kind).resolve("schema_from_dict")(raw)
+    return kind_object(kind).schema_from_dict(raw)
 
 
 def find_schema_file(path) -> tuple[str, Path]:
@@ -105,7 +260,7 @@ def find_schema_file(path) -> tuple[str, Path]:
 def load_any_schema(path) -> tuple[str, object]:
     """``(kind, public schema)`` of a dataset folder or schema file (DataError naming the file)."""
     kind, schema_file = find_schema_file(path)
-    return kind, dataset_kind_spec(kind).resolve("load_schema")(schema_file)
+    return kind, kind_object(kind).load_schema(schema_file)
 
 
 def load_any_dataset(path) -> tuple[str, object]:
@@ -128,7 +283,7 @@ def load_registered_data(kind: str, source_path, schema):
     ParameterError
         An unknown kind.
     """
-    return dataset_kind_spec(kind).resolve("load_data")(source_path, schema)
+    return kind_object(kind).load_data(source_path, schema)
 
 
 def list_sample_folders() -> list[tuple[str, Path]]:

@@ -287,7 +287,7 @@ def _parse_numeric(series: pd.Series, attr: Attribute, missing: frozenset, file:
     return vals.astype(np.float64, copy=False)
 
 
-def _parse_coded(series: pd.Series, attr: Attribute, missing: frozenset, file: str):
+def _parse_coded(series: pd.Series, attr: Attribute, missing: frozenset, file: str):  # noqa: C901, PLR0912
     """Boolean (0/1) or categorical (codes 0..k-1) column from texts."""
     codes, texts = _factorize_texts(series)
     value = np.full(len(texts), np.nan)

@@ -249,74 +249,13 @@ def _attribute_from_dict(d, index: int, file) -> Attribute:
     true_value = false_value = None
     if typ == NUMERIC:
         reject("categories", "true_value", "false_value")
-        dom = d.get("domain")
-        if dom is not None:
-            if (not isinstance(dom, (list, tuple)) or len(dom) != 2
-                    or not all(_is_number(x) for x in dom)):
-                raise DataError(f"\"domain\" must be two numbers [lo, hi], got {dom!r}",
-                                file=file, column=name)
-            lo, hi = float(dom[0]), float(dom[1])
-            if not (np.isfinite(lo) and np.isfinite(hi)):
-                raise DataError(f"\"domain\" must be finite, got {dom!r}", file=file, column=name)
-            if lo >= hi:
-                raise DataError(f"\"domain\" needs lo < hi, got [{dom[0]}, {dom[1]}]", file=file,
-                                column=name)
-            domain = (lo, hi)
-        thr = d.get("thresholds")
-        if thr is not None:
-            if (not isinstance(thr, (list, tuple)) or not thr
-                    or not all(_is_number(x) and np.isfinite(x) for x in thr)):
-                raise DataError(f"\"thresholds\" must be a non-empty list of finite numbers, got "
-                                f"{thr!r}", file=file, column=name)
-            thresholds = tuple(float(x) for x in thr)
-            if domain is not None:
-                outside = [t for t in thresholds if not domain[0] <= t <= domain[1]]
-                if outside:
-                    raise DataError(f"threshold {outside[0]} lies outside the declared domain "
-                                    f"[{dom[0]}, {dom[1]}]", file=file, column=name)
-        if domain is None and thresholds is None:
-            raise DataError("a numeric attribute needs a public \"domain\" [lo, hi] or explicit "
-                            "\"thresholds\" (declared by the data owner, never taken from the "
-                            "data)", file=file, column=name)
+        domain, thresholds = _numeric_grid_from_dict(d, name, file)
     elif typ == CATEGORICAL:
         reject("domain", "thresholds", "true_value", "false_value")
-        cats = d.get("categories")
-        if not isinstance(cats, (list, tuple)) or not cats:
-            raise DataError("a categorical attribute needs a non-empty list \"categories\"",
-                            file=file, column=name)
-        if not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in cats):
-            raise DataError(f"\"categories\" must be strings, got {cats!r}", file=file,
-                            column=name)
-        categories = tuple(str(c).strip() for c in cats)
-        if len(categories) < 2:
-            raise DataError("a categorical attribute needs at least 2 categories, got "
-                            f"{list(categories)!r}", file=file, column=name)
-        if len(set(categories)) != len(categories):     # linear: 10⁵ levels are fine
-            seen: set[str] = set()
-            for c in categories:
-                if c in seen:
-                    raise DataError(f"duplicate category {c!r}", file=file, column=name)
-                seen.add(c)
-        if "" in categories:
-            raise DataError("an empty category label is not allowed", file=file, column=name)
-        if refused_characters(" ".join(categories)):      # one pass; then name the level
-            for c in categories:
-                check_display_name(c, "category", file=file, column=name)
+        categories = _categories_from_dict(d, name, file)
     else:  # BOOLEAN
         reject("domain", "thresholds", "categories")
-        tv, fv = d.get("true_value"), d.get("false_value")
-        if (tv is None) != (fv is None):
-            raise DataError("give both \"true_value\" and \"false_value\" or neither", file=file,
-                            column=name)
-        if tv is not None:
-            for k, v in (("true_value", tv), ("false_value", fv)):
-                if not isinstance(v, (str, int)) or isinstance(v, bool) or not str(v).strip():
-                    raise DataError(f"\"{k}\" must be a non-empty string, got {v!r}", file=file,
-                                    column=name)
-            true_value, false_value = str(tv).strip(), str(fv).strip()
-            if true_value == false_value:
-                raise DataError(f"\"true_value\" and \"false_value\" are both {true_value!r}",
-                                file=file, column=name)
+        true_value, false_value = _boolean_values_from_dict(d, name, file)
     for k in ("unit", "description"):
         if d.get(k) is not None and not isinstance(d.get(k), str):
             raise DataError(f"\"{k}\" must be a string", file=file, column=name)
@@ -324,6 +263,88 @@ def _attribute_from_dict(d, index: int, file) -> Attribute:
                      domain=domain, thresholds=thresholds, true_value=true_value,
                      false_value=false_value, unit=d.get("unit") or "",
                      description=d.get("description") or "")
+
+
+def _numeric_grid_from_dict(d: dict, name: str, file):
+    """The declared ``(domain, thresholds)`` of a numeric attribute (either may be None)."""
+    domain = thresholds = None
+    dom = d.get("domain")
+    if dom is not None:
+        if (not isinstance(dom, (list, tuple)) or len(dom) != 2
+                or not all(_is_number(x) for x in dom)):
+            raise DataError(f"\"domain\" must be two numbers [lo, hi], got {dom!r}",
+                            file=file, column=name)
+        lo, hi = float(dom[0]), float(dom[1])
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            raise DataError(f"\"domain\" must be finite, got {dom!r}", file=file, column=name)
+        if lo >= hi:
+            raise DataError(f"\"domain\" needs lo < hi, got [{dom[0]}, {dom[1]}]", file=file,
+                            column=name)
+        domain = (lo, hi)
+    thr = d.get("thresholds")
+    if thr is not None:
+        if (not isinstance(thr, (list, tuple)) or not thr
+                or not all(_is_number(x) and np.isfinite(x) for x in thr)):
+            raise DataError(f"\"thresholds\" must be a non-empty list of finite numbers, got "
+                            f"{thr!r}", file=file, column=name)
+        thresholds = tuple(float(x) for x in thr)
+        if domain is not None:
+            outside = [t for t in thresholds if not domain[0] <= t <= domain[1]]
+            if outside:
+                raise DataError(f"threshold {outside[0]} lies outside the declared domain "
+                                f"[{dom[0]}, {dom[1]}]", file=file, column=name)
+    if domain is None and thresholds is None:
+        raise DataError("a numeric attribute needs a public \"domain\" [lo, hi] or explicit "
+                        "\"thresholds\" (declared by the data owner, never taken from the "
+                        "data)", file=file, column=name)
+    return domain, thresholds
+
+
+def _categories_from_dict(d: dict, name: str, file) -> tuple[str, ...]:
+    """The declared levels of a categorical attribute."""
+    cats = d.get("categories")
+    if not isinstance(cats, (list, tuple)) or not cats:
+        raise DataError("a categorical attribute needs a non-empty list \"categories\"",
+                        file=file, column=name)
+    if not all(isinstance(c, (str, int)) and not isinstance(c, bool) for c in cats):
+        raise DataError(f"\"categories\" must be strings, got {cats!r}", file=file,
+                        column=name)
+    categories = tuple(str(c).strip() for c in cats)
+    if len(categories) < 2:
+        raise DataError("a categorical attribute needs at least 2 categories, got "
+                        f"{list(categories)!r}", file=file, column=name)
+    if len(set(categories)) != len(categories):     # linear: 10⁵ levels are fine
+        seen: set[str] = set()
+        for c in categories:
+            if c in seen:
+                raise DataError(f"duplicate category {c!r}", file=file, column=name)
+            seen.add(c)
+    if "" in categories:
+        raise DataError("an empty category label is not allowed", file=file, column=name)
+    if refused_characters(" ".join(categories)):      # one pass; then name the level
+        for c in categories:
+            check_display_name(c, "category", file=file, column=name)
+    return categories
+
+
+def _boolean_values_from_dict(d: dict, name: str, file) -> tuple[str | None, str | None]:
+    """The declared ``(true_value, false_value)`` of a boolean attribute (both None when
+    neither is declared)."""
+    true_value = false_value = None
+    tv, fv = d.get("true_value"), d.get("false_value")
+    if (tv is None) != (fv is None):
+        raise DataError("give both \"true_value\" and \"false_value\" or neither", file=file,
+                        column=name)
+    if tv is not None:
+        for k, v in (("true_value", tv), ("false_value", fv)):
+            if not isinstance(v, (str, int)) or isinstance(v, bool) or not str(v).strip():
+                raise DataError(f"\"{k}\" must be a non-empty string, got {v!r}", file=file,
+                                column=name)
+        true_value, false_value = str(tv).strip(), str(fv).strip()
+        if true_value == false_value:
+            raise DataError(f"\"true_value\" and \"false_value\" are both {true_value!r}",
+                            file=file, column=name)
+    return true_value, false_value
 
 
 def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
@@ -383,7 +404,19 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
             raise DataError(f"\"{k}\" must be an integer ≥ {minimum}, got {b!r}", file=file)
         bins[k] = b
 
-    source = d.get("source")
+    source = _source_from_dict(d.get("source"), file)
+    views = _views_from_dict(d.get("views"), source, id_column, file)
+    attributes = _attributes_from_dict(d.get("attributes"), id_column, views, file)
+    location = _location_from_dict(d.get("location"), attributes, file)
+    return Schema(name=name.strip(), attributes=tuple(attributes), views=(views[0], views[1]),
+                  id_column=id_column, description=d.get("description") or "",
+                  provenance=d.get("provenance") or "", public_demo=public_demo,
+                  missing_values=tuple(mv), grid_bins=bins["grid_bins"],
+                  target_bins=bins["target_bins"], source=source, location=location)
+
+
+def _source_from_dict(source, file) -> dict | None:
+    """The schema's package ``source`` (None: the views name files)."""
     if source is not None:
         if not isinstance(source, dict):
             raise DataError("\"source\" must be an object {\"package\": ..., \"loader\": ...}",
@@ -397,8 +430,12 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
         if not isinstance(source.get("kwargs", {}), dict):
             raise DataError("\"source.kwargs\" must be an object", file=file)
         source = {"package": pkg, "loader": loader, "kwargs": dict(source.get("kwargs", {}))}
+    return source
 
-    views_d = d.get("views")
+
+def _views_from_dict(views_d, source: dict | None, id_column: str | None, file
+                     ) -> list[ViewSpec]:
+    """The left and right :class:`ViewSpec` (names and files)."""
     if not isinstance(views_d, dict):
         raise DataError("the schema needs \"views\" with \"left\" and \"right\"", file=file)
     unknown = sorted(set(views_d) - set(VIEW_KEYS))
@@ -429,8 +466,12 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
     if (source is None and views[0].file != views[1].file and id_column is None):
         raise DataError("the two views are in different files, so the schema needs an "
                         "\"id_column\" to join them", file=file)
+    return views
 
-    attrs_d = d.get("attributes")
+
+def _attributes_from_dict(attrs_d, id_column: str | None, views: list[ViewSpec], file
+                          ) -> list[Attribute]:
+    """Every attribute, each name once, each view with at least one."""
     if not isinstance(attrs_d, (list, tuple)) or not attrs_d:
         raise DataError("the schema needs a non-empty list \"attributes\"", file=file)
     attributes = [_attribute_from_dict(a, i, file) for i, a in enumerate(attrs_d)]
@@ -444,12 +485,7 @@ def schema_from_dict(d: dict, *, file: str | None = None) -> Schema:
     for v, key in enumerate(VIEW_KEYS):
         if not any(a.view == v for a in attributes):
             raise DataError(f"the {key} view {views[v].name!r} has no attributes", file=file)
-    location = _location_from_dict(d.get("location"), attributes, file)
-    return Schema(name=name.strip(), attributes=tuple(attributes), views=(views[0], views[1]),
-                  id_column=id_column, description=d.get("description") or "",
-                  provenance=d.get("provenance") or "", public_demo=public_demo,
-                  missing_values=tuple(mv), grid_bins=bins["grid_bins"],
-                  target_bins=bins["target_bins"], source=source, location=location)
+    return attributes
 
 
 def _location_from_dict(d, attributes: list[Attribute], file) -> Location | None:

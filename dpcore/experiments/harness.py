@@ -331,31 +331,11 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
     """
     algorithms, epsilons, runs = _check_inputs(algorithms, epsilons, runs, mode)
     threshold_fixed = _parse_prune(prune)
-    if not isinstance(processes, int) or processes < 1:
-        raise ParameterError(f"processes must be an integer ≥ 1; got {processes!r}")
-    if mc_iter is not None:
-        MiningParams(mc_iter=mc_iter).validate()  # MCIter range (used by tree specs only)
-    if scheduler is not None:
-        if not isinstance(dataset, (str, Path)):
-            raise ParameterError("a Dask scheduler needs the dataset's path, not a loaded "
-                                 "dataset (every worker loads it)")
-        if isinstance(scheduler, str):
-            from dpcore.distributed.cluster import scheduler_address
-
-            scheduler_address(scheduler, use_env=False)  # a bad address: refused up front
+    _check_run_options(dataset, processes, mc_iter, scheduler)
     n_ref = max(runs) if reference_runs is None else int(reference_runs)
-    path = None
-    if isinstance(dataset, (str, Path)):
-        path = str(Path(dataset).resolve())
-        dataset_obj = load_dataset(path) if processes == 1 and scheduler is None else None
-    else:
-        dataset_obj = dataset
-        if processes > 1:
-            raise ParameterError("processes > 1 needs the dataset's path, not a loaded dataset")
+    path, dataset_obj = _path_and_data(dataset, processes, scheduler)
 
-    tasks = [(spec, eps, i) for eps, n in zip(epsilons, runs) for spec in algorithms
-             for i in range(n)]
-    tasks += [(REFERENCE, math.inf, i) for i in range(n_ref)]
+    tasks = _tasks(algorithms, epsilons, runs, n_ref)
     total = len(tasks)
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -371,23 +351,108 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
         if progress:
             progress(done, total, f"{_label(spec)} ε = {_eps_text(eps)} run {i + 1}")
 
+    trials = _trials(tasks, scheduler=scheduler, path=path, dataset_obj=dataset_obj, seed=seed,
+                     mc_iter=mc_iter, processes=processes, mode=mode)
+    for done, (task, result, scored) in enumerate(trials, 1):
+        record(task, result, scored, done)
+
+    cell_rows = _cell_rows(cells, threshold_fixed, tolerance)
+    metrics = {
+        "note": _not_private_note(mode),
+        "mode": mode, "mode_label": MODE_LABELS[mode],
+        "command": command,
+        "parameters": {
+            "dataset": path or dataset_obj.schema.name,
+            "algorithms": algorithms, "epsilons": epsilons, "runs": runs,
+            "prune": "auto" if threshold_fixed is None else threshold_fixed,
+            "tolerance": tolerance, "seed": seed, "processes": processes,
+            "mc_iter": mc_iter, "reference_runs": n_ref, "mode": mode,
+            **_params_record(algorithms, epsilons[0], mc_iter, mode),
+        },
+        "versions": _versions(),
+        "seconds": time.perf_counter() - started,
+        "cells": cell_rows,
+        "comparisons": _comparisons(cells, cell_rows, algorithms, epsilons),
+        "threshold_comparison": _threshold_comparison(cells, tolerance),
+    }
+    write_report(out, metrics, _report(metrics, algorithms, epsilons))
+    _plots(cells, cell_rows, out)
+    return metrics
+
+
+def _tasks(algorithms: list[str], epsilons: list[float], runs: list[int], n_ref: int
+           ) -> list[tuple]:
+    """``(algorithm, ε, run index)`` of every trial, the ε = ∞ reference's last."""
+    tasks = [(spec, eps, i) for eps, n in zip(epsilons, runs) for spec in algorithms
+             for i in range(n)]
+    return tasks + [(REFERENCE, math.inf, i) for i in range(n_ref)]
+
+
+def _not_private_note(mode: str) -> str:
+    return ("NOT private: metrics use true statistics (owner/teaching only). Sandbox "
+            "budget: every run had its own in-memory accountant; no ledger was used."
+            + ("" if mode == STRICT else " Faithful mode: the runs themselves were not "
+               "ε-DP (the papers' code as written)."))
+
+
+def _path_and_data(dataset, processes: int, scheduler):
+    """``(resolved path or None, loaded dataset or None)``: in-process runs load it once,
+    workers load it from the path."""
+    path = None
+    if isinstance(dataset, (str, Path)):
+        path = str(Path(dataset).resolve())
+        dataset_obj = load_dataset(path) if processes == 1 and scheduler is None else None
+    else:
+        dataset_obj = dataset
+        if processes > 1:
+            raise ParameterError("processes > 1 needs the dataset's path, not a loaded dataset")
+    return path, dataset_obj
+
+
+def _trials(tasks, *, scheduler, path, dataset_obj, seed, mc_iter, processes, mode):
+    """``(task, result, scored)`` of every trial, in process, on a spawn pool or on Dask."""
     if scheduler is not None:
-        for done, (task, text, scored) in enumerate(
-                _dask_trials(scheduler, path, tasks, seed, mc_iter, processes, mode), 1):
-            record(task, RunResult.from_json(text), scored, done)
+        for task, text, scored in _dask_trials(scheduler, path, tasks, seed, mc_iter,
+                                               processes, mode):
+            yield task, RunResult.from_json(text), scored
     elif processes == 1:
-        for done, (spec, eps, i) in enumerate(tasks, 1):
+        for spec, eps, i in tasks:
             result, scored = _one_run(dataset_obj, spec, eps, seed + i, mc_iter, mode)
-            record((spec, eps, i), result, scored, done)
+            yield (spec, eps, i), result, scored
     else:
         with ProcessPoolExecutor(max_workers=processes, mp_context=get_context("spawn")) as pool:
             futures = [pool.submit(_worker, (path, spec, eps, seed + i, mc_iter, mode))
                        for spec, eps, i in tasks]
-            for done, (task, fut) in enumerate(zip(tasks, futures), 1):
+            for task, fut in zip(tasks, futures):
                 text, scored = fut.result()
-                record(task, RunResult.from_json(text), scored, done)
+                yield task, RunResult.from_json(text), scored
 
-    # ---- metrics per cell
+
+def _params_record(algorithms: list[str], epsilon: float, mc_iter, mode: str) -> dict:
+    """The parameters every algorithm ran with (ε left out: it varies) and the reference's."""
+    return {"mining_params": {spec: algorithm_params(spec, epsilon, mc_iter=mc_iter, mode=mode)
+                              .to_dict() | {"epsilon": None} for spec in algorithms},
+            "reference_params": reference_params().to_dict()}
+
+
+def _check_run_options(dataset, processes, mc_iter, scheduler) -> None:
+    """Refuse bad run options of :func:`run_experiment` before anything runs."""
+    if not isinstance(processes, int) or processes < 1:
+        raise ParameterError(f"processes must be an integer ≥ 1; got {processes!r}")
+    if mc_iter is not None:
+        MiningParams(mc_iter=mc_iter).validate()  # MCIter range (used by tree specs only)
+    if scheduler is not None:
+        if not isinstance(dataset, (str, Path)):
+            raise ParameterError("a Dask scheduler needs the dataset's path, not a loaded "
+                                 "dataset (every worker loads it)")
+        if isinstance(scheduler, str):
+            from dpcore.distributed.cluster import scheduler_address
+
+            scheduler_address(scheduler, use_env=False)  # a bad address: refused up front
+
+
+def _cell_rows(cells: dict, threshold_fixed: float | None, tolerance: float) -> list[dict]:
+    """One metrics row per (algorithm, ε) cell, at the fixed or suggested threshold."""
     cell_rows = []
     for (spec, eps), by_run in cells.items():
         ordered = [by_run[i] for i in sorted(by_run)]
@@ -402,7 +467,11 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
             "run_files": [f"runs/{_cell_key(spec, eps)}__run{i}.json" for i in sorted(by_run)],
             "summary": summarize(scored_runs, threshold),
         })
+    return cell_rows
 
+
+def _threshold_comparison(cells: dict, tolerance: float) -> list[dict]:
+    """Per cell: what the suggested and the paper's thresholds keep and prune."""
     threshold_comparison = []
     for (spec, eps), by_run in cells.items():
         results = [by_run[i][0] for i in sorted(by_run)]
@@ -417,7 +486,12 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
             row[name] = {"threshold": value, "kept": len(kept), "false_positives_kept": fp_kept,
                          "significant_pruned": len(pruned) - fp_pruned}
         threshold_comparison.append(row)
+    return threshold_comparison
 
+
+def _comparisons(cells: dict, cell_rows: list[dict], algorithms: list[str],
+                 epsilons: list[float]) -> dict:
+    """Per ε: the algorithms' kept redescriptions compared (true J, absolute error)."""
     comparisons = {}
     for eps in epsilons:
         kept_by = {}
@@ -432,34 +506,7 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
                 {k: [abs(s.noisy_jaccard - s.true_jaccard) for s in v]
                  for k, v in kept_by.items()}, False)),
         }
-
-    metrics = {
-        "note": "NOT private: metrics use true statistics (owner/teaching only). Sandbox "
-                "budget: every run had its own in-memory accountant; no ledger was used."
-                + ("" if mode == STRICT else " Faithful mode: the runs themselves were not "
-                   "ε-DP (the papers' code as written)."),
-        "mode": mode, "mode_label": MODE_LABELS[mode],
-        "command": command,
-        "parameters": {
-            "dataset": path or dataset_obj.schema.name,
-            "algorithms": algorithms, "epsilons": epsilons, "runs": runs,
-            "prune": "auto" if threshold_fixed is None else threshold_fixed,
-            "tolerance": tolerance, "seed": seed, "processes": processes,
-            "mc_iter": mc_iter, "reference_runs": n_ref, "mode": mode,
-            "mining_params": {spec: algorithm_params(spec, epsilons[0], mc_iter=mc_iter,
-                                                     mode=mode)
-                              .to_dict() | {"epsilon": None} for spec in algorithms},
-            "reference_params": reference_params().to_dict(),
-        },
-        "versions": _versions(),
-        "seconds": time.perf_counter() - started,
-        "cells": cell_rows,
-        "comparisons": comparisons,
-        "threshold_comparison": threshold_comparison,
-    }
-    write_report(out, metrics, _report(metrics, algorithms, epsilons))
-    _plots(cells, cell_rows, out)
-    return metrics
+    return comparisons
 
 
 # ----------------------------------------------------------------------------- helpers

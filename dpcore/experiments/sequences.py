@@ -42,12 +42,12 @@ from pathlib import Path
 import numpy as np
 
 from dpcore import __version__
+from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.errors import ParameterError
 from dpcore.executor import run_sandbox
 from dpcore.experiments.report import write_report
 from dpcore.registry import ALGORITHM_LABELS, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS, STRICT
 from dpcore.sequences import samples
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,

@@ -44,6 +44,8 @@ import numpy as np
 import pandas as pd
 
 from dpcore import __version__
+from dpcore.data.table.schema import SCHEMA_FILE_NAME, schema_from_dict
+from dpcore.data.table.table import SynthesisTable, load_synthesis_dataset, table_from_frame
 from dpcore.errors import DataError, ParameterError
 from dpcore.executor import run_sandbox
 from dpcore.experiments.report import write_report
@@ -55,8 +57,6 @@ from dpcore.synthesis.samples import (
     generate_pima_like,
     pima_like_schema,
 )
-from dpcore.synthesis.schema import SCHEMA_FILE_NAME, schema_from_dict
-from dpcore.synthesis.table import SynthesisTable, load_synthesis_dataset, table_from_frame
 from dpcore.synthesis.utility import CLASSIFIERS, REAL, SCENARIOS, Synthesizer, utility_report
 
 __all__ = ["GENERATED", "PAPER_TABLE_1", "PEERS", "PEER_BINS", "NOT_PRIVATE_NOTE",

@@ -870,7 +870,8 @@ def exponential_mechanism(utilities, *, sensitivity, epsilon_nano, rng, accounta
         beyond what Δ covers). NaN and +inf are rejected.
     sensitivity : float
         Δ > 0: the most any single utility changes when one row is added or
-        removed (e.g. 2 for the count-weighted Gini score of §3.3).
+        removed (e.g. 2 for the count-weighted Gini utility: S1 in
+        dpcore/redescriptions/PRIVACY.md §6.2).
     epsilon_nano : int
         ε of this draw in nano-ε (> 0).
     rng : numpy.random.Generator

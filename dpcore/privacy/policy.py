@@ -271,8 +271,8 @@ def content_digest(dataset) -> str:
 
     * two-view (:class:`~dpcore.data.dataset.TwoViewDataset`): both views' coded values and
       their shapes (the format of every digest recorded before dataset kinds existed);
-    * sequences (:class:`~dpcore.sequences.dataset.SequenceDataset`) and labelled tables
-      (:class:`~dpcore.synthesis.table.SynthesisTable`): the kind, then each of the data's
+    * sequences (:class:`~dpcore.data.sequences.dataset.SequenceDataset`) and labelled tables
+      (:class:`~dpcore.data.table.table.SynthesisTable`): the kind, then each of the data's
       ``content_arrays()`` by name, dtype, shape and bytes (record boundaries and item codes;
       clipped values, level and class codes and clip counts).
 

@@ -384,7 +384,7 @@ def _purity_l(nodes_l, hist, n_rows):
 
 
 @njit(cache=True, nogil=True)
-def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,
+def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,  # noqa: PLR0912
                         cands_r, child_bits_r, offset_r, fanout_r, depth_r, nodes_r,
                         y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace,
                         stats=None, hastings=True, count_scale=False):
@@ -794,7 +794,7 @@ def _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows):
 
 
 @njit(cache=True, nogil=True)
-def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
+def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  # noqa: C901, PLR0912, PLR0915
                                  codes_r, cands_r, fanout_r, depth_r, nodes_r,
                                  y, n_classes, max_depth, epsilon, mc_iter, sigma, window,
                                  min_rows, rng, trace, stats=None, hastings=False):

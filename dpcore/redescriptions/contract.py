@@ -9,59 +9,18 @@ first called, so importing this package loads no miner and no kernel.
 
 from __future__ import annotations
 
+from dpcore.data.kinds import KINDS
 from dpcore.family import AlgorithmBase, Checked
 from dpcore.registry import (
     ALGORITHM_SPECS,
     CUSTOM_QUERY,
-    DATASET_KIND_SPECS,
     KIND_TWO_VIEW,
     REDESCRIPTION_ALGORITHMS,
     REDESCRIPTIONS,
     REGION_MAP,
 )
 
-__all__ = ["FAMILY", "TwoViewKind", "RedescriptionMiner", "QueryAlgorithm"]
-
-
-class TwoViewKind:
-    """The two-view table: :class:`~dpcore.data.schema.Schema` and
-    :class:`~dpcore.data.dataset.TwoViewDataset`, read through the columnar cache."""
-
-    key = KIND_TWO_VIEW
-    label = DATASET_KIND_SPECS[KIND_TWO_VIEW].label
-    schema_files = DATASET_KIND_SPECS[KIND_TWO_VIEW].schema_files
-
-    @property
-    def schema_type(self) -> type:
-        from dpcore.data.schema import Schema
-
-        return Schema
-
-    @property
-    def data_type(self) -> type:
-        from dpcore.data.dataset import TwoViewDataset
-
-        return TwoViewDataset
-
-    def schema_to_dict(self, schema) -> dict:
-        from dpcore.data.schema import schema_to_dict
-
-        return schema_to_dict(schema)
-
-    def schema_from_dict(self, raw: dict):
-        from dpcore.data.schema import schema_from_dict
-
-        return schema_from_dict(raw)
-
-    def load_schema(self, path):
-        from dpcore.data.schema import load_schema
-
-        return load_schema(path)
-
-    def load_data(self, source_path, schema):
-        from dpcore.data.kinds import load_two_view
-
-        return load_two_view(source_path, schema)
+__all__ = ["FAMILY", "RedescriptionMiner", "QueryAlgorithm"]
 
 
 class _RedescriptionAlgorithm(AlgorithmBase):
@@ -150,7 +109,7 @@ class QueryAlgorithm(_RedescriptionAlgorithm):
 
 class _RedescriptionFamily:
     key = REDESCRIPTIONS
-    kind = TwoViewKind()
+    kind = KINDS[KIND_TWO_VIEW]
 
     def __init__(self):
         self.algorithms = {**{k: RedescriptionMiner(k) for k in REDESCRIPTION_ALGORITHMS},

@@ -8,9 +8,9 @@ datasets differ by one record added or removed.
 
 Modules, lowest first:
 
-* :mod:`~dpcore.sequences.schema` — the public schema (name, alphabet, l1, public_demo);
-* :mod:`~dpcore.sequences.dataset` — :class:`SequenceDataset`, the CSR layout;
-* :mod:`~dpcore.sequences.loading` — record-per-line files and event tables → datasets;
+* :mod:`~dpcore.data.sequences.schema` — the public schema (name, alphabet, l1, public_demo);
+* :mod:`~dpcore.data.sequences.dataset` — :class:`SequenceDataset`, the CSR layout;
+* :mod:`~dpcore.data.sequences.loading` — record-per-line files and event tables → datasets;
 * :mod:`~dpcore.sequences.kernels` — numba kernels: containment, support counting,
   shrinking, prefix-projected search (nothing there is private by itself);
 * :mod:`~dpcore.sequences.candidates` — candidate generation and the candidate trie;

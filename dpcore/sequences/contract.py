@@ -1,58 +1,17 @@
 """The frequent-sequence family as a typed object (:class:`dpcore.family.Family`): ``FAMILY``.
 
-Its dataset kind is the sequence dataset (:mod:`~dpcore.sequences.schema`,
-:mod:`~dpcore.sequences.dataset`, :mod:`~dpcore.sequences.loading`); its algorithms are PFS2
-and the straightforward baseline (:mod:`~dpcore.sequences.miner`). The code behind each
-method is imported when it is first called.
+Its dataset kind is the sequence dataset (:class:`dpcore.data.kinds.SequenceKind`:
+:mod:`dpcore.data.sequences`); its algorithms are PFS2 and the straightforward baseline
+(:mod:`~dpcore.sequences.miner`). The code behind each method is imported when it is first called.
 """
 
 from __future__ import annotations
 
+from dpcore.data.kinds import KINDS
 from dpcore.family import AlgorithmBase, Checked
-from dpcore.registry import ALGORITHM_SPECS, DATASET_KIND_SPECS, KIND_SEQUENCES, SEQUENCES
+from dpcore.registry import ALGORITHM_SPECS, KIND_SEQUENCES, SEQUENCES
 
-__all__ = ["FAMILY", "SequenceKind", "SequenceMiner"]
-
-
-class SequenceKind:
-    """The sequence dataset: :class:`~dpcore.sequences.schema.SequenceSchema` and
-    :class:`~dpcore.sequences.dataset.SequenceDataset`."""
-
-    key = KIND_SEQUENCES
-    label = DATASET_KIND_SPECS[KIND_SEQUENCES].label
-    schema_files = DATASET_KIND_SPECS[KIND_SEQUENCES].schema_files
-
-    @property
-    def schema_type(self) -> type:
-        from dpcore.sequences.schema import SequenceSchema
-
-        return SequenceSchema
-
-    @property
-    def data_type(self) -> type:
-        from dpcore.sequences.dataset import SequenceDataset
-
-        return SequenceDataset
-
-    def schema_to_dict(self, schema) -> dict:
-        from dpcore.sequences.schema import schema_to_dict
-
-        return schema_to_dict(schema)
-
-    def schema_from_dict(self, raw: dict):
-        from dpcore.sequences.schema import schema_from_dict
-
-        return schema_from_dict(raw)
-
-    def load_schema(self, path):
-        from dpcore.sequences.schema import load_sequence_schema
-
-        return load_sequence_schema(path)
-
-    def load_data(self, source_path, schema):
-        from dpcore.sequences.loading import load_registered_sequences
-
-        return load_registered_sequences(source_path, schema)
+__all__ = ["FAMILY", "SequenceMiner"]
 
 
 class SequenceMiner(AlgorithmBase):
@@ -101,7 +60,7 @@ class SequenceMiner(AlgorithmBase):
 
 class _SequenceFamily:
     key = SEQUENCES
-    kind = SequenceKind()
+    kind = KINDS[KIND_SEQUENCES]
 
     def __init__(self):
         self.algorithms = {k: SequenceMiner(k) for k, s in ALGORITHM_SPECS.items()

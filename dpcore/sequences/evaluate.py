@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.errors import ParameterError
 from dpcore.sequences.candidates import build_candidate_trie
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.kernels import build_occurrence_runs, prefix_search
 from dpcore.sequences.shrinking import candidate_supports
 

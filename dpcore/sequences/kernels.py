@@ -415,7 +415,7 @@ def _append(x, out, n_out, glist, ng, gmatch, grep, cands, k):
 
 
 @njit(cache=True, nogil=True)
-def _reconstruct(buf, n, k, lmax, cands, node_item, child_start, child_end, node_parent,
+def _reconstruct(buf, n, k, lmax, cands, node_item, child_start, child_end, node_parent,  # noqa: C901, PLR0912
                  leaf_cand, cand_leaf, n_items, cnt, first, pos, distinct, stk_node, stk_pos,
                  stk_it, ctilde, rem, gcount, gmatch, grep, glist, icount, itouched, out):
     """Sequence reconstruction (Xu et al. 2015, Algorithm 2) of ``buf[:n]`` into ``out``.
@@ -855,7 +855,7 @@ def _grow_i32(arr, need):
 
 
 @njit(cache=True, nogil=True)
-def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,
+def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,  # noqa: C901, PLR0912, PLR0915
                   max_length, stop_length):
     """Depth-first search of the sequences with support ≥ min_support (PrefixSpan style,
     pseudo-projection).
@@ -1012,7 +1012,7 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
 
 
 @njit(cache=True, nogil=True)
-def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,
+def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,  # noqa: PLR0915
                            max_length):
     """β_y = the largest support of any y-sequence, for y = 1..max_length, where ≥ min_support.
 

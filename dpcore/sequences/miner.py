@@ -83,6 +83,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from dpcore import __version__
+from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.mechanisms import discrete_laplace, laplace
@@ -94,7 +95,6 @@ from dpcore.sequences.candidates import (
     generate_candidates,
     one_item_candidates,
 )
-from dpcore.sequences.dataset import SequenceDataset
 from dpcore.sequences.kernels import (
     build_occurrence_runs,
     length_histogram,
@@ -331,7 +331,96 @@ class _Run:
                                 rng=self.rng, accountant=acc, label=label).astype(np.float64)
 
 
-def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams, *,
+def _pre_mining(run: _Run, data: SequenceDataset, params: SequenceMiningParams, plan: dict,
+                l1: int):
+    """N̂ (ε1) and the noisy length histogram (ε2), and lmax read from it:
+    ``(n_hat, noisy_hist, l2, lmax)``."""
+    run.progress(0.0, "noisy number of records and length histogram")
+    n_hat = float(run.counts_noise(np.array([data.n_records]), sensitivity=1,
+                                   epsilon_nano=plan[RECORDS],
+                                   label="N̂: number of records")[0])
+    hist = length_histogram(data.indptr, l1 + 1)[1:]
+    noisy_hist = run.counts_noise(hist, sensitivity=1, epsilon_nano=plan[LENGTHS],
+                                  label=f"α̂: records of each length 1..{l1}")
+    l2, lmax = estimate_lmax(noisy_hist, n_hat, params.eta, l1)
+    return n_hat, noisy_hist, l2, lmax
+
+
+def _longest_frequent_length(run: _Run, data: SequenceDataset, runs, lmax: int,
+                             target: float, epsilon_nano: int) -> tuple[int, list[dict]]:
+    """L_f and the record of each length probed (ε3): strict, the upper bound read from one
+    noisy histogram of record lengths; faithful, the paper's search for β_y (NOT ε3-DP)."""
+    probes: list[dict] = []
+    if run.strict:
+        counts = length_counts(data.lengths, lmax)
+        noisy_counts = run.counts_noise(
+            counts, sensitivity=1, epsilon_nano=epsilon_nano,
+            label=f"L_f: records of each length 1..{lmax} (longer ones in cell {lmax})")
+        l_f, at_least = frequent_length_bound(noisy_counts, target)
+        probes = [{"length": y, "noisy_records_at_least": float(at_least[y - 1]),
+                   "frequent": bool(y <= l_f)} for y in range(1, lmax + 1)]
+        return l_f, probes
+    q = probe_count(lmax)
+    z = run.counts_noise(np.zeros(lmax, dtype=np.int64), sensitivity=q,
+                         epsilon_nano=epsilon_nano,
+                         label=f"β̂_1..β̂_{lmax}: noisy maximal supports at scale "
+                               f"{q}/ε3 each (paper; NOT ε3-DP)")
+    decide = LengthDecider(data, runs, lmax, float(np.min(target - z)))
+    decide.precompute()
+    l_f = 1
+    for y in range(1, lmax + 1):
+        hit = decide(y, target - z[y - 1])
+        probes.append({"length": y, "frequent": hit})
+        if hit:
+            l_f = y
+    return l_f, probes
+
+
+def _faithful_sample_databases(data: SequenceDataset, l_f: int, lmax: int, prune_nano: int,
+                               rng, accountant: PrivacyAccountant) -> list[SequenceDataset]:
+    """Faithful PFS2: the records cut into L_f sample databases, and the one pruning charge
+    of ε4 for all of them (the paper's parallel composition, which does not hold here)."""
+    assignment = partition_records(data.n_records, l_f, rng, strict=False)
+    order = np.argsort(assignment, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=l_f))])
+    parts = [data.subset(order[bounds[i]:bounds[i + 1]]) for i in range(l_f)]
+    accountant.spend("laplace",
+                     f"noisy local supports on {l_f} disjoint sample databases, one per "
+                     "level (parallel composition; each part's call in part_calls)",
+                     prune_nano, float(max(math.comb(lmax, k) for k in range(1, l_f + 1))),
+                     parallel=l_f)
+    return parts
+
+
+def _faithful_prune(run: _Run, db: SequenceDataset, trie, k: int, lmax: int, prune_nano: int,
+                    n_db: float, shrinking: list[dict]):
+    """Faithful PFS2's pruning at level k on sample database k (float Laplace at Δ = C(lmax,
+    k), relaxed threshold): ``(kept candidates, Δ_k, scale, θ′)``."""
+    n_items = run.data.schema.n_items
+    started = time.perf_counter()
+    sh_indptr, sh_items, stats = shrink_records(db.indptr, db.items, n_items, trie,
+                                                lmax, truncate=False)
+    shrinking.append({"length": k, **stats.__dict__})
+    run.timed("shrink", started)
+    started = time.perf_counter()
+    local = candidate_supports(sh_indptr, sh_items, n_items, trie)
+    delta_k = math.comb(lmax, k)
+    part_acc = PrivacyAccountant(prune_nano)
+    noisy_local = run.counts_noise(
+        local, sensitivity=delta_k, epsilon_nano=prune_nano, accountant=part_acc,
+        continuous=True,
+        label=f"level {k}: noisy local supports of {trie.n_cand} candidates on "
+              f"sample database {k}")
+    run.part_calls += [{"part": k, **c} for c in part_acc.to_records()]
+    scale = delta_k / nano_to_epsilon(prune_nano)
+    theta_prime = relaxed_threshold(float(run.params.theta), n_db, scale,
+                                    float(run.params.zeta))
+    kept = trie.cands[noisy_local >= theta_prime]
+    run.timed("prune", started)
+    return kept, delta_k, scale, theta_prime
+
+
+def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams, *,  # noqa: C901, PLR0912, PLR0915
                             rng: np.random.Generator | None = None,
                             accountant: PrivacyAccountant | None = None,
                             run_id: str | None = None, seed: int | None = None,
@@ -381,45 +470,16 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
 
     # ---- pre-mining: N̂ and the length histogram
     started = time.perf_counter()
-    run.progress(0.0, "noisy number of records and length histogram")
-    n_hat = float(run.counts_noise(np.array([data.n_records]), sensitivity=1,
-                                   epsilon_nano=plan[RECORDS],
-                                   label="N̂: number of records")[0])
+    n_hat, noisy_hist, l2, lmax = _pre_mining(run, data, params, plan, l1)
     n_base = max(n_hat, 1.0)
-    hist = length_histogram(data.indptr, l1 + 1)[1:]
-    noisy_hist = run.counts_noise(hist, sensitivity=1, epsilon_nano=plan[LENGTHS],
-                                  label=f"α̂: records of each length 1..{l1}")
-    l2, lmax = estimate_lmax(noisy_hist, n_hat, params.eta, l1)
     run.timed("pre_mining", started)
 
     # ---- L_f
     started = time.perf_counter()
     run.progress(0.05, f"longest frequent length (lmax = {lmax})")
     runs = build_occurrence_runs(data.indptr, data.items, n_items)
-    probes: list[dict] = []
-    target = theta * n_base
-    if strict:
-        counts = length_counts(data.lengths, lmax)
-        noisy_counts = run.counts_noise(
-            counts, sensitivity=1, epsilon_nano=plan[MAX_LENGTH],
-            label=f"L_f: records of each length 1..{lmax} (longer ones in cell {lmax})")
-        l_f, at_least = frequent_length_bound(noisy_counts, target)
-        probes = [{"length": y, "noisy_records_at_least": float(at_least[y - 1]),
-                   "frequent": bool(y <= l_f)} for y in range(1, lmax + 1)]
-    else:
-        q = probe_count(lmax)
-        z = run.counts_noise(np.zeros(lmax, dtype=np.int64), sensitivity=q,
-                             epsilon_nano=plan[MAX_LENGTH],
-                             label=f"β̂_1..β̂_{lmax}: noisy maximal supports at scale "
-                                   f"{q}/ε3 each (paper; NOT ε3-DP)")
-        decide = LengthDecider(data, runs, lmax, float(np.min(target - z)))
-        decide.precompute()
-        l_f = 1
-        for y in range(1, lmax + 1):
-            hit = decide(y, target - z[y - 1])
-            probes.append({"length": y, "frequent": hit})
-            if hit:
-                l_f = y
+    l_f, probes = _longest_frequent_length(run, data, runs, lmax, theta * n_base,
+                                           plan[MAX_LENGTH])
     shares = mechanism_shares(params, lmax, l_f)
     verify_shares = [s.epsilon_nano for s in shares if s.phase == VERIFY]
     run.timed("max_length", started)
@@ -428,16 +488,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     started = time.perf_counter()
     parts: list[SequenceDataset] = []
     if pfs2 and not strict:
-        assignment = partition_records(data.n_records, l_f, rng, strict=False)
-        order = np.argsort(assignment, kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(assignment, minlength=l_f))])
-        parts = [data.subset(order[bounds[i]:bounds[i + 1]]) for i in range(l_f)]
         prune_nano = plan[PRUNE]
-        accountant.spend("laplace",
-                         f"noisy local supports on {l_f} disjoint sample databases, one per "
-                         "level (parallel composition; each part's call in part_calls)",
-                         prune_nano, float(max(math.comb(lmax, k) for k in range(1, l_f + 1))),
-                         parallel=l_f)
+        parts = _faithful_sample_databases(data, l_f, lmax, prune_nano, rng, accountant)
     # strict: one pool for the levels, each level's budget chosen from released values
     remaining = (plan.get(PRUNE, 0) + plan[VERIFY]) if strict else 0
     run.timed("partition", started)
@@ -554,26 +606,8 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             else:
                 kept = trie.cands
         elif pfs2:
-            started = time.perf_counter()
-            db = parts[k - 1]
-            sh_indptr, sh_items, stats = shrink_records(db.indptr, db.items, n_items, trie,
-                                                        lmax, truncate=False)
-            shrinking.append({"length": k, **stats.__dict__})
-            run.timed("shrink", started)
-            started = time.perf_counter()
-            local = candidate_supports(sh_indptr, sh_items, n_items, trie)
-            delta_k = math.comb(lmax, k)
-            part_acc = PrivacyAccountant(prune_nano)
-            noisy_local = run.counts_noise(
-                local, sensitivity=delta_k, epsilon_nano=prune_nano, accountant=part_acc,
-                continuous=True,
-                label=f"level {k}: noisy local supports of {trie.n_cand} candidates on "
-                      f"sample database {k}")
-            run.part_calls += [{"part": k, **c} for c in part_acc.to_records()]
-            scale = delta_k / nano_to_epsilon(prune_nano)
-            theta_prime = relaxed_threshold(theta, n_db, scale, float(params.zeta))
-            kept = trie.cands[noisy_local >= theta_prime]
-            run.timed("prune", started)
+            kept, delta_k, scale, theta_prime = _faithful_prune(
+                run, parts[k - 1], trie, k, lmax, prune_nano, n_db, shrinking)
         else:
             kept = trie.cands
         if kept.shape[0] == 0:

@@ -27,9 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from dpcore.sequences.dataset import SequenceDataset
-from dpcore.sequences.loading import write_alphabet_file, write_record_lines
-from dpcore.sequences.schema import LINES, SCHEMA_FILE_NAME, SequenceSchema, save_sequence_schema
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.loading import write_alphabet_file, write_record_lines
+from dpcore.data.sequences.schema import (
+    LINES,
+    SCHEMA_FILE_NAME,
+    SequenceSchema,
+    save_sequence_schema,
+)
 
 __all__ = ["MSNBC_CATEGORIES", "generate_clickstream", "generate_house_power",
            "generate_word_stream", "msnbc_shape", "bible_shape", "house_power_shape",

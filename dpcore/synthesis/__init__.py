@@ -3,9 +3,9 @@ pipeline (labelled NOT DP) and the class-conditional independent-marginals floor
 
 Modules, one concept each:
 
-* :mod:`~dpcore.synthesis.schema` — the public schema of a labelled table (label classes,
+* :mod:`~dpcore.data.table.schema` — the public schema of a labelled table (label classes,
   numeric features with public bounds, categoricals with declared levels) and its encoding;
-* :mod:`~dpcore.synthesis.table` — a loaded labelled table (clipped to the public bounds,
+* :mod:`~dpcore.data.table.table` — a loaded labelled table (clipped to the public bounds,
   clip counts for the owner), loading one CSV/Parquet file, encoding and decoding;
 * :mod:`~dpcore.synthesis.fixedpoint` — the fixed-point grid that turns bounded reals into
   integers with integer sensitivities (strict mode draws integer noise only);

@@ -1,58 +1,18 @@
 """The synthetic-data family as a typed object (:class:`dpcore.family.Family`): ``FAMILY``.
 
-Its dataset kind is the labelled table (:mod:`~dpcore.synthesis.schema`,
-:mod:`~dpcore.synthesis.table`); its algorithms are MC-GEN and the floor
+Its dataset kind is the labelled table (:mod:`~dpcore.data.table.schema`,
+:mod:`~dpcore.data.table.table`); its algorithms are MC-GEN and the floor
 (:mod:`~dpcore.synthesis.miner`). The code behind each method is imported when it is first
 called (the table and result modules need pandas).
 """
 
 from __future__ import annotations
 
+from dpcore.data.kinds import KINDS
 from dpcore.family import AlgorithmBase, Checked
-from dpcore.registry import ALGORITHM_SPECS, DATASET_KIND_SPECS, KIND_TABLE, SYNTHESIS
+from dpcore.registry import ALGORITHM_SPECS, KIND_TABLE, SYNTHESIS
 
-__all__ = ["FAMILY", "TableKind", "Synthesizer"]
-
-
-class TableKind:
-    """The labelled table: :class:`~dpcore.synthesis.schema.TableSchema` and
-    :class:`~dpcore.synthesis.table.SynthesisTable`."""
-
-    key = KIND_TABLE
-    label = DATASET_KIND_SPECS[KIND_TABLE].label
-    schema_files = DATASET_KIND_SPECS[KIND_TABLE].schema_files
-
-    @property
-    def schema_type(self) -> type:
-        from dpcore.synthesis.schema import TableSchema
-
-        return TableSchema
-
-    @property
-    def data_type(self) -> type:
-        from dpcore.synthesis.table import SynthesisTable
-
-        return SynthesisTable
-
-    def schema_to_dict(self, schema) -> dict:
-        from dpcore.synthesis.schema import schema_to_dict
-
-        return schema_to_dict(schema)
-
-    def schema_from_dict(self, raw: dict):
-        from dpcore.synthesis.schema import schema_from_dict
-
-        return schema_from_dict(raw)
-
-    def load_schema(self, path):
-        from dpcore.synthesis.schema import load_table_schema
-
-        return load_table_schema(path)
-
-    def load_data(self, source_path, schema):
-        from dpcore.synthesis.table import load_registered_table
-
-        return load_registered_table(source_path, schema)
+__all__ = ["FAMILY", "Synthesizer"]
 
 
 class Synthesizer(AlgorithmBase):
@@ -100,7 +60,7 @@ class Synthesizer(AlgorithmBase):
 
 class _SynthesisFamily:
     key = SYNTHESIS
-    kind = TableKind()
+    kind = KINDS[KIND_TABLE]
 
     def __init__(self):
         self.algorithms = {k: Synthesizer(k) for k, s in ALGORITHM_SPECS.items()

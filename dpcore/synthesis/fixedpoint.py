@@ -3,7 +3,7 @@ sensitivities and take integer (discrete Laplace) noise.
 
 Strict mode never adds float Laplace noise to a real-valued statistic: the low-order bits of
 a float Laplace sample can leak the exact value (Mironov 2012). Instead every encoded value
-x ∈ [−1, 1] (see :mod:`dpcore.synthesis.schema`) is rounded to the public grid
+x ∈ [−1, 1] (see :mod:`dpcore.data.table.schema`) is rounded to the public grid
 ``v = round(x·L)`` with ``L = 2**(bits − 1)`` (``bits = 16``: L = 32768, 2¹⁶ + 1 points).
 The rounding is a fixed function of one record's value, so it changes no sensitivity
 argument: one record's contribution to a sum is |v| ≤ L, to a product v_a·v_b at most L².

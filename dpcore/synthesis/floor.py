@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from dpcore.data.table.table import SynthesisTable
 from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.params import (
     CLASSES,
@@ -29,7 +30,6 @@ from dpcore.synthesis.params import (
     SynthesisParams,
     mechanism_shares,
 )
-from dpcore.synthesis.table import SynthesisTable
 
 __all__ = ["feature_bins", "noisy_marginals", "run_floor"]
 

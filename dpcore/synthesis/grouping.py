@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcore.synthesis.schema import TableSchema
+from dpcore.data.table.schema import TableSchema
 
 __all__ = ["MIN_LEVEL_SHARE", "pairwise_davies_bouldin", "upgma_groups", "association_distance",
            "pearson_distance", "groups_from_labels"]

@@ -60,6 +60,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpcore.data.table.schema import TableSchema, value_text
+from dpcore.data.table.table import SynthesisTable
 from dpcore.errors import ParameterError
 from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.cells import (
@@ -99,8 +101,6 @@ from dpcore.synthesis.params import (
     SynthesisParams,
     mechanism_shares,
 )
-from dpcore.synthesis.schema import TableSchema, value_text
-from dpcore.synthesis.table import SynthesisTable
 
 __all__ = ["McgenModel", "noisy_class_counts", "dp_feature_groups", "correlation_noise",
            "EMPTY_CELL_SCALES", "fit_mcgen_dp",
@@ -279,20 +279,8 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
     timings["classes"] = time.perf_counter() - started
 
     started = time.perf_counter()
-    distance = None
-    released = True
-    if params.groups_given:
-        groups = [np.array([schema.feature_index(n) for n in g]) for g in params.feature_groups]
-    elif correlation_noise(params, p, float(np.maximum(n_hat, 0).sum())) \
-            > params.max_correlation_noise:
-        # Public rule on N̂: the noisy correlations would be noise. Every feature is its own
-        # group, nothing is released for the grouping, and ε_F joins the groups' budget.
-        released = False
-        groups = [np.array([j]) for j in range(p)]
-    else:
-        _progress(progress, 0.05, "feature groups from noisy correlations")
-        groups, distance, _ = dp_feature_groups(table, params, head, rng=rng,
-                                             accountant=accountant, n_hat=n_hat, values=values)
+    groups, distance, released = _feature_groups(table, params, head, n_hat, values, rng=rng,
+                                                 accountant=accountant, progress=progress)
     layouts = [group_layout(schema, g) for g in groups]
     histogram = [params.cells == GRID and lay.p == 1 for lay in layouts]
     # Grids from N̂_y and public parameters only; a group with one cell per class needs no
@@ -300,18 +288,7 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
     # histogram (counts only) over a grid with ≥ HISTOGRAM_NOISE_SCALES noise scales per bin.
     nominal = mechanism_shares(params, [lay.p for lay in layouts], histogram=histogram,
                                features_released=released)
-    grids = []
-    for m, layout in enumerate(layouts):
-        count_scale = 1e9 / _slot(nominal, GROUPS, m, COUNTS)  # 1/ε_counts (public)
-        if histogram[m]:
-            grids.append([histogram_grid(layout, max_bins=params.histogram_bins, target=max(
-                2, int(max(float(n_hat[y]), 0.0) // (HISTOGRAM_NOISE_SCALES * count_scale))))
-                for y in range(schema.n_classes)])
-            continue
-        grids.append([choose_grid(layout, grid_bins=params.grid_bins, target=(
-            target_cells(float(n_hat[y]), k=params.k, max_cells=params.max_cells,
-                         count_noise_scale=count_scale) if params.cells == GRID else 1))
-            for y in range(schema.n_classes)])
+    grids = _group_grids(layouts, histogram, nominal, n_hat, params, schema.n_classes)
     counted = [h or any(g.n_cells > 1 for g in grids_m) for h, grids_m in zip(histogram, grids)]
     with_moments = [not h and lay.pairs[0].shape[0] > 0 for h, lay in zip(histogram, layouts)]
     shares = mechanism_shares(params, [lay.p for lay in layouts], counted, with_moments,
@@ -348,26 +325,8 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
             label=f"group {m + 1} ({names})" + (" histogram" if histogram[m] else ""),
             parallel=int(counts.shape[0]), known_counts=None if counted[m] else n_hat)
         starts = np.asarray(starts, dtype=np.int64)
-        models_m = []
-        floor = EMPTY_CELL_SCALES * 1e9 / e_counts if e_counts else 0.0
-        for y in range(schema.n_classes):
-            part = slice(starts[y], starts[y + 1])
-            stats_y = NoisyCellStatistics(noisy.counts[part], noisy.sums[part],
-                                          noisy.moments[part])
-            if histogram[m]:
-                w = np.maximum(stats_y.counts.astype(np.float64), 0.0)
-                empty = np.zeros((w.shape[0], layout.width, layout.width))
-                models_m.append(GaussianCells(w, np.zeros((w.shape[0], layout.width)), empty,
-                                              empty))
-                continue
-            model_y = gaussian_cells(stats_y, layout, bits, shrinkage=params.shrinkage,
-                                     min_eigenvalue=params.min_eigenvalue)
-            if model_y.weights.shape[0] > 1:
-                keep = model_y.weights >= floor
-                if keep.any():
-                    model_y.weights = np.where(keep, model_y.weights, 0.0)
-            models_m.append(model_y)
-        models.append(models_m)
+        models.append(_class_models(noisy, starts, layout, histogram[m], e_counts, params,
+                                    schema.n_classes))
         releases.append(noisy)
         offsets.append(starts)
         true_cells.append({value_text(schema.classes[y]): [int(c) for c in s[0]]
@@ -375,6 +334,76 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
     timings["groups"] = time.perf_counter() - started
     return McgenModel(schema, n_hat, layouts, grids, models, releases, offsets, distance,
                       true_cells, histogram, shares, released)
+
+
+def _feature_groups(table: SynthesisTable, params: SynthesisParams, head, n_hat, values, *,
+                    rng, accountant, progress):
+    """``(groups, distance, released)``: the owner's groups, one group per feature (when the
+    public rule on N̂ says the noisy correlations would be noise), or groups from noisy
+    correlations (spends ε_F; ``released`` is False only when nothing was released)."""
+    schema = table.schema
+    p = schema.n_features
+    distance = None
+    released = True
+    if params.groups_given:
+        groups = [np.array([schema.feature_index(n) for n in g]) for g in params.feature_groups]
+    elif correlation_noise(params, p, float(np.maximum(n_hat, 0).sum())) \
+            > params.max_correlation_noise:
+        # Public rule on N̂: the noisy correlations would be noise. Every feature is its own
+        # group, nothing is released for the grouping, and ε_F joins the groups' budget.
+        released = False
+        groups = [np.array([j]) for j in range(p)]
+    else:
+        _progress(progress, 0.05, "feature groups from noisy correlations")
+        groups, distance, _ = dp_feature_groups(table, params, head, rng=rng,
+                                             accountant=accountant, n_hat=n_hat, values=values)
+    return groups, distance, released
+
+
+def _group_grids(layouts, histogram, nominal, n_hat, params: SynthesisParams, n_classes: int):
+    """Each group's cell grid per class, from N̂_y and public parameters only (a one-feature
+    group's histogram bins keep ≥ HISTOGRAM_NOISE_SCALES noise scales per bin)."""
+    grids = []
+    for m, layout in enumerate(layouts):
+        count_scale = 1e9 / _slot(nominal, GROUPS, m, COUNTS)  # 1/ε_counts (public)
+        if histogram[m]:
+            grids.append([histogram_grid(layout, max_bins=params.histogram_bins, target=max(
+                2, int(max(float(n_hat[y]), 0.0) // (HISTOGRAM_NOISE_SCALES * count_scale))))
+                for y in range(n_classes)])
+            continue
+        grids.append([choose_grid(layout, grid_bins=params.grid_bins, target=(
+            target_cells(float(n_hat[y]), k=params.k, max_cells=params.max_cells,
+                         count_noise_scale=count_scale) if params.cells == GRID else 1))
+            for y in range(n_classes)])
+    return grids
+
+
+def _class_models(noisy, starts, layout: GroupLayout, histogram: bool, e_counts,
+                  params: SynthesisParams, n_classes: int) -> list[GaussianCells]:
+    """One group's per-class cell models from its released statistics (post-processing):
+    noisy histogram weights, or Gaussian cells whose cells below EMPTY_CELL_SCALES count
+    noise scales get weight 0."""
+    bits = params.fixed_point_bits
+    models_m = []
+    floor = EMPTY_CELL_SCALES * 1e9 / e_counts if e_counts else 0.0
+    for y in range(n_classes):
+        part = slice(starts[y], starts[y + 1])
+        stats_y = NoisyCellStatistics(noisy.counts[part], noisy.sums[part],
+                                      noisy.moments[part])
+        if histogram:
+            w = np.maximum(stats_y.counts.astype(np.float64), 0.0)
+            empty = np.zeros((w.shape[0], layout.width, layout.width))
+            models_m.append(GaussianCells(w, np.zeros((w.shape[0], layout.width)), empty,
+                                          empty))
+            continue
+        model_y = gaussian_cells(stats_y, layout, bits, shrinkage=params.shrinkage,
+                                 min_eigenvalue=params.min_eigenvalue)
+        if model_y.weights.shape[0] > 1:
+            keep = model_y.weights >= floor
+            if keep.any():
+                model_y.weights = np.where(keep, model_y.weights, 0.0)
+        models_m.append(model_y)
+    return models_m
 
 
 def _draw_levels(draws: np.ndarray, choice: np.ndarray, means: np.ndarray, layout: GroupLayout,

@@ -25,6 +25,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from dpcore import __version__
+from dpcore.data.table.schema import value_text
+from dpcore.data.table.table import SynthesisTable, frame_from_encoded
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.policy import EVERYONE, OWNER_ONLY
@@ -45,8 +47,6 @@ from dpcore.synthesis.params import (
     plan_budget,
 )
 from dpcore.synthesis.results import SynthesisDiagnostics, SynthesisResult
-from dpcore.synthesis.schema import value_text
-from dpcore.synthesis.table import SynthesisTable, frame_from_encoded
 
 __all__ = ["check_runnable", "check_feature_groups", "synthesize", "MAX_NOISE_SCALE",
            "BLAS_THREADS"]
@@ -68,7 +68,7 @@ def _check_groups(table: SynthesisTable, params: SynthesisParams) -> None:
 
 def check_feature_groups(schema, params: SynthesisParams) -> None:
     """Raise ParameterError unless the owner's ``feature_groups`` (if given) name every
-    feature of the public ``schema`` (a :class:`~dpcore.synthesis.schema.TableSchema`)
+    feature of the public ``schema`` (a :class:`~dpcore.data.table.schema.TableSchema`)
     exactly once. Reads the public schema only, so a caller can check before it prices
     the run."""
     if not params.groups_given:

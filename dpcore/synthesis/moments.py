@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcore.data.table.schema import TableSchema
 from dpcore.privacy.mechanisms import discrete_laplace
 from dpcore.synthesis.fixedpoint import gram_upper, half_range
-from dpcore.synthesis.schema import TableSchema
 
 __all__ = ["GroupLayout", "group_layout", "cell_sufficient_statistics",
            "release_cell_statistics", "NoisyCellStatistics", "GaussianCells",

@@ -4,7 +4,7 @@ Everything here reads private data. The guess reuses the two-view prefill's colu
 (:func:`dpcore.data.prefill.prefill`: types, observed ranges rounded outward, observed
 categories, and a :class:`~dpcore.data.prefill.ColumnNote` for every column it leaves out,
 quoting the first offending values with their line or row) and turns them into the features
-of a :class:`~dpcore.synthesis.schema.TableSchema`: a numeric column becomes a numeric
+of a :class:`~dpcore.data.table.schema.TableSchema`: a numeric column becomes a numeric
 feature with its rounded range as public ``bounds``, a categorical or Boolean column a
 categorical feature with its observed texts as ``levels``, and the label column's observed
 texts become the declared ``classes``.
@@ -12,7 +12,7 @@ texts become the declared ``classes``.
 Observed classes, levels and ranges are derived from the private data: they are a starting
 point the owner must review — widen the bounds, add levels and classes that could occur — and
 confirm before they are declared public (the schema is validated by
-:func:`dpcore.synthesis.schema.schema_from_dict` when it is registered). Never show the guess
+:func:`dpcore.data.table.schema.schema_from_dict` when it is registered). Never show the guess
 or its notes to analysts.
 """
 
@@ -26,9 +26,9 @@ import pandas as pd
 from dpcore.data.loading import location
 from dpcore.data.prefill import ColumnNote, prefill
 from dpcore.data.schema import BOOLEAN, NUMERIC
+from dpcore.data.table.schema import CATEGORICAL
+from dpcore.data.table.schema import NUMERIC as TABLE_NUMERIC
 from dpcore.errors import DataError
-from dpcore.synthesis.schema import CATEGORICAL
-from dpcore.synthesis.schema import NUMERIC as TABLE_NUMERIC
 
 __all__ = ["TablePrefill", "prefill_table", "feature_object"]
 
@@ -41,7 +41,7 @@ class TablePrefill:
     ----------
     features : tuple of dict
         One JSON object per feature taken, in column order, as
-        :func:`dpcore.synthesis.schema.schema_from_dict` reads them (numeric: ``bounds``
+        :func:`dpcore.data.table.schema.schema_from_dict` reads them (numeric: ``bounds``
         and ``decimals`` 0 when every value is a whole number; categorical: ``levels``).
     classes : tuple of str
         The label column's observed texts, sorted.

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dpcore.synthesis.schema import (
+from dpcore.data.table.schema import (
     SCHEMA_FILE_NAME,
     TableSchema,
     save_table_schema,
@@ -278,7 +278,7 @@ a Gaussian copula with correlated latent features (age–pregnancies 0.6, glucos
 normal glucose, blood pressure, skin fold and BMI, log-normal insulin and pedigree, shifted
 gamma age), clipped to the original's observed ranges, then the "not measured" zeros.
 `synthesis_schema.json` is the schema (`kind: labelled_table`) that
-`dpcore.synthesis.table.load_synthesis_dataset` reads.
+`dpcore.data.table.table.load_synthesis_dataset` reads.
 """
 
 

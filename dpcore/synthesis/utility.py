@@ -31,12 +31,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import SVC
 
+from dpcore.data.table.schema import TableSchema, value_text
+from dpcore.data.table.table import SynthesisTable
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FAITHFUL, STRICT
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import FLOOR, MCGEN, SynthesisParams, run_cost_nano
-from dpcore.synthesis.schema import TableSchema, value_text
-from dpcore.synthesis.table import SynthesisTable
 
 __all__ = ["SCENARIOS", "CLASSIFIERS", "REAL", "make_classifiers", "split_seed",
            "frame_features", "accuracies", "Synthesizer", "standard_methods",

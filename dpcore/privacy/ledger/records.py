@@ -35,8 +35,8 @@ class DatasetRecord:
     schema : Schema, SequenceSchema or TableSchema
         The public schema (what may be known without spending ε), of the dataset's kind:
         :class:`dpcore.data.schema.Schema` (two-view),
-        :class:`dpcore.sequences.schema.SequenceSchema` (sequences) or
-        :class:`dpcore.synthesis.schema.TableSchema` (labelled table).
+        :class:`dpcore.data.sequences.schema.SequenceSchema` (sequences) or
+        :class:`dpcore.data.table.schema.TableSchema` (labelled table).
     source_path : str or None
         Where the data lives. **Owner-only**: never show it to analysts.
     public_demo : bool

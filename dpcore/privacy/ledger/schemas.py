@@ -2,8 +2,8 @@
 
 Each kind (:data:`dpcore.registry.DATASET_KINDS`) stores its schema type's dict form
 (named by :class:`dpcore.registry.DatasetKindSpec`): a two-view
-:class:`~dpcore.data.schema.Schema`, a :class:`~dpcore.sequences.schema.SequenceSchema` or a
-:class:`~dpcore.synthesis.schema.TableSchema`. Two-view schemas are read through
+:class:`~dpcore.data.schema.Schema`, a :class:`~dpcore.data.sequences.schema.SequenceSchema` or a
+:class:`~dpcore.data.table.schema.TableSchema`. Two-view schemas are read through
 :func:`dpcore.data.schema.schema_from_json_text`, which caches parsed schemas by their text
 (every ``list_datasets`` / ``get_dataset`` parses the stored schemas, and a schema may have
 10⁵ categorical levels); the other kinds through a small cache here.

@@ -1,4 +1,4 @@
-"""dpcore.synthesis.schema: the public schema of a labelled table — encoded column layout,
+"""dpcore.data.table.schema: the public schema of a labelled table — encoded column layout,
 validation with clear messages, JSON round trip."""
 
 from __future__ import annotations
@@ -7,15 +7,15 @@ import copy
 
 import pytest
 
-from dpcore.errors import DataError
-from dpcore.synthesis.samples import pima_like_schema
-from dpcore.synthesis.schema import (
+from dpcore.data.table.schema import (
     load_table_schema,
     save_table_schema,
     schema_from_dict,
     schema_to_dict,
     value_text,
 )
+from dpcore.errors import DataError
+from dpcore.synthesis.samples import pima_like_schema
 
 GOOD = schema_to_dict(pima_like_schema())
 

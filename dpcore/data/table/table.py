@@ -19,13 +19,13 @@ import numpy as np
 import pandas as pd
 
 from dpcore.data.loading import read_table
-from dpcore.errors import DataError
-from dpcore.synthesis.schema import (
+from dpcore.data.table.schema import (
     SCHEMA_FILE_NAME,
     TableSchema,
     load_table_schema,
     value_text,
 )
+from dpcore.errors import DataError
 
 __all__ = ["SynthesisTable", "table_from_frame", "load_table", "load_synthesis_dataset",
            "load_registered_table", "encode", "frame_from_encoded", "decode_columns",
@@ -67,7 +67,7 @@ class SynthesisTable:
         return int(self.labels.shape[0])
 
     def encoded(self) -> np.ndarray:
-        """The encoded matrix float64[n, D] (see :mod:`dpcore.synthesis.schema`), cached."""
+        """The encoded matrix float64[n, D] (see :mod:`dpcore.data.table.schema`), cached."""
         if self._encoded is None:
             self._encoded = encode(self.schema, self.numeric, self.categorical)
         return self._encoded

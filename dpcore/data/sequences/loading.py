@@ -25,9 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpcore.errors import DataError
-from dpcore.sequences.dataset import SequenceDataset
-from dpcore.sequences.schema import (
+from dpcore.data.sequences.dataset import SequenceDataset
+from dpcore.data.sequences.schema import (
     EVENTS,
     LINES,
     SCHEMA_FILE_NAME,
@@ -35,6 +34,7 @@ from dpcore.sequences.schema import (
     check_item_name,
     load_sequence_schema,
 )
+from dpcore.errors import DataError
 
 __all__ = ["read_alphabet_file", "load_record_lines", "load_event_table",
            "load_sequence_dataset", "load_registered_sequences", "write_record_lines",

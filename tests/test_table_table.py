@@ -8,26 +8,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpcore.errors import DataError
-from dpcore.synthesis.samples import (
-    adult_like_schema,
-    generate_adult_like,
-    generate_pima_like,
-    pima_like_schema,
-)
-from dpcore.synthesis.schema import (
+from dpcore.data.table.schema import (
     SCHEMA_FILE_NAME,
     load_table_schema,
     save_table_schema,
     schema_from_dict,
     schema_to_dict,
 )
-from dpcore.synthesis.table import (
+from dpcore.data.table.table import (
     decode_columns,
     frame_from_encoded,
     load_synthesis_dataset,
     load_table,
     table_from_frame,
+)
+from dpcore.errors import DataError
+from dpcore.synthesis.samples import (
+    adult_like_schema,
+    generate_adult_like,
+    generate_pima_like,
+    pima_like_schema,
 )
 
 SCHEMA = {

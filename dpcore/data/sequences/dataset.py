@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcore.data.sequences.schema import SequenceSchema
 from dpcore.errors import DataError
-from dpcore.sequences.schema import SequenceSchema
 
 __all__ = ["SequenceDataset", "csr_from_lists"]
 
