@@ -65,7 +65,7 @@ from .redescription_view import (
 )
 from .scatter import redescription_rows, row_id, run_label, scatter_figure
 from .selection import selection_signature, threshold_from_selection
-from .session import current_role
+from .session import current_requester, current_role
 from .tree_diagram import render_tree_pair
 
 __all__ = ["CHART_KEY", "THRESHOLD_KEY", "RUNS_KEY", "DETAIL_KEY", "TOLERANCE_KEY",
@@ -195,7 +195,7 @@ def two_view_only(record: DatasetRecord, purpose: str) -> bool:
 
 def load_results(ledger: Ledger, run_ids: list[str]) -> dict[str, RunResult]:
     """DP releases of the given runs, read from the ledger (no owner diagnostics)."""
-    return {rid: load_result(ledger, rid, role=current_role()) for rid in run_ids}
+    return {rid: load_result(ledger, rid, requester=current_requester()) for rid in run_ids}
 
 
 def kept_frame(rows: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -265,7 +265,7 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     results: dict[str, RunResult] = {}
     for run in runs:
         try:
-            results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
+            results[run.run_id] = load_result(ledger, run.run_id, requester=current_requester())
         except DpcoreError as exc:
             st.warning(f"Run {run.run_id[:8]}: its stored result could not be read "
                        f"({hide_server_paths(str(exc), ledger)}).")

@@ -42,7 +42,7 @@ from .data_locations import hide_server_paths
 from .explore_view import DEFAULT_TOLERANCE, get_threshold, suggested_threshold, threshold_runs
 from .family_pages import page_for
 from .scatter import run_label
-from .session import current_role
+from .session import current_requester, current_role
 from .unfinished_runs import render_unfinished_runs, status_text
 
 __all__ = ["history_frame", "family_history_frame", "runs_count", "comparison_params_frame",
@@ -247,7 +247,7 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
         if (run.status == "done" and run.algorithm in family
                 and can_read(run.audience, current_role())):
             try:
-                results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
+                results[run.run_id] = load_result(ledger, run.run_id, requester=current_requester())
             except DpcoreError as exc:
                 st.warning(f"Run {run.run_id[:8]}: {hide_server_paths(str(exc), ledger)}")
     explore = threshold_runs(record.name)

@@ -46,7 +46,13 @@ from .sequence_results import (
     top_paths,
     truth_frame,
 )
-from .session import can_see_truth, current_role, dataset_records, load_data
+from .session import (
+    can_see_truth,
+    current_requester,
+    current_role,
+    dataset_records,
+    load_data,
+)
 
 __all__ = ["RUN_KEY", "sequence_runs", "render_sequences_page",
            "render_sequence_results"]
@@ -135,7 +141,8 @@ def render_sequence_results(ledger: Ledger, record: DatasetRecord) -> None:
                                "first, newest first. Reading a stored run costs 0 ε.")
     truth_allowed = can_see_truth(record)
     try:
-        result = load_result(ledger, run_id, role=role, include_diagnostics=truth_allowed)
+        result = load_result(ledger, run_id, requester=current_requester(),
+                             include_diagnostics=truth_allowed)
     except RunInProgressError:
         st.info("This run is still being computed; its result appears when it is stored.")
         return

@@ -599,12 +599,12 @@ def cmd_query(args) -> int:
 
 def cmd_result(args) -> int:
     out = _check_out(args.out)
-    role = _requester(args).role
+    requester = _requester(args)
     ledger = Ledger(args.ledger)
     family = algorithm_spec(ledger.get_run(args.run_id).algorithm).family
     fmt = _out_format(args.out, family)
     try:
-        result = load_result(ledger, args.run_id, role=role)
+        result = load_result(ledger, args.run_id, requester=requester)
     except RunInProgressError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3

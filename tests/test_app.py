@@ -155,7 +155,7 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
 
     run_page(app, "pages/redescriptions/explore.py")
     assert any("costs 0 ε" in i.value for i in app.info)
-    result = load_result(ledger, runs[0].run_id, role="analyst")
+    result = load_result(ledger, runs[0].run_id, requester=Requester())
     supports = sorted(r.support_both for r in result.redescriptions)
     assert len(set(supports)) >= 2, "the seeded run should release several redescriptions"
     # the initial threshold is the suggested one (computed from released values only, 0 ε)
@@ -196,7 +196,7 @@ def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
     launch_and_confirm(app)
     ledger = Ledger(ledger_path)
     runs = ledger.list_runs("clinic")
-    result = load_result(ledger, runs[0].run_id, role="analyst")
+    result = load_result(ledger, runs[0].run_id, requester=Requester())
     supports = [r.support_both for r in result.redescriptions]
 
     run_page(app, "pages/redescriptions/explore.py")
@@ -827,7 +827,7 @@ def test_serenade_run_from_mine_to_explore_runs_and_teaching(app, ledger_path, a
     runs = ledger.list_runs("clinic")
     assert [(r.status, r.algorithm) for r in runs] == [("done", algorithm)]
     assert ledger.budget("clinic").spent == 10.0
-    result = load_result(ledger, runs[0].run_id, role="analyst")
+    result = load_result(ledger, runs[0].run_id, requester=Requester())
     assert result.redescriptions and result.trees == [] and result.extractions == []
 
     run_page(app, "pages/redescriptions/explore.py")
@@ -946,8 +946,8 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert "Explore keeps showing your newest run with results" in flash
     ledger = Ledger(ledger_path)
     first, second, empty = [r.run_id for r in ledger.list_runs("clinic")]
-    assert load_result(ledger, empty, role="analyst").redescriptions == []
-    assert load_result(ledger, second, role="analyst").redescriptions
+    assert load_result(ledger, empty, requester=Requester()).redescriptions == []
+    assert load_result(ledger, second, requester=Requester()).redescriptions
 
     run_page(app, "pages/redescriptions/explore.py")
     assert app.multiselect(key="explore_runs").value == [second]
@@ -956,7 +956,7 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert "0 redescriptions" in labels
 
     # a negative threshold is refused next to its box and 0 is used (keep everything)
-    total = len(load_result(ledger, second, role="analyst").redescriptions)
+    total = len(load_result(ledger, second, requester=Requester()).redescriptions)
     app.number_input(key="explore_threshold").set_value(-5.0).run()
     assert not app.exception, [e.value for e in app.exception]
     note = " ".join(e.value for e in app.main.error)
@@ -988,7 +988,7 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert by_run.at[second[:8], "threshold from"] == "Explore"
     assert by_run.at[second[:8], "threshold"] == 10.0
     assert by_run.at[first[:8], "threshold from"] == "suggested"
-    own = suggest_threshold([load_result(ledger, first, role="analyst")], 0.1)
+    own = suggest_threshold([load_result(ledger, first, requester=Requester())], 0.1)
     assert by_run.at[first[:8], "threshold"] == pytest.approx(own)
     _, charts = page_text(app)
     assert '"range":[-0.02,1.02]' in charts.replace(" ", "")

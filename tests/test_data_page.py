@@ -18,8 +18,7 @@ from components.budget_meter import fmt_eps
 from components.data_locations import declared_files
 from components.dataset_card import feature_table, released_row_count
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import content_digest
-from dpcore.privacy.roles import ANALYST
+from dpcore.privacy.policy import Requester, content_digest
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.loading import load_registered_sequences
@@ -99,8 +98,8 @@ def test_declared_files_are_named_for_every_kind(visits, ledger_path):
     assert table.file and declared_files(table) == [table.file]
     clinic = ledger.get_dataset("clinic").schema
     assert declared_files(clinic) == sorted({v.file for v in clinic.views})
-    assert released_row_count(ledger, ledger.get_dataset("clinic"), ANALYST) is None
-    assert released_row_count(ledger, ledger.get_dataset(VISITS), ANALYST) is None
+    assert released_row_count(ledger, ledger.get_dataset("clinic"), Requester()) is None
+    assert released_row_count(ledger, ledger.get_dataset(VISITS), Requester()) is None
 
 
 def test_the_feature_table_lists_the_declared_bounds_and_levels():
@@ -138,7 +137,7 @@ def test_an_analyst_sees_the_sequence_card_and_a_released_noisy_count_only(visit
     params = ALGORITHM_SPECS[pfs2].resolve("params_type")(epsilon=1.0, theta=0.05)
     analyst = signed_in(ledger, "analyst", "analyst")
     result = charge_and_mine(ledger, VISITS, params, requester=analyst, seed=None)
-    assert released_row_count(ledger, ledger.get_dataset(VISITS), ANALYST) == (
+    assert released_row_count(ledger, ledger.get_dataset(VISITS), Requester()) == (
         result.noisy_records, result.run_id)
     _ok(app.run())
     shown = _metrics(app)

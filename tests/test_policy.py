@@ -166,8 +166,8 @@ def test_faithful_mode_on_private_data_is_the_owners_and_so_is_its_result(ledger
     result = charge_and_mine(ledger, "private", params, requester=owner(ledger))
     assert result.audience == "owner"
     with pytest.raises(PolicyError, match="owner only"):
-        load_result(ledger, result.run_id, role="analyst")
-    assert load_result(ledger, result.run_id, role="owner").run_id == result.run_id
+        load_result(ledger, result.run_id, requester=Requester())
+    assert load_result(ledger, result.run_id, requester=owner(ledger)).run_id == result.run_id
     assert readable_runs(ledger, "private", "analyst") == []
     assert [r.run_id for r in readable_runs(ledger, "private", "owner")] == [result.run_id]
     assert allowed_modes(ledger.get_dataset("private"), "analyst") == ("strict",)
@@ -178,8 +178,8 @@ def test_owner_diagnostics_are_refused_to_analysts_on_private_data(ledger):
     result = charge_and_mine(ledger, "private",
                              MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL))
     with pytest.raises(PolicyError, match="true data"):
-        load_result(ledger, result.run_id, role="analyst", include_diagnostics=True)
-    assert load_result(ledger, result.run_id, role="owner",
+        load_result(ledger, result.run_id, requester=Requester(), include_diagnostics=True)
+    assert load_result(ledger, result.run_id, requester=owner(ledger),
                        include_diagnostics=True).diagnostics.score_traces
 
 
@@ -312,7 +312,7 @@ def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
     runs = led.list_runs("prop")
     assert [r.status for r in runs] == ["done"], "charged and stored"
     assert led.budget("prop").spent_nano == run_cost(params) == runs[0].epsilon_nano
-    stored = load_result(led, result.run_id, role="owner")
+    stored = load_result(led, result.run_id, requester=owner(led))
     assert stored.to_json() == result.to_json(), "the stored result is what was returned"
     assert public_demo or stored.seed is None, "private data: no seed stored"
     assert stored.neighbouring == NEIGHBOURING_RELATION

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from accounts_support import signed_in
 
 from dpcore import family as families
 from dpcore.cli import main
@@ -170,9 +171,9 @@ def test_the_run_path_charges_stores_and_reads_back_a_toy_run(toy, ledger):
     assert call["label"] == LABEL and call["epsilon_nano"] == epsilon_to_nano(0.5)
     stored = json.loads(ledger.get_result("toy-1")[0])
     assert stored["family"] == TOY and "diagnostics" not in stored
-    back = load_result(ledger, "toy-1", role="analyst")
+    back = load_result(ledger, "toy-1", requester=Requester())
     assert isinstance(back, HistogramResult) and back.noisy_counts == result.noisy_counts
-    truth = load_result(ledger, "toy-1", role="owner", include_diagnostics=True)
+    truth = load_result(ledger, "toy-1", requester=signed_in(ledger), include_diagnostics=True)
     assert sum(truth.diagnostics.true_counts) > 0
     # noise of scale 1/0.5 per count: far below 40 rows with overwhelming probability
     assert np.all(np.abs(np.array(back.noisy_counts) - truth.diagnostics.true_counts) < 40)
@@ -227,5 +228,5 @@ def test_a_batch_plan_charges_dispatches_and_stores_toy_runs(toy, ledger):
         outcomes = run_batch(ledger, planned, client)
     assert [o.status for o in outcomes] == ["done", "done"]
     assert ledger.budget("pima_like").spent_nano == epsilon_to_nano(0.75)
-    assert isinstance(load_result(ledger, "b2", role="analyst"), HistogramResult)
+    assert isinstance(load_result(ledger, "b2", requester=Requester()), HistogramResult)
     assert outcomes[1].result.seed == 9
