@@ -182,7 +182,7 @@ def phase_times_text(phase_seconds: dict[str, float]) -> str:
 
 def audit_frame(ledger: Ledger, record: DatasetRecord) -> pd.DataFrame:
     """The audit log of the dataset and of its sandboxes (owner only)."""
-    names = [record.name] + [d.name for d in ledger.list_datasets()
+    names = [record.name] + [d.name for d in ledger._dataset_records()
                              if d.sandbox_of == record.name]
     entries = [e for n in names for e in ledger.audit_log(n)]
     entries.sort(key=lambda e: e.charge_id)

@@ -469,7 +469,7 @@ def cmd_mine(args) -> int:
     name = args.dataset or (data.schema.name if data is not None else None)
     if name is None:
         raise ParameterError("give --dataset (a registered dataset name)")
-    record = ledger.get_dataset(name)
+    record = ledger._dataset_record(name)
     check_dataset_kind(record, params.algorithm)
     authorize_run(record, params, requester, seed=args.seed)
     if data is not None:
@@ -561,7 +561,7 @@ def cmd_query(args) -> int:
     out = _check_out(args.out)
     requester = _requester(args)
     ledger = Ledger(args.ledger)
-    record = ledger.get_dataset(args.dataset)
+    record = ledger._dataset_record(args.dataset)
     check_dataset_kind(record, params.algorithm)
     if args.map:
         location_of(record.schema)

@@ -235,7 +235,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     """
     requester = requester or Requester()
     run_id = run_id or new_run_id()
-    record = ledger.get_dataset(dataset_name)
+    record = ledger._dataset_record(dataset_name)
     check_dataset_kind(record, getattr(params, "algorithm", None))
     check_params(params)
     check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
@@ -346,7 +346,7 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     seed = recorded.pop("seed", None)
     recorded.pop("neighbouring", None)
     params = algorithm(spec.key).params_type.from_dict(recorded)
-    record = ledger.get_dataset(run.dataset)
+    record = ledger._dataset_record(run.dataset)
     check_dataset_kind(record, params.algorithm)
     check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
     permit = authorize_run(record, params, requester, seed=seed)
@@ -432,7 +432,7 @@ def load_result(ledger: Ledger, run_id: str, *, requester: Requester,
     result = _read_release(stored[0], run)
     result.audience = run.audience
     if include_diagnostics:
-        if not may_see_diagnostics(role, ledger.get_dataset(run.dataset)):
+        if not may_see_diagnostics(role, ledger._dataset_record(run.dataset)):
             raise PolicyError("owner diagnostics are computed from true data: for the owner "
                               "or on public demo data only")
         if stored[1]:

@@ -39,7 +39,7 @@ def test_register_needs_the_owner_password(ledger_path, monkeypatch):
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
     with pytest.raises(SystemExit, match="wrong account name or password"):
         main(["register", "--data", CLINIC, "--cap", "2"])
-    assert Ledger(ledger_path).list_datasets() == []
+    assert Ledger(ledger_path)._dataset_records() == []
 
 
 def test_mine_charges_the_ledger_and_writes_the_result(ledger_path, monkeypatch, tmp_path,
@@ -139,7 +139,8 @@ def test_owner_commands_back_off_after_repeated_wrong_passwords(ledger_path, mon
         main(["experiment", "--data", CLINIC, "--out", str(ledger_path.parent / "rep")])
     outcomes = [e.outcome for e in Ledger(ledger_path).auth_events()]
     assert outcomes == ["failure"] * 5 + ["throttled"]
-    assert b"s3cret" not in ledger_path.read_bytes() and Ledger(ledger_path).list_datasets() == []
+    assert b"s3cret" not in ledger_path.read_bytes()
+    assert Ledger(ledger_path)._dataset_records() == []
 
 
 # --------------------------------------------------------------------------- every family
@@ -156,9 +157,9 @@ def test_register_takes_every_kind_of_dataset_folder(ledger_path, monkeypatch, c
     for folder in (CLINIC, HOUSE_POWER, PIMA):
         assert main(["register", "--data", folder, "--cap", "2"]) == 0
     assert "(sequence dataset)" in capsys.readouterr().err
-    kinds = {d.name: d.kind for d in Ledger(ledger_path).list_datasets()}
+    kinds = {d.name: d.kind for d in Ledger(ledger_path)._dataset_records()}
     assert kinds == {"clinic": "two_view", "house_power": "sequences", "pima_like": "table"}
-    assert all(d.content_digest for d in Ledger(ledger_path).list_datasets())
+    assert all(d.content_digest for d in Ledger(ledger_path)._dataset_records())
 
 
 def test_mine_pfs2_prints_the_run_id_and_exports_patterns(ledger_path, monkeypatch, tmp_path,
@@ -367,10 +368,10 @@ def test_a_hash_in_the_secrets_file_grants_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("DPRM_PASSWORD", "s3cret")
     with pytest.raises(SystemExit, match="no owner account yet"):
         main(["register", "--data", CLINIC, "--cap", "2"])
-    assert Ledger(ledger).list_datasets() == []
+    assert Ledger(ledger)._dataset_records() == []
     owner_in_env_ledger("s3cret")
     assert main(["register", "--data", CLINIC, "--cap", "2"]) == 0
-    assert [d.name for d in Ledger(ledger).list_datasets()] == ["clinic"]
+    assert [d.name for d in Ledger(ledger)._dataset_records()] == ["clinic"]
 
 
 def test_synthesize_refuses_a_bad_feature_group_before_printing_the_cost(
