@@ -11,8 +11,8 @@ For each number of levels L, in a fresh temporary ledger:
   attribute with L distinct levels (plus a Boolean, a small categorical and a numeric
   attribute); the ledger validates the schema, stores it as JSON and checks it loads back;
 * *sidebar*: with ``--datasets`` such datasets registered, the reads the app's sidebar does on
-  every rerun — ``list_datasets(include_sandboxes=False)`` (the dataset picker),
-  ``get_dataset`` (the current dataset) and ``budget`` (the budget meter) — best of
+  every rerun — ``_dataset_records(include_sandboxes=False)`` (the dataset picker),
+  ``_dataset_record`` (the current dataset) and ``budget`` (the budget meter) — best of
   ``--repeats`` after one untimed read. Each read fetches the stored schema JSON of the
   datasets it returns; parsed schemas are cached by their text
   (:func:`dpcore.data.schema.schema_from_json_text`), so this is the app's steady state;
@@ -55,7 +55,7 @@ def measure(levels: int, datasets: int, repeats: int) -> dict:
     """Registration time of the first dataset and the best sidebar read time."""
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
-        ledger.list_datasets()                       # create the tables outside the timing
+        ledger._dataset_records()                       # create the tables outside the timing
         start = time.perf_counter()
         ledger.register_dataset("ds00", many_levels_schema("ds00", levels), None, 10.0,
                                 actor="bench", confirmed=True)
@@ -67,8 +67,8 @@ def measure(levels: int, datasets: int, repeats: int) -> dict:
 
         def sidebar() -> float:
             begin = time.perf_counter()
-            records = ledger.list_datasets(include_sandboxes=False)
-            record = ledger.get_dataset(records[0].name)
+            records = ledger._dataset_records(include_sandboxes=False)
+            record = ledger._dataset_record(records[0].name)
             ledger.budget(record.name)
             return time.perf_counter() - begin
 

@@ -1,5 +1,5 @@
 """Command line: ``python -m dpcore {register,budget,mine,synthesize,query,batch,result,runs,
-experiment,users,owner-hash,ledger} ...``.
+experiment,users,workspaces,owner-hash,ledger} ...``.
 
 ``register`` takes a dataset folder of any kind: a two-view table (``schema.json`` /
 ``schema.toml``), a sequence dataset (``sequence_schema.json``) or a labelled table
@@ -35,7 +35,11 @@ dataset's runs, who spent them and their state. ``register`` and ``experiment`` 
 private: it reports true statistics) need an owner account.
 
 ``users add|disable|list|quota`` manages the accounts and the analysts' shares of a
-dataset's cap (:mod:`dpcore.privacy.accounts`).
+dataset's cap (:mod:`dpcore.privacy.accounts`). ``workspaces list|share|unshare DATASET``
+does, as the signed-in account, what Explore's "Share this workspace with a colleague" does:
+list your Explore workspaces and those colleagues shared with you, share one of yours with a
+named colleague, or take the share back (0 ε: a workspace holds references to released
+results and what its account typed).
 
 ``query --dataset D --left TEXT --right TEXT`` pays for a query pair of the analyst's own
 (:mod:`dpcore.redescriptions.custom_query`): it prints the pair in canonical form and its
@@ -469,7 +473,7 @@ def cmd_mine(args) -> int:
     name = args.dataset or (data.schema.name if data is not None else None)
     if name is None:
         raise ParameterError("give --dataset (a registered dataset name)")
-    record = ledger.get_dataset(name)
+    record = ledger._dataset_record(name)
     check_dataset_kind(record, params.algorithm)
     authorize_run(record, params, requester, seed=args.seed)
     if data is not None:
@@ -561,7 +565,7 @@ def cmd_query(args) -> int:
     out = _check_out(args.out)
     requester = _requester(args)
     ledger = Ledger(args.ledger)
-    record = ledger.get_dataset(args.dataset)
+    record = ledger._dataset_record(args.dataset)
     check_dataset_kind(record, params.algorithm)
     if args.map:
         location_of(record.schema)
@@ -599,12 +603,12 @@ def cmd_query(args) -> int:
 
 def cmd_result(args) -> int:
     out = _check_out(args.out)
-    role = _requester(args).role
+    requester = _requester(args)
     ledger = Ledger(args.ledger)
     family = algorithm_spec(ledger.get_run(args.run_id).algorithm).family
     fmt = _out_format(args.out, family)
     try:
-        result = load_result(ledger, args.run_id, role=role)
+        result = load_result(ledger, args.run_id, requester=requester)
     except RunInProgressError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 3
@@ -681,6 +685,39 @@ def cmd_users(args) -> int:
     for dataset, epsilon in args.quota or ():
         ledger.set_quota(dataset, record.name, epsilon, actor=actor)
         print(f"{record.name} may spend ε = {epsilon:g} of {dataset!r}", file=sys.stderr)
+    return 0
+
+
+def cmd_workspaces(args) -> int:
+    """``workspaces list|share|unshare``: an account's Explore workspaces, as that account.
+
+    The account signs in (``--user`` / ``$DPRM_USER``, its password checked against the
+    ledger), so it shares only its own workspaces and lists only its own and those shared
+    with it: the ledger refuses any other (:meth:`dpcore.privacy.ledger.Ledger.share_workspace`).
+    """
+    session = _sign_in_or_exit(args)
+    ledger = Ledger(args.ledger)
+    me = session.account
+    if args.workspaces_command == "list":
+        rows = [(w, "yours") for w in ledger.list_workspaces(args.dataset, me)]
+        rows += [(w, "shared with you") for w in ledger.workspaces_shared_with(args.dataset, me)]
+        if not rows:
+            print(f"{args.dataset}: no workspaces of {me} or shared with {me}")
+        for w, whose in rows:
+            # the name Explore opens it by: a colleague's as "colleague/name"
+            opened_as = w.name if w.account == me else f"{w.account}/{w.name}"
+            print(f"{opened_as:40}  revision {w.revision:<5}  updated "
+                  f"{w.updated_at[:19].replace('T', ' ')}  {whose}")
+        return 0
+    if args.workspaces_command == "share":
+        ledger.share_workspace(args.dataset, me, args.name, args.colleague)
+        print(f"shared: {args.colleague} opens it on Explore as {me}/{args.name} (and may "
+              "save it)", file=sys.stderr)
+        return 0
+    if ledger.unshare_workspace(args.dataset, me, args.name, args.colleague):
+        print(f"{args.colleague} no longer opens {me}/{args.name}", file=sys.stderr)
+    else:
+        print(f"{me}/{args.name} was not shared with {args.colleague}", file=sys.stderr)
     return 0
 
 
@@ -1087,6 +1124,21 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
     quo.add_argument("--epsilon", type=float, required=True,
                      help="ε the analyst may spend on the dataset in total (0: no more)")
     usr.set_defaults(func=cmd_users)
+
+    wsp = sub.add_parser("workspaces", help="your Explore workspaces: list them, share one "
+                                            "with a named colleague (signs in: --user)")
+    wsp_sub = wsp.add_subparsers(dest="workspaces_command", required=True)
+    wsl = wsp_sub.add_parser("list", help="your workspaces of a dataset and those shared "
+                                          "with you")
+    wsl.add_argument("dataset")
+    for verb, text in (("share", "let a named colleague open and save one of your "
+                                 "workspaces"),
+                       ("unshare", "take a share back")):
+        one = wsp_sub.add_parser(verb, help=text)
+        one.add_argument("dataset")
+        one.add_argument("name", help="the workspace's name (as typed on Explore)")
+        one.add_argument("colleague", help="the colleague's account")
+    wsp.set_defaults(func=cmd_workspaces)
 
     own = sub.add_parser("owner-hash", help="print the scrypt hash of a new owner password "
                                             "(asks twice; --stdin: read it from a pipe)")

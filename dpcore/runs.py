@@ -51,6 +51,7 @@ from dpcore.privacy.policy import (
     authorize_run,
     can_read,
     check_account_needed,
+    checked_requester,
     content_digest,
     may_see_diagnostics,
     recorded_params,
@@ -234,7 +235,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     """
     requester = requester or Requester()
     run_id = run_id or new_run_id()
-    record = ledger.get_dataset(dataset_name)
+    record = ledger._dataset_record(dataset_name)
     check_dataset_kind(record, getattr(params, "algorithm", None))
     check_params(params)
     check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
@@ -267,7 +268,7 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, r
                                    run_id, release, diagnostics),
                                fail=lambda message: ledger.mark_failed(run_id, message))
     if executed is None:
-        return load_result(ledger, run_id, role=permit.requester.role, in_progress_ok=False)
+        return load_result(ledger, run_id, requester=permit.requester, in_progress_ok=False)
     return executed.result
 
 
@@ -345,7 +346,7 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     seed = recorded.pop("seed", None)
     recorded.pop("neighbouring", None)
     params = algorithm(spec.key).params_type.from_dict(recorded)
-    record = ledger.get_dataset(run.dataset)
+    record = ledger._dataset_record(run.dataset)
     check_dataset_kind(record, params.algorithm)
     check_account_needed(record, requester, ledger.has_accounts(), ledger.location)
     permit = authorize_run(record, params, requester, seed=seed)
@@ -371,13 +372,13 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     execute_charged(checked, rng=permit.rng(), run_id=run_id, seed=permit.seed,
                     progress=_relayed(progress, permit), dataset=record.name,
                     audience=run.audience, store=store)
-    return load_result(ledger, run_id, role=requester.role)
+    return load_result(ledger, run_id, requester=requester)
 
 
-def load_result(ledger: Ledger, run_id: str, *, role: str,
+def load_result(ledger: Ledger, run_id: str, *, requester: Requester,
                 include_diagnostics: bool = False, in_progress_ok: bool = False
                 ) -> Result | None:
-    """A stored result of any family, as ``role`` may see it.
+    """A stored result of any family, as ``requester`` may see it (0 ε: it was paid for).
 
     The result type is the registry's ``result_type`` of the run's algorithm
     (``RunResult``, ``SequenceRunResult`` or ``SynthesisResult``); results stored before
@@ -385,9 +386,12 @@ def load_result(ledger: Ledger, run_id: str, *, role: str,
 
     Parameters
     ----------
-    role : {"analyst", "owner"}
-        Results with audience ``owner`` (faithful runs on private data) are
-        refused to analysts.
+    requester : Requester
+        Who reads, as the policy checks it (:func:`dpcore.privacy.policy.checked_requester`):
+        a signed-in account's requester, or ``Requester()`` for an anonymous analyst. Never
+        a role string: a caller cannot read owner-only results by naming the owner role.
+        Results with audience ``owner`` (faithful runs on private data) are refused to
+        analysts.
     include_diagnostics : bool
         Add the owner diagnostics (computed from true data): owners, or anyone on
         a public demo dataset; refused otherwise.
@@ -396,8 +400,11 @@ def load_result(ledger: Ledger, run_id: str, *, role: str,
 
     Raises
     ------
+    TypeError
+        ``requester`` is not a :class:`~dpcore.privacy.policy.Requester` (a role string).
     PolicyError
-        ``role`` may not read this result or its diagnostics.
+        The requester may not read this result or its diagnostics, no longer passes its
+        checks, or was signed in on another ledger.
     RunInProgressError
         The run is charged and has no stored result yet.
     DpcoreError
@@ -407,6 +414,7 @@ def load_result(ledger: Ledger, run_id: str, *, role: str,
     DataError
         The stored result is of a newer format, or of another family than its algorithm.
     """
+    role = checked_requester(requester, ledger.location).role
     run = ledger.get_run(run_id)
     if not can_read(run.audience, role):
         raise PolicyError(f"run {run_id} is a faithful run on private data; its result is "
@@ -424,7 +432,7 @@ def load_result(ledger: Ledger, run_id: str, *, role: str,
     result = _read_release(stored[0], run)
     result.audience = run.audience
     if include_diagnostics:
-        if not may_see_diagnostics(role, ledger.get_dataset(run.dataset)):
+        if not may_see_diagnostics(role, ledger._dataset_record(run.dataset)):
             raise PolicyError("owner diagnostics are computed from true data: for the owner "
                               "or on public demo data only")
         if stored[1]:

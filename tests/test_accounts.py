@@ -134,7 +134,7 @@ def test_a_session_is_good_for_its_role_and_ledger_only(ledger, tmp_path):
         Requester(role="owner", session=changed)
     requester = Requester.signed_in(session)
     assert requester.account == "alice" and requester.actor == "alice"
-    record = ledger.get_dataset("race")
+    record = ledger._dataset_record("race")
     with pytest.raises(PolicyError, match="another ledger"):
         check_account_needed(record, requester, True, "sqlite:/elsewhere")
 

@@ -124,12 +124,12 @@ def test_every_page_renders_for_an_analyst(app):
 
 def test_bootstrap_registers_the_samples_once(app, ledger_path):
     ledger = Ledger(ledger_path)
-    names = {d.name: d for d in ledger.list_datasets()}
+    names = {d.name: d for d in ledger._dataset_records()}
     assert {"clinic", "cms_small", "diabetes"} <= set(names)
     assert all(names[n].confirmed for n in ("clinic", "cms_small", "diabetes"))
     assert ledger.budget("clinic").cap == 20.0
     app.run()                                   # idempotent: a second start changes nothing
-    assert {d.name for d in Ledger(ledger_path).list_datasets()} == set(names)
+    assert {d.name for d in Ledger(ledger_path)._dataset_records()} == set(names)
 
 
 def test_main_path_launch_explore_prune_export(app, ledger_path):
@@ -155,7 +155,7 @@ def test_main_path_launch_explore_prune_export(app, ledger_path):
 
     run_page(app, "pages/redescriptions/explore.py")
     assert any("costs 0 ε" in i.value for i in app.info)
-    result = load_result(ledger, runs[0].run_id, role="analyst")
+    result = load_result(ledger, runs[0].run_id, requester=Requester())
     supports = sorted(r.support_both for r in result.redescriptions)
     assert len(set(supports)) >= 2, "the seeded run should release several redescriptions"
     # the initial threshold is the suggested one (computed from released values only, 0 ε)
@@ -196,7 +196,7 @@ def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
     launch_and_confirm(app)
     ledger = Ledger(ledger_path)
     runs = ledger.list_runs("clinic")
-    result = load_result(ledger, runs[0].run_id, role="analyst")
+    result = load_result(ledger, runs[0].run_id, requester=Requester())
     supports = [r.support_both for r in result.redescriptions]
 
     run_page(app, "pages/redescriptions/explore.py")
@@ -451,7 +451,7 @@ def test_owner_upload_registers_a_reviewed_dataset(app, ledger_path, monkeypatch
     left = _csv([["pid", "flag", "grade"]] + [[i, i % 2, "ab"[i % 3 == 0]] for i in range(40)])
     right = _csv([["pid", "lab"]] + [[i, 10 + i] for i in range(40)])
     _upload_two_files(app, left, right)
-    record = Ledger(ledger_path).get_dataset("uploaded")
+    record = Ledger(ledger_path)._dataset_record("uploaded")
     assert record.confirmed and not record.public_demo
     assert Ledger(ledger_path).budget("uploaded").cap == 10.0
     assert (tmp_path / "datasets" / "uploaded" / "schema.json").is_file()
@@ -466,7 +466,7 @@ def test_owner_upload_with_bad_data_registers_nothing(app, ledger_path, monkeypa
     errors = " ".join(e.value for e in app.error)
     assert "duplicate id" in errors and "line 32 of file 'left.csv'" in errors
     assert "Nothing was registered" in errors
-    assert "broken" not in {d.name for d in Ledger(ledger_path).list_datasets()}
+    assert "broken" not in {d.name for d in Ledger(ledger_path)._dataset_records()}
     assert not (tmp_path / "datasets" / "broken").exists()
 
 
@@ -477,7 +477,7 @@ def test_owner_upload_with_a_path_as_name_writes_and_registers_nothing(app, ledg
     """A dataset name is a folder under the data directory: ``../../x`` used to write the
     files to ``<data dir>/../../x`` (outside it) and register the dataset."""
     _owner(app, monkeypatch)
-    registered = {d.name for d in Ledger(ledger_path).list_datasets()}
+    registered = {d.name for d in Ledger(ledger_path)._dataset_records()}
     outside = [tmp_path.parent / "x", tmp_path.parent.parent / "x", Path("/abs-x")]
     siblings = sorted(p.name for p in tmp_path.parent.iterdir())
     left = _csv([["pid", "flag"]] + [[i, i % 2] for i in range(30)])
@@ -492,7 +492,7 @@ def test_owner_upload_with_a_path_as_name_writes_and_registers_nothing(app, ledg
     assert f"dataset name {name!r} must not contain '/'" in errors
     assert "Nothing was registered" in errors
     assert [b for b in app.button if b.key in ("up_prefill", "up_register")] == []  # no draft
-    assert {d.name for d in Ledger(ledger_path).list_datasets()} == registered
+    assert {d.name for d in Ledger(ledger_path)._dataset_records()} == registered
     datasets = tmp_path / "datasets"
     assert not datasets.exists() or list(datasets.iterdir()) == []
     assert not any(p.exists() for p in outside)
@@ -519,7 +519,7 @@ def test_register_step_checks_the_name_and_file_names_before_writing(ledger_path
     ledger = Ledger(ledger_path)
     with pytest.raises((DataError, ParameterError)):
         register_draft(ledger, draft, schema, 1.0)
-    assert ledger.list_datasets() == []
+    assert ledger._dataset_records() == []
     assert not (tmp_path / "datasets").exists()
     assert not (tmp_path / "x").exists() and not (tmp_path / "datasets" / "left.csv").exists()
 
@@ -549,7 +549,7 @@ def test_upload_of_views_with_different_ids_fails_when_read(app, ledger_path, mo
     assert "Nothing was registered" in errors and "do not cover the same ids" in errors
     assert "(e.g. '0', line 2)" in errors and "(e.g. '30', line 31)" in errors
     assert [b for b in app.button if b.key in ("up_prefill", "up_register")] == []
-    assert "mismatch" not in {d.name for d in Ledger(ledger_path).list_datasets()}
+    assert "mismatch" not in {d.name for d in Ledger(ledger_path)._dataset_records()}
     assert not (tmp_path / "datasets" / "mismatch").exists()
 
 
@@ -586,7 +586,7 @@ def test_upload_reports_numbers_with_a_stray_text_and_waits_for_the_owner(app, l
     assert not app.button(key="up_register").disabled
     app.button(key="up_register").click().run()
     assert not app.exception, [e.value for e in app.exception]
-    record = Ledger(ledger_path).get_dataset("stray")
+    record = Ledger(ledger_path)._dataset_record("stray")
     assert [a.name for a in record.schema.attributes] == ["flag", "grade", "stage"]
 
 
@@ -827,7 +827,7 @@ def test_serenade_run_from_mine_to_explore_runs_and_teaching(app, ledger_path, a
     runs = ledger.list_runs("clinic")
     assert [(r.status, r.algorithm) for r in runs] == [("done", algorithm)]
     assert ledger.budget("clinic").spent == 10.0
-    result = load_result(ledger, runs[0].run_id, role="analyst")
+    result = load_result(ledger, runs[0].run_id, requester=Requester())
     assert result.redescriptions and result.trees == [] and result.extractions == []
 
     run_page(app, "pages/redescriptions/explore.py")
@@ -946,8 +946,8 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert "Explore keeps showing your newest run with results" in flash
     ledger = Ledger(ledger_path)
     first, second, empty = [r.run_id for r in ledger.list_runs("clinic")]
-    assert load_result(ledger, empty, role="analyst").redescriptions == []
-    assert load_result(ledger, second, role="analyst").redescriptions
+    assert load_result(ledger, empty, requester=Requester()).redescriptions == []
+    assert load_result(ledger, second, requester=Requester()).redescriptions
 
     run_page(app, "pages/redescriptions/explore.py")
     assert app.multiselect(key="explore_runs").value == [second]
@@ -956,7 +956,7 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert "0 redescriptions" in labels
 
     # a negative threshold is refused next to its box and 0 is used (keep everything)
-    total = len(load_result(ledger, second, role="analyst").redescriptions)
+    total = len(load_result(ledger, second, requester=Requester()).redescriptions)
     app.number_input(key="explore_threshold").set_value(-5.0).run()
     assert not app.exception, [e.value for e in app.exception]
     note = " ".join(e.value for e in app.main.error)
@@ -988,7 +988,7 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert by_run.at[second[:8], "threshold from"] == "Explore"
     assert by_run.at[second[:8], "threshold"] == 10.0
     assert by_run.at[first[:8], "threshold from"] == "suggested"
-    own = suggest_threshold([load_result(ledger, first, role="analyst")], 0.1)
+    own = suggest_threshold([load_result(ledger, first, requester=Requester())], 0.1)
     assert by_run.at[first[:8], "threshold"] == pytest.approx(own)
     _, charts = page_text(app)
     assert '"range":[-0.02,1.02]' in charts.replace(" ", "")
@@ -1067,7 +1067,7 @@ def test_the_app_runs_on_a_postgresql_ledger(postgres_server, monkeypatch, tmp_p
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     ledger = Ledger(url)
-    assert {d.name for d in ledger.list_datasets()} >= {"clinic", "clickstream", "pima_like"}
+    assert {d.name for d in ledger._dataset_records()} >= {"clinic", "clickstream", "pima_like"}
     small_run_settings(at, epsilon=0.5)
     launch_and_confirm(at)
     runs = ledger.list_runs("clinic")
@@ -1093,7 +1093,7 @@ def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeyp
     from dpcore.runs import new_run_id
 
     ledger = Ledger(ledger_path)
-    record = ledger.get_dataset(dataset)
+    record = ledger._dataset_record(dataset)
     family = DATASET_KIND_SPECS[record.kind].family
     algorithm = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
     run_id = new_run_id()
@@ -1126,7 +1126,7 @@ def test_a_failed_run_is_reported_without_server_paths(app, ledger_path, monkeyp
 def _analyst_for(ledger: Ledger, dataset: str) -> Requester:
     """Who runs on ``dataset`` outside the app: an anonymous visitor on public demo data,
     else the analyst account the app session signs in as (accounts_support.sign_in_app)."""
-    if ledger.get_dataset(dataset).public_demo is True:
+    if ledger._dataset_record(dataset).public_demo is True:
         return Requester()
     return signed_in(ledger, "analyst", "analyst")
 
@@ -1140,7 +1140,7 @@ def test_the_runs_page_lists_the_runs_of_a_sequence_or_table_dataset(app, ledger
     from dpcore.registry import ALGORITHM_LABELS, ALGORITHM_SPECS, DATASET_KIND_SPECS
 
     ledger = Ledger(ledger_path)
-    family = DATASET_KIND_SPECS[ledger.get_dataset(dataset).kind].family
+    family = DATASET_KIND_SPECS[ledger._dataset_record(dataset).kind].family
     key = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
     params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
     result = charge_and_mine(ledger, dataset, params, requester=_analyst_for(ledger, dataset),
@@ -1166,7 +1166,7 @@ def test_explore_runs_and_teaching_render_with_a_stored_sequence_or_table_run(
     from dpcore.registry import ALGORITHM_SPECS, DATASET_KIND_SPECS
 
     ledger = Ledger(ledger_path)
-    family = DATASET_KIND_SPECS[ledger.get_dataset(dataset).kind].family
+    family = DATASET_KIND_SPECS[ledger._dataset_record(dataset).kind].family
     key = next(s.key for s in ALGORITHM_SPECS.values() if s.family == family)
     params = ALGORITHM_SPECS[key].resolve("params_type")(epsilon=1.0)
     result = charge_and_mine(ledger, dataset, params, requester=_analyst_for(ledger, dataset),
@@ -1202,10 +1202,10 @@ def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_pa
 
     secret = "/srv/hidden-mount/q3/"
     ledger = Ledger(ledger_path)
-    seed = 11 if ledger.get_dataset("clinic").public_demo else None
+    seed = 11 if ledger._dataset_record("clinic").public_demo else None
     charge_and_mine(ledger, "clinic", MiningParams(epsilon=1.0, in_tr=2, mc_iter=200),
                     requester=Requester(), seed=seed)
-    pima = ledger.get_dataset("pima_like")
+    pima = ledger._dataset_record("pima_like")
     charge_and_mine(ledger, "pima_like",
                     algorithm_spec(MCGEN).resolve("params_type")(epsilon=1.0),
                     requester=Requester(), seed=7 if pima.public_demo else None)

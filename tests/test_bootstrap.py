@@ -15,7 +15,7 @@ def test_every_kind_of_sample_is_registered_confirmed_with_its_digest(tmp_path):
     ledger = Ledger(tmp_path / "l.sqlite")
     report = register_sample_datasets(ledger, cap_epsilon=3.0)
     assert not report.problems
-    records = {r.name: r for r in ledger.list_datasets()}
+    records = {r.name: r for r in ledger._dataset_records()}
     assert {"clickstream", "house_power", "pima_like", "clinic"} <= set(records)
     assert {r.kind for r in records.values()} == set(DATASET_KINDS)
     assert records["clickstream"].kind == "sequences" and not records["clickstream"].public_demo
@@ -25,7 +25,7 @@ def test_every_kind_of_sample_is_registered_confirmed_with_its_digest(tmp_path):
         data = load_registered_data(record.kind, record.source_path, record.schema)
         assert record.content_digest == content_digest(data)
     # two-view tables come first, so a picker's default stays a redescription dataset
-    assert records[ledger.list_datasets()[0].name].kind == "two_view"
+    assert records[ledger._dataset_records()[0].name].kind == "two_view"
     again = register_sample_datasets(ledger)
     assert again.registered == [] and sorted(again.present) == sorted(records)
 
@@ -43,4 +43,4 @@ def test_a_broken_sample_folder_of_a_new_kind_is_reported_not_raised(tmp_path, m
     assert report.registered == ["pima_like"]
     assert len(report.problems) == 1 and report.problems[0].startswith("house_power: ")
     assert "NOT_AN_ITEM" in report.problems[0]
-    assert [r.name for r in ledger.list_datasets()] == ["pima_like"]
+    assert [r.name for r in ledger._dataset_records()] == ["pima_like"]

@@ -411,7 +411,6 @@ def sequence_kernels():
         step.action()
 
 
-@pytest.mark.browser
 def _sign_in(page, ledger_path: Path, name: str = "analyst") -> None:
     """Create analyst ``name`` in the served ledger and sign in through the sidebar form
     (the private samples are for signed-in accounts only)."""
@@ -432,6 +431,7 @@ def _sign_in(page, ledger_path: Path, name: str = "analyst") -> None:
     side.get_by_text(f"Signed in: {name} (analyst)").wait_for()
 
 
+@pytest.mark.browser
 def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, served_app,
                                                             tmp_path):
     """Issue 16's 'done when': a new user picks the clickstream sample, launches PFS2 and

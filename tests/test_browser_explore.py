@@ -35,6 +35,7 @@ from test_browser import (
 )
 
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.listing import ListFilter, filter_entries, list_entries, sort_entries
 from dpcore.redescriptions.workspace import workspace_from_json
 from dpcore.runs import load_result
@@ -207,7 +208,7 @@ def test_sort_filter_tag_reject_reload_and_find_the_workspace(prepared_app):
 
     assert Path(CHROMIUM).is_file()
     url, ledger = prepared_app
-    result = load_result(ledger, RUN_ID, role="analyst")
+    result = load_result(ledger, RUN_ID, requester=Requester())
     entries = list_entries([result])
     with app_page(url) as page:
         page.get_by_role("link", name="Explore").click()

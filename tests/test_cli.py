@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,7 @@ def test_register_needs_the_owner_password(ledger_path, monkeypatch):
     monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
     with pytest.raises(SystemExit, match="wrong account name or password"):
         main(["register", "--data", CLINIC, "--cap", "2"])
-    assert Ledger(ledger_path).list_datasets() == []
+    assert Ledger(ledger_path)._dataset_records() == []
 
 
 def test_mine_charges_the_ledger_and_writes_the_result(ledger_path, monkeypatch, tmp_path,
@@ -139,7 +140,8 @@ def test_owner_commands_back_off_after_repeated_wrong_passwords(ledger_path, mon
         main(["experiment", "--data", CLINIC, "--out", str(ledger_path.parent / "rep")])
     outcomes = [e.outcome for e in Ledger(ledger_path).auth_events()]
     assert outcomes == ["failure"] * 5 + ["throttled"]
-    assert b"s3cret" not in ledger_path.read_bytes() and Ledger(ledger_path).list_datasets() == []
+    assert b"s3cret" not in ledger_path.read_bytes()
+    assert Ledger(ledger_path)._dataset_records() == []
 
 
 # --------------------------------------------------------------------------- every family
@@ -156,9 +158,9 @@ def test_register_takes_every_kind_of_dataset_folder(ledger_path, monkeypatch, c
     for folder in (CLINIC, HOUSE_POWER, PIMA):
         assert main(["register", "--data", folder, "--cap", "2"]) == 0
     assert "(sequence dataset)" in capsys.readouterr().err
-    kinds = {d.name: d.kind for d in Ledger(ledger_path).list_datasets()}
+    kinds = {d.name: d.kind for d in Ledger(ledger_path)._dataset_records()}
     assert kinds == {"clinic": "two_view", "house_power": "sequences", "pima_like": "table"}
-    assert all(d.content_digest for d in Ledger(ledger_path).list_datasets())
+    assert all(d.content_digest for d in Ledger(ledger_path)._dataset_records())
 
 
 def test_mine_pfs2_prints_the_run_id_and_exports_patterns(ledger_path, monkeypatch, tmp_path,
@@ -367,10 +369,10 @@ def test_a_hash_in_the_secrets_file_grants_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("DPRM_PASSWORD", "s3cret")
     with pytest.raises(SystemExit, match="no owner account yet"):
         main(["register", "--data", CLINIC, "--cap", "2"])
-    assert Ledger(ledger).list_datasets() == []
+    assert Ledger(ledger)._dataset_records() == []
     owner_in_env_ledger("s3cret")
     assert main(["register", "--data", CLINIC, "--cap", "2"]) == 0
-    assert [d.name for d in Ledger(ledger).list_datasets()] == ["clinic"]
+    assert [d.name for d in Ledger(ledger)._dataset_records()] == ["clinic"]
 
 
 def test_synthesize_refuses_a_bad_feature_group_before_printing_the_cost(
@@ -382,3 +384,63 @@ def test_synthesize_refuses_a_bad_feature_group_before_printing_the_cost(
                  "glucose;nonsense"]) == 2
     err = capsys.readouterr().err
     assert "unknown feature(s): nonsense" in err and "costs ε" not in err, err
+
+
+def test_workspaces_are_listed_and_shared_as_the_signed_in_account(ledger_path, monkeypatch,
+                                                                   capsys, clinic_dataset):
+    """``workspaces list|share|unshare``: the CLI equivalent of Explore's "Share this
+    workspace with a colleague". The account signs in; it shares only its own workspace, and
+    a colleague opens it only once shared (0 ε: nothing is charged)."""
+    import dataclasses
+
+    from accounts_support import PASSWORD, make_account
+
+    from dpcore.errors import ParameterError
+    from dpcore.privacy.policy import content_digest
+
+    ledger = Ledger(ledger_path)
+    private = dataclasses.replace(clinic_dataset.schema, name="wards", public_demo=False)
+    ledger.register_dataset("wards", private, CLINIC, 2.0, actor="owner", confirmed=True,
+                            content_digest=content_digest(clinic_dataset))
+    for name in ("alice", "bob", "carol"):
+        make_account(ledger, name, "analyst")
+    ledger.save_workspace("wards", "alice", "study", json.dumps({"dataset": "wards"}))
+    monkeypatch.setenv("DPRM_PASSWORD", PASSWORD)
+    monkeypatch.delenv("DPRM_USER", raising=False)
+
+    def as_user(name, *argv):
+        code = main(["--user", name, "workspaces", *argv])
+        return code, capsys.readouterr()
+
+    with pytest.raises(ParameterError, match="not shared with 'bob'"):
+        ledger.get_workspace("wards", "alice", "study", reader="bob")
+    code, out = as_user("bob", "list", "wards")
+    assert code == 0 and "no workspaces of bob" in out.out and "alice" not in out.out
+    # bob cannot share alice's workspace: "study" names his own, which does not exist
+    code, out = as_user("bob", "share", "wards", "study", "carol")
+    assert code == 2 and "'bob' has no workspace 'study'" in out.err
+    monkeypatch.setenv("DPRM_PASSWORD", "wrong")
+    with pytest.raises(SystemExit, match="wrong account name or password"):
+        as_user("alice", "share", "wards", "study", "bob")
+    monkeypatch.setenv("DPRM_PASSWORD", PASSWORD)
+    with pytest.raises(ParameterError, match="not shared with 'bob'"):
+        ledger.get_workspace("wards", "alice", "study", reader="bob")
+
+    code, out = as_user("alice", "share", "wards", "study", "bob")
+    assert code == 0 and "bob opens it on Explore as alice/study" in out.err
+    assert ledger.get_workspace("wards", "alice", "study", reader="bob").account == "alice"
+    code, out = as_user("bob", "list", "wards")
+    assert code == 0 and re.search(r"^alice/study +revision 1 .* shared with you$", out.out,
+                                   flags=re.MULTILINE), out.out
+    code, out = as_user("alice", "list", "wards")
+    assert re.search(r"^study +revision 1 .* yours$", out.out, flags=re.MULTILINE), out.out
+    with pytest.raises(ParameterError, match="not shared with 'carol'"):
+        ledger.get_workspace("wards", "alice", "study", reader="carol")
+    code, out = as_user("alice", "share", "wards", "study", "nobody")
+    assert code == 2 and "nobody" in out.err
+
+    code, out = as_user("alice", "unshare", "wards", "study", "bob")
+    assert code == 0 and "bob no longer opens alice/study" in out.err
+    with pytest.raises(ParameterError, match="not shared with 'bob'"):
+        ledger.get_workspace("wards", "alice", "study", reader="bob")
+    assert ledger.budget("wards").spent_nano == 0

@@ -642,7 +642,7 @@ def test_data_location_text_names_folders_relative_to_what_the_app_knows(tmp_pat
                            (tmp_path / "other", "a folder on the server (its path is not "
                                                 "shown)")):
         ledger.register_dataset(path.name, schema, str(path), 1.0, actor="t")
-        text = data_location_text(ledger.get_dataset(path.name), ledger)
+        text = data_location_text(ledger._dataset_record(path.name), ledger)
         assert text.startswith(expected) and str(tmp_path) not in text
         assert str(sample_data_dir()) not in text
         assert all(f"`{v.file}`" in text for v in schema.views)
@@ -717,11 +717,11 @@ def test_owner_includes_a_stray_text_column_by_declaring_the_text_missing(tmp_pa
     with pytest.raises(DataError) as info:
         register_draft(ledger, draft, edited("NA"), 1.0)
     assert "line 5 of file 'right.csv', column 'lab'" in str(info.value)
-    assert not (tmp_path / "datasets" / "stray").exists() and ledger.list_datasets() == []
+    assert not (tmp_path / "datasets" / "stray").exists() and ledger._dataset_records() == []
     chosen = edited("NA, n/a?")
     assert chosen.missing_values == ("", "NA", "n/a?") and undecided_columns(notes, chosen) == []
     register_draft(ledger, draft, chosen, 1.0)
-    record = ledger.get_dataset("stray")
+    record = ledger._dataset_record("stray")
     assert [a.name for a in record.schema.attributes] == ["flag", "stage", "lab"]
 
 

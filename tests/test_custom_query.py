@@ -15,6 +15,7 @@ from scipy import stats
 from dpcore.errors import BudgetExceededError, ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions import custom_query as cq
 from dpcore.redescriptions.coding import code_view_strict
@@ -138,7 +139,7 @@ def test_a_paid_query_is_charged_exactly_stored_and_listed_with_mined_runs(ledge
     [call] = result.mechanism_calls
     assert call["epsilon_nano"] == epsilon_to_nano(0.3) and call["sensitivity"] == 1
     assert call["label"] == cq.QUERY_TABLE_LABEL
-    stored = load_result(ledger, "q1", role="analyst")
+    stored = load_result(ledger, "q1", requester=Requester())
     assert isinstance(stored, RunResult) and stored.to_dict() == result.to_dict()
     assert [r.run_id for r in readable_runs(ledger, "clinic", "analyst")] == ["q1"]
     assert algorithm_spec(stored.algorithm).family == REDESCRIPTIONS

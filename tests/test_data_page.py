@@ -19,8 +19,7 @@ from components.common.data_locations import declared_files
 from components.common.dataset_card import feature_table, released_row_count
 from dpcore.data.sequences.loading import load_registered_sequences
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import content_digest
-from dpcore.privacy.roles import ANALYST
+from dpcore.privacy.policy import Requester, content_digest
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.samples import generate_clickstream, write_sample
@@ -93,14 +92,14 @@ def test_declared_files_are_named_for_every_kind(visits, ledger_path):
 
     ledger = Ledger(ledger_path)
     register_sample_datasets(ledger)
-    assert declared_files(ledger.get_dataset(VISITS).schema) == ["alphabet.txt",
+    assert declared_files(ledger._dataset_record(VISITS).schema) == ["alphabet.txt",
                                                                  "records.txt"]
-    table = ledger.get_dataset("pima_like").schema
+    table = ledger._dataset_record("pima_like").schema
     assert table.file and declared_files(table) == [table.file]
-    clinic = ledger.get_dataset("clinic").schema
+    clinic = ledger._dataset_record("clinic").schema
     assert declared_files(clinic) == sorted({v.file for v in clinic.views})
-    assert released_row_count(ledger, ledger.get_dataset("clinic"), ANALYST) is None
-    assert released_row_count(ledger, ledger.get_dataset(VISITS), ANALYST) is None
+    assert released_row_count(ledger, ledger._dataset_record("clinic"), Requester()) is None
+    assert released_row_count(ledger, ledger._dataset_record(VISITS), Requester()) is None
 
 
 def test_the_feature_table_lists_the_declared_bounds_and_levels():
@@ -120,7 +119,7 @@ def test_the_feature_table_lists_the_declared_bounds_and_levels():
 def test_an_analyst_sees_the_sequence_card_and_a_released_noisy_count_only(visits, app,
                                                                            ledger_path):
     ledger = Ledger(ledger_path)
-    schema = ledger.get_dataset(VISITS).schema
+    schema = ledger._dataset_record(VISITS).schema
     _data_page(app, VISITS)
     caption = " ".join(c.value for c in app.main.caption)
     assert "sequence dataset" in caption and "private dataset" in caption
@@ -138,7 +137,7 @@ def test_an_analyst_sees_the_sequence_card_and_a_released_noisy_count_only(visit
     params = ALGORITHM_SPECS[pfs2].resolve("params_type")(epsilon=1.0, theta=0.05)
     analyst = signed_in(ledger, "analyst", "analyst")
     result = charge_and_mine(ledger, VISITS, params, requester=analyst, seed=None)
-    assert released_row_count(ledger, ledger.get_dataset(VISITS), ANALYST) == (
+    assert released_row_count(ledger, ledger._dataset_record(VISITS), Requester()) == (
         result.noisy_records, result.run_id)
     _ok(app.run())
     shown = _metrics(app)
@@ -184,7 +183,7 @@ def test_the_owner_edits_and_confirms_a_sequence_declaration(visits, app, ledger
     _data_page(app, VISITS)
     app.text_area(key=f"declare_{VISITS}_desc").input("Visits to a news site, one per line.")
     _ok(app.button(key=f"confirm_schema_{VISITS}").click().run())
-    record = ledger.get_dataset(VISITS)
+    record = ledger._dataset_record(VISITS)
     assert record.confirmed and record.schema.description == \
         "Visits to a news site, one per line."
     assert record.public_demo is False
@@ -214,14 +213,14 @@ def test_a_sequence_declaration_the_data_do_not_fit_is_not_confirmed(ledger_path
     refusal = next(e for e in errors if e.startswith("Not confirmed:"))
     assert "file 'records.txt': line 2001" in refusal and "not-an-item" in refusal
     assert "hidden-mount" not in refusal and str(folder) not in refusal
-    assert ledger.get_dataset(VISITS).confirmed is False
+    assert ledger._dataset_record(VISITS).confirmed is False
 
 
 # --------------------------------------------------------------------------- labelled tables
 
 def test_the_table_card_shows_label_features_and_public_demo_rows(app, ledger_path):
     ledger = Ledger(ledger_path)
-    record = ledger.get_dataset("pima_like")
+    record = ledger._dataset_record("pima_like")
     schema = record.schema
     assert record.public_demo
     _data_page(app, "pima_like")

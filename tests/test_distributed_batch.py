@@ -105,7 +105,7 @@ def test_a_killed_worker_is_retried_under_the_same_run_id(ledger, tmp_path, clie
     log = ledger.audit_log()
     assert sorted(e.run_id for e in log) == ["free-1", "free-2", "held"], "charged once each"
     assert ledger.budget("clinic").spent_nano == sum(r.cost_nano for r in planned)
-    stored = load_result(ledger, "held", role="analyst")
+    stored = load_result(ledger, "held", requester=Requester())
     assert stored.run_id == "held" and stored.to_json() == outcomes["held"].result.to_json()
     states = [s for r, s, _ in events if r == "held"]
     assert states[0] == "charged" and states[-1] == "done"
@@ -169,7 +169,7 @@ def test_the_command_line_runs_a_plan_and_refuses_a_bad_one(ledger, ledger_locat
     assert cli.main(base + [str(good), "--scheduler", address, "--out-dir", str(out)]) == 0
     for run_id in ("c1", "c2"):
         written = (out / f"{run_id}.json").read_text(encoding="utf-8").strip()
-        assert written == load_result(ledger, run_id, role="analyst").to_json()
+        assert written == load_result(ledger, run_id, requester=Requester()).to_json()
     assert ledger.budget("clinic").spent_nano == 2 * 250_000_000
 
 

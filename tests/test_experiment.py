@@ -34,7 +34,7 @@ def no_ledger(monkeypatch, tmp_path):
     def refuse(*args, **kwargs):
         raise AssertionError("the experiment harness used the ledger beyond the owner login")
     import dpcore.privacy.ledger
-    for name in ("charge", "budget", "get_dataset", "list_datasets", "list_runs",
+    for name in ("charge", "budget", "_dataset_record", "_dataset_records", "list_runs",
                  "get_run", "get_result", "store_result", "register_dataset"):
         monkeypatch.setattr(dpcore.privacy.ledger.Ledger, name, refuse)
     monkeypatch.setenv("DPRM_LEDGER", str(tmp_path / "login-only.sqlite"))

@@ -73,7 +73,7 @@ def explore(app, ledger_path, clinic_dataset):
 
 
 def test_the_list_shows_every_kept_redescription_with_its_noisy_table(explore, ledger_path):
-    result = load_result(Ledger(ledger_path), "r" * 32, role="analyst")
+    result = load_result(Ledger(ledger_path), "r" * 32, requester=Requester())
     frame = editor(explore)[0].value
     assert len(frame) == len(result.redescriptions)
     assert {"decision", "tags", "note", "length", "attributes", "table", "cells"} <= set(
@@ -181,7 +181,7 @@ def test_export_carries_the_workspace_and_imports_back(explore, ledger_path):
     ledger = Ledger(ledger_path)
     edit(explore, 0, decision="reject", tags="t1")
     ws = stored(ledger_path)
-    result = load_result(ledger, "r" * 32, role="analyst")
+    result = load_result(ledger, "r" * 32, requester=Requester())
     rows = redescription_rows([result])
     doc = json.loads(export_json("clinic", rows, {result.run_id: result}, 0.0,
                                  workspace=ws.to_dict()))

@@ -97,7 +97,7 @@ def test_the_redescription_result_view_lists_every_released_redescription(tmp_pa
         from dpcore.registry import REDESCRIPTIONS
 
         ledger = Ledger(location)
-        family_ui(REDESCRIPTIONS).render_result(ledger, ledger.get_dataset("clinic"), "r1")
+        family_ui(REDESCRIPTIONS).render_result(ledger, ledger._dataset_record("clinic"), "r1")
 
     at = AppTest.from_function(page, args=(str(ledger.location),), default_timeout=60)
     at.run()

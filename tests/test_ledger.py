@@ -129,7 +129,7 @@ def test_path_from_env_and_default(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     led = Ledger()
     assert led.path == (tmp_path / "home/.local/share/dprm/ledger.sqlite").resolve()
-    assert led.list_datasets() == []          # parent folders created on first use
+    assert led._dataset_records() == []          # parent folders created on first use
     assert led.path.exists()
     with pytest.raises(ParameterError):
         Ledger(":memory:")
@@ -153,7 +153,7 @@ def test_the_location_picks_the_backend(tmp_path, monkeypatch):
     # a server that is not there: a clear DataError naming the ledger, never the password
     gone = Ledger("postgresql://dprm:s3cret@127.0.0.1:1/ledger")
     with pytest.raises(DataError, match=r"cannot connect to the PostgreSQL ledger") as err:
-        gone.list_datasets()
+        gone._dataset_records()
     assert "s3cret" not in str(err.value)
 
 
@@ -186,7 +186,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
     audiences = {r.run_id: r.audience for r in led.list_runs("clinic") + led.list_runs("demo")}
     assert audiences == {"f-priv": "owner", "s-priv": "everyone", "f-demo": "everyone"}
     assert led.budget("clinic").spent_nano == 20
-    assert led.get_dataset("clinic").content_digest is None
+    assert led._dataset_record("clinic").content_digest is None
     assert stored_version(db) == SCHEMA_VERSION
     con = raw(db)
     with pytest.raises(DB_ERROR, match="only changes status once"):
@@ -242,13 +242,13 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     its charges and stored results are kept, and a kind can never be changed afterwards."""
     _v2_ledger(db)
     led = Ledger(db)
-    record = led.get_dataset("clinic")
+    record = led._dataset_record("clinic")
     assert record.kind == "two_view" and record.schema == SCHEMA and record.confirmed
     assert led.budget("clinic").spent_nano == 100
     assert [r.run_id for r in led.list_runs("clinic")] == ["old-run"]
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
-    assert [d.name for d in led.list_datasets(kind="two_view")] == ["clinic"]
-    assert led.list_datasets(kind="sequences") == []
+    assert [d.name for d in led._dataset_records(kind="two_view")] == ["clinic"]
+    assert led._dataset_records(kind="sequences") == []
     assert stored_version(db) == SCHEMA_VERSION == 6
     con = raw(db)
     with pytest.raises(DB_ERROR, match="kind never changes"):
@@ -273,18 +273,18 @@ def test_every_dataset_kind_registers_and_reads_back(db):
     led = Ledger(db)
     for name, schema in (("clinic", SCHEMA), ("clicks", seq), ("pima", table)):
         led.register_dataset(name, schema, f"/data/{name}", 2.0, actor="owner")
-    records = {r.name: r for r in led.list_datasets()}
+    records = {r.name: r for r in led._dataset_records()}
     assert {n: r.kind for n, r in records.items()} == dict(zip(("clicks", "clinic", "pima"),
                                                                ("sequences", "two_view",
                                                                 "table")))
     assert set(DATASET_KINDS) == {r.kind for r in records.values()}
     assert records["clicks"].schema == seq and records["pima"].schema == table
     assert records["pima"].public_demo is True and records["clicks"].public_demo is False
-    assert [r.name for r in led.list_datasets(kind="table")] == ["pima"]
+    assert [r.name for r in led._dataset_records(kind="table")] == ["pima"]
     sandbox = led.create_sandbox("clicks", "clicks~sandbox", 1.0, actor="owner")
     assert sandbox.kind == "sequences" and sandbox.schema == seq
     # listed by kind (registry order), then by name
-    assert [r.name for r in led.list_datasets()] == ["clinic", "clicks", "clicks~sandbox",
+    assert [r.name for r in led._dataset_records()] == ["clinic", "clicks", "clicks~sandbox",
                                                      "pima"]
     # a schema of another kind never replaces a dataset's schema; nothing changes
     before = dump(db)
@@ -293,33 +293,33 @@ def test_every_dataset_kind_registers_and_reads_back(db):
     assert dump(db) == before
     assert led.confirm_schema("clicks", seq, actor="owner").confirmed
     with pytest.raises(ParameterError, match="kind must be one of"):
-        led.list_datasets(kind="graph")
+        led._dataset_records(kind="graph")
 
 
 def test_a_schema_of_no_known_type_registers_nothing(db):
     led = Ledger(db)
     with pytest.raises(DataError, match="SequenceSchema"):
         led.register_dataset("odd", {"name": "odd"}, None, 1.0, actor="owner")
-    assert led.list_datasets() == []
+    assert led._dataset_records() == []
 
 
 def test_newer_database_is_refused(db):
-    Ledger(db).list_datasets()
+    Ledger(db)._dataset_records()
     con = raw(db)
     set_version(con, db, SCHEMA_VERSION + 1)
     con.close()
     with pytest.raises(DataError, match="newer"):
-        Ledger(db).list_datasets()
+        Ledger(db)._dataset_records()
 
 
 # ------------------------------------------------------------------ datasets
 
 def test_register_and_read_dataset(ledger):
-    rec = ledger.get_dataset("clinic")
+    rec = ledger._dataset_record("clinic")
     assert rec.schema == SCHEMA
     assert rec.source_path == "/data/clinic"
     assert rec.confirmed and not rec.public_demo and not rec.is_sandbox
-    assert [d.name for d in ledger.list_datasets()] == ["clinic"]
+    assert [d.name for d in ledger._dataset_records()] == ["clinic"]
     b = ledger.budget("clinic")
     assert b == BudgetStatus(NANO, 0, NANO)
     assert (b.cap, b.spent, b.remaining) == (1.0, 0.0, 1.0)
@@ -328,7 +328,7 @@ def test_register_and_read_dataset(ledger):
 def test_confirm_schema(db):
     led = Ledger(db)
     led.register_dataset("d", SCHEMA, None, 2.0, actor="owner")
-    assert not led.get_dataset("d").confirmed
+    assert not led._dataset_record("d").confirmed
     with pytest.raises(ParameterError, match="not confirmed"):
         led.charge("r", "d", "altexpm", [1], {})
     assert led.budget("d").spent_nano == 0
@@ -409,8 +409,8 @@ def test_sandbox_budget_is_independent(ledger):
     with pytest.raises(BudgetExceededError):
         ledger.charge("sb-big", "clinic~sandbox", "altexpm", [2 * NANO], {})
     assert ledger.budget("clinic").spent_nano == 250_000_000
-    assert [d.name for d in ledger.list_datasets(include_sandboxes=False)] == ["clinic"]
-    assert len(ledger.list_datasets()) == 2
+    assert [d.name for d in ledger._dataset_records(include_sandboxes=False)] == ["clinic"]
+    assert len(ledger._dataset_records()) == 2
     with pytest.raises(ParameterError, match="already exists"):
         ledger.create_sandbox("clinic", "clinic", 1.0, actor="owner")
     with pytest.raises(ParameterError, match="unknown dataset"):
@@ -733,15 +733,15 @@ def _rows(location) -> dict:
 
 def _same_ledger(a: Ledger, b: Ledger) -> None:
     """Record by record: what every reading method returns, and every stored row."""
-    assert a.list_datasets() == b.list_datasets()
-    for d in a.list_datasets():
+    assert a._dataset_records() == b._dataset_records()
+    for d in a._dataset_records():
         assert a.budget(d.name) == b.budget(d.name)
         assert a.list_runs(d.name) == b.list_runs(d.name)
         for run in a.list_runs(d.name):
             assert a.get_result(run.run_id) == b.get_result(run.run_id)
     assert a.audit_log() == b.audit_log()
     assert a.auth_events() == b.auth_events()
-    for d in a.list_datasets():
+    for d in a._dataset_records():
         assert a.list_workspaces(d.name) == b.list_workspaces(d.name)
     assert len(a.list_workspaces("clinic")) == 2
     assert b.get_workspace("clinic", "analyst", "alice").revision == 2     # saved twice
@@ -921,7 +921,7 @@ def test_migration_v3_to_v4_adds_empty_workspaces_and_keeps_rows(db):
     migration(db, 3)(con)
     set_version(con, db, 3)
     con.close()
-    assert Ledger(db).list_datasets()[0].kind == "two_view"  # migrates to the newest
+    assert Ledger(db)._dataset_records()[0].kind == "two_view"  # migrates to the newest
     assert stored_version(db) == SCHEMA_VERSION
     con = raw(db)
     try:

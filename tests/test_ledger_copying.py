@@ -39,7 +39,7 @@ def test_everything_reads_the_same_after_a_copy(tmp_path):
     assert target.list_runs("d") == source.list_runs("d")
     assert target.get_result("run-1") == source.get_result("run-1")
     assert target.audit_log() == source.audit_log()
-    assert target.get_dataset("d~sandbox") == source.get_dataset("d~sandbox")
+    assert target._dataset_record("d~sandbox") == source._dataset_record("d~sandbox")
     # identities continue after the copied ids: a new charge gets a fresh id
     new = target.charge("run-3", "d", "algo", [10**8], {}, actor="ana")
     assert new.id > max(e.charge_id for e in source.audit_log())
@@ -51,7 +51,7 @@ def test_a_non_empty_target_or_the_same_ledger_is_refused(tmp_path):
     target.record_auth_event(actor="x", entry="cli", outcome="success")
     with pytest.raises(ParameterError, match="not empty .*1 auth_events.*nothing was copied"):
         copy_ledger(source, target)
-    assert target.list_datasets() == []
+    assert target._dataset_records() == []
     with pytest.raises(ParameterError, match="same ledger"):
         copy_ledger(source, Ledger(tmp_path / "a.sqlite"))
 

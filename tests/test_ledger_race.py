@@ -32,6 +32,7 @@ import pytest
 from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.errors import BudgetExceededError
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
 from dpcore.privacy.units import NANO
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
@@ -325,7 +326,7 @@ def test_two_app_servers_race_launches_on_one_postgresql_ledger(postgres_server,
     assert sorted(r.run_id for r in runs) == won
     assert all(r.status == "done" for r in runs)
     for run_id in won:
-        assert load_result(ledger, run_id, role="analyst").run_id == run_id
+        assert load_result(ledger, run_id, requester=Requester()).run_id == run_id
 
 
 def _workspace_worker(path, tab, expected, barrier, results):

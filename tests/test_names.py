@@ -107,7 +107,7 @@ def test_the_ledger_refuses_path_names_and_changes_nothing(tmp_path):
             ledger.create_sandbox("tiny", bad, 1.0, actor="owner")
     sandbox = ledger.create_sandbox("tiny", "tiny~sandbox-0a1b2c3d", 1.0, actor="owner")
     assert sandbox.sandbox_of == "tiny"
-    assert [d.name for d in ledger.list_datasets()] == ["tiny", "tiny~sandbox-0a1b2c3d"]
+    assert [d.name for d in ledger._dataset_records()] == ["tiny", "tiny~sandbox-0a1b2c3d"]
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("ledger")) == []
 
 
@@ -276,8 +276,8 @@ def test_a_hundred_thousand_distinct_levels_are_accepted(tmp_path):
     record = ledger.register_dataset("many", schema, None, 1.0, actor="owner")
     assert record.schema == schema
     clear_schema_cache()                        # parse from the stored JSON again
-    assert ledger.get_dataset("many").schema == schema
-    assert [d.schema for d in ledger.list_datasets()] == [schema]
+    assert ledger._dataset_record("many").schema == schema
+    assert [d.schema for d in ledger._dataset_records()] == [schema]
 
 
 def test_a_duplicate_among_a_hundred_thousand_levels_is_named():

@@ -136,7 +136,7 @@ def test_first_use_records_the_registered_files_digest_not_the_data_given(tmp_pa
     with pytest.raises(PolicyError, match="registered data"):
         charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL),
                         data=other, requester=owner(led))
-    assert led.get_dataset("clinic").content_digest == content_digest(clinic_dataset)
+    assert led._dataset_record("clinic").content_digest == content_digest(clinic_dataset)
     assert nothing_charged(led, "clinic")
 
 
@@ -151,9 +151,9 @@ def test_a_dataset_registered_without_a_digest_records_one_at_its_first_run(tmp_
     led = Ledger(tmp_path / "l.sqlite")
     led.register_dataset("clinic", clinic_dataset.schema, str(CLINIC), 2.0, actor="owner",
                          confirmed=True)
-    assert led.get_dataset("clinic").content_digest is None
+    assert led._dataset_record("clinic").content_digest is None
     charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL))
-    assert led.get_dataset("clinic").content_digest == content_digest(clinic_dataset)
+    assert led._dataset_record("clinic").content_digest == content_digest(clinic_dataset)
 
 
 # ------------------------------------------------------------------------- 3. faithful mode
@@ -166,20 +166,20 @@ def test_faithful_mode_on_private_data_is_the_owners_and_so_is_its_result(ledger
     result = charge_and_mine(ledger, "private", params, requester=owner(ledger))
     assert result.audience == "owner"
     with pytest.raises(PolicyError, match="owner only"):
-        load_result(ledger, result.run_id, role="analyst")
-    assert load_result(ledger, result.run_id, role="owner").run_id == result.run_id
+        load_result(ledger, result.run_id, requester=Requester())
+    assert load_result(ledger, result.run_id, requester=owner(ledger)).run_id == result.run_id
     assert readable_runs(ledger, "private", "analyst") == []
     assert [r.run_id for r in readable_runs(ledger, "private", "owner")] == [result.run_id]
-    assert allowed_modes(ledger.get_dataset("private"), "analyst") == ("strict",)
-    assert allowed_modes(ledger.get_dataset("clinic"), "analyst") == ("strict", "faithful")
+    assert allowed_modes(ledger._dataset_record("private"), "analyst") == ("strict",)
+    assert allowed_modes(ledger._dataset_record("clinic"), "analyst") == ("strict", "faithful")
 
 
 def test_owner_diagnostics_are_refused_to_analysts_on_private_data(ledger):
     result = charge_and_mine(ledger, "private",
                              MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL))
     with pytest.raises(PolicyError, match="true data"):
-        load_result(ledger, result.run_id, role="analyst", include_diagnostics=True)
-    assert load_result(ledger, result.run_id, role="owner",
+        load_result(ledger, result.run_id, requester=Requester(), include_diagnostics=True)
+    assert load_result(ledger, result.run_id, requester=owner(ledger),
                        include_diagnostics=True).diagnostics.score_traces
 
 
@@ -220,7 +220,7 @@ def test_a_numeric_attribute_with_thresholds_but_no_domain_is_mined(tmp_path):
 def test_a_schema_whose_grid_cannot_be_built_is_refused_before_the_charge(ledger):
     """The pre-charge check builds every public grid (charge_and_mine calls it before the
     ledger); a grid that is not finite and increasing names its attribute."""
-    schema = ledger.get_dataset("private").schema
+    schema = ledger._dataset_record("private").schema
     broken = replace(schema, grid_bins=0, attributes=tuple(
         replace(a, thresholds=None, domain=(1.0, 1.0)) if a.type == "numeric" else a
         for a in schema.attributes))
@@ -312,7 +312,7 @@ def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
     runs = led.list_runs("prop")
     assert [r.status for r in runs] == ["done"], "charged and stored"
     assert led.budget("prop").spent_nano == run_cost(params) == runs[0].epsilon_nano
-    stored = load_result(led, result.run_id, role="owner")
+    stored = load_result(led, result.run_id, requester=owner(led))
     assert stored.to_json() == result.to_json(), "the stored result is what was returned"
     assert public_demo or stored.seed is None, "private data: no seed stored"
     assert stored.neighbouring == NEIGHBOURING_RELATION
@@ -440,7 +440,7 @@ def test_cli_experiment_needs_the_owner_password(cli_ledger, tmp_path, monkeypat
 
 
 def test_load_dataset_gives_the_digest_registration_recorded(cli_ledger):
-    assert cli_ledger.get_dataset("diabetes").content_digest == \
+    assert cli_ledger._dataset_record("diabetes").content_digest == \
         content_digest(load_dataset(DIABETES))
 
 

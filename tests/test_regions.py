@@ -20,6 +20,7 @@ from dpcore.data.schema import MAX_LOCATION_CELLS, schema_from_dict, schema_to_d
 from dpcore.errors import DataError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions import regions as rg
 from dpcore.redescriptions.custom_query import QueryError
@@ -125,7 +126,7 @@ def test_a_map_is_charged_once_stored_and_read_back(ledger, sites):
     assert ledger.budget("sites").spent_nano == epsilon_to_nano(0.5)
     [call] = result.mechanism_calls
     assert call["epsilon_nano"] == epsilon_to_nano(0.5) and call["sensitivity"] == 1
-    stored = load_result(ledger, "m1", role="analyst")
+    stored = load_result(ledger, "m1", requester=Requester())
     assert isinstance(stored, RunResult) and stored.redescriptions == []
     counts = rg.map_counts(stored, sites.schema)
     assert counts.counts.shape == (160, 3) and counts.epsilon == 0.5

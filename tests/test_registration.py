@@ -44,7 +44,7 @@ def test_a_bad_record_line_leaves_no_folder_and_no_row(tmp_path):
     with pytest.raises(DataError, match="r.txt': line 2: item 'c' is not in the declared"):
         register_upload(ledger, tmp_path / "up", "s", {"r.txt": b"a\nc\n", "a.txt": b"a\nb\n"},
                         schema, cap=1)
-    assert ledger.list_datasets() == []
+    assert ledger._dataset_records() == []
     assert not (tmp_path / "up").exists() or list((tmp_path / "up").iterdir()) == []
 
 
@@ -63,7 +63,7 @@ def test_register_upload_refuses_a_taken_name_and_a_file_named_like_the_schema(l
     with pytest.raises(DataError, match="may not be named"):
         register_upload(ledger, root, "t", {"sequence_schema.json": b"a\n"}, other, cap=1)
     assert sorted(p.name for p in root.iterdir()) == ["s"]
-    assert [d.name for d in ledger.list_datasets()] == ["s"]
+    assert [d.name for d in ledger._dataset_records()] == ["s"]
 
 def test_register_folder_is_what_the_cli_register_does(ledger_path, tmp_path):
     from dpcore.data.loading import sample_data_dir
@@ -77,4 +77,4 @@ def test_register_folder_is_what_the_cli_register_does(ledger_path, tmp_path):
     with pytest.raises(ParameterError):
         register_folder(ledger, sample_data_dir() / "clickstream", cap=float("inf"),
                         name="cs2")
-    assert [d.name for d in ledger.list_datasets()] == ["cs"]
+    assert [d.name for d in ledger._dataset_records()] == ["cs"]

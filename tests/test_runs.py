@@ -43,11 +43,11 @@ def ledger(ledger_location, clinic_dataset):
 def test_result_is_stored_before_it_is_returned(ledger, clinic_dataset):
     params = MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL)
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r1", seed=1)
-    stored = load_result(ledger, "r1", role="analyst")
+    stored = load_result(ledger, "r1", requester=Requester())
     assert stored.to_dict() == result.to_dict()
     assert ledger.get_run("r1").status == "done"
     assert ledger.budget("clinic").spent_nano == run_cost(params) == epsilon_to_nano(0.5)
-    with_diagnostics = load_result(ledger, "r1", role="analyst", include_diagnostics=True)
+    with_diagnostics = load_result(ledger, "r1", requester=Requester(), include_diagnostics=True)
     assert with_diagnostics.diagnostics.score_traces, "owner diagnostics are stored apart"
 
 
@@ -111,7 +111,8 @@ def test_two_tabs_launching_at_once(ledger, clinic_dataset):
         "BudgetExceededError", "ok", "ok", "ok"], outcomes
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(3.0)
     done = [r for r in ledger.list_runs("clinic") if r.status == "done"]
-    assert len(done) == 3 and all(load_result(ledger, r.run_id, role="analyst") for r in done)
+    assert len(done) == 3 and all(load_result(ledger, r.run_id, requester=Requester())
+                                  for r in done)
 
 
 def test_bad_parameters_charge_nothing(ledger, clinic_dataset):
@@ -222,11 +223,12 @@ def test_pfs2_runs_are_charged_before_mining_and_stored_before_returned(family_l
     stored = json.loads(family_ledger.get_result("seq-1")[0])
     assert stored["family"] == "sequences" and stored["result_format"] == RESULT_FORMAT
     assert "diagnostics" not in stored
-    back = load_result(family_ledger, "seq-1", role="analyst")
+    back = load_result(family_ledger, "seq-1", requester=Requester())
     assert isinstance(back, SequenceRunResult) and back.to_dict() == result.to_dict()
     with pytest.raises(PolicyError, match="owner"):
-        load_result(family_ledger, "seq-1", role="analyst", include_diagnostics=True)
-    owner_view = load_result(family_ledger, "seq-1", role="owner", include_diagnostics=True)
+        load_result(family_ledger, "seq-1", requester=Requester(), include_diagnostics=True)
+    owner_view = load_result(family_ledger, "seq-1", requester=owner_req(family_ledger),
+                             include_diagnostics=True)
     assert owner_view.diagnostics.true_records == 300
     assert family_ledger.get_run("seq-1").status == "done"
 
@@ -240,12 +242,13 @@ def test_synthesis_runs_go_through_the_same_path(family_ledger, algorithm):
     assert isinstance(result, SynthesisResult) and len(result.synthetic) > 0
     assert _spent(family_ledger, "pima_private") == run_cost(params) == result.epsilon_nano
     assert result.spent_nano == result.epsilon_nano, "synthesis spends exactly its plan"
-    back = load_result(family_ledger, "syn-1", role="analyst")
+    back = load_result(family_ledger, "syn-1", requester=Requester())
     assert isinstance(back, SynthesisResult)
     assert back.to_dict() == result.to_dict()
     assert list(back.synthetic.columns) == list(result.synthetic.columns)
     assert json.loads(family_ledger.get_result("syn-1")[0])["family"] == "synthesis"
-    owner = load_result(family_ledger, "syn-1", role="owner", include_diagnostics=True)
+    owner = load_result(family_ledger, "syn-1", requester=owner_req(family_ledger),
+                        include_diagnostics=True)
     assert owner.diagnostics.true_rows == 300
     assert [r.run_id for r in readable_runs(family_ledger, "pima_private", "analyst")] == \
         ["syn-1"]
@@ -307,11 +310,47 @@ def test_the_policy_holds_for_the_new_families(family_ledger):
     assert result.not_dp and result.audience == "owner"
     assert readable_runs(family_ledger, "clicks", "analyst") == []
     with pytest.raises(PolicyError, match="owner only"):
-        load_result(family_ledger, "faithful-1", role="analyst")
-    assert load_result(family_ledger, "faithful-1", role="owner").not_dp
+        load_result(family_ledger, "faithful-1", requester=Requester())
+    assert load_result(family_ledger, "faithful-1", requester=owner_req(family_ledger)).not_dp
     syn = charge_and_mine(family_ledger, "pima_private", SynthesisParams(mode=FAITHFUL, k=50),
                           requester=owner_req(family_ledger))
     assert syn.audience == "owner" and syn.not_dp
+
+
+def test_results_are_read_as_a_checked_requester_never_a_role_string(family_ledger, tmp_path):
+    """Issue 29, attack 4 on the read side: a Python caller could read owner-only results by
+    passing ``role="owner"``. ``load_result`` takes the requester the policy checks: a role
+    string is a TypeError, an analyst's requester gets the analyst view only, and a
+    requester changed after it was checked, or signed in on another ledger, reads nothing."""
+    owner = owner_req(family_ledger)
+    alice = signed_in(family_ledger, "alice", "analyst")
+    charge_and_mine(family_ledger, "clicks", SequenceMiningParams(mode=FAITHFUL, theta=0.05),
+                    requester=owner, run_id="owners")
+    charge_and_mine(family_ledger, "clicks", SequenceMiningParams(theta=0.05),
+                    requester=alice, run_id="alices")
+    for claim in ("owner", "analyst", None):
+        with pytest.raises(TypeError, match="not a role string"):
+            load_result(family_ledger, "owners", requester=claim)
+    for analyst in (alice, Requester()):
+        with pytest.raises(PolicyError, match="owner only"):
+            load_result(family_ledger, "owners", requester=analyst)
+        with pytest.raises(PolicyError, match="true data"):
+            load_result(family_ledger, "alices", requester=analyst, include_diagnostics=True)
+        assert load_result(family_ledger, "alices", requester=analyst).diagnostics \
+            .true_records == 0
+    # the owner view: the faithful result and the true statistics
+    assert load_result(family_ledger, "owners", requester=owner).not_dp
+    assert load_result(family_ledger, "alices", requester=owner,
+                       include_diagnostics=True).diagnostics.true_records == 300
+    # a requester whose role was changed after the policy checked it
+    forged = signed_in(family_ledger, "alice", "analyst")
+    object.__setattr__(forged, "role", "owner")
+    with pytest.raises(PolicyError):
+        load_result(family_ledger, "owners", requester=forged)
+    # an owner of another ledger is nobody here
+    elsewhere = owner_req(Ledger(tmp_path / "elsewhere.sqlite"))
+    with pytest.raises(PolicyError, match="another ledger"):
+        load_result(family_ledger, "owners", requester=elsewhere)
 
 
 def test_changed_files_of_a_new_kind_are_refused_before_the_charge(family_ledger):
@@ -353,12 +392,12 @@ def test_results_stored_before_the_envelope_still_read(ledger, clinic_dataset):
         release = json.loads(text)
         release["run_id"] = run_id
         ledger.store_result(run_id, json.dumps(release))
-    old = load_result(ledger, "old", role="analyst")
+    old = load_result(ledger, "old", requester=Requester())
     assert old.redescriptions == fresh.redescriptions and old.run_id == "old"
     with pytest.raises(DataError, match="format"):
-        load_result(ledger, "future", role="analyst")
+        load_result(ledger, "future", requester=Requester())
     with pytest.raises(DataError, match="family 'synthesis'"):
-        load_result(ledger, "mixed", role="analyst")
+        load_result(ledger, "mixed", requester=Requester())
 
 
 def test_pfs2_supports_in_a_stored_result_are_integers_in_strict_mode(family_ledger):
@@ -389,13 +428,13 @@ def test_a_killed_run_is_finished_at_no_further_cost(family_ledger):
     _killed_run(family_ledger, "killed", params)
     spent = _spent(family_ledger, "clicks")
     with pytest.raises(RunInProgressError):
-        load_result(family_ledger, "killed", role="analyst")
+        load_result(family_ledger, "killed", requester=Requester())
     result = finish_charged_run(family_ledger, "killed", Requester())
     assert isinstance(result, SequenceRunResult) and result.run_id == "killed"
     assert result.patterns and result.spent_nano + result.unspent_nano == run_cost(params)
     assert _spent(family_ledger, "clicks") == spent == epsilon_to_nano(1.0), "no new charge"
     assert family_ledger.get_run("killed").status == "done"
-    assert load_result(family_ledger, "killed", role="analyst").to_dict() == result.to_dict()
+    assert load_result(family_ledger, "killed", requester=Requester()).to_dict() == result.to_dict()
     with pytest.raises(ParameterError, match="is done"):          # a stored run: never again
         finish_charged_run(family_ledger, "killed", Requester())
     assert _spent(family_ledger, "clicks") == spent

@@ -35,5 +35,5 @@ def test_the_app_bootstrap_registers_the_sites_sample(tmp_path):
     led = Ledger(tmp_path / "boot.sqlite")
     report = register_sample_datasets(led)
     assert "sites" in report.registered and not report.problems
-    record = led.get_dataset("sites")
+    record = led._dataset_record("sites")
     assert record.schema.location is not None and record.confirmed

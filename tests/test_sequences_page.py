@@ -308,7 +308,7 @@ def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, 
     from dpcore.privacy.ledger import Ledger
 
     ledger = Ledger(ledger_path)
-    assert ledger.get_dataset("clickstream").public_demo is False
+    assert ledger._dataset_record("clickstream").public_demo is False
     _sequences_page(app)
     assert app.selectbox(key="seq_mode").options == [MODE_LABELS[STRICT]]   # no faithful
     assert app.selectbox(key="seq_mode").value == STRICT
@@ -332,7 +332,7 @@ def test_an_analyst_launches_pfs2_on_the_clickstream_and_reads_named_paths(app, 
     assert {m.label: m.value for m in app.sidebar.metric}["Spent ε"] == "1"
 
     table = _pattern_table(app)
-    alphabet = set(ledger.get_dataset("clickstream").schema.alphabet)
+    alphabet = set(ledger._dataset_record("clickstream").schema.alphabet)
     paths = [p for p in table["pattern"] if ARROW in p]
     assert paths, "frequent paths of two pages or more are released"
     assert all(set(p.split(ARROW)) <= alphabet for p in table["pattern"])

@@ -19,6 +19,7 @@ from dpcore.data.samples import clinic_planted_rules
 from dpcore.errors import BudgetExceededError, ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.coding import code_dataset_strict, code_view_segments
 from dpcore.redescriptions.evaluate import evaluate
@@ -320,7 +321,7 @@ def test_a_charged_serenade_run_is_stored_and_round_trips(tmp_path, clinic_datas
     params = MiningParams(algorithm="serenade_es", epsilon=2.0, **TINY, **LOOSE)
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="s1", seed=1)
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(2.0)
-    stored = load_result(ledger, "s1", role="analyst")
+    stored = load_result(ledger, "s1", requester=Requester())
     assert stored.to_dict() == result.to_dict() and stored.redescriptions
     red = stored.redescriptions[0]
     assert red.extraction == -1 and red.left.tree == -1 and red.left.tests

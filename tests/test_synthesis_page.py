@@ -29,6 +29,7 @@ from dpcore.data.table.schema import schema_from_dict
 from dpcore.data.table.table import load_synthesis_dataset
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.policy import Requester
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.results import PARQUET_METADATA_KEY, SynthesisResult
@@ -294,7 +295,7 @@ def test_an_analyst_synthesises_the_sample_sees_the_preview_and_downloads_csv(
     assert _meter(app)["Spent ε"] == "2"
     assert any("is stored: a synthetic table of" in s.value for s in app.success)
 
-    result = load_result(ledger, pending["run_id"], role="analyst")
+    result = load_result(ledger, pending["run_id"], requester=Requester())
     preview = next(f for f in _frames(app) if list(f.columns) == result.columns)
     assert len(preview) == min(200, len(result.synthetic))
     assert np.allclose(preview.to_numpy(dtype=float),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from accounts_support import signed_in
 
 from dpcore import family as families
 from dpcore.cli import main
@@ -172,9 +173,9 @@ def test_the_run_path_charges_stores_and_reads_back_a_toy_run(toy, ledger):
     assert call["label"] == LABEL and call["epsilon_nano"] == epsilon_to_nano(0.5)
     stored = json.loads(ledger.get_result("toy-1")[0])
     assert stored["family"] == TOY and "diagnostics" not in stored
-    back = load_result(ledger, "toy-1", role="analyst")
+    back = load_result(ledger, "toy-1", requester=Requester())
     assert isinstance(back, HistogramResult) and back.noisy_counts == result.noisy_counts
-    truth = load_result(ledger, "toy-1", role="owner", include_diagnostics=True)
+    truth = load_result(ledger, "toy-1", requester=signed_in(ledger), include_diagnostics=True)
     assert sum(truth.diagnostics.true_counts) > 0
     # noise of scale 1/0.5 per count: far below 40 rows with overwhelming probability
     assert np.all(np.abs(np.array(back.noisy_counts) - truth.diagnostics.true_counts) < 40)
@@ -229,7 +230,7 @@ def test_a_batch_plan_charges_dispatches_and_stores_toy_runs(toy, ledger):
         outcomes = run_batch(ledger, planned, client)
     assert [o.status for o in outcomes] == ["done", "done"]
     assert ledger.budget("pima_like").spent_nano == epsilon_to_nano(0.75)
-    assert isinstance(load_result(ledger, "b2", role="analyst"), HistogramResult)
+    assert isinstance(load_result(ledger, "b2", requester=Requester()), HistogramResult)
     assert outcomes[1].result.seed == 9
 
 
@@ -278,10 +279,11 @@ def render_toy_truth() -> None:
     """An owner-only page: the true counts of the last toy run (diagnostics, NOT private)."""
     import streamlit as st
 
-    from components.common.session import current_role, get_ledger
+    from components.common.session import current_requester, get_ledger
 
     if RUN_KEY in st.session_state:
-        truth = load_result(get_ledger(), st.session_state[RUN_KEY], role=current_role(),
+        truth = load_result(get_ledger(), st.session_state[RUN_KEY],
+                            requester=current_requester(),
                             include_diagnostics=True)
         st.write(truth.diagnostics.true_counts)
 
@@ -316,9 +318,9 @@ class ToyUI:
     def render_result(self, ledger, record, run_id):
         import streamlit as st
 
-        from components.common.session import current_role
+        from components.common.session import current_requester
 
-        result = load_result(ledger, run_id, role=current_role())
+        result = load_result(ledger, run_id, requester=current_requester())
         st.dataframe({"class": result.classes, "noisy count": result.noisy_counts},
                      hide_index=True)
 
@@ -442,4 +444,4 @@ def test_the_toy_family_is_in_the_apps_navigation_and_launches_a_charged_run(
     [run_id] = [r.run_id for r in ledger.list_runs("pima_like") if r.algorithm == HISTOGRAM]
     shown = at.dataframe[-1].value
     assert list(shown["noisy count"]) == load_result(ledger, run_id,
-                                                     role="analyst").noisy_counts
+                                                     requester=Requester()).noisy_counts

@@ -15,6 +15,7 @@ Nothing refused here is charged.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 from pathlib import Path
 
@@ -128,7 +129,7 @@ def test_3_a_self_made_hash_in_the_callers_environment_unlocks_nothing(ledger, t
     empty = Ledger(tmp_path / "empty.sqlite")
     with pytest.raises(SystemExit, match="no owner account"):
         main(["--ledger", str(empty.path), "register", "--data", str(CLINIC), "--cap", "1"])
-    assert empty.list_datasets() == []
+    assert empty._dataset_records() == []
     # the owner's own password, checked against the ledger's hash, does work
     monkeypatch.setenv("DPRM_PASSWORD", "the owner's own")
     assert main(args) == 0 and spent(ledger) == run_cost(
@@ -157,7 +158,7 @@ def test_4b_the_worker_function_mines_only_for_a_charge_the_ledger_holds(ledger)
     assert "_mine_charged_run" not in batch.__all__
     boss = signed_in(ledger, "boss", "owner", "the owner's own")
     params = MiningParams(algorithm=ALTEXPM, epsilon=5.0, **SMALL)
-    record = ledger.get_dataset("private")
+    record = ledger._dataset_record("private")
     permit = authorize_run(record, params, boss)
     job = batch.WorkerJob(run_id="free", permit=permit, charged_nano=run_cost(params),
                           relay_messages=False)
@@ -185,8 +186,22 @@ def test_4b_the_worker_function_mines_only_for_a_charge_the_ledger_holds(ledger)
 def test_4c_analysts_get_the_public_dataset_card_only(ledger):
     card = ledger.dataset_card("private")
     assert not hasattr(card, "source_path") and not hasattr(card, "content_digest")
-    assert card.schema == ledger.get_dataset("private").schema
+    assert card.schema == ledger._dataset_record("private").schema
     assert all(not hasattr(c, "source_path") for c in ledger.list_dataset_cards())
+    assert [c.name for c in ledger.list_dataset_cards()] == \
+        [r.name for r in ledger._dataset_records()]
+
+
+def test_4c_no_public_read_of_the_ledger_returns_the_data_location_or_digest():
+    """The whole dataset record (where the raw data live, the content digest) is internal:
+    ``Ledger.get_dataset`` handed it to any caller. Only the owner's writes (which need write
+    access to the ledger, i.e. the owner) still return it."""
+    returns_record = {name for name, fn in inspect.getmembers(Ledger, inspect.isfunction)
+                      if not name.startswith("_")
+                      and "DatasetRecord" in str(inspect.signature(fn).return_annotation)}
+    assert returns_record == {"register_dataset", "confirm_schema", "record_content_digest",
+                              "create_sandbox"}
+    assert not hasattr(Ledger, "get_dataset") and not hasattr(Ledger, "list_datasets")
 
 
 # ------------------------------------------------------------------ 5. lock-out
@@ -211,7 +226,7 @@ def test_6_a_run_id_resumes_only_with_its_own_parameters_and_account(ledger):
     alice = signed_in(ledger, "alice", "analyst")
     bob = signed_in(ledger, "bob", "analyst")
     victim = MiningParams(algorithm=ALTEXPM, epsilon=0.5, in_tr=1, rm_iter=1)
-    permit = authorize_run(ledger.get_dataset("private"), victim, alice)
+    permit = authorize_run(ledger._dataset_record("private"), victim, alice)
     from dpcore.privacy.policy import recorded_params
 
     ledger.charge("victim-run", "private", ALTEXPM, [run_cost(victim)],
@@ -226,7 +241,7 @@ def test_6_a_run_id_resumes_only_with_its_own_parameters_and_account(ledger):
         check_plan(ledger, parse_plan(same), bob)
     assert check_plan(ledger, parse_plan(same), alice)[0].state == "charged"
     # the ledger itself refuses the same, whoever skips the plan check
-    attacker = recorded_params(authorize_run(ledger.get_dataset("private"),
+    attacker = recorded_params(authorize_run(ledger._dataset_record("private"),
                                              MiningParams(algorithm=ALTEXPM, epsilon=0.5,
                                                           in_tr=2, rm_iter=1), alice))
     with pytest.raises(ParameterError, match="other parameters"):
@@ -240,4 +255,4 @@ def test_6_a_run_id_resumes_only_with_its_own_parameters_and_account(ledger):
 
 
 def test_load_dataset_still_matches_the_registered_digest(ledger):
-    assert content_digest(load_dataset(CLINIC)) == ledger.get_dataset("private").content_digest
+    assert content_digest(load_dataset(CLINIC)) == ledger._dataset_record("private").content_digest

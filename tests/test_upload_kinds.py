@@ -50,7 +50,7 @@ def _errors(app: AppTest) -> str:
 
 def _nothing_registered(app: AppTest, ledger_path, tmp_path, name: str, before: set) -> None:
     assert "Nothing was registered" in _errors(app)
-    assert {d.name for d in Ledger(ledger_path).list_datasets()} == before
+    assert {d.name for d in Ledger(ledger_path)._dataset_records()} == before
     datasets = tmp_path / "datasets"
     assert not datasets.exists() or list(datasets.iterdir()) == []
 
@@ -74,7 +74,7 @@ def test_a_records_upload_registers_and_is_offered_on_the_sequences_page(app, le
     _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
     _lines_upload(app, "visits_up")
     assert not app.error, _errors(app)
-    record = Ledger(ledger_path).get_dataset("visits_up")
+    record = Ledger(ledger_path)._dataset_record("visits_up")
     assert record.kind == KIND_SEQUENCES and record.confirmed and not record.public_demo
     assert record.schema.alphabet == ("a", "b", "c", "d") and record.schema.l1 == 6
     assert Ledger(ledger_path).budget("visits_up").cap == 4.0
@@ -106,10 +106,10 @@ def test_an_event_table_upload_with_the_alphabet_prefilled_from_the_data(app, le
     _ok(app.button(key="seq_prefill").click().run())
     assert app.text_area(key="seq_alphabet_text").value == "home\nnews\nsport"
     assert any("PREFILLED FROM THE PRIVATE DATA" in w.value for w in app.warning)
-    assert "events_up" not in {d.name for d in Ledger(ledger_path).list_datasets()}
+    assert "events_up" not in {d.name for d in Ledger(ledger_path)._dataset_records()}
     _ok(app.button(key="seq_register").click().run())
     assert not app.error, _errors(app)
-    record = Ledger(ledger_path).get_dataset("events_up")
+    record = Ledger(ledger_path)._dataset_record("events_up")
     assert record.schema.alphabet == ("home", "news", "sport")
     assert record.schema.files["format"] == "events"
     data = load_any_dataset(tmp_path / "datasets" / "events_up")[1]
@@ -119,7 +119,7 @@ def test_an_event_table_upload_with_the_alphabet_prefilled_from_the_data(app, le
 def test_an_item_outside_the_alphabet_names_file_and_line(app, ledger_path, monkeypatch,
                                                           tmp_path):
     _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
-    before = {d.name for d in Ledger(ledger_path).list_datasets()}
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
     _lines_upload(app, "bad_items", records=b"a b\nb zz\n")
     assert "file 'records.txt': line 2: item 'zz' is not in the declared alphabet" \
         in _errors(app)
@@ -136,7 +136,7 @@ def test_an_item_outside_the_alphabet_names_file_and_line(app, ledger_path, monk
 def test_bad_sequence_uploads_register_nothing(app, ledger_path, monkeypatch, tmp_path,
                                                records, alphabet, l1, cap, name, needle):
     _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
-    before = {d.name for d in Ledger(ledger_path).list_datasets()}
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
     _lines_upload(app, name, records=records, alphabet=alphabet, l1=l1, cap=cap)
     assert needle in _errors(app)
     _nothing_registered(app, ledger_path, tmp_path, name, before)
@@ -145,7 +145,7 @@ def test_bad_sequence_uploads_register_nothing(app, ledger_path, monkeypatch, tm
 
 def test_a_missing_event_column_value_names_its_row(app, ledger_path, monkeypatch, tmp_path):
     _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
-    before = {d.name for d in Ledger(ledger_path).list_datasets()}
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
     app.text_input(key="seq_name").input("gap")
     _ok(app.radio(key="seq_layout").set_value("events").run())
     bad = b"visit,t,page\n1,1,home\n1,,news\n"
@@ -181,11 +181,11 @@ def test_a_labelled_table_upload_registers_and_is_offered_on_the_synthesis_page(
     _table_draft(app, "table_up", _table_bytes())
     assert any("PREFILLED FROM THE PRIVATE DATA" in w.value for w in app.warning)
     assert app.text_input(key="tab_classes").value == "0, 1"
-    assert "table_up" not in {d.name for d in Ledger(ledger_path).list_datasets()}
+    assert "table_up" not in {d.name for d in Ledger(ledger_path)._dataset_records()}
     app.number_input(key="tab_cap").set_value(3.0)
     _ok(app.button(key="tab_register").click().run())
     assert not app.error, _errors(app)
-    record = Ledger(ledger_path).get_dataset("table_up")
+    record = Ledger(ledger_path)._dataset_record("table_up")
     assert record.kind == KIND_TABLE and record.confirmed
     assert record.schema.classes == ("0", "1")
     assert [(f.name, f.type) for f in record.schema.features] == [("age", "numeric"),
@@ -203,7 +203,7 @@ def test_a_labelled_table_upload_registers_and_is_offered_on_the_synthesis_page(
 def test_a_class_not_declared_names_its_row_and_registers_nothing(app, ledger_path,
                                                                   monkeypatch, tmp_path):
     _owner_on_data_page(app, monkeypatch, KIND_TABLE)
-    before = {d.name for d in Ledger(ledger_path).list_datasets()}
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
     _table_draft(app, "narrowed", _table_bytes())
     _ok(app.text_input(key="tab_classes").input("0").run())      # the owner drops class 1
     _ok(app.button(key="tab_register").click().run())
@@ -221,7 +221,7 @@ def test_a_class_not_declared_names_its_row_and_registers_nothing(app, ledger_pa
 def test_bad_table_uploads_register_nothing(app, ledger_path, monkeypatch, tmp_path, name,
                                             label, content, needle):
     _owner_on_data_page(app, monkeypatch, KIND_TABLE)
-    before = {d.name for d in Ledger(ledger_path).list_datasets()}
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
     _table_draft(app, name, content)
     assert needle in _errors(app)
     _nothing_registered(app, ledger_path, tmp_path, name, before)
@@ -231,7 +231,7 @@ def test_bad_table_uploads_register_nothing(app, ledger_path, monkeypatch, tmp_p
 def test_a_table_upload_with_a_zero_cap_registers_nothing(app, ledger_path, monkeypatch,
                                                           tmp_path):
     _owner_on_data_page(app, monkeypatch, KIND_TABLE)
-    before = {d.name for d in Ledger(ledger_path).list_datasets()}
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
     _table_draft(app, "zero", _table_bytes())
     app.number_input(key="tab_cap").set_value(-1.0)
     _ok(app.button(key="tab_register").click().run())

@@ -85,7 +85,7 @@ def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE
         folder is reported, not raised, so the app still starts.
     """
     report = BootstrapReport()
-    existing = {d.name for d in ledger.list_datasets()}
+    existing = {d.name for d in ledger._dataset_records()}
     for kind, folder in list_sample_folders():
         try:
             _, schema = load_any_schema(folder)
@@ -104,7 +104,7 @@ def register_sample_datasets(ledger: Ledger, cap_epsilon: float = DEFAULT_SAMPLE
             # Another session or process may have registered it between our read and
             # our write ("already exists"): fine if the dataset is there now.
             try:
-                ledger.get_dataset(schema.name)
+                ledger._dataset_record(schema.name)
             except ParameterError:
                 report.problems.append(f"{folder.name}: {exc}")
                 continue

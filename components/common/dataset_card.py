@@ -35,6 +35,7 @@ from dpcore.data.table.schema import TableSchema, value_text
 from dpcore.data.table.table import SynthesisTable
 from dpcore.errors import DataError, DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
+from dpcore.privacy.policy import Requester
 from dpcore.registry import (
     ALGORITHM_SPECS,
     DATASET_KIND_SPECS,
@@ -48,7 +49,7 @@ from dpcore.runs import load_result, readable_runs
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
 from .family_pages import other_kind_text
-from .session import can_see_truth, current_role, get_ledger, is_owner, load_data
+from .session import can_see_truth, current_requester, get_ledger, is_owner, load_data
 
 __all__ = ["PUBLIC_NOTE", "PUBLIC_NOTES", "attribute_table", "alphabet_table",
            "feature_table", "preview_frame", "sequence_preview_frame", "table_preview_frame",
@@ -211,12 +212,12 @@ def _preview(data) -> pd.DataFrame:
     return preview_frame(data)
 
 
-def released_row_count(ledger: Ledger, record: DatasetRecord, role: str
+def released_row_count(ledger: Ledger, record: DatasetRecord, requester: Requester
                        ) -> tuple[float, str] | None:
     """The newest noisy count of the records a stored strict run released, and its run id.
 
     Sequence datasets: PFS2's noisy number of records; labelled tables: the sum of the noisy
-    class counts of an MC-GEN or floor run. Only strict runs whose result ``role`` may read
+    class counts of an MC-GEN or floor run. Only strict runs whose result ``requester`` may read
     and which list nothing as not DP; the figure is that run's DP release (reading it is
     post-processing, 0 ε). None when no such run is stored, and for two-view tables (their
     runs release no row count of the dataset).
@@ -225,12 +226,12 @@ def released_row_count(ledger: Ledger, record: DatasetRecord, role: str
         return None
     family = DATASET_KIND_SPECS[record.kind].family
     ours = {key for key, spec in ALGORITHM_SPECS.items() if spec.family == family}
-    for run in reversed(readable_runs(ledger, record.name, role)):
+    for run in reversed(readable_runs(ledger, record.name, requester.role)):
         if (run.status != "done" or run.algorithm not in ours
                 or run.params.get("mode", STRICT) != STRICT):
             continue
         try:
-            result = load_result(ledger, run.run_id, role=role)
+            result = load_result(ledger, run.run_id, requester=requester)
         except DpcoreError:
             continue
         if getattr(result, "not_dp", None):
@@ -254,7 +255,7 @@ def _render_rows(ledger: Ledger, record: DatasetRecord) -> None:
         with st.expander(f"Raw data preview ({who})"):
             st.dataframe(_preview(data), hide_index=True)
         return
-    released = released_row_count(ledger, record, current_role())
+    released = released_row_count(ledger, record, current_requester())
     if released is not None:
         value, run_id = released
         st.metric("Records, noisy (a DP release)", f"≈ {value:,.0f}",

@@ -40,7 +40,7 @@ from dpcore.runs import load_result
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
 from .family_pages import page_for
-from .session import current_role
+from .session import current_requester, current_role
 from .threshold import DEFAULT_TOLERANCE, get_threshold, suggested_threshold, threshold_runs
 from .unfinished_runs import render_unfinished_runs, status_text
 
@@ -256,7 +256,7 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
         if (run.status == "done" and run.algorithm in family
                 and can_read(run.audience, current_role())):
             try:
-                results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
+                results[run.run_id] = load_result(ledger, run.run_id, requester=current_requester())
             except DpcoreError as exc:
                 st.warning(f"Run {run.run_id[:8]}: {hide_server_paths(str(exc), ledger)}")
     explore = threshold_runs(record.name)

@@ -204,7 +204,7 @@ def render_sign_in(where=None) -> None:
 def dataset_records(ledger: Ledger) -> list[DatasetRecord]:
     """Registered real datasets this session may open (sandboxes are owner demo copies and
     are not listed): all of them once signed in, the public demo ones before."""
-    records = ledger.list_datasets(include_sandboxes=False)
+    records = ledger._dataset_records(include_sandboxes=False)
     if signed_in() is None:
         records = [r for r in records if r.public_demo is True]
     return records
@@ -217,7 +217,7 @@ def current_dataset(ledger: Ledger) -> DatasetRecord | None:
     if not name:
         return None
     try:
-        record = ledger.get_dataset(name)
+        record = ledger._dataset_record(name)
     except Exception:  # noqa: BLE001 - unknown name (e.g. another ledger): no dataset
         return None
     if record.public_demo is not True and signed_in() is None:

@@ -50,7 +50,7 @@ def released_redescriptions(ledger: Ledger, dataset: str) -> list[tuple[str, Run
         if run.status != "done" or run.algorithm == REGION_MAP:
             continue
         try:
-            result = load_result(ledger, run.run_id, role=current_role())
+            result = load_result(ledger, run.run_id, requester=current_requester())
         except DpcoreError:
             continue
         for red in getattr(result, "redescriptions", []):
@@ -146,7 +146,7 @@ def _show_paid(ledger: Ledger, record: DatasetRecord) -> None:
     if not run_id:
         return
     try:
-        result = load_result(ledger, run_id, role=current_role())
+        result = load_result(ledger, run_id, requester=current_requester())
     except DpcoreError as exc:
         st.warning(f"The last paid query cannot be shown: {exc}")
         return

@@ -44,7 +44,7 @@ from dpcore.runs import load_result, readable_runs
 from ..common.data_locations import hide_server_paths
 from ..common.family_pages import other_kind_text
 from ..common.number_fields import Bounds, number_field, number_problem
-from ..common.session import current_role
+from ..common.session import current_requester, current_role
 from ..common.threshold import (
     DEFAULT_TOLERANCE,
     TOLERANCE_KEY,
@@ -176,7 +176,7 @@ def two_view_only(record: DatasetRecord, purpose: str) -> bool:
 
 def load_results(ledger: Ledger, run_ids: list[str]) -> dict[str, RunResult]:
     """DP releases of the given runs, read from the ledger (no owner diagnostics)."""
-    return {rid: load_result(ledger, rid, role=current_role()) for rid in run_ids}
+    return {rid: load_result(ledger, rid, requester=current_requester()) for rid in run_ids}
 
 
 def kept_frame(rows: pd.DataFrame, threshold: float) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -237,7 +237,7 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     results: dict[str, RunResult] = {}
     for run in runs:
         try:
-            results[run.run_id] = load_result(ledger, run.run_id, role=current_role())
+            results[run.run_id] = load_result(ledger, run.run_id, requester=current_requester())
         except DpcoreError as exc:
             st.warning(f"Run {run.run_id[:8]}: its stored result could not be read "
                        f"({hide_server_paths(str(exc), ledger)}).")

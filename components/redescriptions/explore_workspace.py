@@ -115,7 +115,12 @@ def _load(ledger: Ledger, dataset: str, key: tuple[str, str, str]) -> Workspace:
     try:
         record = ledger.get_workspace(*key, reader=_reader())
     except DpcoreError as exc:
-        st.warning(f"Workspace {key[2]!r} could not be read ({exc}); starting a new one.")
+        if key[1] != _reader():
+            # another account's workspace it did not share: say so, show none of it
+            st.error(f"Refused: {exc}. Nothing of workspace {key[1]}/{key[2]} is shown, "
+                     "and nothing done here is saved to it.")
+        else:
+            st.warning(f"Workspace {key[2]!r} could not be read ({exc}); starting a new one.")
         record = None
     if record is not None:
         revisions[key] = record.revision

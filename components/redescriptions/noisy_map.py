@@ -184,7 +184,7 @@ def _show_maps(ledger: Ledger, record: DatasetRecord) -> None:
                           format_func=lambda rid: f"{rid[:8]} — "
                           f"{next(r for r in runs if r.run_id == rid).created_at[:19]}")
     try:
-        result = load_result(ledger, run_id, role=current_role())
+        result = load_result(ledger, run_id, requester=current_requester())
         counts = map_counts(result, record.schema)
     except DpcoreError as exc:
         st.warning(f"This map cannot be drawn: {exc}")

@@ -182,7 +182,7 @@ def phase_times_text(phase_seconds: dict[str, float]) -> str:
 
 def audit_frame(ledger: Ledger, record: DatasetRecord) -> pd.DataFrame:
     """The audit log of the dataset and of its sandboxes (owner only)."""
-    names = [record.name] + [d.name for d in ledger.list_datasets()
+    names = [record.name] + [d.name for d in ledger._dataset_records()
                              if d.sandbox_of == record.name]
     entries = [e for n in names for e in ledger.audit_log(n)]
     entries.sort(key=lambda e: e.charge_id)
@@ -290,7 +290,7 @@ def _run_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDataset, ru
     if st.session_state.get("teach_run") not in options:
         st.session_state["teach_run"] = options[0]
     run_id = st.selectbox("Run", options, key="teach_run", format_func=labels.get)
-    result = load_result(ledger, run_id, role=current_role(), include_diagnostics=True)
+    result = load_result(ledger, run_id, requester=current_requester(), include_diagnostics=True)
     truth = evaluate(result, data)
     frame = truth_frame(result, truth, threshold)
     if frame.empty:
@@ -378,7 +378,7 @@ def _tradeoff_section(ledger: Ledger, record: DatasetRecord, data: TwoViewDatase
                 st.info(f"ε = {eps:g}: still running")
                 continue
             try:
-                result = load_result(ledger, run_id, role=current_role())
+                result = load_result(ledger, run_id, requester=current_requester())
             except DpcoreError:
                 st.error(f"ε = {eps:g}: "
                          f"{hide_server_paths(error, ledger) if error else 'no stored result'}")

@@ -26,7 +26,7 @@ from dpcore.runs import RunInProgressError, load_result
 from ..common.data_locations import hide_server_paths
 from ..common.dataset_upload import render_two_view_upload
 from ..common.family_ui import NavPage
-from ..common.session import current_role
+from ..common.session import current_requester
 from ..common.warmup import WarmupStep
 from .explore_view import kept_display_frame
 from .params_form import params_from_state
@@ -83,7 +83,7 @@ class RedescriptionsUI:
     def render_result(self, ledger: Ledger, record: DatasetRecord, run_id: str) -> None:
         """The run's released redescriptions, unpruned (Explore prunes and exports them)."""
         try:
-            result = load_result(ledger, run_id, role=current_role())
+            result = load_result(ledger, run_id, requester=current_requester())
         except RunInProgressError:
             st.info("This run is still being computed; its result appears when it is stored.")
             return

@@ -32,7 +32,13 @@ from dpcore.sequences.results import SequenceRunResult
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import hide_server_paths
 from ..common.family_pages import other_kind_text
-from ..common.session import can_see_truth, current_role, dataset_records, load_data
+from ..common.session import (
+    can_see_truth,
+    current_requester,
+    current_role,
+    dataset_records,
+    load_data,
+)
 from .sequence_form import render_sequence_form
 from .sequence_launch import PICK_KEY, render_sequence_launch
 from .sequence_results import (
@@ -139,10 +145,10 @@ def render_sequence_results(ledger: Ledger, record: DatasetRecord) -> None:
 
 def render_sequence_result(ledger: Ledger, record: DatasetRecord, run_id: str) -> None:
     """What stored run ``run_id`` released (0 ε), with the truth beside it where allowed."""
-    role = current_role()
     truth_allowed = can_see_truth(record)
     try:
-        result = load_result(ledger, run_id, role=role, include_diagnostics=truth_allowed)
+        result = load_result(ledger, run_id, requester=current_requester(),
+                             include_diagnostics=truth_allowed)
     except RunInProgressError:
         st.info("This run is still being computed; its result appears when it is stored.")
         return

@@ -30,7 +30,7 @@ from dpcore.synthesis.utility import REAL, standard_methods, summary_table, util
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import hide_server_paths
 from ..common.family_pages import other_kind_text
-from ..common.session import can_see_truth, current_role, dataset_records
+from ..common.session import can_see_truth, current_requester, current_role, dataset_records
 from .synthesis_charts import (
     association_heatmap,
     association_matrix,
@@ -117,7 +117,7 @@ def render_stored_run_picker(ledger: Ledger, record: DatasetRecord) -> str | Non
 
 def _load(ledger: Ledger, record: DatasetRecord, run_id: str) -> SynthesisResult | None:
     try:
-        return load_result(ledger, run_id, role=current_role(),
+        return load_result(ledger, run_id, requester=current_requester(),
                            include_diagnostics=can_see_truth(record))
     except RunInProgressError as exc:
         st.info(str(exc))

@@ -615,8 +615,8 @@ _schema_cache_lock = threading.Lock()
 def schema_from_json_text(text: str) -> Schema:
     """Parse and validate a schema stored as JSON text (the :func:`schema_to_dict` form).
 
-    The ledger stores each dataset's schema this way and reads it back on every
-    ``list_datasets`` / ``get_dataset`` (the app's sidebar does so on every rerun), so parsed
+    The ledger stores each dataset's schema this way and reads it back on every read of a
+    dataset's record or card (the app's sidebar does so on every rerun), so parsed
     schemas are cached by their text, least recently used first out (bounded by
     :data:`SCHEMA_CACHE_MAX_ENTRIES` and :data:`SCHEMA_CACHE_MAX_CHARS`). A hit costs hashing
     and comparing the text. :class:`Schema` is frozen, so the cached object is shared; its

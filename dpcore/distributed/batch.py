@@ -365,6 +365,6 @@ def _read_back(ledger: Ledger, run: PlannedRun):
     """The stored result, as the requester may read it (store before show)."""
 
     try:
-        return load_result(ledger, run.run_id, role=run.permit.requester.role)
+        return load_result(ledger, run.run_id, requester=run.permit.requester)
     except DpcoreError:
         return None

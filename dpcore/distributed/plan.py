@@ -267,7 +267,7 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
     has_accounts = ledger.has_accounts()
     for e in entries:
         try:
-            record = ledger.get_dataset(e.dataset)
+            record = ledger._dataset_record(e.dataset)
         except ParameterError as exc:
             raise _fail(e.label, "dataset", str(exc)) from None
         try:

@@ -55,7 +55,8 @@ from dpcore.registry import FAITHFUL, MODES, STRICT, algorithm_spec
 
 __all__ = ["PolicyError", "Requester", "RunPermit", "NEIGHBOURING_RELATION", "allowed_modes",
            "seed_allowed", "authorize_run", "can_read", "content_digest", "EVERYONE",
-           "OWNER_ONLY", "MAX_SEED", "recorded_params", "check_account_needed"]
+           "OWNER_ONLY", "MAX_SEED", "recorded_params", "check_account_needed",
+           "checked_requester"]
 
 #: The neighbouring relation every ε of this project refers to. Under replace-one-row
 #: neighbours (change one row's values) every ε doubles. Recorded in every run.
@@ -180,6 +181,32 @@ def check_account_needed(record, requester: Requester, ledger_has_accounts: bool
         raise PolicyError(f"dataset {record.name!r} is private: sign in with your account "
                           "to run on it (every charge names the account that spends). "
                           "Nothing was charged")
+
+
+def checked_requester(requester, ledger_location: str) -> Requester:
+    """``requester`` checked again for a read on the ledger at ``ledger_location``.
+
+    A read is judged by who asks, never by a role the caller names: a role string is a
+    ``TypeError``. The requester's checks (the owner role only with an owner account's
+    session this process sealed, the session's role its own) run again, so a requester
+    changed after it was made reads nothing; a session of another ledger is refused.
+
+    Raises
+    ------
+    TypeError
+        ``requester`` is not a :class:`Requester` (e.g. ``"owner"``).
+    PolicyError
+        The requester no longer passes its checks, or was signed in on another ledger.
+    """
+    if not isinstance(requester, Requester):
+        raise TypeError(f"requester must be a dpcore.privacy.policy.Requester (a signed-in "
+                        f"account's, or Requester() for an anonymous analyst), not a role "
+                        f"string: roles are never taken on the caller's word; got "
+                        f"{requester!r}")
+    requester.__post_init__()
+    if requester.session is not None and requester.session.ledger != ledger_location:
+        raise PolicyError("this session was signed in on another ledger; sign in again")
+    return requester
 
 
 def seed_allowed(record: DatasetRecord) -> bool:

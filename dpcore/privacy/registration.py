@@ -140,7 +140,7 @@ def register_upload(ledger: Ledger, root, name: str, files: Mapping[str, bytes],
     kind = kind_of_schema(schema)
     spec = dataset_kind_spec(kind)
     try:
-        ledger.get_dataset(name)
+        ledger._dataset_record(name)
     except ParameterError:
         pass
     else:

@@ -5,7 +5,7 @@ Each kind (:data:`dpcore.registry.DATASET_KINDS`) stores its schema type's dict 
 :class:`~dpcore.data.schema.Schema`, a :class:`~dpcore.data.sequences.schema.SequenceSchema` or a
 :class:`~dpcore.data.table.schema.TableSchema`. Two-view schemas are read through
 :func:`dpcore.data.schema.schema_from_json_text`, which caches parsed schemas by their text
-(every ``list_datasets`` / ``get_dataset`` parses the stored schemas, and a schema may have
+(every read of a dataset's record or card parses the stored schemas, and a schema may have
 10⁵ categorical levels); the other kinds through a small cache here.
 """
 

@@ -325,25 +325,35 @@ class Ledger:
             row = self._dataset_row(con, name)
         return self._record(row)
 
-    def get_dataset(self, name: str) -> DatasetRecord:
-        """The dataset's record. Raises ParameterError for an unknown name."""
+    def _dataset_record(self, name: str) -> DatasetRecord:
+        """The dataset's whole record, owner-only fields included. **Internal.**
+
+        The record holds where the raw data live (``source_path``) and the content digest
+        (which confirms a guess of private data offline): it is for the run path (loading
+        the registered data, checking its digest) and the owner's tools, never for an
+        analyst. Analysts get :meth:`dataset_card`. (Anyone who can open the ledger can
+        read both anyway: docs/PRIVACY.md, "One trust boundary".)
+
+        Raises ParameterError for an unknown name.
+        """
         _check_name(name)
         with self._read() as con:
             row = self._dataset_row(con, name)
         return self._record(row)
 
     def dataset_card(self, name: str) -> DatasetCard:
-        """The dataset's public card: what analysts may know (no data location, no digest).
+        """The dataset's public card: what analysts may know (no data location, no digest);
+        the public way to read a dataset (:meth:`_dataset_record` is internal).
 
         Raises ParameterError for an unknown name.
         """
-        return self.get_dataset(name).card()
+        return self._dataset_record(name).card()
 
     def list_dataset_cards(self, *, include_sandboxes: bool = True,
                            kind: str | None = None) -> list[DatasetCard]:
-        """:meth:`list_datasets` as public cards (what an analyst's session may hold)."""
-        return [r.card() for r in self.list_datasets(include_sandboxes=include_sandboxes,
-                                                     kind=kind)]
+        """:meth:`_dataset_records` as public cards (what an analyst's session may hold)."""
+        return [r.card() for r in self._dataset_records(include_sandboxes=include_sandboxes,
+                                                        kind=kind)]
 
     def record_content_digest(self, name: str, digest: str) -> DatasetRecord:
         """Record the content digest of a dataset registered without one (first run).
@@ -367,9 +377,11 @@ class Ledger:
             row = self._dataset_row(con, name)
         return self._record(row)
 
-    def list_datasets(self, *, include_sandboxes: bool = True,
-                      kind: str | None = None) -> list[DatasetRecord]:
-        """All datasets, by kind then name (sandboxes too unless ``include_sandboxes=False``).
+    def _dataset_records(self, *, include_sandboxes: bool = True,
+                         kind: str | None = None) -> list[DatasetRecord]:
+        """All datasets' whole records, by kind then name (sandboxes too unless
+        ``include_sandboxes=False``). **Internal**, as :meth:`_dataset_record`; analysts get
+        :meth:`list_dataset_cards`.
 
         Kinds come in registry order (:data:`dpcore.registry.DATASET_KINDS`: two-view
         tables first), so a picker's first entry stays a two-view table when sequence and
