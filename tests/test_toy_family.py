@@ -222,10 +222,10 @@ def test_a_batch_plan_charges_dispatches_and_stores_toy_runs(toy, ledger):
     planned = check_plan(ledger, plan, Requester())
     assert ledger.budget("pima_like").spent_nano == 0, "checking a plan charges nothing"
     # In-process workers: they see the family registered in this process.
-    # (A LocalCluster, not Client(**kwargs): only the cluster honours dashboard_address=None,
-    # so a busy port 8787 cannot turn into a warning.)
+    # (The scheduler's HTTP server starts even without a dashboard, on port 8787 unless told
+    # otherwise, and a busy 8787 is a warning: port 0 on loopback lets the system choose.)
     with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address="127.0.0.1:0") as cluster, \
             distributed.Client(cluster) as client:
         outcomes = run_batch(ledger, planned, client)
     assert [o.status for o in outcomes] == ["done", "done"]

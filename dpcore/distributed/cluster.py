@@ -101,11 +101,13 @@ def open_client(address: str | None = None, *, workers: int = 2,
         with client:
             yield client
         return
+    # The scheduler serves HTTP even without a dashboard, on 8787 unless told otherwise (a
+    # busy 8787 is a warning): loopback, port chosen by the system.
     # One trial thread per worker unless the user chose otherwise: the workers already
     # share the cores, and each miner would otherwise start its own pool of two.
     trial_threads = os.environ.get("DPRM_TRIAL_THREADS", "1")
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
-                                  processes=True, dashboard_address=None,
+                                  processes=True, dashboard_address="127.0.0.1:0",
                                   env={"DPRM_TRIAL_THREADS": trial_threads}) as cluster, \
             distributed.Client(cluster) as client:
         yield client
