@@ -1,6 +1,11 @@
 """Batch mining on a Dask cluster: charge each run, dispatch it, store its one result.
 
-For every run of a checked plan (:func:`dpcore.distributed.plan.check_plan`), in plan order:
+First the client checks the cluster (:func:`dpcore.distributed.preflight.check_cluster`:
+this dpcore on every node, the data visible, enough memory per worker) and refuses the whole
+batch, nothing charged, if it cannot mine it. Then, in waves of at most ``wave`` runs (the
+cluster's worker threads by default; the next wave is charged only when this one's runs are
+stored or failed, so a killed client leaves at most one wave charged without a result), for
+every run of a checked plan (:func:`dpcore.distributed.plan.check_plan`), in plan order:
 
 1. the client charges the run in the ledger (``Ledger.charge``: one transaction that checks
    the cap; a run id charges once) — **before** the run is dispatched;
@@ -26,6 +31,8 @@ Progress per run is reported through ``progress(run_id, state, detail)``: ``char
 and message (``mining``: owners and public-demo data only, since a miner's messages can
 quote intermediate noisy values of an attempt that may die and be drawn again), ``done``,
 ``failed``, ``refused`` (not charged: the budget ran out since the plan was checked).
+A run's ``attempts`` counts the attempts that ran on a worker in this batch (0: it never
+started, e.g. a worker could not unpickle it).
 """
 
 from __future__ import annotations
@@ -187,8 +194,8 @@ class RunOutcome:
         charged (the ledger refused the charge after the plan was checked: the budget ran
         out, or the run id was charged meanwhile with another cost or dataset).
     attempts : int
-        Worker attempts seen for this run (2 or more: a worker was lost and the run retried
-        under the same run id).
+        Worker attempts that ran for this run in this batch (2 or more: a worker was lost
+        and the run retried under the same run id; 0: never started, or not dispatched).
     result : object or None
         The stored result as the requester may read it (:func:`dpcore.runs.load_result`).
     error : str or None
