@@ -80,6 +80,9 @@ def test_a_killed_worker_is_retried_under_the_same_run_id(ledger, tmp_path, clie
     events: list[tuple[str, str, dict]] = []
     outcomes = {}
 
+    # The module's cluster: a worker killed by an earlier test is restarted by its nanny,
+    # which takes seconds under load.
+    client.wait_for_workers(2, timeout=120)
     assert len(client.scheduler_info()["workers"]) == 2
     batch = threading.Thread(target=lambda: outcomes.update(
         {o.run_id: o for o in run_batch(
