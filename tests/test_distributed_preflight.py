@@ -167,9 +167,12 @@ def test_a_cluster_without_this_dpcore_is_refused_before_any_charge(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_worker_with_too_little_memory_is_refused_before_any_charge(tmp_path):
+def test_a_worker_with_too_little_memory_is_refused_before_any_charge(tmp_path, capsys):
     """One worker's limit covers the estimate, the other's does not: refused naming the
-    small worker and the dataset, the figures only on public-demo data; nothing charged."""
+    small worker and the dataset, the figures only on public-demo data; nothing charged,
+    through the API and through ``python -m dpcore batch`` (exit 2)."""
+    from dpcore import cli
+
     ledger = _sqlite_ledger(tmp_path)
     register(ledger, REPO / "sample_data" / "clinic", name="clinic_demo", cap=3.0)
     planned = check_plan(ledger, parse_plan(PLAN), Requester())
@@ -185,6 +188,13 @@ def test_a_worker_with_too_little_memory_is_refused_before_any_charge(tmp_path):
         with pytest.raises(PreflightError) as refused_demo:
             run_batch(ledger, demo, client)
         enough_only = check_cluster(client, planned, raise_on_problem=False)
+        plan_file = tmp_path / "plan.json"
+        plan_file.write_text(json.dumps(PLAN), encoding="utf-8")
+        capsys.readouterr()
+        assert cli.main(["--ledger", str(tmp_path / "ledger.sqlite"), "batch", str(plan_file),
+                         "--scheduler", client.scheduler.address]) == 2
+        printed = capsys.readouterr().err
+    assert f"error: the cluster cannot mine this plan: worker {too_small}'s memory" in printed
     message = str(refused.value)
     assert f"worker {too_small}'s memory limit is below what a run on dataset 'clinic'" \
         in message
