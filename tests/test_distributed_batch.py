@@ -17,6 +17,7 @@ from dpcore.distributed.batch import _mine_charged_run as mine_charged_run
 from dpcore.distributed.batch import run_batch
 from dpcore.distributed.cluster import open_client
 from dpcore.distributed.plan import check_plan, parse_plan
+from dpcore.errors import ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.registry import ALTMCMC, MCMCTREEPAIR
@@ -79,6 +80,9 @@ def test_a_killed_worker_is_retried_under_the_same_run_id(ledger, tmp_path, clie
     events: list[tuple[str, str, dict]] = []
     outcomes = {}
 
+    # The module's cluster: a worker killed by an earlier test is restarted by its nanny,
+    # which takes seconds under load.
+    client.wait_for_workers(2, timeout=120)
     assert len(client.scheduler_info()["workers"]) == 2
     batch = threading.Thread(target=lambda: outcomes.update(
         {o.run_id: o for o in run_batch(
@@ -90,10 +94,13 @@ def test_a_killed_worker_is_retried_under_the_same_run_id(ledger, tmp_path, clie
               "the held run's progress event")
     pid = int(first[0].name.split("-")[1])
     # charged before it was dispatched: the charge exists while the run is held. The client
-    # charges run by run as it dispatches, so the later runs' charges may land just after the
-    # held run started (a PostgreSQL round trip under load): wait for them, do not race them.
-    _wait_for(lambda: {e.run_id for e in ledger.audit_log()} == {"held", "free-1", "free-2"},
-              30, "every run of the plan to be charged")
+    # charges run by run as it dispatches, so the wave's second charge may land just after
+    # the held run started (a PostgreSQL round trip under load): wait for it.
+    _wait_for(lambda: {e.run_id for e in ledger.audit_log()} >= {"held", "free-1"},
+              30, "the first wave (2 worker threads: 2 runs) to be charged")
+    _wait_for(lambda: ledger.get_run("free-1").status == "done", 60, "free-1 to be stored")
+    # Waves: the third run is charged only when the first wave is stored or failed.
+    assert {e.run_id for e in ledger.audit_log()} == {"held", "free-1"}
     assert ledger.get_result("held") is None
     os.kill(pid, signal.SIGKILL)
     batch.join(timeout=120)
@@ -173,13 +180,26 @@ def test_the_command_line_runs_a_plan_and_refuses_a_bad_one(ledger, ledger_locat
     assert ledger.budget("clinic").spent_nano == 2 * 250_000_000
 
 
-def test_a_budget_spent_after_the_check_refuses_the_run_and_charges_nothing(ledger):
+def test_a_budget_spent_after_the_check_refuses_the_run_and_charges_nothing(ledger, client):
     """Another analyst spends the budget between the plan's check and its charge: the
     ledger refuses that run's charge; it is reported refused, never dispatched."""
     plan = parse_plan({"runs": [{"run_id": "late", "dataset": "clinic",
                                  "algorithm": MCMCTREEPAIR, "epsilon": 1.0, **SMALL}]})
     (run,) = check_plan(ledger, plan, Requester())
     ledger.charge("other", "clinic", MCMCTREEPAIR, [2_500_000_000], {}, actor="analyst")
-    (outcome,) = run_batch(ledger, [run], None)  # no cluster: nothing may be dispatched
+    dispatched = []
+    (outcome,) = run_batch(ledger, [run], client, task=lambda job: dispatched.append(job))
     assert outcome.status == "refused" and "exceed" in outcome.error.lower()
+    assert outcome.attempts == 0 and dispatched == []
     assert [e.run_id for e in ledger.audit_log()] == ["other"]
+
+
+def test_runs_to_mine_without_a_cluster_are_refused_before_any_charge(ledger):
+    """A plan with new runs and no client: refused up front, nothing charged (it used to
+    charge the first run, then fail for want of a client)."""
+    plan = parse_plan({"runs": [{"dataset": "clinic", "algorithm": MCMCTREEPAIR,
+                                 "epsilon": 0.5, **SMALL}]})
+    planned = check_plan(ledger, plan, Requester())
+    with pytest.raises(ParameterError, match="no Dask client.*Nothing was charged"):
+        run_batch(ledger, planned, None)
+    assert ledger.audit_log() == []

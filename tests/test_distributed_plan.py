@@ -77,6 +77,8 @@ def test_a_toml_plan_reads_with_defaults_and_parameters_by_name(tmp_path):
     ({"runs": [{"dataset": "clinic", "algorithm": "altexpm", "seed": -3}]}, "entry 1", "seed"),
     ({"runs": []}, "file", "runs"),
     ({"runs": [{"dataset": "clinic", "algorithm": "altexpm"}], "extra": 1}, "file", "extra"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm"}], "name": ""}, "file", "name"),
+    ({"runs": [{"dataset": "clinic", "algorithm": "altexpm"}], "name": 3}, "file", "name"),
 ])
 def test_a_bad_entry_is_named_with_its_field(document, entry, field):
     with pytest.raises(PlanError) as info:
@@ -133,3 +135,47 @@ def test_a_run_id_charged_before_is_replayed_or_refused(ledger):
     with pytest.raises(PlanError, match="that run failed"):
         check_plan(ledger, parse_plan({"runs": [same]}), analyst)
     assert ledger.budget("clinic").spent_nano == part
+
+
+def test_entries_without_run_ids_get_the_same_ids_each_time_the_plan_is_checked(ledger):
+    """Automatic run ids are a digest of the plan, the entry and the dataset: the same plan
+    gets the same ids (a rerun resumes); another plan, a reordered one or a renamed one gets
+    other ids (a fresh draw); ids are distinct within a plan."""
+    from dpcore.distributed.plan import auto_run_id
+
+    analyst = Requester()
+    runs = [{"dataset": "clinic", "algorithm": ALTEXPM, "epsilon": 0.25},
+            {"dataset": "clinic", "algorithm": MCMCTREEPAIR, "epsilon": 0.25},
+            {"dataset": "clinic", "algorithm": ALTEXPM, "epsilon": 0.25}]
+    ids = lambda document: [r.run_id for r in check_plan(ledger, parse_plan(document),
+                                                         analyst)]
+    first = ids({"runs": runs})
+    assert len(set(first)) == 3 and all(i.startswith("auto-") and len(i) == 32 for i in first)
+    assert ids({"runs": runs}) == first
+    assert set(ids({"runs": [runs[1], runs[0], runs[2]]})).isdisjoint(first)
+    assert set(ids({"runs": runs, "name": "again"})).isdisjoint(first)
+    assert set(ids({"runs": [dict(runs[0], epsilon=0.5)] + runs[1:]})).isdisjoint(first)
+    # an entry's given run id is kept, the others stay automatic
+    given = ids({"runs": [dict(runs[0], run_id="mine")] + runs[1:]})
+    assert given[0] == "mine" and given[1].startswith("auto-")
+    assert auto_run_id("k", parse_plan({"runs": runs})[0]) == \
+        auto_run_id("k", parse_plan({"runs": runs})[0])
+    _nothing_changed(ledger)
+
+
+def test_a_failed_automatic_run_is_reported_failed_again_and_never_recharged(ledger):
+    """A rerun of a plan of automatic ids whose run failed resumes the plan: the failed run
+    is reported failed (its charge kept), not refused as a whole, and not charged again."""
+    from dpcore.distributed.batch import _charge, run_batch
+
+    analyst = Requester()
+    document = {"runs": [{"dataset": "clinic", "algorithm": ALTEXPM, "epsilon": 0.5}]}
+    (run,) = check_plan(ledger, parse_plan(document), analyst)
+    _charge(ledger, run)
+    ledger.mark_failed(run.run_id, "KilledWorker: the worker died three times")
+    (again,) = check_plan(ledger, parse_plan(document), analyst)
+    assert (again.run_id, again.state) == (run.run_id, "failed")
+    (outcome,) = run_batch(ledger, [again], None)  # nothing to mine: no cluster needed
+    assert outcome.status == "failed" and "KilledWorker" in outcome.error
+    assert [e.run_id for e in ledger.audit_log()] == [run.run_id]
+    assert ledger.budget("clinic").spent_nano == run.cost_nano

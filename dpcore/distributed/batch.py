@@ -1,6 +1,11 @@
 """Batch mining on a Dask cluster: charge each run, dispatch it, store its one result.
 
-For every run of a checked plan (:func:`dpcore.distributed.plan.check_plan`), in plan order:
+First the client checks the cluster (:func:`dpcore.distributed.preflight.check_cluster`:
+this dpcore on every node, the data visible, enough memory per worker) and refuses the whole
+batch, nothing charged, if it cannot mine it. Then, in waves of at most ``wave`` runs (the
+cluster's worker threads by default; the next wave is charged only when this one's runs are
+stored or failed, so a killed client leaves at most one wave charged without a result), for
+every run of a checked plan (:func:`dpcore.distributed.plan.check_plan`), in plan order:
 
 1. the client charges the run in the ledger (``Ledger.charge``: one transaction that checks
    the cap; a run id charges once) — **before** the run is dispatched;
@@ -26,6 +31,8 @@ Progress per run is reported through ``progress(run_id, state, detail)``: ``char
 and message (``mining``: owners and public-demo data only, since a miner's messages can
 quote intermediate noisy values of an attempt that may die and be drawn again), ``done``,
 ``failed``, ``refused`` (not charged: the budget ran out since the plan was checked).
+A run's ``attempts`` counts the attempts that ran on a worker in this batch (0: it never
+started, e.g. a worker could not unpickle it).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dpcore.distributed.plan import PlannedRun
+from dpcore.distributed.preflight import check_cluster
 from dpcore.errors import BudgetExceededError, DpcoreError, ParameterError
 from dpcore.executor import execute_charged, plan_parts, prepare_run
 from dpcore.privacy.ledger import ChargeRecord, Ledger, digest_params
@@ -186,8 +194,8 @@ class RunOutcome:
         charged (the ledger refused the charge after the plan was checked: the budget ran
         out, or the run id was charged meanwhile with another cost or dataset).
     attempts : int
-        Worker attempts seen for this run (2 or more: a worker was lost and the run retried
-        under the same run id).
+        Worker attempts that ran for this run in this batch (2 or more: a worker was lost
+        and the run retried under the same run id; 0: never started, or not dispatched).
     result : object or None
         The stored result as the requester may read it (:func:`dpcore.runs.load_result`).
     error : str or None
@@ -214,9 +222,10 @@ def _charge(ledger: Ledger, run: PlannedRun):
 
 def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
               progress: BatchProgress | None = None,
-              task: Callable[[WorkerJob], tuple[str, str]] = _mine_charged_run
-              ) -> list[RunOutcome]:
-    """Charge, dispatch, store and read back every run of a checked plan.
+              task: Callable[[WorkerJob], tuple[str, str]] = _mine_charged_run,
+              wave: int | None = None) -> list[RunOutcome]:
+    """Check the cluster, then charge, dispatch, store and read back a checked plan, wave by
+    wave.
 
     Parameters
     ----------
@@ -225,21 +234,47 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
         From :func:`dpcore.distributed.plan.check_plan` (nothing charged yet).
     client : distributed.Client or None
         From :func:`dpcore.distributed.cluster.open_client`; None only when every run is
-        stored already (``state == "done"``: a replayed plan needs no cluster).
+        stored already or failed (a replayed plan needs no cluster).
     progress : callable(run_id, state, detail), optional
         Per-run progress (states in the module docstring); called from the client's
         threads, one call at a time.
     task : callable(WorkerJob) -> (release_json, diagnostics_json)
         The worker function (:func:`_mine_charged_run`); tests wrap it to hold a run
         mid-way.
+    wave : int, optional
+        Runs charged and dispatched at once (default: the cluster's worker threads). The
+        next wave is charged only when every run of this one is stored or failed, so a
+        client killed mid-batch leaves at most one wave charged without a result (a rerun
+        of the plan finishes those under their run ids, charging nothing again).
 
     Returns
     -------
     list of RunOutcome
         In plan order. Every charged run ends ``done`` (one stored result) or ``failed``
         (charge kept); a run not charged ends ``refused``.
+
+    Raises
+    ------
+    PreflightError
+        The cluster cannot mine the plan (:func:`dpcore.distributed.preflight.check_cluster`:
+        a node without this dpcore, a worker that cannot see the data or has too little
+        memory). Raised before the first charge: nothing was charged.
+    ParameterError
+        Runs to mine but no client, or a bad ``wave``: nothing was charged.
     """
     from distributed import as_completed
+
+    if wave is not None and (isinstance(wave, bool) or not isinstance(wave, int) or wave < 1):
+        raise ParameterError(f"wave must be an integer ≥ 1; got {wave!r}. Nothing was charged")
+    to_mine = [run for run in planned if run.state in ("new", "charged")]
+    if to_mine and client is None:
+        raise ParameterError(f"run {to_mine[0].run_id} needs mining but no Dask client was "
+                             "given. Nothing was charged")
+    if to_mine:
+        # Before the first charge: a cluster that cannot mine the plan costs no ε.
+        cluster = check_cluster(client, to_mine)
+        wave = wave or max(1, cluster.threads)
+    wave = wave or 1
 
     lock = threading.Lock()
     outcomes = {run.run_id: RunOutcome(run.run_id, run.entry.index, "pending")
@@ -264,13 +299,43 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
             report(run_id, "mining", {"fraction": msg.get("fraction"),
                                       "message": msg.get("message")})
 
+    def drain(futures: dict) -> None:
+        """Wait for one wave: store each result (or mark the run failed)."""
+        for fut in as_completed(list(futures)):
+            run = futures[fut]
+            outcome = outcomes[run.run_id]
+            error = None
+            try:
+                release, diagnostics = fut.result()
+            except Exception as exc:  # noqa: BLE001 - any failure of the run is recorded
+                error = exc
+            # Counted before the release: the scheduler forgets a released task.
+            outcome.attempts = _attempts(client, fut, pids[run.run_id], error)
+            fut.release()
+            if error is not None:
+                message = f"{type(error).__name__}: {error}"
+                _mark_failed(ledger, run.run_id, message)
+                outcome.status, outcome.error = "failed", message
+                report(run.run_id, "failed", {"error": message})
+                continue
+            _store_once(ledger, run.run_id, release, diagnostics)
+            outcome.status = "done"
+            outcome.result = _read_back(ledger, run)
+            report(run.run_id, "done", {"attempts": outcome.attempts})
+
     if client is not None:
         client.subscribe_topic(TOPIC, on_event)
-    futures = {}
+    futures: dict = {}
     try:
         for run in planned:
             outcome = outcomes[run.run_id]
             permit = run.permit
+            if run.state == "failed":
+                # An automatic run id whose run failed before: reported, never charged again.
+                outcome.status = "failed"
+                outcome.error = ledger.get_run(run.run_id).error
+                report(run.run_id, "failed", {"error": outcome.error})
+                continue
             try:
                 charge = _charge(ledger, run)
             except (BudgetExceededError, ParameterError) as exc:
@@ -294,8 +359,10 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
             else:
                 report(run.run_id, "charged", {"epsilon_nano": charge.epsilon_nano})
             if client is None:
+                # The plan said stored, another client changed that since: the run stays
+                # charged without a result; a rerun with a cluster finishes it.
                 raise ParameterError(f"run {run.run_id} needs mining but no Dask client was "
-                                     "given")
+                                     "given; rerun the plan with a cluster to finish it")
             job = WorkerJob(run_id=run.run_id, permit=permit, charged_nano=run.cost_nano,
                             relay_messages=can_see_true_statistics(
                                 permit.requester.role, permit.dataset.public_demo),
@@ -303,29 +370,27 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
             fut = client.submit(_attempt, task, job, key=f"dpcore-run-{run.run_id}",
                                 pure=False)
             futures[fut] = run
-        by_id = {run.run_id: run for run in planned}
-        for fut in as_completed(list(futures)) if futures else ():
-            run = futures[fut]
-            outcome = outcomes[run.run_id]
-            outcome.attempts = max(1, len(pids[run.run_id]), _scheduler_attempts(client, fut))
-            try:
-                release, diagnostics = fut.result()
-            except Exception as exc:  # noqa: BLE001 - any failure of the run is recorded
-                message = f"{type(exc).__name__}: {exc}"
-                _mark_failed(ledger, run.run_id, message)
-                outcome.status, outcome.error = "failed", message
-                report(run.run_id, "failed", {"error": message})
-                continue
-            finally:
-                fut.release()
-            _store_once(ledger, run.run_id, release, diagnostics)
-            outcome.status = "done"
-            outcome.result = _read_back(ledger, by_id[run.run_id])
-            report(run.run_id, "done", {"attempts": outcome.attempts})
+            if len(futures) >= wave:
+                drain(futures)
+                futures = {}
+        if futures:
+            drain(futures)
     finally:
         if client is not None and client.status == "running":
             client.unsubscribe_topic(TOPIC)
     return [outcomes[run.run_id] for run in planned]
+
+
+def _attempts(client, future, seen: set, error: BaseException | None) -> int:
+    """What ran of one run: the attempts that started on a worker in this batch.
+
+    The larger of the attempts announced by progress events and the scheduler's count
+    (workers that died running the task, plus the attempt that ended). A task that never
+    started — a worker that could not even unpickle it — counts 0, not 1.
+    """
+    died = _suspicious_count(client, future)
+    ended = 1 if error is None or isinstance(error, DpcoreError) else 0
+    return max(len(seen), died + ended)
 
 
 def _suspicious(key: str, dask_scheduler=None) -> int:
@@ -333,12 +398,12 @@ def _suspicious(key: str, dask_scheduler=None) -> int:
     return 0 if task is None else int(task.suspicious)
 
 
-def _scheduler_attempts(client, future) -> int:
-    """1 + the workers that died while running the task, as the scheduler counts them
-    (0 if the scheduler cannot be asked; progress events count attempts too, but an event
-    sent just before a worker dies can be lost with it)."""
+def _suspicious_count(client, future) -> int:
+    """The workers that died while running the task, as the scheduler counts them (0 if
+    the scheduler cannot be asked; progress events count attempts too, but an event sent
+    just before a worker dies can be lost with it)."""
     try:
-        return 1 + int(client.run_on_scheduler(_suspicious, future.key))
+        return int(client.run_on_scheduler(_suspicious, future.key))
     except Exception:  # noqa: BLE001 - a display figure only; the events remain
         return 0
 

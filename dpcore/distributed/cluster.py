@@ -7,8 +7,8 @@ kernels that hold the core they run on) and stops it when the block ends.
 
 Workers of an existing cluster must run this dpcore (same version, so the same kernels and
 result formats) and, for batch mining, see the registered datasets' files at the paths the
-ledger records (shared storage). They never need the ledger: see
-:mod:`dpcore.distributed.batch`.
+ledger records (shared storage); :mod:`dpcore.distributed.preflight` checks both before a
+batch charges anything. They never need the ledger: see :mod:`dpcore.distributed.batch`.
 """
 
 from __future__ import annotations

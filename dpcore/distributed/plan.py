@@ -1,13 +1,12 @@
 """Batch plan files: which runs a batch charges and mines, validated in full before any charge.
 
 A plan is a JSON or TOML file (by its extension: ``.json``, ``.toml``) with a list
-``runs``; an optional table ``defaults`` gives values every entry inherits. Each entry
+``runs``; an optional table ``defaults`` gives values every entry inherits, and an optional
+string ``name`` labels the plan (see below). Each entry
 names a registered ``dataset``, an ``algorithm`` of the registry, optionally a ``run_id``
-(32 characters at most; give one to make the plan resumable: a rerun of the plan replays
-the runs already done and finishes the ones charged without a result, charging nothing
-twice) and a ``seed`` (public-demo data only), and any parameter of the algorithm by its
-field name (``epsilon``, ``mode``, ``in_tr``, ``theta``, ``k``, …; the registry's
-defaults fill the rest)::
+(64 characters at most) and a ``seed`` (public-demo data only), and any parameter of the
+algorithm by its field name (``epsilon``, ``mode``, ``in_tr``, ``theta``, ``k``, …; the
+registry's defaults fill the rest)::
 
     [defaults]
     dataset = "clinic"
@@ -22,6 +21,14 @@ defaults fill the rest)::
     algorithm = "mcmctreepair"
     epsilon = 0.25
 
+**Every plan is resumable.** An entry without a ``run_id`` gets a deterministic one
+(:func:`auto_run_id`: a digest of the whole plan's content, the entry's position, its
+dataset and the requester's account), so rerunning the same plan — after a killed client,
+say — replays the runs already done and finishes the ones charged without a result,
+charging nothing twice. The same plan run again therefore draws nothing new: to mine it
+afresh, give it another top-level ``name`` (any string; it enters every automatic id), or
+give the entries run ids of their own.
+
 :func:`read_plan` checks the file's structure and every entry's parameters (no ledger);
 :func:`check_plan` then checks each run against the ledger and the policy exactly as
 :func:`dpcore.runs.charge_and_mine` does before its charge (dataset and kind, role, seed,
@@ -35,11 +42,13 @@ and nothing is charged.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpcore.distributed.preflight import Footprint, data_footprint
 from dpcore.errors import DataError, DpcoreError, ParameterError
 from dpcore.executor import prepare_run
 from dpcore.family import algorithm as implementation
@@ -57,7 +66,8 @@ from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import ALGORITHM_SPECS, algorithm_spec
 from dpcore.runs import check_dataset_kind, load_registered
 
-__all__ = ["PlanError", "PlanEntry", "PlannedRun", "read_plan", "parse_plan", "check_plan"]
+__all__ = ["PlanError", "PlanEntry", "PlannedRun", "read_plan", "parse_plan", "check_plan",
+           "auto_run_id"]
 
 #: Keys of an entry that are not algorithm parameters.
 ENTRY_KEYS = ("run_id", "dataset", "algorithm", "seed")
@@ -79,10 +89,12 @@ class PlanEntry:
     index : int
         1-based position in ``runs``.
     run_id : str or None
-        None: a fresh id is drawn when the batch charges it.
+        As given; None: :func:`check_plan` derives one (:func:`auto_run_id`).
     dataset : str
     params : parameters of the algorithm (validated)
     seed : int or None
+    plan_name : str or None
+        The plan's top-level ``name`` (enters the automatic run ids).
     """
 
     index: int
@@ -90,6 +102,7 @@ class PlanEntry:
     dataset: str
     params: object
     seed: int | None
+    plan_name: str | None = None
 
     @property
     def label(self) -> str:
@@ -107,9 +120,14 @@ class PlannedRun:
     permit : RunPermit
     parts_nano : tuple of int
         The budget plan's parts (their sum is the charge, in nano-ε).
-    state : {"new", "done", "charged"}
+    state : {"new", "done", "charged", "failed"}
         ``done``: stored already (replayed, no charge, no mining); ``charged``: charged
-        earlier without a result (mined again under its id, no new charge).
+        earlier without a result (mined again under its id, no new charge); ``failed``: an
+        automatic run id whose earlier run failed (reported failed again, its charge kept;
+        a run id given in the plan that failed is refused instead).
+    footprint : Footprint or None
+        The dataset's size as the client loaded it and a run's estimated peak memory
+        (:func:`dpcore.distributed.preflight.data_footprint`; private figures: owner-only).
     """
 
     entry: PlanEntry
@@ -117,6 +135,7 @@ class PlannedRun:
     permit: RunPermit
     parts_nano: tuple[int, ...]
     state: str = "new"
+    footprint: Footprint | None = None
 
     @property
     def cost_nano(self) -> int:
@@ -157,10 +176,13 @@ def parse_plan(document) -> list[PlanEntry]:
     """Validate a plan already parsed into Python values (see :func:`read_plan`)."""
     if not isinstance(document, dict):
         raise _fail("file", None, "the top level must be a table/object with a list 'runs'")
-    unknown = sorted(set(document) - {"runs", "defaults"})
+    unknown = sorted(set(document) - {"runs", "defaults", "name"})
     if unknown:
         raise _fail("file", unknown[0], "unknown top-level key (expected 'runs' and "
-                    "optionally 'defaults')")
+                    "optionally 'defaults' and 'name')")
+    name = document.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise _fail("file", "name", f"must be a non-empty string; got {name!r}")
     defaults = document.get("defaults", {})
     if not isinstance(defaults, dict):
         raise _fail("file", "defaults", "must be a table/object of values every run inherits")
@@ -169,7 +191,8 @@ def parse_plan(document) -> list[PlanEntry]:
         raise _fail("file", "runs", "must be a non-empty list of runs")
     if len(runs) > MAX_RUNS:
         raise _fail("file", "runs", f"at most {MAX_RUNS:,} runs per plan; got {len(runs):,}")
-    entries = [_entry(i, {**defaults, **raw} if isinstance(raw, dict) else raw)
+    entries = [dataclasses.replace(_entry(i, {**defaults, **raw} if isinstance(raw, dict)
+                                          else raw), plan_name=name)
                for i, raw in enumerate(runs, 1)]
     seen: dict[str, int] = {}
     for e in entries:
@@ -250,6 +273,9 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
     have failed, and the new runs of each dataset together must fit its remaining budget
     and the requester's share of it.
 
+    An entry without a run id gets :func:`auto_run_id`, so a rerun of the same plan by the
+    same account resumes it.
+
     Returns
     -------
     list of PlannedRun
@@ -260,9 +286,9 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
     PlanError
         The first entry that cannot run (named, with its field); nothing was charged.
     """
-    from dpcore.runs import new_run_id
-
     data_by_dataset: dict[str, object] = {}
+    footprints: dict[str, Footprint] = {}
+    plan_key = _plan_key(entries, requester)
     planned: list[PlannedRun] = []
     has_accounts = ledger.has_accounts()
     for e in entries:
@@ -287,6 +313,8 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
                         str(exc)) from None
         if record.name not in data_by_dataset:
             data_by_dataset[record.name] = _registered_data(ledger, record, requester, e)
+            footprints[record.name] = data_footprint(record.name,
+                                                     data_by_dataset[record.name])
         data = data_by_dataset[record.name]
         try:
             # The executor's check, as a local run makes it; what it builds is dropped here
@@ -295,13 +323,36 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
         except DpcoreError as exc:
             raise _fail(e.label, None, str(exc).removesuffix(". Nothing was charged")
                         ) from None
-        run = PlannedRun(entry=e, run_id=e.run_id or new_run_id(), permit=permit,
-                         parts_nano=checked.parts_nano)
-        if e.run_id is not None:
-            run.state = _earlier_state(ledger, run)
+        run = PlannedRun(entry=e, run_id=e.run_id or auto_run_id(plan_key, e),
+                         permit=permit, parts_nano=checked.parts_nano,
+                         footprint=footprints[record.name])
+        run.state = _earlier_state(ledger, run)
         planned.append(run)
     _check_budgets(ledger, planned, requester)
     return planned
+
+
+def _plan_key(entries: list[PlanEntry], requester: Requester) -> str:
+    """SHA-256 of the plan's content as checked (every entry's position, run id, dataset,
+    seed and validated parameters; the plan's name) and of who runs it (role, account): the
+    same plan by the same account gives the same key, any change another one."""
+    content = {"name": entries[0].plan_name if entries else None,
+               "role": requester.role, "account": requester.account,
+               "runs": [[e.index, e.run_id, e.dataset, e.seed, e.params.to_dict()]
+                        for e in entries]}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str,
+                                     ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def auto_run_id(plan_key: str, entry: PlanEntry) -> str:
+    """The run id of an entry given none: ``auto-`` and 27 hex digits of a SHA-256 of the
+    plan's key (:func:`check_plan`), the entry's position and its dataset (32 characters).
+
+    Deterministic, so a rerun of the same plan resumes instead of charging again; it names
+    no private value (the plan and the account are the requester's own).
+    """
+    text = f"{plan_key}\x00{entry.index}\x00{entry.dataset}"
+    return "auto-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:27]
 
 
 def _registered_data(ledger: Ledger, record, requester: Requester, e: PlanEntry):
@@ -327,20 +378,25 @@ def _registered_data(ledger: Ledger, record, requester: Requester, e: PlanEntry)
 
 
 def _earlier_state(ledger: Ledger, run: PlannedRun) -> str:
-    """``new``, ``done`` or ``charged`` for a run id given in the plan."""
+    """``new``, ``done`` or ``charged`` for a run id (given in the plan or automatic)."""
     try:
         earlier = ledger.get_run(run.run_id)
     except ParameterError:
         return "new"
     e = run.entry
+    hint = "use a new run id"
+    if e.run_id is None:
+        # An automatic id: the entry has no id to change, but the plan can get a name.
+        e = dataclasses.replace(e, run_id=run.run_id)
+        hint = "give the plan another top-level 'name', or the entry a run_id of its own"
     if earlier.dataset != e.dataset or earlier.epsilon_nano != run.cost_nano:
         raise _fail(e.label, "run_id", f"already charged ε = {earlier.epsilon:.9g} on dataset "
                                        f"{earlier.dataset!r}; this entry costs "
                                        f"ε = {nano_to_epsilon(run.cost_nano):.9g} on "
-                                       f"{e.dataset!r} (use a new run id)")
+                                       f"{e.dataset!r} ({hint})")
     if earlier.algorithm != e.params.algorithm:
         raise _fail(e.label, "run_id", f"already charged for {earlier.algorithm}, not "
-                                       f"{e.params.algorithm} (use a new run id)")
+                                       f"{e.params.algorithm} ({hint})")
     # The ledger's record of a run is what ran: a run id resumes only with the very
     # parameters and the account it was charged with.
     if digest_params(earlier.params) != digest_params(recorded_params(run.permit)):
@@ -349,10 +405,14 @@ def _earlier_state(ledger: Ledger, run: PlannedRun) -> str:
                                        "id)")
     if earlier.account != run.permit.requester.account:
         raise _fail(e.label, "run_id", "already charged by another account; only that account "
-                                       "can resume it (use a new run id)")
+                                       f"can resume it ({hint})")
+    if earlier.status == "failed" and run.entry.run_id is None:
+        # Rerunning a plan of automatic ids resumes the rest and reports this run failed
+        # again (no charge, no mining); renaming the plan would charge every run anew.
+        return "failed"
     if earlier.status == "failed":
         raise _fail(e.label, "run_id", f"that run failed ({earlier.error}); its charge stays "
-                                       "spent; use a new run id")
+                                       f"spent; {hint}")
     return "done" if earlier.status == "done" else "charged"
 
 
