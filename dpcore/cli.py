@@ -929,6 +929,48 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
     mine.set_defaults(func=cmd_mine)
 
 
+def _add_account_commands(sub) -> None:
+    """``users`` (owner: accounts and quotas) and ``workspaces`` (an account's own)."""
+    usr = sub.add_parser("users", help="owner: accounts and quotas (who may spend how much)")
+    usr_sub = usr.add_subparsers(dest="users_command", required=True)
+    add = usr_sub.add_parser("add", help="add an analyst or owner account (asks the password "
+                                         "twice)")
+    add.add_argument("name")
+    add.add_argument("--role", choices=(ANALYST, OWNER), default=ANALYST)
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the password from standard input (one line)")
+    add.add_argument("--password-hash", help="store this scrypt hash (python -m dpcore "
+                                             "owner-hash) instead of asking")
+    add.add_argument("--identity", help="a verified identity ISSUER|SUBJECT of the server's "
+                                        "OpenID Connect provider that signs in as this account")
+    add.add_argument("--quota", action="append", type=_quota_arg, metavar="DATASET=EPSILON",
+                     help="the analyst's share of a dataset's cap (repeatable)")
+    dis = usr_sub.add_parser("disable", help="disable an account for good (charges stay)")
+    dis.add_argument("name")
+    usr_sub.add_parser("list", help="every account, its role and state")
+    quo = usr_sub.add_parser("quota", help="set an analyst's share of a dataset's cap")
+    quo.add_argument("name")
+    quo.add_argument("--dataset", required=True)
+    quo.add_argument("--epsilon", type=float, required=True,
+                     help="ε the analyst may spend on the dataset in total (0: no more)")
+    usr.set_defaults(func=cmd_users)
+
+    wsp = sub.add_parser("workspaces", help="your Explore workspaces: list them, share one "
+                                            "with a named colleague (signs in: --user)")
+    wsp_sub = wsp.add_subparsers(dest="workspaces_command", required=True)
+    wsl = wsp_sub.add_parser("list", help="your workspaces of a dataset and those shared "
+                                          "with you")
+    wsl.add_argument("dataset")
+    for verb, text in (("share", "let a named colleague open and save one of your "
+                                 "workspaces"),
+                       ("unshare", "take a share back")):
+        one = wsp_sub.add_parser(verb, help=text)
+        one.add_argument("dataset")
+        one.add_argument("name", help="the workspace's name (as typed on Explore)")
+        one.add_argument("colleague", help="the colleague's account")
+    wsp.set_defaults(func=cmd_workspaces)
+
+
 def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
     parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1101,44 +1143,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
                           "AIM as peers")
     exp.set_defaults(func=cmd_experiment, argv=None)
 
-    usr = sub.add_parser("users", help="owner: accounts and quotas (who may spend how much)")
-    usr_sub = usr.add_subparsers(dest="users_command", required=True)
-    add = usr_sub.add_parser("add", help="add an analyst or owner account (asks the password "
-                                         "twice)")
-    add.add_argument("name")
-    add.add_argument("--role", choices=(ANALYST, OWNER), default=ANALYST)
-    add.add_argument("--password-stdin", action="store_true",
-                     help="read the password from standard input (one line)")
-    add.add_argument("--password-hash", help="store this scrypt hash (python -m dpcore "
-                                             "owner-hash) instead of asking")
-    add.add_argument("--identity", help="a verified identity ISSUER|SUBJECT of the server's "
-                                        "OpenID Connect provider that signs in as this account")
-    add.add_argument("--quota", action="append", type=_quota_arg, metavar="DATASET=EPSILON",
-                     help="the analyst's share of a dataset's cap (repeatable)")
-    dis = usr_sub.add_parser("disable", help="disable an account for good (charges stay)")
-    dis.add_argument("name")
-    usr_sub.add_parser("list", help="every account, its role and state")
-    quo = usr_sub.add_parser("quota", help="set an analyst's share of a dataset's cap")
-    quo.add_argument("name")
-    quo.add_argument("--dataset", required=True)
-    quo.add_argument("--epsilon", type=float, required=True,
-                     help="ε the analyst may spend on the dataset in total (0: no more)")
-    usr.set_defaults(func=cmd_users)
-
-    wsp = sub.add_parser("workspaces", help="your Explore workspaces: list them, share one "
-                                            "with a named colleague (signs in: --user)")
-    wsp_sub = wsp.add_subparsers(dest="workspaces_command", required=True)
-    wsl = wsp_sub.add_parser("list", help="your workspaces of a dataset and those shared "
-                                          "with you")
-    wsl.add_argument("dataset")
-    for verb, text in (("share", "let a named colleague open and save one of your "
-                                 "workspaces"),
-                       ("unshare", "take a share back")):
-        one = wsp_sub.add_parser(verb, help=text)
-        one.add_argument("dataset")
-        one.add_argument("name", help="the workspace's name (as typed on Explore)")
-        one.add_argument("colleague", help="the colleague's account")
-    wsp.set_defaults(func=cmd_workspaces)
+    _add_account_commands(sub)
 
     own = sub.add_parser("owner-hash", help="print the scrypt hash of a new owner password "
                                             "(asks twice; --stdin: read it from a pipe)")

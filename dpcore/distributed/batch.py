@@ -262,8 +262,6 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
     ParameterError
         Runs to mine but no client, or a bad ``wave``: nothing was charged.
     """
-    from distributed import as_completed
-
     if wave is not None and (isinstance(wave, bool) or not isinstance(wave, int) or wave < 1):
         raise ParameterError(f"wave must be an integer ≥ 1; got {wave!r}. Nothing was charged")
     to_mine = [run for run in planned if run.state in ("new", "charged")]
@@ -274,111 +272,134 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
         # Before the first charge: a cluster that cannot mine the plan costs no ε.
         cluster = check_cluster(client, to_mine)
         wave = wave or max(1, cluster.threads)
-    wave = wave or 1
+    batch = _Batch(ledger, planned, client, progress, task)
+    batch.run_in_waves(wave or 1)
+    return [batch.outcomes[run.run_id] for run in planned]
 
-    lock = threading.Lock()
-    outcomes = {run.run_id: RunOutcome(run.run_id, run.entry.index, "pending")
-                for run in planned}
-    pids: dict[str, set] = {run.run_id: set() for run in planned}
 
-    def report(run_id: str, state: str, detail: dict | None = None) -> None:
-        if progress is not None:
-            with lock:
-                progress(run_id, state, detail or {})
+class _Batch:
+    """One :func:`run_batch` call's state: the outcomes, the attempts seen per run, and the
+    progress callback (called one at a time from the client's threads)."""
 
-    def on_event(event) -> None:
+    def __init__(self, ledger: Ledger, planned: list[PlannedRun], client,
+                 progress: BatchProgress | None, task: Callable[[WorkerJob], tuple[str, str]]):
+        self.ledger, self.planned, self.client = ledger, planned, client
+        self.progress, self.task = progress, task
+        self.lock = threading.Lock()
+        self.outcomes = {run.run_id: RunOutcome(run.run_id, run.entry.index, "pending")
+                         for run in planned}
+        self.pids: dict[str, set] = {run.run_id: set() for run in planned}
+
+    def report(self, run_id: str, state: str, detail: dict | None = None) -> None:
+        if self.progress is not None:
+            with self.lock:
+                self.progress(run_id, state, detail or {})
+
+    def on_event(self, event) -> None:
         _, msg = event
         run_id = msg.get("run_id") if isinstance(msg, dict) else None
-        if run_id not in outcomes:
+        if run_id not in self.outcomes:
             return
         if msg["state"] == "running":
-            pids[run_id].add((msg["worker"], msg["pid"]))
-            outcomes[run_id].workers.append(msg["worker"])
-            report(run_id, "running", {"attempt": len(pids[run_id]), "worker": msg["worker"]})
+            self.pids[run_id].add((msg["worker"], msg["pid"]))
+            self.outcomes[run_id].workers.append(msg["worker"])
+            self.report(run_id, "running", {"attempt": len(self.pids[run_id]),
+                                            "worker": msg["worker"]})
         elif msg["state"] == "mining":
-            report(run_id, "mining", {"fraction": msg.get("fraction"),
-                                      "message": msg.get("message")})
+            self.report(run_id, "mining", {"fraction": msg.get("fraction"),
+                                           "message": msg.get("message")})
 
-    def drain(futures: dict) -> None:
+    def run_in_waves(self, wave: int) -> None:
+        """Charge and dispatch ``wave`` runs, wait for all of them, then the next wave."""
+        client = self.client
+        if client is not None:
+            client.subscribe_topic(TOPIC, self.on_event)
+        futures: dict = {}
+        try:
+            for run in self.planned:
+                fut = self.charge_and_submit(run)
+                if fut is None:
+                    continue
+                futures[fut] = run
+                if len(futures) >= wave:
+                    self.drain(futures)
+                    futures = {}
+            if futures:
+                self.drain(futures)
+        finally:
+            if client is not None and client.status == "running":
+                client.unsubscribe_topic(TOPIC)
+
+    def charge_and_submit(self, run: PlannedRun):
+        """Charge one run (or find its charge) and submit it; None when there is nothing to
+        mine (refused, stored already, or failed before)."""
+        ledger, outcome = self.ledger, self.outcomes[run.run_id]
+        if run.state == "failed":
+            # An automatic run id whose run failed before: reported, never charged again.
+            outcome.status = "failed"
+            outcome.error = ledger.get_run(run.run_id).error
+            self.report(run.run_id, "failed", {"error": outcome.error})
+            return None
+        try:
+            charge = _charge(ledger, run)
+        except (BudgetExceededError, ParameterError) as exc:
+            # Refused by the ledger after the plan was checked (the budget shrank, or
+            # another client charged this run id differently): nothing was charged.
+            outcome.status, outcome.error = "refused", str(exc)
+            self.report(run.run_id, "refused", {"error": str(exc)})
+            return None
+        if charge.replayed:
+            stored = ledger.get_run(run.run_id)
+            if stored.status == "done":
+                outcome.status = "replayed"
+                outcome.result = _read_back(ledger, run)
+                self.report(run.run_id, "replayed", {})
+                return None
+            if stored.status == "failed":
+                outcome.status, outcome.error = "failed", stored.error
+                self.report(run.run_id, "failed", {"error": stored.error})
+                return None
+            self.report(run.run_id, "resumed", {})
+        else:
+            self.report(run.run_id, "charged", {"epsilon_nano": charge.epsilon_nano})
+        if self.client is None:
+            # The plan said stored, another client changed that since: the run stays
+            # charged without a result; a rerun with a cluster finishes it.
+            raise ParameterError(f"run {run.run_id} needs mining but no Dask client was "
+                                 "given; rerun the plan with a cluster to finish it")
+        permit = run.permit
+        job = WorkerJob(run_id=run.run_id, permit=permit, charged_nano=run.cost_nano,
+                        relay_messages=can_see_true_statistics(
+                            permit.requester.role, permit.dataset.public_demo),
+                        charge=charge)
+        return self.client.submit(_attempt, self.task, job, key=f"dpcore-run-{run.run_id}",
+                                  pure=False)
+
+    def drain(self, futures: dict) -> None:
         """Wait for one wave: store each result (or mark the run failed)."""
+        from distributed import as_completed
+
         for fut in as_completed(list(futures)):
             run = futures[fut]
-            outcome = outcomes[run.run_id]
+            outcome = self.outcomes[run.run_id]
             error = None
             try:
                 release, diagnostics = fut.result()
             except Exception as exc:  # noqa: BLE001 - any failure of the run is recorded
                 error = exc
             # Counted before the release: the scheduler forgets a released task.
-            outcome.attempts = _attempts(client, fut, pids[run.run_id], error)
+            outcome.attempts = _attempts(self.client, fut, self.pids[run.run_id], error)
             fut.release()
             if error is not None:
                 message = f"{type(error).__name__}: {error}"
-                _mark_failed(ledger, run.run_id, message)
+                _mark_failed(self.ledger, run.run_id, message)
                 outcome.status, outcome.error = "failed", message
-                report(run.run_id, "failed", {"error": message})
+                self.report(run.run_id, "failed", {"error": message})
                 continue
-            _store_once(ledger, run.run_id, release, diagnostics)
+            _store_once(self.ledger, run.run_id, release, diagnostics)
             outcome.status = "done"
-            outcome.result = _read_back(ledger, run)
-            report(run.run_id, "done", {"attempts": outcome.attempts})
-
-    if client is not None:
-        client.subscribe_topic(TOPIC, on_event)
-    futures: dict = {}
-    try:
-        for run in planned:
-            outcome = outcomes[run.run_id]
-            permit = run.permit
-            if run.state == "failed":
-                # An automatic run id whose run failed before: reported, never charged again.
-                outcome.status = "failed"
-                outcome.error = ledger.get_run(run.run_id).error
-                report(run.run_id, "failed", {"error": outcome.error})
-                continue
-            try:
-                charge = _charge(ledger, run)
-            except (BudgetExceededError, ParameterError) as exc:
-                # Refused by the ledger after the plan was checked (the budget shrank, or
-                # another client charged this run id differently): nothing was charged.
-                outcome.status, outcome.error = "refused", str(exc)
-                report(run.run_id, "refused", {"error": str(exc)})
-                continue
-            if charge.replayed:
-                stored = ledger.get_run(run.run_id)
-                if stored.status == "done":
-                    outcome.status = "replayed"
-                    outcome.result = _read_back(ledger, run)
-                    report(run.run_id, "replayed", {})
-                    continue
-                if stored.status == "failed":
-                    outcome.status, outcome.error = "failed", stored.error
-                    report(run.run_id, "failed", {"error": stored.error})
-                    continue
-                report(run.run_id, "resumed", {})
-            else:
-                report(run.run_id, "charged", {"epsilon_nano": charge.epsilon_nano})
-            if client is None:
-                # The plan said stored, another client changed that since: the run stays
-                # charged without a result; a rerun with a cluster finishes it.
-                raise ParameterError(f"run {run.run_id} needs mining but no Dask client was "
-                                     "given; rerun the plan with a cluster to finish it")
-            job = WorkerJob(run_id=run.run_id, permit=permit, charged_nano=run.cost_nano,
-                            relay_messages=can_see_true_statistics(
-                                permit.requester.role, permit.dataset.public_demo),
-                            charge=charge)
-            fut = client.submit(_attempt, task, job, key=f"dpcore-run-{run.run_id}",
-                                pure=False)
-            futures[fut] = run
-            if len(futures) >= wave:
-                drain(futures)
-                futures = {}
-        if futures:
-            drain(futures)
-    finally:
-        if client is not None and client.status == "running":
-            client.unsubscribe_topic(TOPIC)
-    return [outcomes[run.run_id] for run in planned]
+            outcome.result = _read_back(self.ledger, run)
+            self.report(run.run_id, "done", {"attempts": outcome.attempts})
 
 
 def _attempts(client, future, seen: set, error: BaseException | None) -> int:
