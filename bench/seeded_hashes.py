@@ -20,14 +20,17 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import secrets
 import sys
 import tempfile
 from pathlib import Path
 
 from dpcore.data.samples.sites import SITES_RULES
+from dpcore.privacy.accounts import sign_in
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.privacy.registration import register_folder
+from dpcore.privacy.roles import OWNER, hash_password
 from dpcore.registry import (
     ALGORITHM_SPECS,
     CUSTOM_QUERY,
@@ -66,7 +69,12 @@ def seeded_hashes(seeds: tuple[int, ...]) -> list[str]:
         ledger = Ledger(Path(tmp) / "ledger.sqlite")
         for folder in sorted({d for names in DATASETS.values() for d in names} | {"sites"}):
             register_folder(ledger, SAMPLES / folder, cap=1e6, actor="bench")
-        owner = Requester(role="owner", actor="bench")
+        # The owner role is an owner account signed in on this ledger (issue 29): a
+        # throw-away one, with a throw-away password.
+        password = secrets.token_urlsafe(16)
+        ledger.add_account("bench", OWNER, actor="bench", password_hash=hash_password(password))
+        owner = Requester.signed_in(sign_in(ledger, "bench", password, client="bench",
+                                            entry="api"))
         for spec in ALGORITHM_SPECS.values():
             datasets = ("sites",) if spec.key == REGION_MAP else \
                 DATASETS[spec.dataset_kind][:1] if spec.key in QUERIES else \
