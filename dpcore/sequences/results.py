@@ -198,6 +198,9 @@ class SequenceRunResult(Release):
     diagnostics: SequenceDiagnostics = field(default_factory=SequenceDiagnostics)
     neighbouring: str = NEIGHBOURING_RELATION
     audience: str = EVERYONE
+    #: charged / spent / returned nano-ε (:class:`~dpcore.privacy.accountant.RunBudget`),
+    #: set by the executor (strict runs return ``unspent_nano``).
+    budget: dict | None = None
 
     @property
     def epsilon(self) -> float:
