@@ -620,7 +620,7 @@ def cmd_runs(args) -> int:
         print(f"{args.dataset}: no runs yet")
         return 0
     print(f"{'run id':32}  {'started (UTC)':19}  {'account':16}  {'algorithm':20}  "
-          f"{'mode':8}  {'ε charged':>10}  status")
+          f"{'mode':8}  {'ε charged':>10}  {'ε spent':>10}  {'ε returned':>10}  status")
     for run in runs:
         hidden = not can_read(run.audience, role)
         status = {"charged": "charged, no result yet (running, or its process was killed)",
@@ -630,7 +630,9 @@ def cmd_runs(args) -> int:
             status += " [owner only]"
         print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
               f"{run.account or '-':16}  {run.algorithm:20}  "
-              f"{run.params.get('mode', STRICT):8}  {run.epsilon:>10.6g}  {status}")
+              f"{run.params.get('mode', STRICT):8}  {run.epsilon:>10.6g}  "
+              f"{nano_to_epsilon(run.spent_nano):>10.6g}  "
+              f"{nano_to_epsilon(run.refunded_nano):>10.6g}  {status}")
     return 0
 
 

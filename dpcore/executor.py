@@ -16,8 +16,9 @@ mined the same way wherever it starts:
    then ``store(release, diagnostics)`` before the result is returned. The release
    carries its ``budget`` (charged, spent, returned; :class:`RunBudget`): an algorithm whose
    ``refundable(params)`` is true stops spending on released values only, so the unspent
-   part of its charge is returned, by the ledger, in the transaction that stores the result. A failure after the
-   charge calls ``fail(message)``: the charge stays spent (the noise may have been drawn).
+   part of its charge is returned, by the ledger, in the transaction that stores the
+   result. A failure after the charge calls ``fail(message)``: the charge stays spent (the
+   noise may have been drawn).
 
 Callers without a ledger pass no ``charge``/``store``: a batch worker (the client charged
 before dispatch and stores what the worker returns) and the harnesses (an in-memory sandbox

@@ -88,6 +88,22 @@ class Release:
 
         return RunBudget.from_dict(getattr(self, "budget", None))
 
+    def budget_columns(self) -> dict[str, float]:
+        """``epsilon_charged``, ``epsilon_spent``, ``epsilon_returned`` (ε) for exports.
+
+        From the recorded budget; a result stored before it was recorded reports what it
+        knows: its ``epsilon_nano`` (and ``spent_nano`` where the type has one), nothing
+        returned.
+        """
+        budget = self.run_budget()
+        if budget is not None:
+            return {"epsilon_charged": budget.charged, "epsilon_spent": budget.spent,
+                    "epsilon_returned": budget.refunded}
+        charged = getattr(self, "epsilon_nano", 0)
+        spent = getattr(self, "spent_nano", charged)
+        return {"epsilon_charged": charged / 10**9, "epsilon_spent": spent / 10**9,
+                "epsilon_returned": 0.0}
+
     def stored_json(self, family: str) -> str:
         """The release (no diagnostics) in the versioned envelope the ledger stores."""
         release = json.loads(self.to_json())
