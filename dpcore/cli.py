@@ -420,8 +420,12 @@ def _patterns_frame(result):
 
     return pd.DataFrame({"pattern": [p.text() for p in result.patterns],
                          "length": [p.length for p in result.patterns],
-                         "noisy_support": [p.noisy_support for p in result.patterns]},
-                        columns=["pattern", "length", "noisy_support"])
+                         "noisy_support": [p.noisy_support for p in result.patterns],
+                         "support_low_90": [p.support_low for p in result.patterns],
+                         "support_high_90": [p.support_high for p in result.patterns],
+                         "flags": ["; ".join(p.flags) for p in result.patterns]},
+                        columns=["pattern", "length", "noisy_support", "support_low_90",
+                                 "support_high_90", "flags"])
 
 
 def _export(result, family: str, path: Path | None, fmt: str) -> None:
@@ -503,6 +507,13 @@ def cmd_mine(args) -> int:
     if out is not None:
         print(f"run {run_id}: {_summary(result, family)} written to {args.out}",
               file=sys.stderr)
+    budget = result.run_budget()
+    if budget is not None and budget.refunded_nano:
+        print(f"run {run_id}: spent ε = {budget.spent:g} of the ε = {budget.charged:g} "
+              f"charged; ε = {budget.refunded:g} returned to {name!r} (it stopped early on "
+              "released values)", file=sys.stderr)
+    for warning in getattr(result, "warnings", ()):
+        print(f"run {run_id}: warning: {warning}", file=sys.stderr)
     return 0
 
 
