@@ -134,7 +134,8 @@ def cost_text(params: MiningParams, cost_nano: int) -> str:
     if params.is_serenade:
         if params.algorithm == SERENADE_CS:
             text += (" SerenadeCS charges every round up front; a redescription that stops "
-                     "early leaves its share unspent (charged budget is never refunded).")
+                     "early leaves its share unspent, and a strict run returns it to the "
+                     "dataset's budget when its result is stored.")
         if params.mode == FAITHFUL:
             text += " Faithful Serenade costs exactly ε, but it is not strictly ε-DP."
     elif params.mode == FAITHFUL:

@@ -57,8 +57,8 @@ def cost_text(params, cost_nano: int) -> str:
              for purpose, nano in cost_breakdown(params)]
     listed = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
     return (f"This run costs **ε = {fmt_eps(nano_to_epsilon(cost_nano))}**: {listed}. The "
-            "levels share the verification budget; what a run that stops early leaves "
-            "unspent is not refunded.")
+            "levels share the verification budget; what a strict run that stops early leaves "
+            "unspent is returned to the dataset's budget when its result is stored.")
 
 
 def launch_blockers(remaining: BudgetStatus, cost_nano: int, record: DatasetRecord,

@@ -164,8 +164,8 @@ def test_the_most_frequent_paths_are_the_longer_patterns_with_top_supports(relea
     """Issue 30, point 4: a release flagged as possible noise is never listed above one that
     is not."""
     paths = top_paths(release, n=3)
-    longer = sorted(((bool(p.flags), -p.noisy_support) for p in release.patterns
-                     if p.length >= 2))
+    longer = sorted((bool(p.flags), -p.noisy_support) for p in release.patterns
+                     if p.length >= 2)
     assert [(bool(p.flags), -p.noisy_support) for p in paths] == longer[:3]
     assert all(p.length >= 2 and ARROW in p.text(ARROW) for p in paths)
 
