@@ -424,8 +424,12 @@ def _patterns_frame(result):
 
     return pd.DataFrame({"pattern": [p.text() for p in result.patterns],
                          "length": [p.length for p in result.patterns],
-                         "noisy_support": [p.noisy_support for p in result.patterns]},
-                        columns=["pattern", "length", "noisy_support"])
+                         "noisy_support": [p.noisy_support for p in result.patterns],
+                         "support_low_90": [p.support_low for p in result.patterns],
+                         "support_high_90": [p.support_high for p in result.patterns],
+                         "flags": ["; ".join(p.flags) for p in result.patterns]},
+                        columns=["pattern", "length", "noisy_support", "support_low_90",
+                                 "support_high_90", "flags"])
 
 
 def _export(result, family: str, path: Path | None, fmt: str) -> None:
@@ -507,6 +511,13 @@ def cmd_mine(args) -> int:
     if out is not None:
         print(f"run {run_id}: {_summary(result, family)} written to {args.out}",
               file=sys.stderr)
+    budget = result.run_budget()
+    if budget is not None and budget.refunded_nano:
+        print(f"run {run_id}: spent ε = {budget.spent:g} of the ε = {budget.charged:g} "
+              f"charged; ε = {budget.refunded:g} returned to {name!r} (it stopped early on "
+              "released values)", file=sys.stderr)
+    for warning in getattr(result, "warnings", ()):
+        print(f"run {run_id}: warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -624,7 +635,7 @@ def cmd_runs(args) -> int:
         print(f"{args.dataset}: no runs yet")
         return 0
     print(f"{'run id':32}  {'started (UTC)':19}  {'account':16}  {'algorithm':20}  "
-          f"{'mode':8}  {'ε charged':>10}  status")
+          f"{'mode':8}  {'ε charged':>10}  {'ε spent':>10}  {'ε returned':>10}  status")
     for run in runs:
         hidden = not can_read(run.audience, role)
         status = {"charged": "charged, no result yet (running, or its process was killed)",
@@ -634,7 +645,9 @@ def cmd_runs(args) -> int:
             status += " [owner only]"
         print(f"{run.run_id:32}  {run.created_at[:19].replace('T', ' '):19}  "
               f"{run.account or '-':16}  {run.algorithm:20}  "
-              f"{run.params.get('mode', STRICT):8}  {run.epsilon:>10.6g}  {status}")
+              f"{run.params.get('mode', STRICT):8}  {run.epsilon:>10.6g}  "
+              f"{nano_to_epsilon(run.spent_nano):>10.6g}  "
+              f"{nano_to_epsilon(run.refunded_nano):>10.6g}  {status}")
     return 0
 
 

@@ -13,8 +13,12 @@ mined the same way wherever it starts:
 2. :func:`execute_charged` — ``charge()`` (the ledger's one transaction that checks the cap;
    a replayed run id mines nothing), then the algorithm's ``mine`` with an accountant capped
    at exactly the charge (every mechanism spends through it before its noise is drawn),
-   then ``store(release, diagnostics)`` before the result is returned. A failure after the
-   charge calls ``fail(message)``: the charge stays spent (the noise may have been drawn).
+   then ``store(release, diagnostics)`` before the result is returned. The release
+   carries its ``budget`` (charged, spent, returned; :class:`RunBudget`): an algorithm whose
+   ``refundable(params)`` is true stops spending on released values only, so the unspent
+   part of its charge is returned, by the ledger, in the transaction that stores the
+   result. A failure after the charge calls ``fail(message)``: the charge stays spent (the
+   noise may have been drawn).
 
 Callers without a ledger pass no ``charge``/``store``: a batch worker (the client charged
 before dispatch and stores what the worker returns) and the harnesses (an in-memory sandbox
@@ -30,11 +34,11 @@ import numpy as np
 
 from dpcore.errors import ParameterError
 from dpcore.family import Algorithm, Progress, Release, spec_and_algorithm
-from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.accountant import PrivacyAccountant, RunBudget
 from dpcore.registry import AlgorithmSpec
 
 __all__ = ["CheckedRun", "ExecutedRun", "check_params", "plan_parts", "prepare_run",
-           "execute_charged", "run_sandbox"]
+           "execute_charged", "run_sandbox", "refundable", "RunBudget"]
 
 
 def check_params(params) -> tuple[AlgorithmSpec, Algorithm, tuple[int, ...]]:
@@ -58,6 +62,17 @@ def check_params(params) -> tuple[AlgorithmSpec, Algorithm, tuple[int, ...]]:
 def plan_parts(params) -> tuple[int, ...]:
     """The budget plan's parts in nano-ε (their sum is what a run charges)."""
     return check_params(params)[2]
+
+
+def refundable(algorithm: Algorithm, params) -> bool:
+    """Whether a run of ``algorithm`` returns what it leaves unspent.
+
+    An algorithm opts in with a ``refundable(params)`` method, true only where its argument
+    that every spending decision depends on public parameters and released values alone
+    stands (beside its stopping rules); every other algorithm keeps its whole charge.
+    """
+    method = getattr(algorithm, "refundable", None)
+    return bool(method(params)) if callable(method) else False
 
 
 @dataclass(frozen=True)
@@ -147,6 +162,9 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
             result.dataset = dataset
         if audience is not None:
             result.audience = audience
+        if hasattr(result, "budget"):
+            result.budget = accountant.budget(
+                refundable=refundable(checked.algorithm, checked.params)).to_dict()
         executed = ExecutedRun(result, result.stored_json(checked.spec.family),
                                result.diagnostics_json())
         if store is not None:

@@ -13,7 +13,11 @@ more **algorithms** (:class:`Algorithm`). An algorithm is five things:
   travels from the check to the miner in any other way;
 * ``mine(prepared, *, rng, accountant, run_id, seed, progress) -> Release`` — spends at most
   the accountant's cap, every draw through :mod:`dpcore.privacy.mechanisms`;
-* ``result_type`` — a :class:`Release` with ``to_json`` / ``from_dict``.
+* ``result_type`` — a :class:`Release` with ``to_json`` / ``from_dict`` (and, to record
+  charged / spent / returned, a ``budget`` field the executor fills);
+* optionally ``refundable(params) -> bool`` — true when the algorithm's spending stops on
+  released values only, so the unspent part of its charge is returned
+  (:func:`dpcore.executor.refundable`).
 
 The built-in families live in ``dpcore.redescriptions``, ``dpcore.sequences`` and
 ``dpcore.synthesis``; each package exports one ``FAMILY``. Further families are registered at
@@ -76,6 +80,29 @@ class Release:
     dataset: str
     audience: str
     diagnostics: Any
+
+    def run_budget(self):
+        """The run's :class:`~dpcore.privacy.accountant.RunBudget` (charged, spent, returned),
+        or None for a result stored before it was recorded (or a type without ``budget``)."""
+        from dpcore.privacy.accountant import RunBudget
+
+        return RunBudget.from_dict(getattr(self, "budget", None))
+
+    def budget_columns(self) -> dict[str, float]:
+        """``epsilon_charged``, ``epsilon_spent``, ``epsilon_returned`` (ε) for exports.
+
+        From the recorded budget; a result stored before it was recorded reports what it
+        knows: its ``epsilon_nano`` (and ``spent_nano`` where the type has one), nothing
+        returned.
+        """
+        budget = self.run_budget()
+        if budget is not None:
+            return {"epsilon_charged": budget.charged, "epsilon_spent": budget.spent,
+                    "epsilon_returned": budget.refunded}
+        charged = getattr(self, "epsilon_nano", 0)
+        spent = getattr(self, "spent_nano", charged)
+        return {"epsilon_charged": charged / 10**9, "epsilon_spent": spent / 10**9,
+                "epsilon_returned": 0.0}
 
     def stored_json(self, family: str) -> str:
         """The release (no diagnostics) in the versioned envelope the ledger stores."""

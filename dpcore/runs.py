@@ -22,8 +22,9 @@ Order of operations, each step before the next:
 Steps 3–6 are :mod:`dpcore.executor`, the one executor batch plans, batch workers and the
 experiment harnesses call too.
 
-A run that fails after its charge is marked ``failed``; the charge stays
-(spent budget is never refunded: the noise may already have been drawn).
+A run that fails after its charge is marked ``failed``; the charge stays (the noise may
+already have been drawn). A run that finishes having spent less than its charge, on
+released values only, returns the rest with its stored result (docs/PRIVACY.md §5a).
 
 Stored results are JSON with two envelope keys beside the family's own fields:
 ``result_format`` (:data:`RESULT_FORMAT`) and ``family``. Results stored before the

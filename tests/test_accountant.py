@@ -58,3 +58,19 @@ def test_spent_never_exceeds_cap(cap, spends):
             pass
         assert 0 <= acc.spent_nano <= cap
         assert acc.spent_nano + acc.remaining_nano == cap
+
+
+def test_the_run_budget_returns_the_unspent_part_only_when_refundable():
+    from dpcore.privacy.accountant import RunBudget
+
+    acc = PrivacyAccountant(1000)
+    acc.spend("laplace", "a", 300, 1.0)
+    kept = acc.budget(refundable=False)
+    returned = acc.budget(refundable=True)
+    assert (kept.charged_nano, kept.spent_nano, kept.refunded_nano) == (1000, 300, 0)
+    assert kept.unaccounted_nano == 700
+    assert returned.refunded_nano == 700 and returned.unaccounted_nano == 0
+    assert RunBudget.from_dict(returned.to_dict()) == returned
+    assert RunBudget.from_dict(None) is None
+    with pytest.raises(ParameterError, match="cannot spend"):
+        RunBudget(100, 60, 50)

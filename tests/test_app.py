@@ -980,9 +980,10 @@ def test_explore_and_runs_open_on_runs_with_results(app, ledger_path):
     assert app.multiselect(key="runs_compare").value == [second, first]
     history = table_with(app, "run", "threshold", "threshold from", "kept at threshold")
     # a wide table: what compares runs comes first, long texts last, and it says it scrolls
-    assert list(history.columns)[:11] == ["started", "run", "account", "algorithm", "mode",
-                                          "ε charged", "status", "redescriptions",
-                                          "threshold", "threshold from", "kept at threshold"]
+    assert list(history.columns)[:12] == ["started", "run", "account", "algorithm", "mode",
+                                          "ε charged", "ε returned", "status",
+                                          "redescriptions", "threshold", "threshold from",
+                                          "kept at threshold"]
     assert any("scroll it sideways" in c.value for c in app.caption)
     by_run = history.set_index("run")
     assert by_run.at[second[:8], "threshold from"] == "Explore"

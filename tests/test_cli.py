@@ -177,9 +177,15 @@ def test_mine_pfs2_prints_the_run_id_and_exports_patterns(ledger_path, monkeypat
     run_id = _run_id(err)
     assert len(run_id) == 32 and "frequent sequences written to" in err
     table = pd.read_csv(out)
-    assert list(table.columns) == ["pattern", "length", "noisy_support"] and len(table) > 0
+    assert list(table.columns) == ["pattern", "length", "noisy_support", "support_low_90",
+                                   "support_high_90", "flags"] and len(table) > 0
+    assert (table["support_low_90"] <= table["support_high_90"]).all()
     assert (table["length"] == table["pattern"].str.count("→") + 1).all()
-    assert Ledger(ledger_path).budget("house_power").spent_nano == epsilon_to_nano(1)
+    run = Ledger(ledger_path).get_run(run_id)
+    assert run.epsilon_nano == epsilon_to_nano(1)
+    spent = run.epsilon_nano - run.refunded_nano
+    assert Ledger(ledger_path).budget("house_power").spent_nano == spent
+    assert ("returned to 'house_power'" in err) == bool(run.refunded_nano)
     # the stored result again, 0 ε: as JSON and as CSV (the same patterns)
     again = tmp_path / "again.json"
     assert main(["result", run_id, "--out", str(again)]) == 0
@@ -190,7 +196,9 @@ def test_mine_pfs2_prints_the_run_id_and_exports_patterns(ledger_path, monkeypat
     csv_again = tmp_path / "again.csv"
     assert main(["result", run_id, "--out", str(csv_again)]) == 0
     assert pd.read_csv(csv_again).equals(table)
-    assert Ledger(ledger_path).budget("house_power").spent_nano == epsilon_to_nano(1)
+    assert stored["budget"] == {"charged_nano": epsilon_to_nano(1),
+                                "spent_nano": spent, "refunded_nano": run.refunded_nano}
+    assert Ledger(ledger_path).budget("house_power").spent_nano == spent
 
 
 def test_the_straightforward_baseline_runs_from_the_cli(ledger_path, monkeypatch, tmp_path):

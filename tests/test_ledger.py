@@ -195,7 +195,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
 
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
-    assert stored_version(db) == SCHEMA_VERSION == 6
+    assert stored_version(db) == SCHEMA_VERSION == 7
     if not on_postgres(db):
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -249,7 +249,7 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
     assert [d.name for d in led._dataset_records(kind="two_view")] == ["clinic"]
     assert led._dataset_records(kind="sequences") == []
-    assert stored_version(db) == SCHEMA_VERSION == 6
+    assert stored_version(db) == SCHEMA_VERSION == 7
     con = raw(db)
     with pytest.raises(DB_ERROR, match="kind never changes"):
         con.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
@@ -629,6 +629,137 @@ def test_store_result_guards(ledger, db):
     assert dump(db) == before
 
 
+def _with_budget(result, charged: int, spent: int, refunded: int):
+    result.budget = {"charged_nano": charged, "spent_nano": spent, "refunded_nano": refunded}
+    return result
+
+
+def _refund_rows(db) -> list[tuple]:
+    con = raw(db)
+    try:
+        return [tuple(r) for r in con.execute("SELECT run_id, dataset, epsilon_nano, account "
+                                              "FROM refunds ORDER BY id")]
+    finally:
+        con.close()
+
+
+def test_a_refund_returns_the_unspent_charge_once_with_the_result(ledger, db):
+    """Issue 30: a run that stopped early returns what it never spent; the dataset's spent
+    ε, the run record and the audit log agree on charged, spent and returned."""
+    ledger.charge("r", "clinic", "pfs2", [100_000_000, 300_000_000], {})
+    assert ledger.budget("clinic").spent_nano == 400_000_000
+    result = _with_budget(make_result("r", 150_000_000), 400_000_000, 150_000_000,
+                          250_000_000)
+    ledger.store_result("r", result.to_json())
+    status = ledger.budget("clinic")
+    assert (status.spent_nano, status.refunded_nano) == (150_000_000, 250_000_000)
+    assert status.remaining_nano == NANO - 150_000_000
+    run = ledger.get_run("r")
+    assert (run.epsilon_nano, run.refunded_nano, run.spent_nano) == (
+        400_000_000, 250_000_000, 150_000_000)
+    assert [e.refunded_nano for e in ledger.audit_log("clinic")] == [250_000_000]
+    ledger.store_result("r", result.to_json())                  # identical again: no-op
+    assert _refund_rows(db) == [("r", "clinic", 250_000_000, None)]
+    # what was returned can be charged again, up to the cap and no further
+    ledger.charge("next", "clinic", "altexpm", [NANO - 150_000_000], {})
+    with pytest.raises(BudgetExceededError):
+        ledger.charge("over", "clinic", "altexpm", [1], {})
+    # the raw table refuses every change, a second refund and a refund for a finished run
+    con = raw(db)
+    try:
+        for sql in ("UPDATE refunds SET epsilon_nano = 1", "DELETE FROM refunds"):
+            with pytest.raises(DB_ERROR, match="append-only"):
+                con.execute(sql)
+        with pytest.raises(INTEGRITY):
+            con.execute("INSERT INTO refunds (run_id, dataset, epsilon_nano, account, reason, "
+                        "created_at) VALUES ('r', 'clinic', 1, NULL, 'again', 'now')")
+    finally:
+        con.close()
+    assert _refund_rows(db) == [("r", "clinic", 250_000_000, None)]
+
+
+def test_the_raw_refund_table_checks_run_state_and_amount(ledger, db):
+    ledger.charge("open", "clinic", "pfs2", [100], {})
+    ledger.charge("done", "clinic", "pfs2", [100], {})
+    ledger.store_result("done", make_result("done", 100).to_json())
+    con = raw(db)
+    insert = ("INSERT INTO refunds (run_id, dataset, epsilon_nano, account, reason, "
+              "created_at) VALUES (?, 'clinic', ?, NULL, 'test', 'now')")
+    try:
+        with pytest.raises(DB_ERROR, match="charged, unfinished run"):
+            con.execute(insert, ("done", 10))
+        with pytest.raises(DB_ERROR, match="no more"):
+            con.execute(insert, ("open", 101))
+    finally:
+        con.close()
+    assert _refund_rows(db) == []
+
+
+@pytest.mark.parametrize("budget, message", [
+    ((100, 60, 50), "at most what it left unspent"),
+    ((99, 40, 59), "ledger charged it 100"),
+    ((100, -1, 10), "at most what it left unspent"),
+])
+def test_a_refund_beyond_the_unspent_part_changes_nothing(ledger, db, budget, message):
+    ledger.charge("r", "clinic", "pfs2", [100], {})
+    before = dump(db)
+    with pytest.raises(ParameterError, match=message):
+        ledger.store_result("r", _with_budget(make_result("r", 40), *budget).to_json())
+    assert dump(db) == before
+
+
+def test_a_crash_between_the_refund_and_the_result_leaves_neither(ledger, db, monkeypatch):
+    """The refund, the result and the run's status are one transaction: a crash after the
+    refund's row was written but before the result's leaves the run charged and its whole
+    charge spent; the retried store returns it exactly once."""
+    from contextlib import contextmanager
+
+    ledger.charge("r", "clinic", "pfs2", [400], {})
+    result = _with_budget(make_result("r", 100), 400, 100, 300).to_json()
+    real_write = ledger._backend.write
+
+    class Crashing:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *args):
+            if sql.startswith("INSERT INTO results"):
+                raise KeyboardInterrupt("the process dies here")
+            return self.con.execute(sql, *args)
+
+    @contextmanager
+    def crashing_write():
+        with real_write() as con:
+            yield Crashing(con)
+
+    before = dump(db)
+    monkeypatch.setattr(ledger._backend, "write", crashing_write)
+    with pytest.raises(KeyboardInterrupt):
+        ledger.store_result("r", result)
+    monkeypatch.undo()
+    assert dump(db) == before
+    assert ledger.get_run("r").status == "charged"
+    assert ledger.budget("clinic").spent_nano == 400
+    ledger.store_result("r", result)
+    ledger.store_result("r", result)
+    assert ledger.budget("clinic").spent_nano == 100
+    assert _refund_rows(db) == [("r", "clinic", 300, None)]
+
+
+def test_a_refund_returns_to_the_account_s_quota_too(ledger):
+    from dpcore.privacy.roles import hash_password
+
+    ledger.add_account("ann", "analyst", actor="owner",
+                       password_hash=hash_password("pw", n=2**4))
+    ledger.set_quota("clinic", "ann", 0.5, actor="owner")
+    ledger.charge("r", "clinic", "pfs2", [400_000_000], {}, account="ann")
+    ledger.store_result("r", _with_budget(make_result("r", 100_000_000), 400_000_000,
+                                          100_000_000, 300_000_000).to_json())
+    quota = ledger.quota_status("clinic", "ann")
+    assert quota.spent_nano == 100_000_000 and quota.remaining_nano == 400_000_000
+    assert ledger.get_run("r").account == "ann"
+
+
 def test_failed_runs_keep_their_charge(ledger):
     ledger.charge("f1", "clinic", "altexpm", [300_000_000], {})
     ledger.mark_failed("f1", "numba exploded")
@@ -705,6 +836,9 @@ def _busy_ledger(location) -> Ledger:
     led.charge("run-failed", "clinic", "altexpm", [50_000_000], {}, actor="bob")
     led.mark_failed("run-failed", "numba exploded")
     led.charge("run-open", "clicks", "pfs2", [7], {"theta": 0.1}, audience="owner")
+    led.charge("run-refund", "clicks", "pfs2", [1_000], {"theta": 0.2})
+    refunded = replace(make_result("run-refund", 400), dataset="clicks")
+    led.store_result("run-refund", _with_budget(refunded, 1_000, 400, 600).to_json())
     led.charge("run-sb", "clinic~sandbox", "altmcmc", [123], {}, actor="owner")
     for outcome in ("failure", "success"):
         led.record_auth_event(actor="owner", entry="cli", outcome=outcome, detail=outcome)
@@ -755,15 +889,16 @@ def test_ledger_copy_from_sqlite_to_postgresql_keeps_every_record(tmp_path, post
     url = postgres_server.new_database()
     assert main(["ledger", "copy", "--from", f"sqlite:{source.path}", "--to", url]) == 0
     said = capsys.readouterr().out
-    assert ("copied 3 datasets, 3 accounts, 4 caps, 0 quotas, 4 charges, 4 runs, 1 results, "
-            "2 sign-in events, 3 workspaces and 0 workspace shares") in said
+    assert ("copied 3 datasets, 3 accounts, 4 caps, 0 quotas, 5 charges, 1 refunds, 5 runs, "
+            "2 results, 2 sign-in events, 3 workspaces and 0 workspace shares") in said
     target = Ledger(url)
     assert target.backend == "postgresql"
     _same_ledger(source, target)
     assert _rows(source.path) == _rows(url)
     assert target.get_run("run-open").audience == "owner"
     # the copy goes on as a ledger: ids continue, the cap still holds, triggers still refuse
-    assert target.charge("after", "clinic", "altexpm", [1], {}, account="analyst").id == 5
+    assert target.charge("after", "clinic", "altexpm", [1], {}, account="analyst").id == 6
+    assert target.budget("clicks").refunded_nano == 600
     with pytest.raises(BudgetExceededError):
         target.charge("too-much", "clinic", "altexpm", [1_150_000_000], {}, account="bob")
     with pytest.raises(ParameterError, match="already has a stored result"):
@@ -878,7 +1013,7 @@ def test_migration_v4_to_v5_gives_saved_workspaces_revision_1(db):
     con.close()
     led = Ledger(db)
     assert led.list_workspaces("clinic")[0].revision == 1
-    assert stored_version(db) == SCHEMA_VERSION == 6
+    assert stored_version(db) == SCHEMA_VERSION == 7
     # version 6: a workspace saved before accounts belongs to nobody who signs in
     assert led.list_workspaces("clinic")[0].account == "~legacy-analyst"
 

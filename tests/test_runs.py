@@ -432,12 +432,14 @@ def test_a_killed_run_is_finished_at_no_further_cost(family_ledger):
     result = finish_charged_run(family_ledger, "killed", Requester())
     assert isinstance(result, SequenceRunResult) and result.run_id == "killed"
     assert result.patterns and result.spent_nano + result.unspent_nano == run_cost(params)
-    assert _spent(family_ledger, "clicks") == spent == epsilon_to_nano(1.0), "no new charge"
+    # no new charge: the one charge, less what the stored run returned unspent
+    assert spent == epsilon_to_nano(1.0)
+    assert _spent(family_ledger, "clicks") == spent - result.run_budget().refunded_nano
     assert family_ledger.get_run("killed").status == "done"
     assert load_result(family_ledger, "killed", requester=Requester()).to_dict() == result.to_dict()
     with pytest.raises(ParameterError, match="is done"):          # a stored run: never again
         finish_charged_run(family_ledger, "killed", Requester())
-    assert _spent(family_ledger, "clicks") == spent
+    assert _spent(family_ledger, "clicks") == spent - result.run_budget().refunded_nano
 
 
 def test_a_killed_run_is_finished_only_by_its_account_or_the_owner(family_ledger):
@@ -463,7 +465,8 @@ def test_a_killed_run_is_finished_only_by_its_account_or_the_owner(family_ledger
     assert finish_charged_run(family_ledger, "alices", alice).run_id == "alices"
     assert finish_charged_run(family_ledger, "alices-2",
                               owner_req(family_ledger)).run_id == "alices-2"
-    assert _spent(family_ledger, "clicks") == spent, "finishing charges nothing"
+    returned = sum(family_ledger.get_run(r).refunded_nano for r in ("alices", "alices-2"))
+    assert _spent(family_ledger, "clicks") == spent - returned, "finishing charges nothing"
 
 
 def test_a_failed_or_unknown_run_is_never_finished(family_ledger):
@@ -494,3 +497,49 @@ def test_an_analyst_on_private_data_sees_no_progress_of_an_unstored_attempt(fami
                     requester=owner_req(family_ledger), progress=lambda f, m: owner.append(m))
     assert analyst == [PRIVATE_PROGRESS], "one fixed line, nothing data-dependent"
     assert any("lmax" in m for m in owner), owner
+
+
+def test_a_pfs2_run_that_stops_early_returns_the_rest_on_both_backends(ledger_location,
+                                                                     tmp_path):
+    """Issue 30, point 3: the result, the stored release, the run record and the dataset's
+    budget agree on charged, spent and returned, on SQLite and PostgreSQL; a replay of the
+    run id returns nothing more."""
+    from dpcore.data.kinds import load_any_dataset, load_any_schema
+
+    folder = _sequence_folder(tmp_path)
+    _, schema = load_any_schema(folder)
+    _, data = load_any_dataset(folder)
+    led = Ledger(ledger_location)
+    led.register_dataset("clicks", schema, str(folder), 1.0, actor="owner", confirmed=True,
+                         content_digest=content_digest(data))
+    # no item is in 90 % of the records: the run ends after level 1 whatever the noise
+    params = SequenceMiningParams(algorithm=PFS2, epsilon=0.1, theta=0.9)
+    result = charge_and_mine(led, "clicks", params, run_id="early")
+    budget = result.run_budget()
+    assert budget.charged_nano == run_cost(params) == epsilon_to_nano(0.1)
+    assert budget.spent_nano == result.spent_nano < budget.charged_nano
+    assert budget.refunded_nano == result.unspent_nano == budget.charged_nano - budget.spent_nano
+    assert json.loads(led.get_result("early")[0])["budget"] == budget.to_dict()
+    run = led.get_run("early")
+    assert (run.epsilon_nano, run.refunded_nano) == (budget.charged_nano, budget.refunded_nano)
+    status = led.budget("clicks")
+    assert (status.spent_nano, status.refunded_nano) == (budget.spent_nano,
+                                                         budget.refunded_nano)
+    again = charge_and_mine(led, "clicks", params, run_id="early")
+    assert again.run_budget() == budget and led.budget("clicks") == status
+
+
+
+def test_the_runs_command_lists_charged_spent_and_returned(family_ledger, capsys,
+                                                           monkeypatch):
+    from dpcore.cli import main
+    from dpcore.privacy.ledger import ENV_VAR
+
+    params = SequenceMiningParams(algorithm=PFS2, epsilon=0.1, theta=0.9)
+    budget = charge_and_mine(family_ledger, "clicks", params, run_id="early").run_budget()
+    assert budget.refunded_nano > 0
+    monkeypatch.setenv(ENV_VAR, str(family_ledger.path))
+    assert main(["runs", "clicks"]) == 0
+    header, line = capsys.readouterr().out.splitlines()[:2]
+    assert "ε charged" in header and "ε spent" in header and "ε returned" in header
+    assert f"{0.1:>10.6g}  {budget.spent:>10.6g}  {budget.refunded:>10.6g}  done" in line

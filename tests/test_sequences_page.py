@@ -149,22 +149,29 @@ def test_launch_blockers_name_the_remaining_budget(ledger_record):
 
 def test_the_pattern_table_writes_item_names(release, clicks):
     frame = pattern_frame(release)
-    assert list(frame.columns) == ["pattern", "length", "noisy support"]
+    assert list(frame.columns) == ["pattern", "length", "noisy support", "support ≥ (90 %)",
+                                   "support ≤ (90 %)", "may be noise"]
     assert len(frame) == len(release.patterns) > 5
     by_text = {p.text(ARROW): p for p in release.patterns}
     for row in frame.to_dict("records"):
         p = by_text[row["pattern"]]
         assert row["length"] == p.length == len(row["pattern"].split(ARROW))
         assert row["noisy support"] == p.noisy_support
+        assert (row["support ≥ (90 %)"], row["support ≤ (90 %)"]) == (p.support_low,
+                                                                     p.support_high)
+        assert row["may be noise"] == "; ".join(p.flags)
         assert all(name in clicks.schema.alphabet for name in row["pattern"].split(ARROW))
     assert (frame["length"].diff().dropna() >= 0).all()
     assert any(ARROW in t for t in frame["pattern"])
 
 
 def test_the_most_frequent_paths_are_the_longer_patterns_with_top_supports(release):
+    """Issue 30, point 4: a release flagged as possible noise is never listed above one that
+    is not."""
     paths = top_paths(release, n=3)
-    longer = sorted((p.noisy_support for p in release.patterns if p.length >= 2), reverse=True)
-    assert [p.noisy_support for p in paths] == longer[:3]
+    longer = sorted((bool(p.flags), -p.noisy_support) for p in release.patterns
+                     if p.length >= 2)
+    assert [(bool(p.flags), -p.noisy_support) for p in paths] == longer[:3]
     assert all(p.length >= 2 and ARROW in p.text(ARROW) for p in paths)
 
 
@@ -200,10 +207,15 @@ def test_exports_hold_the_release_and_not_the_diagnostics(release):
     assert len(table) == len(release.patterns)
     assert set(table["pattern"]) == {p.text(ARROW) for p in release.patterns}
     assert (table["epsilon_charged"] == release.epsilon).all()
+    assert (table["epsilon_spent"] + table["epsilon_returned"] <= release.epsilon + 1e-9).all()
+    assert list(table["support_low_90"]) == [p.support_low for p in release.patterns]
     doc = json.loads(export_json(release))
     assert doc["run"]["algorithm"] == PFS2_KEY and doc["epsilon_charged"] == 5.0
     assert [p["noisy_support"] for p in doc["patterns"]] == [
         p.noisy_support for p in release.patterns]
+    assert [p["support_high_90"] for p in doc["patterns"]] == [
+        p.support_high for p in release.patterns]
+    assert doc["warnings"] == release.warnings
     text = export_json(release) + export_csv(release)
     assert "true_supports" not in text and "diagnostics" not in text
 

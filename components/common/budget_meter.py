@@ -121,5 +121,6 @@ def render_budget_meter(ledger: Ledger, record: DatasetRecord | None,
                        f"does not fit: only ε = {fmt_eps(status.remaining)} remains. The "
                        "ledger will refuse it.")
         st.caption("Read from the ledger on every page load. Exploring, pruning and "
-                   "exporting cost 0 ε; only mining runs spend budget, never refunded.")
+                   "exporting cost 0 ε; only mining runs spend budget (a strict run that "
+                   "stops early on released values returns what it did not spend).")
     return reading

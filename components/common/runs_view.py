@@ -182,6 +182,7 @@ def history_frame(runs: list[RunRecord], results: dict[str, RunResult],
                      "account": run.account or "",
                      "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
                      "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
+                     "ε returned": run.refunded_nano / 10**9,
                      "status": status_text(run) + (" (owner only)" if run.audience == "owner"
                                                    else ""),
                      "redescriptions": before, "threshold": threshold,
@@ -207,7 +208,8 @@ def _error_text(run: RunRecord, role: str, ledger: Ledger | None) -> str:
 def family_history_frame(runs: list[RunRecord], role: str = ANALYST,
                          ledger: Ledger | None = None) -> pd.DataFrame:
     """One row per run of any family from the ledger's run records alone (no result read):
-    when, who (the account that spent), what, ε charged, status, the requested ε, the
+    when, who (the account that spent), what, ε charged and returned (the unspent part
+    of a run that stopped early), status, the requested ε, the
     parameters and, for who may read
     it, the error without server paths. Public metadata only (budgets are public)."""
     return pd.DataFrame([
@@ -215,6 +217,7 @@ def family_history_frame(runs: list[RunRecord], role: str = ANALYST,
          "account": run.account or "",
          "algorithm": ALGORITHM_LABELS.get(run.algorithm, run.algorithm),
          "mode": run.params.get("mode", STRICT), "ε charged": run.epsilon,
+         "ε returned": run.refunded_nano / 10**9,
          "status": status_text(run) + (" (owner only)" if run.audience == "owner" else ""),
          "ε requested": run.params.get("epsilon"),
          "parameters": parameter_summary(run.algorithm, run.params),
@@ -225,13 +228,16 @@ def _render_family_runs(ledger: Ledger, record: DatasetRecord, runs: list[RunRec
                         ) -> None:
     """The run history of a sequence or table dataset; its releases are read on its page."""
     page = page_for(record)
+    returned = sum(r.refunded_nano for r in runs) / 10**9
     st.markdown(f"{runs_count(len(runs))}, ε = {fmt_eps(sum(r.epsilon for r in runs))} charged in "
-                "all." + (f" Open the **{page}** page to read a run's release (0 ε)."
+                "all" + (f", ε = {fmt_eps(returned)} of it returned unspent" if returned else "")
+                + "." + (f" Open the **{page}** page to read a run's release (0 ε)."
                           if page else ""))
     st.dataframe(family_history_frame(runs, current_role(), ledger), hide_index=True,
                  key="runs_history", width="stretch", placeholder=NOT_USED,
                  column_config={
                      "ε charged": st.column_config.NumberColumn(format="%.6g"),
+                     "ε returned": st.column_config.NumberColumn(format="%.6g"),
                      "algorithm": st.column_config.TextColumn(width="medium"),
                      "status": st.column_config.TextColumn(width="medium"),
                      "parameters": st.column_config.TextColumn(width="large"),
@@ -262,7 +268,10 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
     explore = threshold_runs(record.name)
     thresholds = run_thresholds(results, explore, get_threshold(record.name))
     total = sum(r.epsilon for r in runs)
-    st.markdown(f"{runs_count(len(runs))}, ε = {fmt_eps(total)} charged in all. Each run's "
+    returned = sum(r.refunded_nano for r in runs) / 10**9
+    st.markdown(f"{runs_count(len(runs))}, ε = {fmt_eps(total)} charged in all"
+                + (f", ε = {fmt_eps(returned)} of it returned unspent" if returned else "")
+                + ". Each run's "
                 "redescriptions are counted before and after pruning at **its own** "
                 "threshold: the one set on Explore for the runs Explore shows, else the "
                 f"run's own suggested threshold (expected Jaccard error ≤ "
@@ -272,6 +281,7 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
                  key="runs_history", width="stretch", placeholder=NOT_USED,
                  column_config={
                      "ε charged": st.column_config.NumberColumn(format="%.6g"),
+                     "ε returned": st.column_config.NumberColumn(format="%.6g"),
                      "algorithm": st.column_config.TextColumn(width="medium"),
                      "status": st.column_config.TextColumn(width="medium"),
                      "threshold": st.column_config.NumberColumn(format="%.1f"),

@@ -40,8 +40,8 @@ __all__ = ["export_table", "export_csv", "export_json", "json_safe"]
 _CSV_COLUMNS = ["run_id", "id", "left_query", "right_query", *ANNOTATION_COLUMNS,
                 "noisy_support_left",
                 "noisy_support_right", "noisy_support_both", "noisy_jaccard", "noisy_pvalue",
-                "trial", "step", "algorithm", "mode", "epsilon_charged", "pruning_threshold",
-                "params_json"]
+                "trial", "step", "algorithm", "mode", "epsilon_charged", "epsilon_spent",
+                "epsilon_returned", "pruning_threshold", "params_json"]
 
 
 def _query_structure(query: Query) -> dict:
@@ -53,7 +53,7 @@ def _query_structure(query: Query) -> dict:
 
 def _run_meta(result: RunResult) -> dict:
     return {"run_id": result.run_id, "dataset": result.dataset, "algorithm": result.algorithm,
-            "mode": result.mode, "epsilon_charged": result.epsilon,
+            "mode": result.mode, **result.budget_columns(),
             "params": result.params, "version": result.version,
             "created_at": result.created_at, "seed": result.seed}
 
@@ -86,7 +86,7 @@ def export_table(kept: pd.DataFrame, results: dict[str, RunResult], threshold: f
                     "noisy_support_both": row.support, "noisy_jaccard": row.jaccard,
                     "noisy_pvalue": row.pvalue, "trial": int(row.trial), "step": int(row.step),
                     "algorithm": result.algorithm, "mode": result.mode,
-                    "epsilon_charged": result.epsilon, "pruning_threshold": float(threshold),
+                    **result.budget_columns(), "pruning_threshold": float(threshold),
                     "params_json": json.dumps(result.params, sort_keys=True)})
     return pd.DataFrame(out, columns=_CSV_COLUMNS)
 

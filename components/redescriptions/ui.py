@@ -71,8 +71,8 @@ class RedescriptionsUI:
         if getattr(params, "is_serenade", False):   # the paid queries have one slot
             if params.algorithm == SERENADE_CS:
                 after += (" SerenadeCS charges every round up front; a redescription that "
-                          "stops early leaves its share unspent (charged budget is never "
-                          "refunded).")
+                          "stops early leaves its share unspent, and a strict run returns it "
+                          "to the dataset's budget when its result is stored.")
             if params.mode == FAITHFUL:
                 after += " Faithful Serenade costs exactly ε, but it is not strictly ε-DP."
         elif params.mode == FAITHFUL:

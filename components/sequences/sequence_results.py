@@ -42,6 +42,8 @@ ARROW = " → "
 #: Column names of the pattern table.
 PATTERN, LENGTH, NOISY = "pattern", "length", "noisy support"
 TRUE, REL_ERROR = "true support", "relative error"
+#: The 90 % interval of the true support (records) and why a release may be noise.
+LOW, HIGH, FLAGS = "support ≥ (90 %)", "support ≤ (90 %)", "may be noise"
 
 
 def pattern_text(names) -> str:
@@ -55,8 +57,9 @@ def pattern_frame(result: SequenceRunResult) -> pd.DataFrame:
     Ordered by length, then by decreasing noisy support (the table sorts by any column).
     """
     rows = [{PATTERN: pattern_text(p.names), LENGTH: int(p.length),
-             NOISY: float(p.noisy_support)} for p in result.patterns]
-    frame = pd.DataFrame(rows, columns=[PATTERN, LENGTH, NOISY])
+             NOISY: float(p.noisy_support), LOW: p.support_low, HIGH: p.support_high,
+             FLAGS: "; ".join(p.flags)} for p in result.patterns]
+    frame = pd.DataFrame(rows, columns=[PATTERN, LENGTH, NOISY, LOW, HIGH, FLAGS])
     if len(frame):
         frame = frame.sort_values([LENGTH, NOISY], ascending=[True, False],
                                   kind="stable").reset_index(drop=True)
@@ -64,9 +67,10 @@ def pattern_frame(result: SequenceRunResult) -> pd.DataFrame:
 
 
 def top_paths(result: SequenceRunResult, n: int = 5) -> list[FrequentSequence]:
-    """The ``n`` released patterns of two items or more with the largest noisy supports."""
+    """The ``n`` released patterns of two items or more with the largest noisy supports,
+    those flagged as possible noise (:mod:`dpcore.sequences.intervals`) after all others."""
     paths = [p for p in result.patterns if p.length >= 2]
-    return sorted(paths, key=lambda p: (-p.noisy_support, p.items))[:n]
+    return sorted(paths, key=lambda p: (bool(p.flags), -p.noisy_support, p.items))[:n]
 
 
 def level_frame(result: SequenceRunResult) -> pd.DataFrame:
@@ -152,8 +156,10 @@ def prefix_tree(result: SequenceRunResult, kind: str = "sunburst") -> go.Figure:
 
 # --------------------------------------------------------------------------- export
 
-_EXPORT_COLUMNS = ["run_id", "pattern", "items_json", "length", "noisy_support", "algorithm",
-                   "mode", "epsilon_charged", "theta", "params_json"]
+_EXPORT_COLUMNS = ["run_id", "pattern", "items_json", "length", "noisy_support",
+                   "support_low_90", "support_high_90", "flags", "algorithm", "mode",
+                   "epsilon_charged", "epsilon_spent", "epsilon_returned", "theta",
+                   "params_json"]
 
 
 def export_frame(result: SequenceRunResult) -> pd.DataFrame:
@@ -162,8 +168,10 @@ def export_frame(result: SequenceRunResult) -> pd.DataFrame:
     rows = [{"run_id": result.run_id, "pattern": pattern_text(p.names),
              "items_json": json.dumps(list(p.names), ensure_ascii=False),
              "length": int(p.length), "noisy_support": float(p.noisy_support),
+             "support_low_90": p.support_low, "support_high_90": p.support_high,
+             "flags": "; ".join(p.flags),
              "algorithm": result.algorithm, "mode": result.mode,
-             "epsilon_charged": result.epsilon, "theta": result.params.get("theta"),
+             **result.budget_columns(), "theta": result.params.get("theta"),
              "params_json": params} for p in result.patterns]
     return pd.DataFrame(rows, columns=_EXPORT_COLUMNS)
 
@@ -185,12 +193,15 @@ def export_json(result: SequenceRunResult) -> str:
                       "costs 0 ε.",
            "run": {k: release[k] for k in ("run_id", "algorithm", "mode", "params",
                                             "version", "created_at", "seed", "not_dp")},
-           "epsilon_charged": result.epsilon,
+           **result.budget_columns(),
+           "warnings": list(result.warnings),
            "noisy_records": result.noisy_records,
            "lmax": result.lmax, "max_frequent_length": result.max_frequent_length,
            "levels": release["levels"],
            "patterns": [{"pattern": pattern_text(p.names), "items": list(p.names),
-                         "length": int(p.length), "noisy_support": float(p.noisy_support)}
+                         "length": int(p.length), "noisy_support": float(p.noisy_support),
+                         "support_low_90": p.support_low,
+                         "support_high_90": p.support_high, "flags": list(p.flags)}
                         for p in result.patterns]}
     return json.dumps(json_safe(doc), ensure_ascii=False, indent=2, allow_nan=False)
 

@@ -186,7 +186,12 @@ def _show_result(record: DatasetRecord, result: SequenceRunResult, truth_allowed
     if paths:
         st.markdown("**Most frequent paths**  \n" + "  \n".join(
             f"{pattern_text(p.names)} — noisy support {p.noisy_support:,.0f}"
+            + (f" (90 %: {p.support_low:,.0f}–{p.support_high:,.0f})"
+               if p.support_low is not None else "")
+            + (f" — {'; '.join(p.flags)}" if p.flags else "")
             for p in paths))
+    for warning in result.warnings:
+        st.warning(warning)
     st.markdown("**Frequent patterns** (noisy supports in records; click a column to sort)")
     st.dataframe(pattern_frame(result), hide_index=True, width="stretch",
                  column_config={"noisy support": st.column_config.NumberColumn(format="%.0f")})
@@ -195,10 +200,15 @@ def _show_result(record: DatasetRecord, result: SequenceRunResult, truth_allowed
     c2.plotly_chart(prefix_tree(result), key="seq_prefix_tree")
     with st.expander("Levels: candidates, pruning and verification (from DP outputs)"):
         st.dataframe(level_frame(result), hide_index=True, width="stretch")
-        if result.unspent_nano:
+        budget = result.run_budget()
+        if budget is not None and budget.refunded_nano:
+            st.caption(f"The run stopped before level L_f on released values; ε = "
+                       f"{fmt_eps(budget.refunded)} of its charge was not used and was "
+                       "returned to the dataset's budget.")
+        elif result.unspent_nano:
             st.caption(f"The run stopped before level L_f; ε = "
                        f"{fmt_eps(result.unspent_nano / 10**9)} of its charge was not used "
-                       "(and is not refunded).")
+                       "(and, the run not being strict, not returned).")
     st.markdown("**Export** (the release only; 0 ε)")
     c1, c2 = st.columns(2)
     stem = f"{result.dataset}_sequences_{result.run_id[:8]}"

@@ -52,8 +52,9 @@ class SequencesUI:
         return _PHASE_PURPOSES
 
     def cost_notes(self, params) -> tuple[str, str]:
-        return "", (" The levels share the verification budget; what a run that stops early "
-                    "leaves unspent is not refunded.")
+        return "", (" The levels share the verification budget; what a strict run that stops "
+                    "early leaves unspent is returned to the dataset's budget when its result "
+                    "is stored.")
 
     def render_result(self, ledger: Ledger, record: DatasetRecord, run_id: str) -> None:
         render_sequence_result(ledger, record, run_id)

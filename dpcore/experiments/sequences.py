@@ -55,6 +55,7 @@ from dpcore.sequences.evaluate import (
     support_threshold,
 )
 from dpcore.sequences.params import SequenceMiningParams
+from dpcore.sequences.results import pattern_key
 
 __all__ = ["SHAPES", "ShapeSetting", "TRUTH_MINERS", "PREFIXSPAN", "DPCORE_EXACT",
            "shape_dataset", "ground_truth", "score_release", "run_sequence_experiment",
@@ -214,11 +215,28 @@ def _one_run(data: SequenceDataset, params: SequenceMiningParams, truth: dict, s
     out = score_release(result.supports(), truth, data)
     out.update(seconds=seconds, lmax=result.lmax, l_f=result.max_frequent_length,
                levels=len(result.levels), spent_epsilon=result.spent_nano / 10**9,
-               charged_epsilon=result.epsilon_nano / 10**9)
+               charged_epsilon=result.epsilon_nano / 10**9,
+               returned_epsilon=(result.run_budget().refunded if result.run_budget()
+                                 else 0.0),
+               **interval_coverage(result))
     return out
 
 
-_SUMMARISED = ("f_score", "precision", "recall", "median_re", "released", "seconds", "l_f")
+def interval_coverage(result) -> dict:
+    """How many released supports' intervals hold the true support (NOT private: reads the
+    owner diagnostics): ``interval_coverage`` (NaN when nothing was released),
+    ``interval_covered``, ``interval_count``, and ``flagged`` (patterns flagged as
+    possible noise)."""
+    true = result.diagnostics.true_supports
+    hits = [p.support_low <= true[pattern_key(p.items)] <= p.support_high
+            for p in result.patterns]
+    return {"interval_coverage": float(np.mean(hits)) if hits else math.nan,
+            "interval_covered": int(sum(hits)), "interval_count": len(hits),
+            "flagged": sum(bool(p.flags) for p in result.patterns)}
+
+
+_SUMMARISED = ("f_score", "precision", "recall", "median_re", "released", "seconds", "l_f",
+               "interval_coverage", "flagged", "returned_epsilon")
 
 
 def _mean_sd(values) -> tuple[float | None, float | None, int]:

@@ -8,6 +8,7 @@ calls so tests (and the stored result) can prove the composition.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from dpcore.errors import BudgetExceededError, ParameterError
 from dpcore.privacy.units import nano_to_epsilon
@@ -40,6 +41,54 @@ class MechanismCall:
     @property
     def epsilon(self) -> float:
         return nano_to_epsilon(self.epsilon_nano)
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """What a run was charged, what its mechanisms spent and what it returned (nano-ε).
+
+    ``refunded_nano`` is ``charged_nano − spent_nano`` for a run whose spending stops on
+    released values only (a privacy filter on the fixed cap of its charge, docs/PRIVACY.md
+    "Charged = spent: refunds"), else 0. ``unaccounted_nano`` is the part neither spent
+    nor returned (0 when charged = spent + returned).
+    """
+
+    charged_nano: int
+    spent_nano: int
+    refunded_nano: int
+
+    def __post_init__(self):
+        if not (0 <= self.spent_nano and 0 <= self.refunded_nano
+                and self.spent_nano + self.refunded_nano <= self.charged_nano):
+            raise ParameterError(f"a run charged {self.charged_nano} nano-ε cannot spend "
+                                 f"{self.spent_nano} and return {self.refunded_nano}")
+
+    @property
+    def unaccounted_nano(self) -> int:
+        return self.charged_nano - self.spent_nano - self.refunded_nano
+
+    @property
+    def charged(self) -> float:
+        return nano_to_epsilon(self.charged_nano)
+
+    @property
+    def spent(self) -> float:
+        return nano_to_epsilon(self.spent_nano)
+
+    @property
+    def refunded(self) -> float:
+        return nano_to_epsilon(self.refunded_nano)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"charged_nano": int(self.charged_nano), "spent_nano": int(self.spent_nano),
+                "refunded_nano": int(self.refunded_nano)}
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> RunBudget | None:
+        """The budget block of a stored result (None when it has none: stored before)."""
+        if not isinstance(raw, dict):
+            return None
+        return cls(int(raw["charged_nano"]), int(raw["spent_nano"]), int(raw["refunded_nano"]))
 
 
 @dataclass
@@ -92,3 +141,15 @@ class PrivacyAccountant:
 
     def to_records(self) -> list[dict]:
         return [asdict(c) for c in self.calls]
+
+    def budget(self, *, refundable: bool) -> RunBudget:
+        """Charged (the cap), spent, and returned: the unspent rest when ``refundable``.
+
+        ``refundable`` must only be true when every decision of how much to spend was a
+        function of public parameters and of this run's earlier DP outputs (the caller's
+        algorithm declares it, next to its stopping rules): then the run's mechanisms form a
+        privacy filter with the cap as its bound, and what they did not spend is not lost.
+        """
+        spent = self.spent_nano
+        return RunBudget(int(self.cap_nano), spent,
+                         int(self.cap_nano) - spent if refundable else 0)

@@ -55,6 +55,16 @@ class RedescriptionMiner(_RedescriptionAlgorithm):
 
         return module.plan_budget(params)
 
+    def refundable(self, params) -> bool:
+        """Strict SerenadeCS returns what it leaves unspent: a redescription stops being
+        extended when its *noisy* Jaccard falls below the minimum accuracy, a DP output
+        (:meth:`dpcore.redescriptions.serenade.miner._Miner.extend_cs`, docs/PRIVACY.md
+        "Charged = spent: refunds"). Faithful runs keep their nominal charge; the other
+        miners spend all of it."""
+        from dpcore.registry import SERENADE_CS, STRICT
+
+        return params.algorithm == SERENADE_CS and params.mode == STRICT
+
     def prepare(self, data, params):
         from dpcore.redescriptions import mining
 

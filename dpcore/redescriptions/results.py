@@ -405,6 +405,9 @@ class RunResult(Release):
     diagnostics: OwnerDiagnostics = field(default_factory=OwnerDiagnostics)
     neighbouring: str = NEIGHBOURING_RELATION
     audience: str = "everyone"
+    #: charged / spent / returned nano-ε (:class:`~dpcore.privacy.accountant.RunBudget`),
+    #: set by the executor; ``epsilon_nano`` above is what the mechanisms spent.
+    budget: dict | None = None
 
     @property
     def epsilon(self) -> float:

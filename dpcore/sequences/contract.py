@@ -44,6 +44,16 @@ class SequenceMiner(AlgorithmBase):
 
         return module.plan_budget(params)
 
+    def refundable(self, params) -> bool:
+        """Strict runs return what they leave unspent: every level's budget, every stop
+        (no candidates, the noise would drown θ·N̂, the pool ran out) is decided from
+        public parameters and earlier DP outputs only (:mod:`dpcore.sequences.miner`,
+        docs/PRIVACY.md "Charged = spent: refunds"). Faithful runs are not ε-DP: their
+        nominal charge is kept whole."""
+        from dpcore.registry import STRICT
+
+        return params.mode == STRICT
+
     def prepare(self, data, params):
         from dpcore.sequences import miner
 

@@ -57,12 +57,21 @@ class FrequentSequence:
         Its noisy support on all records (records; integer-valued in strict mode).
     length : int
         Number of items.
+    support_low, support_high : float or None
+        Its 90 % interval of the true support (records), adjusted for the selection at the
+        threshold (:mod:`dpcore.sequences.intervals`; post-processing, 0 ε). None in
+        results stored before intervals existed.
+    flags : tuple of str
+        Why this release may be noise (:mod:`dpcore.sequences.intervals`); empty if none.
     """
 
     items: tuple[int, ...]
     names: tuple[str, ...]
     noisy_support: float
     length: int
+    support_low: float | None = None
+    support_high: float | None = None
+    flags: tuple[str, ...] = ()
 
     def text(self, separator: str = " → ") -> str:
         return separator.join(self.names)
@@ -198,6 +207,12 @@ class SequenceRunResult(Release):
     diagnostics: SequenceDiagnostics = field(default_factory=SequenceDiagnostics)
     neighbouring: str = NEIGHBOURING_RELATION
     audience: str = EVERYONE
+    #: charged / spent / returned nano-ε (:class:`~dpcore.privacy.accountant.RunBudget`),
+    #: set by the executor (strict runs return ``unspent_nano``).
+    budget: dict | None = None
+    #: Sentences about released patterns that may be noise
+    #: (:func:`dpcore.sequences.intervals.release_warnings`; 0 ε).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def epsilon(self) -> float:
@@ -221,7 +236,9 @@ class SequenceRunResult(Release):
     def from_dict(cls, data: dict) -> SequenceRunResult:
         d = dict(data)
         d["patterns"] = [FrequentSequence(tuple(p["items"]), tuple(p["names"]),
-                                          float(p["noisy_support"]), int(p["length"]))
+                                          float(p["noisy_support"]), int(p["length"]),
+                                          p.get("support_low"), p.get("support_high"),
+                                          tuple(p.get("flags", ())))
                          for p in d["patterns"]]
         d["levels"] = [LevelRecord(**lv) for lv in d["levels"]]
         d["diagnostics"] = SequenceDiagnostics(**(d.get("diagnostics") or {}))

@@ -171,6 +171,9 @@ class SynthesisResult(Release):
     diagnostics: SynthesisDiagnostics = field(default_factory=SynthesisDiagnostics)
     neighbouring: str = NEIGHBOURING_RELATION
     audience: str = EVERYONE
+    #: charged / spent / returned nano-ε (:class:`~dpcore.privacy.accountant.RunBudget`),
+    #: set by the executor.
+    budget: dict | None = None
 
     @property
     def epsilon(self) -> float:
@@ -192,6 +195,7 @@ class SynthesisResult(Release):
             "groups": self.groups, "feature_distances": self.feature_distances,
             "mechanism_calls": self.mechanism_calls, "not_dp": list(self.not_dp),
             "seed": self.seed, "neighbouring": self.neighbouring, "audience": self.audience,
+            "budget": self.budget,
         }
         if include_rows:
             out["synthetic"] = _frame_to_split(self.synthetic)

@@ -3,7 +3,7 @@
 ``python -m dpcore ledger copy --from sqlite:PATH --to postgresql://…`` moves a workbench
 from one machine's file to a database several app servers share. Everything is copied as
 it is — datasets (schemas, sources, flags, digests, kinds), the cap history, every charge
-with its id and parts, runs with their status and audience, stored results (releases and
+with its id and parts, runs with their status and audience, refunds, stored results (releases and
 owner diagnostics), the accounts (with their password hashes and identities) and the
 analysts' quotas, the sign-in log and the workspaces (with their revisions and shares) —
 so budgets, audit trails, results and workspaces read the same afterwards; nothing is
@@ -27,7 +27,7 @@ from dpcore.privacy.ledger.store import Ledger
 
 __all__ = ["TABLES", "copy_ledger", "copy_command"]
 
-#: Tables in insertion order, with their columns (schema version 6) and read order.
+#: Tables in insertion order, with their columns (schema version 7) and read order.
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "datasets": (("name", "schema_json", "source_path", "public_demo", "confirmed",
                   "sandbox_of", "created_by", "created_at", "content_digest", "kind"), "name"),
@@ -40,6 +40,8 @@ TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "runs": (("run_id", "dataset", "algorithm", "status", "params_json", "error",
               "created_at", "finished_at", "audience"), "run_id"),
     "results": (("run_id", "result_json", "diagnostics_json", "created_at"), "run_id"),
+    "refunds": (("id", "run_id", "dataset", "epsilon_nano", "account", "reason",
+                 "created_at"), "id"),
     "auth_events": (("id", "created_at", "actor", "entry", "outcome", "detail", "account",
                      "client"), "id"),
     "workspaces": (("dataset", "account", "role", "name", "workspace_json", "created_at",
@@ -85,7 +87,7 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
     -------
     dict
         Table name → number of rows copied (``datasets``, ``accounts``, ``budgets`` (caps),
-        ``quotas``, ``charges``, ``runs``, ``results``, ``auth_events`` (sign-ins),
+        ``quotas``, ``charges``, ``runs``, ``results``, ``refunds``, ``auth_events`` (sign-ins),
         ``workspaces``, ``workspace_shares``).
 
     Raises
@@ -118,6 +120,8 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
                                   "finished_at": None})
         for row in rows["results"]:
             _insert(con, "results", row)
+        for row in rows["refunds"]:      # while the runs are still charged, as written
+            _insert(con, "refunds", row)
         for row in rows["runs"]:
             if row["status"] != "charged":
                 con.execute("UPDATE runs SET status = ?, error = ?, finished_at = ? "
@@ -138,7 +142,8 @@ def copy_command(source: str, target: str) -> int:
     from_, to = Ledger.open(source).location, Ledger.open(target).location
     print(f"copied {copied['datasets']} datasets, {copied['accounts']} accounts, "
           f"{copied['budgets']} caps, {copied['quotas']} quotas, "
-          f"{copied['charges']} charges, {copied['runs']} runs, {copied['results']} results, "
+          f"{copied['charges']} charges, {copied['refunds']} refunds, {copied['runs']} runs, "
+          f"{copied['results']} results, "
           f"{copied['auth_events']} sign-in events, {copied['workspaces']} workspaces and "
           f"{copied['workspace_shares']} workspace shares "
           f"from {from_} to {to}")

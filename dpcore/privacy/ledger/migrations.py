@@ -304,9 +304,56 @@ def _migrate_v6(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v7(con: sqlite3.Connection) -> None:
+    """Version 7: refunds, the part of a run's charge it never spent, returned to the cap.
+
+    A run whose mechanisms stop early on released values only (PFS2's levels, SerenadeCS's
+    stopped redescriptions) spends less than it was charged; the rest is returned by one
+    ``refunds`` row, written in the same transaction as the run's result (so a crash leaves
+    both or neither) and at most once per run (``run_id`` is unique). Charges stay as they
+    were: a dataset's spent ε is the sum of its charges minus the sum of its refunds. The
+    proof that returning it is safe (a privacy filter on a fixed cap) is in docs/PRIVACY.md
+    ("Charged = spent: refunds"). Refunds are append-only; a refund is only written for a
+    run that is still ``charged`` and never exceeds that run's charge.
+    """
+    statements = [
+        """CREATE TABLE refunds (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id       TEXT NOT NULL UNIQUE REFERENCES charges(run_id),
+            dataset      TEXT NOT NULL REFERENCES datasets(name),
+            epsilon_nano INTEGER NOT NULL
+                         CHECK (typeof(epsilon_nano) = 'integer' AND epsilon_nano > 0),
+            account      TEXT REFERENCES accounts(name),
+            reason       TEXT NOT NULL,
+            created_at   TEXT NOT NULL)""",
+        "CREATE INDEX refunds_by_dataset ON refunds(dataset, account)",
+        """CREATE TRIGGER refunds_no_update BEFORE UPDATE ON refunds BEGIN
+            SELECT RAISE(ABORT, 'refunds are append-only: a refund can never be changed');
+           END""",
+        """CREATE TRIGGER refunds_no_delete BEFORE DELETE ON refunds BEGIN
+            SELECT RAISE(ABORT, 'refunds are append-only: a refund can never be removed');
+           END""",
+        """CREATE TRIGGER refunds_need_charged_run BEFORE INSERT ON refunds
+           WHEN (SELECT status FROM runs WHERE run_id = NEW.run_id) IS NOT 'charged'
+           BEGIN
+            SELECT RAISE(ABORT, 'a refund can only be written for a charged, unfinished run');
+           END""",
+        """CREATE TRIGGER refunds_within_charge BEFORE INSERT ON refunds
+           WHEN NEW.epsilon_nano > (SELECT epsilon_nano FROM charges WHERE run_id = NEW.run_id)
+             OR NEW.dataset IS NOT (SELECT dataset FROM charges WHERE run_id = NEW.run_id)
+             OR NEW.account IS NOT (SELECT account FROM charges WHERE run_id = NEW.run_id)
+           BEGIN
+            SELECT RAISE(ABORT, 'a refund returns part of its own run''s charge, no more');
+           END""",
+    ]
+    for sql in statements:
+        con.execute(sql)
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
-                                                          _migrate_v4, _migrate_v5, _migrate_v6]
+                                                          _migrate_v4, _migrate_v5, _migrate_v6,
+                                                          _migrate_v7]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

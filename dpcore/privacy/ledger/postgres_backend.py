@@ -45,7 +45,7 @@ SCHEMES = ("postgresql://", "postgres://")
 _MIGRATION_LOCK = 0x6470726D_6C656467          # "dprmledg"
 # Key of the advisory lock held by every write of the owner-login log ("dprmlogn").
 _LOGIN_LOCK = 0x6470726D_6C6F676E
-_IDENTITY_TABLES = ("budgets", "charges", "auth_events")
+_IDENTITY_TABLES = ("budgets", "charges", "auth_events", "refunds")
 
 
 def is_postgres_url(text: str) -> bool:

@@ -109,12 +109,17 @@ class BudgetStatus:
     Attributes
     ----------
     cap_nano, spent_nano, remaining_nano : int
-        Current cap, sum of all charges, and ``cap_nano − spent_nano``.
+        Current cap, the sum of all charges minus the sum of all refunds (what runs
+        actually spent), and ``cap_nano − spent_nano``.
+    refunded_nano : int
+        The sum of all refunds: charged parts that runs never spent, returned to the cap
+        (ledger version 7). ``spent_nano + refunded_nano`` is the sum of all charges.
     """
 
     cap_nano: int
     spent_nano: int
     remaining_nano: int
+    refunded_nano: int = 0
 
     @property
     def cap(self) -> float:
@@ -185,7 +190,9 @@ class ChargeRecord:
 class RunRecord:
     """A run and its state: ``charged`` → ``done`` | ``failed``.
 
-    ``error`` is the failure message (None unless failed).
+    ``error`` is the failure message (None unless failed). ``epsilon_nano`` is what the run
+    was charged, ``refunded_nano`` the part of it returned when its result was stored
+    (ledger version 7); the run spent the difference (:attr:`spent_nano`).
     """
 
     run_id: str
@@ -199,10 +206,16 @@ class RunRecord:
     finished_at: str | None
     audience: str = "everyone"
     account: str | None = None
+    refunded_nano: int = 0
 
     @property
     def epsilon(self) -> float:
         return nano_to_epsilon(self.epsilon_nano)
+
+    @property
+    def spent_nano(self) -> int:
+        """What the run spent: its charge minus its refund."""
+        return self.epsilon_nano - self.refunded_nano
 
 
 @dataclass(frozen=True)
@@ -241,6 +254,7 @@ class AuditEntry:
     finished_at: str | None
     error: str | None
     account: str | None = None
+    refunded_nano: int = 0
 
     @property
     def epsilon(self) -> float:

@@ -118,6 +118,34 @@ def digest_params(params: dict) -> str:
     return params_digest(_dumps(params, "params"))
 
 
+def _declared_refund(release, charged_nano: int) -> int:
+    """The refund (nano-ε) a stored release declares in its ``budget`` block, checked.
+
+    ``budget`` = ``{"charged_nano", "spent_nano", "refunded_nano"}`` (absent: no refund).
+    Raises ParameterError when it disagrees with the run's charge or returns more than
+    the run left unspent.
+    """
+    budget = release.get("budget") if isinstance(release, dict) else None
+    if budget is None:
+        return 0
+    try:
+        charged, spent, refunded = (budget[k] for k in ("charged_nano", "spent_nano",
+                                                         "refunded_nano"))
+    except (TypeError, KeyError):
+        raise ParameterError("the result's budget block needs charged_nano, spent_nano and "
+                             "refunded_nano") from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (charged, spent,
+                                                                         refunded)):
+        raise ParameterError("the result's budget amounts must be integers (nano-ε)")
+    if charged != charged_nano:
+        raise ParameterError(f"the result says the run was charged {charged} nano-ε but the "
+                             f"ledger charged it {charged_nano}")
+    if spent < 0 or refunded < 0 or spent + refunded > charged:
+        raise ParameterError(f"the result spent {spent} nano-ε and returns {refunded} of a "
+                             f"charge of {charged}: it may return at most what it left unspent")
+    return refunded
+
+
 def _cap_nano(cap_epsilon) -> int:
     """A cap in ε → integer nano-ε, rounded down (ParameterError on ≤ 0, NaN, inf)."""
     return epsilon_to_nano(cap_epsilon, name="cap ε", round_up=False)
@@ -441,13 +469,16 @@ class Ledger:
 
     @staticmethod
     def _budget(con, name: str) -> BudgetStatus:
-        cap, spent = con.execute(
+        # spent = charged − returned: a refund gives back what a run never spent
+        # (docs/PRIVACY.md, "Charged = spent: refunds")
+        cap, charged, refunded = con.execute(
             "SELECT (SELECT cap_nano FROM budgets WHERE dataset = ? ORDER BY id DESC LIMIT 1), "
-            "(SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges WHERE dataset = ?)",
-            (name, name)).fetchone()
+            "(SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges WHERE dataset = ?), "
+            "(SELECT COALESCE(SUM(epsilon_nano), 0) FROM refunds WHERE dataset = ?)",
+            (name, name, name)).fetchone()
         cap = int(cap or 0)
-        spent = int(spent)
-        return BudgetStatus(cap, spent, cap - spent)
+        spent = int(charged) - int(refunded)
+        return BudgetStatus(cap, spent, cap - spent, int(refunded))
 
     def budget(self, name: str) -> BudgetStatus:
         """Current cap, spent and remaining ε of a dataset, read from the database.
@@ -482,7 +513,7 @@ class Ledger:
             if cap < spent:
                 raise ParameterError(
                     f"cannot set the cap of dataset {name!r} to ε = {nano_to_epsilon(cap):.9g}: "
-                    f"ε = {nano_to_epsilon(spent):.9g} is already spent and is never refunded; "
+                    f"ε = {nano_to_epsilon(spent):.9g} is already spent; "
                     f"the cap must be at least that")
             con.execute("INSERT INTO budgets (dataset, cap_nano, actor, created_at) "
                         "VALUES (?, ?, ?, ?)", (name, cap, actor, _stamp(_now())))
@@ -611,9 +642,12 @@ class Ledger:
 
     @staticmethod
     def _account_spent(con, dataset: str, account: str) -> int:
-        return int(con.execute("SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges "
-                               "WHERE dataset = ? AND account = ?",
-                               (dataset, account)).fetchone()[0])
+        charged, refunded = con.execute(
+            "SELECT (SELECT COALESCE(SUM(epsilon_nano), 0) FROM charges "
+            "WHERE dataset = ? AND account = ?), (SELECT COALESCE(SUM(epsilon_nano), 0) "
+            "FROM refunds WHERE dataset = ? AND account = ?)",
+            (dataset, account, dataset, account)).fetchone()
+        return int(charged) - int(refunded)
 
     def set_quota(self, dataset: str, account: str, quota_epsilon, *,
                   actor: str) -> QuotaStatus:
@@ -816,10 +850,12 @@ class Ledger:
                          epsilon_nano=row["epsilon_nano"], params=json.loads(row["params_json"]),
                          error=row["error"], created_at=row["created_at"],
                          finished_at=row["finished_at"], audience=row["audience"],
-                         account=row["account"])
+                         account=row["account"], refunded_nano=int(row["refunded_nano"]))
 
-    _RUN_SELECT = ("SELECT r.*, c.epsilon_nano, c.account, c.params_digest FROM runs r "
-                   "JOIN charges c ON c.run_id = r.run_id")
+    _RUN_SELECT = ("SELECT r.*, c.epsilon_nano, c.account, c.params_digest, "
+                   "COALESCE(f.epsilon_nano, 0) AS refunded_nano FROM runs r "
+                   "JOIN charges c ON c.run_id = r.run_id "
+                   "LEFT JOIN refunds f ON f.run_id = r.run_id")
 
     def get_run(self, run_id: str) -> RunRecord:
         """A run's state. Raises ParameterError for an unknown run id."""
@@ -845,8 +881,15 @@ class Ledger:
                      diagnostics_json: str | None = None) -> None:
         """Persist a run's DP release (and owner-only diagnostics); mark the run ``done``.
 
-        One transaction: insert the result row and set the status, so a crash
-        leaves either both or neither. Storing the identical result again is a no-op.
+        One transaction: insert the refund the release declares (if any), the result row
+        and set the status, so a crash leaves all or none of them. Storing the identical
+        result again is a no-op (its refund is never written twice: one per run, and only
+        while the run is ``charged``).
+
+        The refund is the release's ``budget.refunded_nano`` (set by
+        :func:`dpcore.executor.execute_charged` from the run's accountant for algorithms
+        whose spending stops on released values only; docs/PRIVACY.md, "Charged = spent:
+        refunds"). It must be an integer in [0, charge − spent].
 
         Parameters
         ----------
@@ -862,7 +905,8 @@ class Ledger:
         ParameterError
             Unknown run, run not ``charged`` (failed, or done with another result),
             invalid JSON, diagnostics inside ``result_json``, or a result whose
-            ``run_id`` / ``dataset`` / ``epsilon_nano`` disagree with the charge.
+            ``run_id`` / ``dataset`` / ``epsilon_nano`` / ``budget`` disagree with the
+            charge.
         """
         _check_text(run_id, "run_id")
         if not isinstance(result_json, str):
@@ -882,7 +926,11 @@ class Ledger:
             raise ParameterError("result_json contains owner-only diagnostics (computed from "
                                  "true data); store them as diagnostics_json instead")
         with self._write() as con:
-            run = con.execute(self._RUN_SELECT + " WHERE r.run_id = ?" + self._lock,
+            # no outer join under a row lock (PostgreSQL refuses one): the refund, if any,
+            # is written below, while this run is still charged
+            run = con.execute("SELECT r.*, c.epsilon_nano, c.account FROM runs r "
+                              "JOIN charges c ON c.run_id = r.run_id WHERE r.run_id = ?"
+                              + self._lock,
                               (run_id,)).fetchone()
             if run is None:
                 raise ParameterError(f"unknown run {run_id!r}: charge it before storing a result")
@@ -895,6 +943,7 @@ class Ledger:
                 if isinstance(spent, int) and spent > run["epsilon_nano"]:
                     raise ParameterError(f"result spent {spent} nano-ε but the run was charged "
                                          f"only {run['epsilon_nano']}")
+            refund = _declared_refund(release, run["epsilon_nano"])
             if run["status"] == "done":
                 old = con.execute("SELECT result_json, diagnostics_json FROM results "
                                   "WHERE run_id = ?", (run_id,)).fetchone()
@@ -905,6 +954,11 @@ class Ledger:
                 raise ParameterError(f"run {run_id!r} is {run['status']}; a result can only be "
                                      "stored for a charged, unfinished run")
             now = _stamp(_now())
+            if refund:
+                con.execute("INSERT INTO refunds (run_id, dataset, epsilon_nano, account, "
+                            "reason, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                            (run_id, run["dataset"], refund, run["account"],
+                             "unspent: the run stopped early on released values", now))
             con.execute("INSERT INTO results (run_id, result_json, diagnostics_json, created_at) "
                         "VALUES (?, ?, ?, ?)", (run_id, result_json, diagnostics_json, now))
             con.execute("UPDATE runs SET status = 'done', finished_at = ? WHERE run_id = ?",
@@ -1230,8 +1284,9 @@ class Ledger:
         """Every charge with its run's state, oldest first (optionally for one dataset)."""
         sql = ("SELECT c.id, c.created_at, c.actor, c.dataset, c.run_id, c.algorithm, "
                "c.epsilon_nano, c.parts_json, c.params_json, r.status, r.finished_at, r.error, "
-               "c.account "
-               "FROM charges c LEFT JOIN runs r ON r.run_id = c.run_id")
+               "c.account, COALESCE(f.epsilon_nano, 0) AS refunded_nano "
+               "FROM charges c LEFT JOIN runs r ON r.run_id = c.run_id "
+               "LEFT JOIN refunds f ON f.run_id = c.run_id")
         args: tuple = ()
         if dataset is not None:
             _check_name(dataset)
@@ -1247,7 +1302,8 @@ class Ledger:
                            parts_nano=tuple(json.loads(r["parts_json"])),
                            params=json.loads(r["params_json"]), status=r["status"],
                            finished_at=r["finished_at"], error=r["error"],
-                           account=r["account"]) for r in rows]
+                           account=r["account"], refunded_nano=int(r["refunded_nano"]))
+                for r in rows]
 
     # -- owner logins --------------------------------------------------------------
 
