@@ -13,15 +13,14 @@ wait for it, with a progress bar — then run the page.
 
 import streamlit as st
 
-from components.bootstrap import (
+from components.common.bootstrap import (
     close_stale_runs,
     first_start_accounts,
     register_sample_datasets,
     samples_wanted,
 )
-from components.budget_meter import render_budget_meter
-from components.params_form import persist_state
-from components.session import (
+from components.common.budget_meter import render_budget_meter
+from components.common.session import (
     current_account,
     dataset_records,
     get_ledger,
@@ -30,7 +29,8 @@ from components.session import (
     render_sign_in,
     signed_in,
 )
-from components.warmup import start_warmup
+from components.common.warmup import start_warmup
+from components.redescriptions.params_form import persist_state
 
 st.set_page_config(page_title="DP mining workbench", page_icon="🔐", layout="wide")
 

@@ -26,10 +26,10 @@ the kernels can be checked to release the same bytes before and after.
     .venv/bin/python -m bench.compile_times --digests > before.json
     .venv/bin/python -m bench.compile_times --warmup             # the app's warm-up steps
 
-``--warmup`` runs the app's one warm-up (``components.warmup.warmup_steps``: every miner ×
+``--warmup`` runs the app's one warm-up (``components.common.warmup.warmup_steps``: every miner ×
 mode of every family on tiny data) in a process with an empty cache, then in one with
 the cache it filled, and prints each step's CPU seconds, cold and cached — the figures of
-``components.warmup.STEP_SECONDS`` — and the whole warm-up's wall and CPU.
+``components.common.warmup.STEP_SECONDS`` — and the whole warm-up's wall and CPU.
 
 Prints a Markdown table (and ``--json FILE`` every raw number). On a shared machine quote
 the CPU figures; wall times need a quiet machine (``--wait-idle SECONDS``).
@@ -195,7 +195,7 @@ def child(spec: dict) -> int:
 
 
 def _warmup_child(spec: dict, recorder: CompileRecorder) -> int:
-    from components.warmup import warmup_steps
+    from components.common.warmup import warmup_steps
 
     t0, c0 = time.perf_counter(), time.process_time()
     steps = []

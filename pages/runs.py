@@ -1,5 +1,5 @@
-"""/runs opened as a fresh server's first request: run the app (components/deep_links.py);
+"""/runs opened as a fresh server's first request: run the app (components/common/deep_links.py);
 the page itself is pages/workbench/runs.py."""
-from components.deep_links import run_app
+from components.common.deep_links import run_app
 
 run_app()

@@ -1,5 +1,5 @@
-"""/synthesis opened as a fresh server's first request: run the app (components/deep_links.py);
-the page itself is pages/synthesis/synthesis.py."""
-from components.deep_links import run_app
+"""/synthesis opened as a fresh server's first request: run the app
+(components/common/deep_links.py); the page itself is pages/synthesis/synthesis.py."""
+from components.common.deep_links import run_app
 
 run_app()

@@ -1,5 +1,5 @@
-"""/teaching opened as a fresh server's first request: run the app (components/deep_links.py);
-the page itself is pages/workbench/teaching.py."""
-from components.deep_links import run_app
+"""/teaching opened as a fresh server's first request: run the app
+(components/common/deep_links.py); the page itself is pages/workbench/teaching.py."""
+from components.common.deep_links import run_app
 
 run_app()

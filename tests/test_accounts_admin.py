@@ -1,7 +1,7 @@
 """The app's accounts (issue 29), through Streamlit's AppTest: a server of private data shows
 a visitor who did not sign in nothing but the sign-in; a signed-in analyst sees the private
 dataset and the meter's "yours" beside the dataset's; an owner adds an analyst with a share
-on the Data page (components/accounts_admin.py)."""
+on the Data page (components/common/accounts_admin.py)."""
 
 from __future__ import annotations
 

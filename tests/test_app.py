@@ -16,7 +16,7 @@ from accounts_support import owner_in_env_ledger, role_of, select_dataset, signe
 from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
-from components.budget_meter import fmt_eps
+from components.common.budget_meter import fmt_eps
 from dpcore.privacy import roles
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
@@ -505,7 +505,7 @@ def test_register_step_checks_the_name_and_file_names_before_writing(ledger_path
     """The register step checks again (the draft lives in session state between reruns)."""
     import pandas as pd
 
-    from components.dataset_upload import register_draft
+    from components.common.dataset_upload import register_draft
     from dpcore.data.prefill import prefill_schema
     from dpcore.errors import DataError, ParameterError
 
@@ -678,8 +678,8 @@ def _wait_jobs(jobs, timeout=120.0):
 
 def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
     """Two tabs launching at once: one run fits, the other is refused; nothing crashes."""
-    from components.bootstrap import register_sample_datasets
-    from components.launcher import start_job
+    from components.common.bootstrap import register_sample_datasets
+    from components.redescriptions.launcher import start_job
     from dpcore.redescriptions.params import MiningParams
     from dpcore.runs import new_run_id
 
@@ -698,8 +698,8 @@ def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
 
 
 def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clinic_dataset):
-    from components.bootstrap import register_sample_datasets
-    from components.launcher import start_job
+    from components.common.bootstrap import register_sample_datasets
+    from components.redescriptions.launcher import start_job
     from dpcore.privacy.policy import NEIGHBOURING_RELATION
     from dpcore.redescriptions.params import MiningParams, plan_budget
     from dpcore.runs import new_run_id
@@ -721,7 +721,7 @@ def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clin
 def test_bootstrap_is_race_safe(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
-    from components.bootstrap import register_sample_datasets
+    from components.common.bootstrap import register_sample_datasets
 
     ledger = Ledger(tmp_path / "race.sqlite")
     with ThreadPoolExecutor(8) as pool:
@@ -741,9 +741,9 @@ def test_export_has_queries_noisy_statistics_and_run_parameters(clinic_dataset):
     import numpy as np
     import pandas as pd
 
-    from components.explore_view import kept_frame
-    from components.export import export_csv, export_json
-    from components.scatter import redescription_rows
+    from components.redescriptions.explore_view import kept_frame
+    from components.redescriptions.export import export_csv, export_json
+    from components.redescriptions.scatter import redescription_rows
     from dpcore.redescriptions.mining import mine
     from dpcore.redescriptions.params import MiningParams
 
@@ -1002,7 +1002,7 @@ def test_pages_that_do_not_mine_are_usable_while_the_kernels_compile(ledger_path
     import threading
     import time
 
-    from components import warmup
+    from components.common import warmup
 
     release = threading.Event()
     monkeypatch.setattr(warmup, "warmup_steps",
@@ -1194,8 +1194,8 @@ def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_pa
     """Explore (a stored result that cannot be read) and Synthesis (the real table for the
     comparison) showed the exception text as it came, with any server path in it; now it
     passes through hide_server_paths, as on the other pages."""
-    import components.explore_view
-    import components.synthesis_view
+    import components.redescriptions.explore_view
+    import components.synthesis.synthesis_view
     from dpcore.errors import DataError
     from dpcore.redescriptions.params import MiningParams
     from dpcore.registry import MCGEN, algorithm_spec
@@ -1212,8 +1212,8 @@ def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_pa
 
     def unreadable(*args, **kwargs):
         raise DataError(f"cannot read '{secret}stored.json'")
-    monkeypatch.setattr(components.explore_view, "load_result", unreadable)
-    monkeypatch.setattr(components.synthesis_view, "load_registered", unreadable)
+    monkeypatch.setattr(components.redescriptions.explore_view, "load_result", unreadable)
+    monkeypatch.setattr(components.synthesis.synthesis_view, "load_registered", unreadable)
 
     run_page(app, "pages/redescriptions/explore.py")
     shown = [w.value for w in app.main.warning]

@@ -1,10 +1,10 @@
-"""First-start bootstrap (components.bootstrap): every sample folder of every kind."""
+"""First-start bootstrap (components.common.bootstrap): every sample folder of every kind."""
 
 from __future__ import annotations
 
 import shutil
 
-from components.bootstrap import register_sample_datasets
+from components.common.bootstrap import register_sample_datasets
 from dpcore.data.kinds import list_sample_folders, load_registered_data
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest

@@ -404,7 +404,7 @@ def sequence_kernels():
     """The sequence kernels compiled into this run's numba cache before the server starts, as
     they are on any server after its first start (a first start compiles them once, about a
     minute, with a progress bar on the Sequences page)."""
-    from components.warmup import family_steps
+    from components.common.warmup import family_steps
     from dpcore.registry import SEQUENCES
 
     for step in family_steps(SEQUENCES):

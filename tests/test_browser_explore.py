@@ -49,7 +49,7 @@ ROW_PX, HEADER_PX = 35, 35
 @pytest.fixture
 def prepared_app(tmp_path, clinic_dataset):
     """The app served on a ledger holding the samples and one seeded run on clinic."""
-    from components.bootstrap import register_sample_datasets
+    from components.common.bootstrap import register_sample_datasets
     from dpcore.privacy.policy import Requester
     from dpcore.redescriptions.params import MiningParams
     from dpcore.runs import charge_and_mine

@@ -37,7 +37,7 @@ KILLED_EPSILON = 2.46667
 @pytest.fixture(scope="module")
 def walk_app(tmp_path_factory):
     """The app served on the prepared ledger; yields (url, ledger)."""
-    from components.bootstrap import register_sample_datasets
+    from components.common.bootstrap import register_sample_datasets
     from dpcore.data.loading import load_dataset
     from dpcore.privacy.policy import NEIGHBOURING_RELATION, Requester
     from dpcore.privacy.units import epsilon_to_nano

@@ -17,17 +17,27 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from components.explore_view import kept_display_frame, kept_frame, suggested_threshold
-from components.export import export_csv, export_json, json_safe
-from components.launcher import MAX_TRIAL_BARS, cost_breakdown, cost_text, trial_bar_count
-from components.owner_views import (
+from components.common.runs_view import NOT_USED, comparison_params_frame, parameter_summary
+from components.redescriptions.explore_view import (
+    kept_display_frame,
+    kept_frame,
+    suggested_threshold,
+)
+from components.redescriptions.export import export_csv, export_json, json_safe
+from components.redescriptions.launcher import (
+    MAX_TRIAL_BARS,
+    cost_breakdown,
+    cost_text,
+    trial_bar_count,
+)
+from components.redescriptions.owner_views import (
     FINAL_QUALITY_TRACE,
     phase_times_text,
     serenade_trace_figures,
     truth_frame,
 )
-from components.params_form import params_from_state, quality_share
-from components.redescription_view import (
+from components.redescriptions.params_form import params_from_state, quality_share
+from components.redescriptions.redescription_view import (
     NOT_RELEASED,
     is_released,
     literal_condition,
@@ -35,8 +45,7 @@ from components.redescription_view import (
     released_text,
     statistics_row,
 )
-from components.runs_view import NOT_USED, comparison_params_frame, parameter_summary
-from components.scatter import redescription_rows, scatter_figure
+from components.redescriptions.scatter import redescription_rows, scatter_figure
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
@@ -328,7 +337,7 @@ def test_warmup_runs_are_tiny():
 def test_what_to_expect_is_computed_from_parameters_and_matches_the_suggestion(tree_result):
     """Point 1: a pre-launch estimate of the noisy-J error, from public parameters only;
     it lands near the suggested threshold the run's release gives afterwards."""
-    from components.expectations import expectation_text, expected_noise
+    from components.redescriptions.expectations import expectation_text, expected_noise
     from dpcore.redescriptions.pruning import suggest_threshold
 
     params = MiningParams(in_tr=2, mc_iter=200)
@@ -353,7 +362,7 @@ def replace_eps(params, epsilon):
 def test_mcmctreepair_at_a_large_epsilon_is_announced_and_never_told_to_raise_it():
     """Point 1: MCMCTreePair at ε = 10 returned 0 redescriptions (ε = 1: 125) and the
     hint said "try a larger ε"."""
-    from components.expectations import empty_result_advice, miner_warnings
+    from components.redescriptions.expectations import empty_result_advice, miner_warnings
 
     paper = MiningParams(tree_score="paper")
     assert miner_warnings(replace(paper, epsilon=1.0)) == []
@@ -376,8 +385,8 @@ def test_mcmctreepair_at_a_large_epsilon_is_announced_and_never_told_to_raise_it
 
 def test_refused_numbers_are_explained():
     """Point 3: ε typed as 0, −1 or 50 snapped back with no message."""
-    from components.number_fields import Bounds, number_problem
-    from components.params_form import FIELDS, form_problems
+    from components.common.number_fields import Bounds, number_problem
+    from components.redescriptions.params_form import FIELDS, form_problems
 
     eps = FIELDS["mine_epsilon"][1]
     for bad in (0, 0.0, -1.0):
@@ -397,7 +406,7 @@ def test_refused_numbers_are_explained():
 
 def test_launch_is_blocked_with_the_reason_when_the_run_cannot_fit():
     """Point 4: Launch stayed clickable for a run the ledger refuses."""
-    from components.launcher import launch_blockers
+    from components.redescriptions.launcher import launch_blockers
     from dpcore.privacy.ledger import BudgetStatus
 
     class Record:
@@ -413,7 +422,7 @@ def test_launch_is_blocked_with_the_reason_when_the_run_cannot_fit():
 
 def test_explore_opens_on_the_newest_run_with_results():
     """Point 2: Explore opened on the newest run even when it released nothing."""
-    from components.explore_view import default_pick
+    from components.redescriptions.explore_view import default_pick
 
     class Run:
         def __init__(self, run_id):
@@ -456,7 +465,7 @@ def test_tree_pair_diagram_is_readable_at_20_by_16_leaves():
     """Point 6: 20 × 16 crossing leaf links, labels over the lines, no split values."""
     import plotly.graph_objects as go
 
-    from components.tree_diagram import QUERY_COLOR, tree_pair_figure, tree_units
+    from components.redescriptions.tree_diagram import QUERY_COLOR, tree_pair_figure, tree_units
     from dpcore.redescriptions.results import ExtractionRecord
 
     left, right = _tree(0, 0, "LAB_A", 20), _tree(1, 1, "LAB_B", 16)
@@ -497,7 +506,7 @@ def test_runs_page_helpers_clamp_jaccard_and_pick_runs_with_results(tree_result,
     Explore threshold was applied to every run and algorithm."""
     from dataclasses import replace
 
-    from components.runs_view import default_comparison, jaccard_violins, run_thresholds
+    from components.common.runs_view import default_comparison, jaccard_violins, run_thresholds
 
     es = serenade_results["serenade_es", "strict"]
     fig = jaccard_violins([tree_result, es], ["tree", "es"])
@@ -521,7 +530,7 @@ def test_runs_page_helpers_clamp_jaccard_and_pick_runs_with_results(tree_result,
 
 
 def _step(key, family, action=lambda: None):
-    from components.warmup import WarmupStep
+    from components.common.warmup import WarmupStep
 
     return WarmupStep(key, key, family, action)
 
@@ -529,8 +538,8 @@ def _step(key, family, action=lambda: None):
 def test_warmup_reports_progress_and_an_estimate(monkeypatch):
     """Point 10: ~55 s of grey placeholders with no progress or estimate; issue 32: the
     estimate comes from each step's measured compile CPU, scaled by this machine's pace."""
-    from components import warmup
-    from components.warmup import WarmupState, progress_text, run_warmup
+    from components.common import warmup
+    from components.common.warmup import WarmupState, progress_text, run_warmup
 
     monkeypatch.setattr(warmup, "STEP_SECONDS", {"a/x": (10.0, 1.0), "b/x": (30.0, 1.0),
                                                  "c/y": (20.0, 1.0)})
@@ -571,7 +580,7 @@ def test_warmup_reports_progress_and_an_estimate(monkeypatch):
 def test_one_warmup_covers_every_family_and_a_family_is_ready_on_its_own_steps():
     """Issue 32: one warm-up (not one per family) runs every miner x mode of every family;
     a page is ready as soon as its own family's steps are done."""
-    from components.warmup import STEP_SECONDS, WarmupState, warmup_steps
+    from components.common.warmup import STEP_SECONDS, WarmupState, warmup_steps
     from dpcore.registry import (
         ALGORITHM_SPECS,
         FAMILIES,
@@ -598,7 +607,7 @@ def test_one_warmup_covers_every_family_and_a_family_is_ready_on_its_own_steps()
 
 def test_hide_server_paths_keeps_names_and_drops_the_server_file_system(tmp_path,
                                                                         monkeypatch):
-    from components.data_locations import hide_server_paths
+    from components.common.data_locations import hide_server_paths
     from dpcore.data.loading import sample_data_dir
     from dpcore.privacy.ledger import Ledger
 
@@ -619,7 +628,7 @@ def test_hide_server_paths_keeps_names_and_drops_the_server_file_system(tmp_path
 
 def test_data_location_text_names_folders_relative_to_what_the_app_knows(tmp_path,
                                                                          monkeypatch):
-    from components.data_locations import data_location_text
+    from components.common.data_locations import data_location_text
     from dpcore.data.loading import sample_data_dir
     from dpcore.data.schema import load_schema
     from dpcore.privacy.ledger import Ledger
@@ -641,7 +650,7 @@ def test_data_location_text_names_folders_relative_to_what_the_app_knows(tmp_pat
 
 def _stray_draft(tmp_path):
     """An upload whose right view's only numeric column has one stray text."""
-    from components.dataset_upload import prefill_draft
+    from components.common.dataset_upload import prefill_draft
     from dpcore.data.loading import read_table
 
     left = "pid,flag\n" + "".join(f"{i},{i % 2}\n" for i in range(30))
@@ -660,8 +669,11 @@ def _stray_draft(tmp_path):
 
 
 def test_left_out_columns_come_into_the_editor_unticked_and_wait_for_a_decision(tmp_path):
-    from components.dataset_upload import notes_frame, undecided_columns
-    from components.schema_editor import editor_frame_to_schema, schema_to_editor_frame
+    from components.common.dataset_upload import notes_frame, undecided_columns
+    from components.redescriptions.schema_editor import (
+        editor_frame_to_schema,
+        schema_to_editor_frame,
+    )
 
     _, schema, notes = _stray_draft(tmp_path)
     assert [n.column for n in notes] == ["lab"]
@@ -681,8 +693,8 @@ def test_owner_includes_a_stray_text_column_by_declaring_the_text_missing(tmp_pa
                                                                            monkeypatch):
     """The decision path: tick include, add the stray text to the missing-value texts,
     register; without the missing text the register step names the line and writes nothing."""
-    from components.dataset_upload import register_draft, undecided_columns
-    from components.schema_editor import (
+    from components.common.dataset_upload import register_draft, undecided_columns
+    from components.redescriptions.schema_editor import (
         editor_frame_to_schema,
         parse_missing_values,
         schema_to_editor_frame,
@@ -717,7 +729,7 @@ def test_owner_includes_a_stray_text_column_by_declaring_the_text_missing(tmp_pa
 
 def test_what_to_expect_at_a_large_epsilon_names_no_fraction_of_a_row():
     """Point 13: at ε = 50 the line spoke of "0.057 rows"."""
-    from components.expectations import expectation_text, expected_noise
+    from components.redescriptions.expectations import expectation_text, expected_noise
 
     params = MiningParams(epsilon=50.0)
     assert expected_noise(params).support_for(0.1) < 1
@@ -728,7 +740,7 @@ def test_what_to_expect_at_a_large_epsilon_names_no_fraction_of_a_row():
 
 def test_a_refused_large_number_is_written_out():
     """Point 13: "1e+08 is refused"."""
-    from components.number_fields import Bounds, number_problem
+    from components.common.number_fields import Bounds, number_problem
 
     message = number_problem("MCIter", 1e8, Bounds(low=1, high=1_000_000, integer=True))
     assert "100,000,000 is refused" in message and "at most 1,000,000" in message
@@ -737,7 +749,7 @@ def test_a_refused_large_number_is_written_out():
 
 def test_the_budget_meter_figures_fit_a_half_width_column():
     """Point 7: "Spent ε 7.46…" and a faithful charge shown as "0.0116667"."""
-    from components.budget_meter import fmt_meter
+    from components.common.budget_meter import fmt_meter
 
     assert fmt_meter(7.466667) == "7.467" and fmt_meter(0.011666667) == "0.01167"
     assert fmt_meter(20.0) == "20" and fmt_meter(16.533333) == "16.53"
@@ -747,14 +759,14 @@ def test_the_budget_meter_figures_fit_a_half_width_column():
 
 def test_runs_are_counted_in_words():
     """Point 12: "1 runs"."""
-    from components.runs_view import runs_count
+    from components.common.runs_view import runs_count
 
     assert runs_count(1) == "1 run" and runs_count(2) == "2 runs"
 
 
 def test_compare_starts_with_the_runs_explore_shows(tree_result, serenade_results):
     """Point 12: Compare took the two newest runs whatever Explore showed."""
-    from components.runs_view import default_comparison
+    from components.common.runs_view import default_comparison
 
     es = serenade_results["serenade_es", "strict"]
     cs = serenade_results["serenade_cs", "strict"]
@@ -774,7 +786,7 @@ def test_compare_starts_with_the_runs_explore_shows(tree_result, serenade_result
 def test_the_sequences_run_picker_shows_no_markdown():
     """Point 13: raw backticks in the Sequences page's run label (a select box shows plain
     text)."""
-    from components.sequences_view import _run_label
+    from components.sequences.sequences_view import _run_label
     from dpcore.privacy.ledger import RunRecord
     from dpcore.registry import PFS2
 

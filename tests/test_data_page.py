@@ -14,9 +14,9 @@ import pytest
 from accounts_support import owner_in_env_ledger, role_of, sign_in_app, signed_in
 from streamlit.testing.v1 import AppTest
 
-from components.budget_meter import fmt_eps
-from components.data_locations import declared_files
-from components.dataset_card import feature_table, released_row_count
+from components.common.budget_meter import fmt_eps
+from components.common.data_locations import declared_files
+from components.common.dataset_card import feature_table, released_row_count
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 from dpcore.privacy.roles import ANALYST
@@ -89,7 +89,7 @@ def visits(ledger_path, tmp_path):
 # --------------------------------------------------------------------------- pieces
 
 def test_declared_files_are_named_for_every_kind(visits, ledger_path):
-    from components.bootstrap import register_sample_datasets
+    from components.common.bootstrap import register_sample_datasets
 
     ledger = Ledger(ledger_path)
     register_sample_datasets(ledger)

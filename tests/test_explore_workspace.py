@@ -13,8 +13,8 @@ import pytest
 from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
-from components.export import export_csv, export_json
-from components.scatter import redescription_rows
+from components.redescriptions.export import export_csv, export_json
+from components.redescriptions.scatter import redescription_rows
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.listing import list_entries

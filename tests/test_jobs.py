@@ -1,4 +1,4 @@
-"""The generic background-job registry (components/jobs.py) and the Mine page's use of it."""
+"""The generic background-job registry (components/common/jobs.py) and the Mine page's use of it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from components import jobs
+from components.common import jobs
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.runs import RunInProgressError, new_run_id
 
@@ -84,7 +84,7 @@ def test_how_a_job_ended_is_classified(exc, kind):
 
 
 def test_the_mine_page_jobs_are_registry_jobs():
-    from components import launcher
+    from components.redescriptions import launcher
 
     job = launcher.Job(run_id=new_run_id(), dataset="clinic", trial_bars=2)
     assert isinstance(job, jobs.Job) and job.n_redescriptions is None
@@ -139,7 +139,9 @@ def test_every_launcher_reports_failures_through_the_shared_message():
     """The three launchers hold no message table, confirm step or ledger loop of their own."""
     import inspect
 
-    from components import launcher, sequence_launch, synthesis_launch
+    from components.redescriptions import launcher
+    from components.sequences import sequence_launch
+    from components.synthesis import synthesis_launch
 
     for module in (launcher, sequence_launch, synthesis_launch):
         source = inspect.getsource(module)

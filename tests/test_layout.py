@@ -84,7 +84,7 @@ def _declared_pages() -> dict[str, str]:
 def test_pages_folder_holds_only_section_packages_and_deep_link_shims():
     """Issue 32, point 2: Streamlit routes a fresh server's first request by pages/*.py, so
     page scripts live in pages/<section>/, and pages/ holds one shim per URL path that runs
-    the app (components/deep_links.py) — so every deep link works as a first request."""
+    the app (components/common/deep_links.py) — so every deep link works as a first request."""
     declared = _declared_pages()
     assert len(declared) == 7 and all(p.startswith("pages/") and p.count("/") == 2
                                       for p in declared.values()), declared

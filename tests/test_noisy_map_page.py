@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from components.budget_meter import fmt_eps
+from components.common.budget_meter import fmt_eps
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.regions import noise_sd

@@ -266,7 +266,7 @@ def test_every_kernel_the_pool_runs_releases_the_gil():
 
 
 def test_a_run_started_from_a_worker_thread_uses_the_pool_and_gives_the_same_result():
-    """The app mines in a worker thread of its own (components.jobs); the trial pool then
+    """The app mines in a worker thread of its own (components.common.jobs); the trial pool then
     starts from that thread. Same seed, same result as from the main thread."""
     ds = toy_dataset()
     params = MiningParams(algorithm="altmcmc", epsilon=1.0, in_tr=4, mc_iter=200)

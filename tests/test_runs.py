@@ -123,8 +123,8 @@ def test_bad_parameters_charge_nothing(ledger, clinic_dataset):
 
 
 def test_the_app_closes_runs_a_killed_process_left_charged(ledger):
-    """components.bootstrap.close_stale_runs (called once per session by app.py)."""
-    from components.bootstrap import close_stale_runs
+    """components.common.bootstrap.close_stale_runs (called once per session by app.py)."""
+    from components.common.bootstrap import close_stale_runs
 
     ledger.charge("orphan", "clinic", "altexpm", [epsilon_to_nano(0.5)], {}, actor="analyst")
     assert close_stale_runs(ledger) == [], "a fresh run is left alone"

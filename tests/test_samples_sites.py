@@ -30,7 +30,7 @@ def test_the_sites_sample_is_reproducible_and_its_rules_hold(tmp_path):
 
 
 def test_the_app_bootstrap_registers_the_sites_sample(tmp_path):
-    from components.bootstrap import register_sample_datasets
+    from components.common.bootstrap import register_sample_datasets
 
     led = Ledger(tmp_path / "boot.sqlite")
     report = register_sample_datasets(led)

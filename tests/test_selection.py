@@ -1,4 +1,4 @@
-"""components.selection: Plotly selection → pruning threshold (pure, 0 ε), and
+"""components.redescriptions.selection: Plotly selection → pruning threshold (pure, 0 ε), and
 dpcore.redescriptions.pruning.prune()."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from components.selection import (
+from components.redescriptions.selection import (
     box_ranges,
     covered_by_boxes,
     selection_signature,

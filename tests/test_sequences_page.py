@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 from accounts_support import owner_in_env_ledger, role_of, select_dataset, sign_in_app
 
-from components.sequence_form import field_label, read_form, state_key
-from components.sequence_launch import cost_breakdown, cost_text, launch_blockers
-from components.sequence_results import (
+from components.sequences.sequence_form import field_label, read_form, state_key
+from components.sequences.sequence_launch import cost_breakdown, cost_text, launch_blockers
+from components.sequences.sequence_results import (
     ARROW,
     evaluate_against_truth,
     export_csv,
@@ -228,7 +228,7 @@ def test_the_truth_comparison_matches_exact_mining(release, clicks):
 
 def test_the_truth_comparison_stops_before_the_exact_set_explodes(release, clicks,
                                                                    monkeypatch):
-    import components.sequence_results as views
+    import components.sequences.sequence_results as views
 
     whole = evaluate_against_truth(release, clicks)
     assert whole.complete and whole.compared_length >= max(len(p) for p in whole.exact)

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from accounts_support import owner_in_env_ledger, role_of, select_dataset
 
-from components.synthesis_charts import (
+from components.synthesis.synthesis_charts import (
     association_heatmap,
     association_matrix,
     class_count_table,
@@ -24,7 +24,7 @@ from components.synthesis_charts import (
     parquet_bytes,
     released_association,
 )
-from components.synthesis_form import format_groups, parse_groups
+from components.synthesis.synthesis_form import format_groups, parse_groups
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.synthesis.miner import synthesize
@@ -161,7 +161,7 @@ def test_feature_groups_parse_and_name_what_is_wrong():
 
 
 def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
-    from components.synthesis_launch import cost_breakdown, cost_text, launch_blockers
+    from components.synthesis.synthesis_launch import cost_breakdown, cost_text, launch_blockers
     from dpcore.privacy.ledger import BudgetStatus, DatasetRecord
     from dpcore.registry import FAITHFUL, SYNTHESIS, family_algorithms
     from dpcore.runs import run_cost

@@ -1,4 +1,4 @@
-"""AppTests of the uploads' shared last step (components.upload_register): a refused
+"""AppTests of the uploads' shared last step (components.common.upload_register): a refused
 registration says why with server paths hidden and keeps the draft; a registered one drops
 the draft, selects the dataset and leaves a success message for the next run."""
 
@@ -15,8 +15,8 @@ def _page():
 
     import streamlit as st
 
-    from components.data_locations import data_root
-    from components.upload_register import register_and_announce
+    from components.common.data_locations import data_root
+    from components.common.upload_register import register_and_announce
     from dpcore.errors import DataError, ParameterError
     from dpcore.privacy.ledger import Ledger
 

@@ -4,7 +4,7 @@
 dataset built here in code, with a throwaway accountant: no ledger, no budget, output
 discarded (not a release of any real data). The dtypes are those of real data (float64
 views), so the compiled specialisations are the ones real runs need. The app calls it once
-per server process (``components/warmup.py``); the test suite once per session.
+per server process (``components/common/warmup.py``); the test suite once per session.
 """
 
 from __future__ import annotations

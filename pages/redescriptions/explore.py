@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from components.custom_query import custom_query_section
-from components.explore_view import render_explore
-from components.noisy_map import noisy_map_section
-from components.session import current_dataset, get_ledger, show_flash
-from components.unfinished_runs import render_unfinished_runs
+from components.common.session import current_dataset, get_ledger, show_flash
+from components.common.unfinished_runs import render_unfinished_runs
+from components.redescriptions.custom_query import custom_query_section
+from components.redescriptions.explore_view import render_explore
+from components.redescriptions.noisy_map import noisy_map_section
 
 ledger = get_ledger()
 record = current_dataset(ledger)

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from components.family_pages import other_kind_text
-from components.launcher import render_launch
-from components.params_form import render_params_form
-from components.session import current_dataset, get_ledger, show_flash
-from components.unfinished_runs import render_unfinished_runs
+from components.common.family_pages import other_kind_text
+from components.common.session import current_dataset, get_ledger, show_flash
+from components.common.unfinished_runs import render_unfinished_runs
+from components.redescriptions.launcher import render_launch
+from components.redescriptions.params_form import render_params_form
 from dpcore.registry import KIND_TWO_VIEW
 
 ledger = get_ledger()

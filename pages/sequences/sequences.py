@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from components.sequences_view import render_sequences_page
-from components.session import current_dataset, get_ledger, show_flash
+from components.common.session import current_dataset, get_ledger, show_flash
+from components.sequences.sequences_view import render_sequences_page
 
 ledger = get_ledger()
 st.title("Frequent sequences")

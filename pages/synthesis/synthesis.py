@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from components.session import current_dataset, get_ledger, show_flash
-from components.synthesis_form import render_synthesis_form
-from components.synthesis_launch import render_synthesis_launch
-from components.synthesis_view import (
+from components.common.session import current_dataset, get_ledger, show_flash
+from components.synthesis.synthesis_form import render_synthesis_form
+from components.synthesis.synthesis_launch import render_synthesis_launch
+from components.synthesis.synthesis_view import (
     render_kind_gate,
     render_stored_run_picker,
     render_synthesis_result,

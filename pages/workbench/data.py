@@ -3,11 +3,11 @@ set budgets."""
 
 import streamlit as st
 
-from components.accounts_admin import render_accounts
-from components.dataset_card import render_dataset_card
-from components.dataset_upload import render_upload
-from components.owner_data_tools import render_owner_tools
-from components.session import current_dataset, get_ledger, is_owner, show_flash
+from components.common.accounts_admin import render_accounts
+from components.common.dataset_card import render_dataset_card
+from components.common.dataset_upload import render_upload
+from components.common.owner_data_tools import render_owner_tools
+from components.common.session import current_dataset, get_ledger, is_owner, show_flash
 
 ledger = get_ledger()
 record = current_dataset(ledger)

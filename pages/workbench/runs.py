@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from components.runs_view import render_runs
-from components.session import current_dataset, get_ledger, show_flash
+from components.common.runs_view import render_runs
+from components.common.session import current_dataset, get_ledger, show_flash
 
 ledger = get_ledger()
 record = current_dataset(ledger)

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from components.owner_views import render_teaching
-from components.session import current_dataset, get_ledger
+from components.common.session import current_dataset, get_ledger
+from components.redescriptions.owner_views import render_teaching
 
 ledger = get_ledger()
 record = current_dataset(ledger)
