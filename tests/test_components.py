@@ -254,6 +254,17 @@ def test_json_export_of_a_tree_run_keeps_its_leaves(tree_result):
     doc = _strict_json(export_json("clinic", kept, {tree_result.run_id: tree_result}, 0.0))
     first, red = doc["redescriptions"][0], tree_result.redescriptions[0]
     assert first["left_structure"] == {"tree": red.left.tree, "leaves": list(red.left.leaves)}
+    # every released statistic carries its 90 % interval, the same in the JSON and the CSV
+    from dpcore.redescriptions.intervals import redescription_intervals
+
+    expected = redescription_intervals(tree_result)[red.id]
+    assert first["intervals"]["coverage"] == 0.9
+    assert first["intervals"]["jaccard"] == [expected.jaccard.low, expected.jaccard.high]
+    table = pd.read_csv(io.StringIO(export_csv(kept, {tree_result.run_id: tree_result}, 0.0)))
+    row = table[table["id"] == red.id].iloc[0]
+    assert row["jaccard_low_90"] == pytest.approx(expected.jaccard.low)
+    assert row["support_both_high_90"] == pytest.approx(expected.support_both.high)
+    assert (table["jaccard_low_90"] <= table["jaccard_high_90"]).all()
 
 
 def test_json_safe_replaces_non_finite_numbers():

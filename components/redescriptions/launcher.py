@@ -25,6 +25,7 @@ from dpcore.errors import DataError, DpcoreError
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
 from dpcore.privacy.units import nano_to_epsilon
+from dpcore.redescriptions.intervals import interval_expectation_text
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, SERENADE_CS
 from dpcore.runs import charge_and_mine, run_cost
@@ -188,7 +189,7 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
     remaining = ledger.budget(record.name)
     st.markdown(cost_text(params, cost) +
                 f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
-    st.info(expectation_text(params))
+    st.info(expectation_text(params) + "\n\n" + interval_expectation_text(params))
     for warning in miner_warnings(params):
         st.warning(warning)
     if seed is not None:
