@@ -478,10 +478,32 @@ def redescription_intervals(result, coverage: float = DEFAULT_COVERAGE, *,
         ql = _interval(red.support_left, err.samples["support_left"], coverage, 0.0, math.inf)
         qr = _interval(red.support_right, err.samples["support_right"], coverage, 0.0,
                        math.inf)
+        j = _hull(j, _jaccard_from_supports(e, ql, qr))
         out[red.id] = RedescriptionIntervals(
             red.id, coverage, j, e, ql, qr, _pvalue_interval(red, e, ql, qr, n_of),
             err.stable)
     return out
+
+
+def _jaccard_from_supports(e: Interval, ql: Interval, qr: Interval) -> Interval:
+    """The J range of the box of support intervals (J rises with |E11|, falls with |qL|, |qR|).
+
+    Where the noise swamps the counts (small ε), the stand-in truth of the bootstrap is
+    itself mostly noise and its J errors say little; the supports' errors are sums of cell
+    noise and stay calibrated, so the J interval is widened to this range as well.
+    """
+    if not all(map(math.isfinite, (e.low, e.high, ql.low, ql.high, qr.low, qr.high))):
+        return Interval(0.0, 1.0)
+    union_hi = ql.high + qr.high - e.low
+    low = e.low / union_hi if union_hi > 0 else 0.0
+    top = min(e.high, ql.low, qr.low) if min(ql.low, qr.low) > 0 else e.high
+    union_lo = max(ql.low + qr.low - top, top)
+    high = top / union_lo if union_lo > 0 else 1.0
+    return Interval(min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0))
+
+
+def _hull(a: Interval, b: Interval) -> Interval:
+    return Interval(min(a.low, b.low), max(a.high, b.high))
 
 
 def _pvalue_interval(red, e: Interval, ql: Interval, qr: Interval,
