@@ -90,7 +90,9 @@ def test_intervals_read_the_release_only(monkeypatch):
     assert redescription_intervals(replayed) == first  # seeded by the run id: reproducible
     for red in result.redescriptions:
         iv = first[red.id]
-        assert 0.0 <= iv.jaccard.low <= red.jaccard <= iv.jaccard.high <= 1.0
+        # a winner's interval may lie wholly below its noisy value (selection): no "noisy
+        # value inside" here, only the ranges
+        assert 0.0 <= iv.jaccard.low <= iv.jaccard.high <= 1.0
         assert 0.0 <= iv.support_both.low <= iv.support_both.high
         assert 0.0 <= iv.pvalue.low <= iv.pvalue.high <= 1.0
     columns = interval_columns(result)
