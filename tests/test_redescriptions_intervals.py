@@ -113,12 +113,12 @@ def test_bad_coverage_is_refused():
 @pytest.mark.slow
 def test_coverage_accounts_for_selection():
     """Small noisy counts, many leaf combinations: extractReds releases winners whose noisy J
-    leans upward. The selection-aware 90 % interval covers the true J about 90 % of the
+    leans upward. The selection-aware 90 % interval covers the true J at least 90 % of the
     time; the symmetric noisy ± 1.645·sd of the same error model (no selection) does not."""
     rng = np.random.default_rng(SEED)
     truth = rng.integers(0, 20, size=(6, 6)).astype(float)
     covered = naive = total = 0
-    signed = []
+    signed, widths = [], []
     for trial in range(30):
         result = _release(truth, 0.2, rng, f"cov{trial}")
         intervals = redescription_intervals(result)
@@ -127,13 +127,17 @@ def test_coverage_accounts_for_selection():
             true_j = _true_jaccard(truth, red)
             total += 1
             covered += intervals[red.id].jaccard.covers(true_j)
+            widths.append(intervals[red.id].jaccard.width)
             sd = sds[red.id] / math.sqrt(2 / math.pi)
             naive += abs(red.jaccard - true_j) <= 1.645 * sd
             signed.append(red.jaccard - true_j)
     assert total >= 60
     assert np.mean(signed) > 0.05, "the scenario must show a winner's curse"
     assert naive / total < 0.8, (naive, total)
-    assert 0.85 <= covered / total <= 0.99, (covered, total)
+    # at least the stated coverage (the J interval also spans the support box, so it may
+    # over-cover), and not by giving up: the intervals are far from the whole [0, 1]
+    assert covered / total >= 0.85, (covered, total)
+    assert np.median(widths) < 0.6, np.median(widths)
 
 
 @pytest.mark.parametrize("epsilon, high", [(0.3, 40), (0.05, 60)])
