@@ -39,8 +39,8 @@ support intervals (largest |E11| with smallest sides, and the reverse): conserva
 The trees and the Serenade queries are chosen by separate mechanisms on their own budget,
 before the counts are noised, so conditioning on them leaves the count noise untouched.
 
-The bootstrap's generator is seeded from the run id, so the same release always gets the
-same intervals (in the app, the CLI and every export).
+The bootstrap's generator is seeded from the released values, so the same release always
+gets the same intervals (in the app, the CLI and every export).
 """
 
 from __future__ import annotations
@@ -138,7 +138,13 @@ def _draw_noise(rng: np.random.Generator, shape, epsilon: float, sensitivity: fl
 
 
 def _rng_for(result) -> np.random.Generator:
-    digest = hashlib.sha256(f"intervals|{result.run_id}".encode()).digest()
+    """A generator seeded by the released values, so the same release always gets the same
+    intervals (also across re-runs of a seeded experiment, whose run ids differ)."""
+    released = [result.algorithm, result.mode, sorted(result.params.items()),
+                [e.noisy_table for e in result.extractions],
+                [(r.id, r.support_left, r.support_right, r.support_both, r.jaccard)
+                 for r in result.redescriptions]]
+    digest = hashlib.sha256(("intervals|" + repr(released)).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
