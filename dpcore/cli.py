@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import os
 import stat
 import sys
@@ -435,7 +436,14 @@ def _patterns_frame(result):
 def _export(result, family: str, path: Path | None, fmt: str) -> None:
     """Write a result (never its owner diagnostics) in ``fmt`` to ``path`` (stdout: JSON)."""
     if fmt == "json":
-        _write_out(path, result.to_json())
+        text = result.to_json()
+        if family == REDESCRIPTIONS:
+            # every released statistic with its 90 % interval (released values only, 0 ε)
+            from dpcore.redescriptions.intervals import intervals_document
+
+            text = json.dumps({**json.loads(text), "intervals": intervals_document(result)},
+                              ensure_ascii=False)
+        _write_out(path, text)
     elif fmt == "csv":
         frame = _patterns_frame(result) if family == SEQUENCES else result.synthetic
         _write_atomically(path, lambda tmp: frame.to_csv(tmp, index=False))

@@ -16,7 +16,9 @@ from dpcore.experiments.metrics import (
     ScoredRedescription,
     compare_methods,
     count_before_after,
+    exceedance_rate,
     false_positives,
+    interval_coverage,
     median_abs_error,
     median_true_jaccard,
     score_run,
@@ -27,12 +29,15 @@ from dpcore.experiments.metrics import (
     summarize,
 )
 from dpcore.redescriptions.evaluate import TrueStatistics, evaluate
+from dpcore.redescriptions.intervals import STATISTICS
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams
 
 SUMMARY_KEYS = {"share_with_output", "n_before", "n_after", "share_significant_kept",
                 "spearman_rho", "spearman_p", "median_true_j", "median_abs_error",
-                "fp_pruned", "fp_kept"}
+                "fp_pruned", "fp_kept", "exceedance_kept",
+                *(f"coverage_{k}" for k in STATISTICS),
+                *(f"coverage_kept_{k}" for k in STATISTICS)}
 
 
 def s(support=10.0, nj=0.5, tj=0.5, tp=0.001, np_=0.001, run="r") -> ScoredRedescription:
@@ -260,3 +265,22 @@ def test_end_to_end_mine_evaluate_score_summarize(mined):
         assert -1.0 <= out["spearman_rho"] <= 1.0 and 0.0 <= out["spearman_p"] <= 1.0
     text = json.dumps(out, allow_nan=False)
     assert json.loads(text) == out
+
+
+# --- intervals and the threshold's promise -----------------------------------------------------
+
+
+def test_exceedance_and_interval_coverage_hand_computed():
+    kept = [s(nj=0.5, tj=0.2), s(nj=0.5, tj=0.45), s(nj=0.3, tj=0.5), s(nj=0.6, tj=0.6)]
+    assert exceedance_rate(kept, 0.1) == pytest.approx(0.5)
+    assert exceedance_rate(kept, 0.35) == 0.0
+    assert math.isnan(exceedance_rate([], 0.1))
+    covered = [dataclasses.replace(s(), covered=(("jaccard", True), ("support_both", False))),
+               dataclasses.replace(s(), covered=(("jaccard", False), ("support_both", False))),
+               dataclasses.replace(s(), covered=(("jaccard", True),))]
+    cov = interval_coverage(covered)
+    assert cov["jaccard"] == pytest.approx(2 / 3) and cov["support_both"] == 0.0
+    assert math.isnan(cov["pvalue"])        # no redescription had that interval
+    out = summarize([covered], threshold=0.0)
+    assert out["coverage_jaccard"] == pytest.approx(2 / 3)
+    assert out["coverage_kept_support_both"] == 0.0 and out["coverage_pvalue"] is None

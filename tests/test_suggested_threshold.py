@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from dpcore.redescriptions.intervals import exceedance_probabilities
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.pruning import (
@@ -79,7 +80,8 @@ def runs(clinic_dataset):
 
 
 def test_uses_the_release_only(runs, monkeypatch):
-    assert list(inspect.signature(suggest_threshold).parameters) == ["results", "tolerance"]
+    assert list(inspect.signature(suggest_threshold).parameters) == ["results", "tolerance",
+                                                                      "rate"]
 
     def no_raw_data(*args, **kwargs):
         raise AssertionError("the suggested threshold must not read raw data")
@@ -92,17 +94,20 @@ def test_uses_the_release_only(runs, monkeypatch):
 
 
 def test_threshold_behaves_like_a_noise_threshold(runs):
-    strong, weak = runs[1.0], runs[0.1]
-    t_strong, t_weak = suggest_threshold(strong), suggest_threshold(weak)
-    assert t_weak > t_strong, "less ε, more noise: a higher threshold"
+    strong = runs[1.0]
+    t_strong = suggest_threshold(strong)
     assert suggest_threshold(strong, 0.05) >= t_strong >= suggest_threshold(strong, 0.3)
+    assert suggest_threshold(strong, rate=0.05) >= t_strong >= suggest_threshold(strong,
+                                                                                rate=0.3)
+    # what it keeps keeps the promise by the release's own (selection-aware) estimate
+    chances = exceedance_probabilities(strong, 0.1)
+    kept = [chances[r.id] for r in strong.redescriptions if r.support_both >= t_strong]
+    assert not kept or np.mean(kept) <= 0.1
+    # the unselected error model still falls with the support
     errors = expected_jaccard_errors(strong)
-    for red in strong.redescriptions:
-        assert errors[red.id] > 0
-        if red.support_both >= t_strong:
-            assert errors[red.id] <= 0.1
     supports = np.array([r.support_both for r in strong.redescriptions])
     errs = np.array([errors[r.id] for r in strong.redescriptions])
+    assert all(e > 0 for e in errs)
     assert np.corrcoef(np.log(supports + 1), np.log(errs))[0, 1] < -0.5
 
 
@@ -110,3 +115,5 @@ def test_empty_and_bad_input():
     assert suggest_threshold([]) == 0.0
     with pytest.raises(ValueError):
         suggest_threshold([], tolerance=0)
+    with pytest.raises(ValueError, match="rate"):
+        suggest_threshold([], rate=1.5)

@@ -120,8 +120,9 @@ def expectation_text(params: MiningParams, tolerance: float = DEFAULT_TOLERANCE)
             f"carries noise of {_noise_rows(noise.count_sd)}, so a redescription's "
             f"noisy Jaccard is expected within {tolerance:g} of the truth only above a "
             f"noisy support of about **{_rows(support)} rows** (one-leaf queries; wider "
-            f"ones need a little more). Explore's suggested pruning threshold will be "
-            f"near there; below it, high noisy Jaccards are mostly noise.")
+            f"ones need a little more). That ignores that the miners release what looks "
+            f"best after noise: Explore's suggested pruning threshold, which accounts for "
+            f"it, lands at or above this; below it, high noisy Jaccards are mostly noise.")
 
 
 def _noise_rows(sd: float) -> str:

@@ -15,6 +15,10 @@ The JSON also carries the analyst's workspace (``workspace``: keep/reject decisi
 tags, notes, runs, threshold and list settings — :mod:`dpcore.redescriptions.workspace`),
 which the Explore page imports back; it holds no statistic, so it adds nothing to what
 is released.
+
+Every released statistic also comes with its 90 % interval (CSV columns ``jaccard_low_90``,
+``jaccard_high_90``, …; JSON ``intervals``), computed by
+:mod:`dpcore.redescriptions.intervals` from the release alone (0 ε).
 """
 
 from __future__ import annotations
@@ -25,6 +29,12 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from dpcore.redescriptions.intervals import (
+    DEFAULT_COVERAGE,
+    STATISTICS,
+    interval_columns,
+    intervals_document,
+)
 from dpcore.redescriptions.results import Query, RunResult
 from dpcore.redescriptions.workspace import (
     ANNOTATION_COLUMNS,
@@ -37,11 +47,16 @@ from ..common.export import json_safe
 
 __all__ = ["export_table", "export_csv", "export_json", "json_safe"]
 
+#: The 90 % interval of every released statistic (dpcore.redescriptions.intervals, 0 ε).
+INTERVAL_COLUMNS = [f"{stat}_{end}_{100 * DEFAULT_COVERAGE:g}" for stat in STATISTICS
+                    for end in ("low", "high")]
+
 _CSV_COLUMNS = ["run_id", "id", "left_query", "right_query", *ANNOTATION_COLUMNS,
                 "noisy_support_left",
                 "noisy_support_right", "noisy_support_both", "noisy_jaccard", "noisy_pvalue",
                 "trial", "step", "algorithm", "mode", "epsilon_charged", "epsilon_spent",
-                "epsilon_returned", "pruning_threshold", "params_json"]
+                "epsilon_returned", "pruning_threshold", *INTERVAL_COLUMNS,
+                "params_json"]
 
 
 def _query_structure(query: Query) -> dict:
@@ -49,6 +64,12 @@ def _query_structure(query: Query) -> dict:
     if query.tests:
         return {"tests": [asdict(t) for t in query.tests], "operators": list(query.operators)}
     return {"tree": query.tree, "leaves": list(query.leaves)}
+
+
+def _intervals_of(result: RunResult, red_id: int) -> dict:
+    """``{"coverage": 0.9, "<statistic>": [low, high], …}`` of one redescription (0 ε)."""
+    doc = intervals_document(result)
+    return {"coverage": doc["coverage"], **doc["redescriptions"][str(red_id)]}
 
 
 def _run_meta(result: RunResult) -> dict:
@@ -76,10 +97,13 @@ def export_table(kept: pd.DataFrame, results: dict[str, RunResult], threshold: f
     """
     ws = _workspace(workspace)
     out = []
+    bounds: dict[str, dict] = {}
     for row in kept.itertuples(index=False):
         result = results[row.run_id]
-        out.append({"run_id": row.run_id, "id": int(row.red_id), "left_query": row.left,
-                    "right_query": row.right,
+        if row.run_id not in bounds:
+            bounds[row.run_id] = interval_columns(result)
+        out.append({**bounds[row.run_id][int(row.red_id)], "run_id": row.run_id,
+                    "id": int(row.red_id), "left_query": row.left, "right_query": row.right,
                     **annotation_columns(ws, row.run_id, int(row.red_id)),
                     "noisy_support_left": row.support_left,
                     "noisy_support_right": row.support_right,
@@ -115,6 +139,7 @@ def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
                                "support_right": row.support_right,
                                "support_both": row.support, "jaccard": row.jaccard,
                                "pvalue": row.pvalue},
+                     "intervals": _intervals_of(results[row.run_id], int(row.red_id)),
                      "trial": int(row.trial), "step": int(row.step)})
     doc = {"dataset": dataset,
            "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),

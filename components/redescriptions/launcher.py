@@ -24,6 +24,7 @@ from dpcore.data.dataset import TwoViewDataset
 from dpcore.errors import DataError, DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester, authorize_run
+from dpcore.redescriptions.intervals import interval_expectation_text
 from dpcore.redescriptions.params import MiningParams
 from dpcore.registry import ALGORITHM_LABELS
 from dpcore.runs import charge_and_mine, run_cost
@@ -138,7 +139,7 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
     remaining = ledger.budget(record.name)
     st.markdown(cost_text(params, cost) +
                 f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
-    st.info(expectation_text(params))
+    st.info(expectation_text(params) + "\n\n" + interval_expectation_text(params))
     for warning in miner_warnings(params):
         st.warning(warning)
     if seed is not None:

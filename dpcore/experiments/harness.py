@@ -74,6 +74,11 @@ from dpcore.experiments.metrics import (
 )
 from dpcore.experiments.report import jsonable, write_report
 from dpcore.redescriptions.evaluate import evaluate
+from dpcore.redescriptions.intervals import (
+    DEFAULT_COVERAGE,
+    EXCEEDANCE_RATE,
+    redescription_intervals,
+)
 from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.redescriptions.results import RunResult
@@ -102,6 +107,13 @@ METRIC_COLUMNS = [
     ("median_abs_error", "median |noisy J − true J|"),
     ("fp_pruned", "FP pruned"),
     ("fp_kept", "FP kept"),
+    ("exceedance_kept", "% kept off by > tol."),
+    ("coverage_jaccard", "% J intervals covering"),
+    ("coverage_kept_jaccard", "% kept J intervals covering"),
+    ("coverage_support_both", "% |E11| intervals covering"),
+    ("coverage_support_left", "% |qL| intervals covering"),
+    ("coverage_support_right", "% |qR| intervals covering"),
+    ("coverage_pvalue", "% p intervals covering"),
 ]
 
 
@@ -185,7 +197,8 @@ def _one_run(dataset: TwoViewDataset, spec: str, epsilon: float, seed: int,
         # Sandbox budget: the executor's in-memory accountant capped at this run's plan, no
         # ledger.
         result = run_sandbox(params, dataset, rng=np.random.default_rng(seed), seed=seed)
-    return result, score_run(result, evaluate(result, dataset))
+    # intervals from the release only (0 ε); scored against the truth here (NOT private)
+    return result, score_run(result, evaluate(result, dataset), redescription_intervals(result))
 
 
 def _worker(task: tuple) -> tuple[str, list[ScoredRedescription]]:
@@ -365,7 +378,8 @@ def run_experiment(dataset, algorithms: list[str], epsilons: list[float], runs: 
             "dataset": path or dataset_obj.schema.name,
             "algorithms": algorithms, "epsilons": epsilons, "runs": runs,
             "prune": "auto" if threshold_fixed is None else threshold_fixed,
-            "tolerance": tolerance, "seed": seed, "processes": processes,
+            "tolerance": tolerance, "interval_coverage": DEFAULT_COVERAGE,
+            "exceedance_rate": EXCEEDANCE_RATE, "seed": seed, "processes": processes,
             "mc_iter": mc_iter, "reference_runs": n_ref, "mode": mode,
             **_params_record(algorithms, epsilons[0], mc_iter, mode),
         },
@@ -465,7 +479,7 @@ def _cell_rows(cells: dict, threshold_fixed: float | None, tolerance: float) -> 
             "epsilon": None if math.isinf(eps) else eps,
             "runs": len(results), "threshold": threshold,
             "run_files": [f"runs/{_cell_key(spec, eps)}__run{i}.json" for i in sorted(by_run)],
-            "summary": summarize(scored_runs, threshold),
+            "summary": summarize(scored_runs, threshold, tolerance=tolerance),
         })
     return cell_rows
 
@@ -533,7 +547,7 @@ def _find(rows, spec, eps):
 def _fmt(key: str, value) -> str:
     if value is None:
         return "–"
-    if key.startswith("share"):
+    if key.startswith(("share", "coverage", "exceedance")):
         return f"{100 * value:.1f}"
     if isinstance(value, int):
         return str(value)
@@ -565,8 +579,13 @@ def _report(metrics: dict, algorithms, epsilons) -> str:
              f"- dataset: `{p['dataset']}`",
              f"- command: `{metrics['command']}`" if metrics["command"] else "- command: (API)",
              "- pruning: " + (f"auto (suggested threshold per algorithm × ε, tolerance "
-                              f"{p['tolerance']:g}, from released values only)"
+                              f"{p['tolerance']:g}, promised rate of kept beyond it "
+                              f"{p.get('exceedance_rate', 0.1):.0%}, from released values "
+                              f"only)"
                               if p["prune"] == "auto" else f"noisy support ≥ {p['prune']:g}"),
+             f"- intervals: {p.get('interval_coverage', 0.9):.0%} two-sided, selection-aware, "
+             "from released values only (dpcore.redescriptions.intervals); "
+             "'covering' = the interval holds the true value",
              f"- seed: {p['seed']} (run i uses seed + i); runs per ε: "
              + ", ".join(f"ε = {e:g}: {n}" for e, n in zip(p["epsilons"], p["runs"])),
              "- versions: " + ", ".join(f"{k} {v}" for k, v in metrics["versions"].items()),

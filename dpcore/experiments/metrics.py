@@ -35,13 +35,14 @@ here. (The release filter Γ.pval, applied by the miner, skips a NaN p-value.)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from dpcore.redescriptions.evaluate import TrueStatistics
+from dpcore.redescriptions.intervals import STATISTICS
 from dpcore.redescriptions.pruning import prune
 from dpcore.redescriptions.results import RunResult
 
@@ -58,6 +59,8 @@ __all__ = [
     "false_positives",
     "compare_methods",
     "summarize",
+    "interval_coverage",
+    "exceedance_rate",
 ]
 
 NAN = float("nan")
@@ -82,6 +85,10 @@ class ScoredRedescription:
         True "marg" p-value on the raw data (NOT private).
     run : str
         The ``run_id`` of the :class:`~dpcore.redescriptions.results.RunResult` it came from.
+    covered : tuple of (str, bool)
+        Per released statistic (``jaccard``, ``support_both``, …), whether its interval
+        (:mod:`dpcore.redescriptions.intervals`) holds the true value (NOT private); empty
+        when no intervals were given.
     """
 
     noisy_support: float
@@ -90,9 +97,11 @@ class ScoredRedescription:
     true_jaccard: float
     true_pvalue: float
     run: str
+    covered: tuple[tuple[str, bool], ...] = ()
 
 
-def score_run(result: RunResult, truth: Sequence[TrueStatistics]) -> list[ScoredRedescription]:
+def score_run(result: RunResult, truth: Sequence[TrueStatistics],
+              intervals: Mapping | None = None) -> list[ScoredRedescription]:
     """Join a run's released redescriptions with their true statistics by id.
 
     Parameters
@@ -101,6 +110,9 @@ def score_run(result: RunResult, truth: Sequence[TrueStatistics]) -> list[Scored
         A mining run; its redescriptions' statistics are DP releases.
     truth : sequence of TrueStatistics
         ``evaluate(result, dataset)``: true statistics, NOT private.
+    intervals : mapping, optional
+        ``redescription_intervals(result)`` (released values only); each scored
+        redescription then records which of its intervals hold the true value.
 
     Returns
     -------
@@ -128,10 +140,39 @@ def score_run(result: RunResult, truth: Sequence[TrueStatistics]) -> list[Scored
     out = []
     for r in result.redescriptions:
         t = true_by_id[r.id]
+        covered = () if intervals is None else _covered(intervals[r.id], t)
         out.append(ScoredRedescription(float(r.support_both), float(r.jaccard),
                                        float(r.pvalue), float(t.jaccard), float(t.pvalue),
-                                       result.run_id))
+                                       result.run_id, covered))
     return out
+
+
+def _covered(iv, t: TrueStatistics) -> tuple[tuple[str, bool], ...]:
+    """Which released statistics' intervals hold the truth (unreleased ones: left out)."""
+    out = []
+    for stat in STATISTICS:
+        bounds = getattr(iv, stat)
+        if math.isfinite(bounds.low) and math.isfinite(getattr(t, stat)):
+            out.append((stat, bool(bounds.low <= getattr(t, stat) <= bounds.high)))
+    return tuple(out)
+
+
+def interval_coverage(scored: Sequence[ScoredRedescription]) -> dict[str, float]:
+    """Share of redescriptions whose interval holds the true value, per statistic (NOT
+    private: uses true statistics). NaN for a statistic no redescription has."""
+    hits: dict[str, list[bool]] = {stat: [] for stat in STATISTICS}
+    for s in scored:
+        for stat, ok in s.covered:
+            hits[stat].append(ok)
+    return {stat: (sum(v) / len(v) if v else NAN) for stat, v in hits.items()}
+
+
+def exceedance_rate(kept: Sequence[ScoredRedescription], tolerance: float) -> float:
+    """Share of ``kept`` whose |noisy J − true J| exceeds ``tolerance`` (NOT private); NaN
+    when nothing is kept."""
+    if not kept:
+        return NAN
+    return sum(1 for s in kept if abs(s.noisy_jaccard - s.true_jaccard) > tolerance) / len(kept)
 
 
 def share_of_runs_with_output(runs: Sequence[Sequence[ScoredRedescription]]) -> float:
@@ -315,7 +356,7 @@ def _json_number(x: float | int) -> float | int | None:
 
 
 def summarize(runs: Sequence[Sequence[ScoredRedescription]], threshold: float,
-              alpha: float = 0.01) -> dict:
+              alpha: float = 0.01, tolerance: float = 0.1) -> dict:
     """All metrics for one algorithm × ε cell, pooled over runs. NOT private.
 
     Parameters
@@ -338,7 +379,11 @@ def summarize(runs: Sequence[Sequence[ScoredRedescription]], threshold: float,
         * ``spearman_rho`` / ``spearman_p``: noisy vs true Jaccard on kept;
         * ``median_true_j``: median true Jaccard of kept;
         * ``median_abs_error``: median |noisy J − true J| of kept;
-        * ``fp_pruned`` / ``fp_kept``: released with true p > ``alpha``.
+        * ``fp_pruned`` / ``fp_kept``: released with true p > ``alpha``;
+        * ``exceedance_kept``: share of kept with |noisy J − true J| > ``tolerance``;
+        * ``coverage_<statistic>`` / ``coverage_kept_<statistic>``: share of all released /
+          of kept redescriptions whose interval holds the true value (when the runs were
+          scored with intervals).
     """
     pooled = [s for run in runs for s in run]
     kept, pruned = split_by_threshold(pooled, threshold)
@@ -355,5 +400,8 @@ def summarize(runs: Sequence[Sequence[ScoredRedescription]], threshold: float,
         "median_abs_error": median_abs_error(kept),
         "fp_pruned": fp_pruned,
         "fp_kept": fp_kept,
+        "exceedance_kept": exceedance_rate(kept, tolerance),
+        **{f"coverage_{k}": v for k, v in interval_coverage(pooled).items()},
+        **{f"coverage_kept_{k}": v for k, v in interval_coverage(kept).items()},
     }
     return {k: _json_number(v) for k, v in values.items()}

@@ -380,6 +380,80 @@ def _seeds(c: _Counts, pval: float, max_e11: float):
     return (ii, jj, combo % 2 == 1, combo >= 2, ql[pick], qr[pick], e[pick], jac[pick])
 
 
+def _search(c: _Counts, params):
+    """Steps 1-3 of :func:`extract_redescriptions` on noisy counts, block by block.
+
+    Yields ``(left, right, (ql, qr, e11, j, p), keep)`` per block of seeds: the two sides'
+    :class:`_Side` state, the clipped statistics of every seed's final query pair and the
+    Boolean ``keep`` of step 3 (Γ and no tautology). Post-processing only.
+    """
+    m, k = c.table.shape
+    if m < 2 or k < 2:
+        return  # one leaf covers every row of its tree: every query is a tautology
+    pval = float(params.max_pvalue)
+    max_e11 = float(params.max_support) * c.n
+    n_lit = max(int(params.max_clauses), 1)
+    faithful = getattr(params, "mode", STRICT) == FAITHFUL
+
+    ii, jj, neg_l, neg_r, ql_raw, qr_raw, e11_raw, jac = _seeds(c, pval, max_e11)
+    chunk = max(64, _BLOCK_CELLS // (2 * max(m, k)))
+    for start in range(0, ii.size, chunk):
+        block = slice(start, start + chunk)
+        rows = np.arange(ii[block].size)
+        left, right = _Side(m, rows.size, n_lit), _Side(k, rows.size, n_lit)
+        left.add(rows, ii[block], neg_l[block], ql_raw[block])
+        right.add(rows, jj[block], neg_r[block], qr_raw[block])
+        e_raw, j_cur = e11_raw[block].copy(), jac[block].copy()
+        after_l = ii[block] if faithful else None
+        after_r = jj[block] if faithful else None
+        for _ in range(n_lit - 1):
+            _extend_side(left, right, e_raw, j_cur, c.left, c.table, c, pval, max_e11, True,
+                         after_l)
+            _extend_side(right, left, e_raw, j_cur, c.right, c.table.T, c, pval, max_e11,
+                         False, after_r)
+        ql, qr, e11, j = _clip_stats(left.raw, right.raw, e_raw, c.n)
+        p = marg_pvalues(ql, qr, e11, c.n)
+        cap = max_e11
+        keep = ((j >= params.min_jaccard) & (p <= pval) & (e11 >= params.min_support)
+                & (e11 <= cap) & (ql < cap) & (qr < cap))
+        lcount, rcount = left.mask.sum(axis=1), right.mask.sum(axis=1)
+        keep &= (lcount > 0) & (lcount < m) & (rcount > 0) & (rcount < k)
+        yield left, right, (ql, qr, e11, j, p), keep
+
+
+def released_query_masks(noisy_table, *, noisy_left=None, noisy_right=None, noisy_n=None,
+                         params) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The leaf masks and statistics :func:`extract_redescriptions` would release (fast).
+
+    The same search, filters and de-duplication by leaf masks, without the literals and
+    texts (for simulations that need only which query pairs pass and their noisy values,
+    e.g. :mod:`dpcore.redescriptions.intervals`). Post-processing only: 0 ε.
+
+    Returns
+    -------
+    left_masks : ndarray of bool, shape (R, m)
+    right_masks : ndarray of bool, shape (R, k)
+    stats : ndarray, shape (R, 5)
+        ``support_left, support_right, support_both, jaccard, pvalue`` per released pair,
+        in the order :func:`extract_redescriptions` releases them.
+    """
+    c = _counts(noisy_table, noisy_left, noisy_right, noisy_n)
+    m, k = c.table.shape
+    lm, rm, st = [], [], []
+    for left, right, stats, keep in _search(c, params):
+        idx = np.flatnonzero(keep)
+        lm.append(left.mask[idx])
+        rm.append(right.mask[idx])
+        st.append(np.stack([np.asarray(x)[idx] for x in stats], axis=1))
+    if not lm:
+        return np.zeros((0, m), bool), np.zeros((0, k), bool), np.zeros((0, 5))
+    lm_all, rm_all, st_all = np.concatenate(lm), np.concatenate(rm), np.concatenate(st)
+    key = np.concatenate([lm_all, rm_all], axis=1)
+    _, first = np.unique(key, axis=0, return_index=True)
+    first.sort()
+    return lm_all[first], rm_all[first], st_all[first]
+
+
 def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, noisy_n=None,
                            params, left_tree: TreeRecord, right_tree: TreeRecord,
                            left_tree_index: int, right_tree_index: int, trial: int, step: int,
@@ -439,43 +513,11 @@ def extract_redescriptions(noisy_table, *, noisy_left=None, noisy_right=None, no
     if left_tree.n_leaves != m or right_tree.n_leaves != k:
         raise ValueError(f"noisy_table is {m}×{k} but the trees have {left_tree.n_leaves} "
                          f"and {right_tree.n_leaves} leaves")
-    if m < 2 or k < 2:
-        return []  # one leaf covers every row of its tree: every query is a tautology
-    pval = float(params.max_pvalue)
-    max_e11 = float(params.max_support) * c.n
-    n_lit = max(int(params.max_clauses), 1)
-    faithful = getattr(params, "mode", STRICT) == FAITHFUL
-
-    ii, jj, neg_l, neg_r, ql_raw, qr_raw, e11_raw, jac = _seeds(c, pval, max_e11)
-    results = []
-    chunk = max(64, _BLOCK_CELLS // (2 * max(m, k)))
-    for start in range(0, ii.size, chunk):
-        block = slice(start, start + chunk)
-        rows = np.arange(ii[block].size)
-        left, right = _Side(m, rows.size, n_lit), _Side(k, rows.size, n_lit)
-        left.add(rows, ii[block], neg_l[block], ql_raw[block])
-        right.add(rows, jj[block], neg_r[block], qr_raw[block])
-        e_raw, j_cur = e11_raw[block].copy(), jac[block].copy()
-        after_l = ii[block] if faithful else None
-        after_r = jj[block] if faithful else None
-        for _ in range(n_lit - 1):
-            _extend_side(left, right, e_raw, j_cur, c.left, c.table, c, pval, max_e11, True,
-                         after_l)
-            _extend_side(right, left, e_raw, j_cur, c.right, c.table.T, c, pval, max_e11,
-                         False, after_r)
-        results.append((left, right, e_raw))
-
     out: list[Redescription] = []
     chosen: dict[bytes, int] = {}
     kept: list[tuple[list[Literal], list[Literal], tuple]] = []
-    for left, right, e_raw in results:
-        ql, qr, e11, j = _clip_stats(left.raw, right.raw, e_raw, c.n)
-        p = marg_pvalues(ql, qr, e11, c.n)
-        cap = float(params.max_support) * c.n
-        keep = ((j >= params.min_jaccard) & (p <= pval) & (e11 >= params.min_support)
-                & (e11 <= cap) & (ql < cap) & (qr < cap))
-        lcount, rcount = left.mask.sum(axis=1), right.mask.sum(axis=1)
-        keep &= (lcount > 0) & (lcount < m) & (rcount > 0) & (rcount < k)
+    for left, right, stats, keep in _search(c, params):
+        ql, qr, e11, j, p = stats
         for r in np.flatnonzero(keep):
             lits_l = _simplify([Literal(int(a), bool(b)) for a, b in
                                 zip(left.lit_leaf[r, :left.n_lit[r]],

@@ -294,35 +294,53 @@ def _serenade_jaccard_errors(result, calls: dict[str, dict], kind: str) -> dict[
     return out
 
 
-def suggest_threshold(results, tolerance: float = 0.1) -> float:
-    """The smallest noisy support above which every redescription's expected Jaccard
-    error is at most ``tolerance`` (0 ε: computed from released values only).
+def suggest_threshold(results, tolerance: float = 0.1, rate: float | None = None) -> float:
+    """The smallest noisy support |E11| that keeps its promise: among the redescriptions
+    kept (noisy support ≥ the threshold), the expected share whose noisy Jaccard is off by
+    more than ``tolerance`` from the true one is at most ``rate`` (0 ε: released values
+    only).
+
+    Each redescription's chance of missing the tolerance comes from
+    :func:`dpcore.redescriptions.intervals.exceedance_probabilities`, which accounts for
+    the miners' selection on noisy values (the winner's curse); the expected share among
+    the kept is the mean of those chances.
 
     Parameters
     ----------
     results : RunResult or list of RunResult
         The runs shown on the scatter (pooled).
     tolerance : float
-        Largest acceptable expected |noisy J − true J|, in Jaccard units (default 0.1).
+        Largest acceptable |noisy J − true J|, in Jaccard units (default 0.1).
+    rate : float, optional
+        The promised largest share of kept redescriptions beyond ``tolerance``; default
+        :data:`dpcore.redescriptions.intervals.EXCEEDANCE_RATE` (10 %).
 
     Returns
     -------
     float
-        A noisy support |E11| (rows): 0 when every redescription passes; above the
-        largest support when none does (everything pruned).
+        A noisy support |E11| (rows): 0 when every redescription may be kept; above the
+        largest support when no set of the largest supports keeps the promise.
     """
+    from dpcore.redescriptions.intervals import EXCEEDANCE_RATE, exceedance_probabilities
+
     if not 0 < tolerance:
         raise ValueError(f"tolerance must be > 0; got {tolerance!r}")
+    rate = EXCEEDANCE_RATE if rate is None else rate
+    if not 0 < rate < 1:
+        raise ValueError(f"rate must lie strictly between 0 and 1; got {rate!r}")
     runs = results if isinstance(results, (list, tuple)) else [results]
     pairs = []
     for run in runs:
-        errors = expected_jaccard_errors(run)
-        pairs += [(red.support_both, errors[red.id]) for red in run.redescriptions]
+        chances = exceedance_probabilities(run, tolerance)
+        pairs += [(red.support_both, chances[red.id]) for red in run.redescriptions]
     if not pairs:
         return 0.0
-    pairs.sort()
-    threshold = 0.0
-    for support, error in pairs:  # the last too-noisy one sets the threshold just above it
-        if error > tolerance:
-            threshold = math.nextafter(support, math.inf)
-    return threshold
+    # from the largest support down: the lowest cut whose kept set keeps the promise
+    pairs.sort(reverse=True)
+    threshold = math.nextafter(pairs[0][0], math.inf)
+    total = 0.0
+    for count, (support, chance) in enumerate(pairs, 1):
+        total += chance
+        if total <= rate * count and (count == len(pairs) or pairs[count][0] < support):
+            threshold = support
+    return 0.0 if threshold <= pairs[-1][0] else threshold

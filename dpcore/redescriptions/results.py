@@ -428,6 +428,7 @@ class RunResult(Release):
     def from_dict(cls, data: dict) -> RunResult:
         """Read a result of any stored format (see :data:`REDESCRIPTIONS_FORMAT`)."""
         d = dict(data)
+        d.pop("intervals", None)  # added by exports (post-processing), not a stored field
         version = d.pop("redescriptions_format", 1)
         if version not in (1, REDESCRIPTIONS_FORMAT):
             raise DataError(f"this redescription result has format {version!r}; this version "

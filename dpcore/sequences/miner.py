@@ -657,7 +657,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         keys = ["max_length", "threshold", "alphabet"] + (
             ["partition", "shrinking", "noise"] if pfs2 else [])
         not_dp = [NOT_DP_STEPS[key] for key in keys]
-    result = SequenceRunResult(
+    return with_intervals(SequenceRunResult(
         run_id=run_id or uuid.uuid4().hex, dataset=schema.name, algorithm=params.algorithm,
         mode=params.mode, params=params.to_dict(), version=__version__,
         created_at=datetime.now(UTC).isoformat(), epsilon_nano=total,
@@ -668,5 +668,4 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         diagnostics=SequenceDiagnostics(
             true_records=data.n_records, true_supports=true_supports,
             sample_sizes=[p.n_records for p in parts], shrinking=shrinking,
-            phase_seconds=dict(run.timers)))
-    return with_intervals(result)
+            phase_seconds=dict(run.timers))))

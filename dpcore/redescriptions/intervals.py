@@ -1,0 +1,705 @@
+"""Intervals on every released statistic of a redescription, accounting for selection.
+
+Post-processing only: 0 ε. Every function here reads a released
+:class:`~dpcore.redescriptions.results.RunResult` (its noisy counts, trees, queries, the
+ε and sensitivity of every recorded mechanism call, its Γ parameters) and nothing else —
+never the dataset. The interval of a statistic is therefore as public as the statistic.
+
+Why not ``noisy ± z·sd``
+------------------------
+The miners release what *looks good after noise*: extractReds keeps, among the many leaf
+combinations of two trees, those whose noisy Jaccard is largest and passes Γ; Serenade keeps
+a measurement whose noisy Jaccard passes Γ (and, for SerenadeCS, ``min_acc``). A released
+statistic is thus a winner, and its noise leans upward (winner's curse): a symmetric interval
+around it under-covers, and an error model that ignores the selection (the delta-method
+sd of :func:`dpcore.redescriptions.pruning.jaccard_error_sd`) promises too much.
+
+How the selection is accounted for (docs/ALGORITHMS.md, "Intervals and selection")
+---------------------------------------------------------------------------------
+A parametric bootstrap of the release's *own* selection, from released values only:
+
+* **tree miners** — for each extraction, the released noisy leaf × leaf table (clipped at 0)
+  stands in for the truth; it is re-noised ``replicates`` times at the public scale of that
+  extraction's mechanism call (same noise kind, ε, Δ), and extractReds — deterministic
+  post-processing of a table with the run's public Γ — is run again on each copy. Every
+  redescription a replicate releases gives one error ``noisy − stand-in truth`` per statistic,
+  drawn *conditional on having been selected*. A released redescription whose query pair
+  is selected again in at least :data:`MATCH_SHARE` of the replicates takes the quantiles of
+  its own errors; the others (selected mostly by noise) take the pooled errors of the
+  rarely re-selected ones, rescaled by their own noise sd (z-scores).
+* **Serenade** — a released measurement stands in for the truth of its 2×2 table (strict:
+  |E11|, |E10|, |E01|; faithful: |E11|, |E10|+|E01|), is re-noised at the scale of its
+  quality call, and only replicates that pass the same tests the release passed
+  (Γ.minJ, Γ.minSupp; SerenadeCS's ``min_acc`` on the side it fell) are kept.
+
+The interval is ``[noisy − q_hi, noisy − q_lo]`` with ``q_lo``, ``q_hi`` the
+``(1 − coverage)/2`` and ``(1 + coverage)/2`` quantiles of those errors, clipped to the
+statistic's range. The p-value's interval is the "marg" p-value at the corners of the
+support intervals (largest |E11| with smallest sides, and the reverse): conservative.
+The trees and the Serenade queries are chosen by separate mechanisms on their own budget,
+before the counts are noised, so conditioning on them leaves the count noise untouched.
+
+The bootstrap's generator is seeded from the released values, so the same release always
+gets the same intervals (in the app, the CLI and every export).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from dpcore.redescriptions.extract import _clip_stats, marg_pvalues, released_query_masks
+from dpcore.redescriptions.pruning import cell_noise_variance
+from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
+
+__all__ = ["DEFAULT_COVERAGE", "DEFAULT_REPLICATES", "EXCEEDANCE_RATE", "MATCH_SHARE", "NEIGHBOURS",
+           "STATISTICS", "Interval", "RedescriptionIntervals", "redescription_intervals",
+           "exceedance_probabilities", "interval_columns", "intervals_document",
+           "expected_widths", "interval_expectation_text"]
+
+#: Two-sided coverage of every interval unless asked otherwise (90 %).
+DEFAULT_COVERAGE = 0.9
+#: Bootstrap replicates per extraction (tree miners) or per measurement (Serenade).
+DEFAULT_REPLICATES = 40
+#: The suggested threshold's promise: at most this share of the kept redescriptions is
+#: off by more than the tolerance (docs/ALGORITHMS.md, "Intervals and selection").
+EXCEEDANCE_RATE = 0.1
+#: A released query pair selected again in at least this share of the replicates is
+#: "stable" and takes its own errors; a rarer one takes the pooled rare errors.
+MATCH_SHARE = 0.2
+#: A pair selected mostly by noise takes the errors of this many rare replicate pairs of
+#: the nearest size.
+NEIGHBOURS = 300
+#: The released statistics that get an interval, in column order.
+STATISTICS = ("jaccard", "support_both", "support_left", "support_right", "pvalue")
+#: Fewest errors a quantile is taken from; with fewer, the interval is the full range.
+_MIN_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided interval ``[low, high]`` in the statistic's unit (rows or Jaccard)."""
+
+    low: float
+    high: float
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def covers(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class RedescriptionIntervals:
+    """The intervals of one released redescription (post-processing of the release, 0 ε).
+
+    ``coverage``: the stated two-sided coverage (0.9 = 90 %). ``stable``: whether the
+    query pair was re-selected in at least :data:`MATCH_SHARE` of the bootstrap replicates
+    (then its own errors were used). NaN bounds: a statistic the run did not release
+    (faithful Serenade's side supports and p-value).
+    """
+
+    id: int
+    coverage: float
+    jaccard: Interval
+    support_both: Interval
+    support_left: Interval
+    support_right: Interval
+    pvalue: Interval
+    stable: bool
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- noise
+
+def _draw_noise(rng: np.random.Generator, shape, epsilon: float, sensitivity: float,
+                kind: str) -> np.ndarray:
+    """Noise of the mechanism that was used (a simulation, not a release: no ε is spent).
+
+    Discrete Laplace with α = exp(−ε/Δ) is the difference of two geometric variables on
+    {0, 1, …}; continuous Laplace has scale Δ/ε.
+    """
+    if kind == "continuous":
+        return rng.laplace(0.0, sensitivity / epsilon, size=shape)
+    alpha = math.exp(-epsilon / sensitivity)
+    p = 1.0 - alpha
+    if p >= 1.0:
+        return np.zeros(shape)
+    return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(np.float64)
+
+
+def _rng_for(result) -> np.random.Generator:
+    """A generator seeded by the released values, so the same release always gets the same
+    intervals (also across re-runs of a seeded experiment, whose run ids differ)."""
+    released = [result.algorithm, result.mode, sorted(result.params.items()),
+                [e.noisy_table for e in result.extractions],
+                [(r.id, r.support_left, r.support_right, r.support_both, r.jaccard)
+                 for r in result.redescriptions]]
+    digest = hashlib.sha256(("intervals|" + repr(released)).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _calls(result) -> dict[str, dict]:
+    return {call["label"]: call for call in result.mechanism_calls}
+
+
+def _kind(result) -> str:
+    return "continuous" if result.mode == FAITHFUL else result.params.get("noise", "discrete")
+
+
+# --------------------------------------------------------------------------- errors
+
+@dataclass
+class _Errors:
+    """Per redescription: errors (noisy − stand-in truth) per statistic, and stability."""
+
+    samples: dict[str, np.ndarray]
+    stable: bool
+
+
+def _gamma(params: Mapping, mode: str) -> SimpleNamespace:
+    return SimpleNamespace(min_jaccard=float(params.get("min_jaccard", 0.1)),
+                           max_pvalue=float(params.get("max_pvalue", 0.01)),
+                           min_support=float(params.get("min_support", 0.0)),
+                           max_support=float(params.get("max_support", 1.0)),
+                           max_clauses=int(params.get("max_clauses", 3)), mode=mode)
+
+
+@dataclass(frozen=True)
+class _Extraction:
+    """What the bootstrap of one extraction needs, all of it released or public."""
+
+    truth: np.ndarray                  # stand-in truth: the noisy table clipped at 0
+    marginals: tuple | None            # faithful: stand-in |A_i|, |B_j| (clipped at 0)
+    table_noise: tuple[float, float]   # (ε, Δ) of the table's cells
+    marginal_noise: tuple[float, float] | None
+    kind: str
+
+    @property
+    def faithful(self) -> bool:
+        return self.marginals is not None
+
+    def variances(self) -> tuple[float, float | None]:
+        v_table = cell_noise_variance(*self.table_noise, self.kind)
+        v_marg = (None if self.marginal_noise is None
+                  else cell_noise_variance(*self.marginal_noise, self.kind))
+        return v_table, v_marg
+
+    def sds(self, a, c, e, union) -> dict[str, np.ndarray]:
+        """Noise sd of each statistic of query pairs covering ``a`` × ``c`` leaves (vectorised;
+        the Jaccard's by the delta method of :func:`~dpcore.redescriptions.pruning.
+        jaccard_error_sd`)."""
+        m, k = self.truth.shape
+        v, vm = self.variances()
+        a, c = np.asarray(a, dtype=np.float64), np.asarray(c, dtype=np.float64)
+        e = np.maximum(np.asarray(e, dtype=np.float64), 0.0)
+        u = np.asarray(union, dtype=np.float64)
+        if vm is None:
+            side_l, side_r = np.sqrt(v * a * k), np.sqrt(v * c * m)
+            var_j = v * (a * c * (u - e) ** 2 + e * e * (a * (k - c) + (m - a) * c))
+        else:
+            side_l, side_r = np.sqrt(vm * a), np.sqrt(vm * c)
+            var_j = v * a * c * (u + e) ** 2 + vm * e * e * (a + c)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sd_j = np.where(u > 0, np.sqrt(var_j) / np.where(u > 0, u, 1.0) ** 2, np.inf)
+        return {"jaccard": sd_j, "support_both": np.sqrt(v * a * c),
+                "support_left": side_l, "support_right": side_r}
+
+    def replicate(self, rng) -> tuple[np.ndarray, dict]:
+        """One re-noised copy of the release (a simulation: no ε is spent)."""
+        eps, sens = self.table_noise
+        noisy = self.truth + _draw_noise(rng, self.truth.shape, eps, sens, self.kind)
+        if not self.faithful:
+            return noisy, {}
+        eps_m, sens_m = self.marginal_noise
+        m, k = self.truth.shape
+        # as the miner: counts truncated toward zero, Ñ the clipped right marginals' sum
+        nl = np.trunc(self.marginals[0] + _draw_noise(rng, m, eps_m, sens_m, self.kind))
+        nr = np.trunc(self.marginals[1] + _draw_noise(rng, k, eps_m, sens_m, self.kind))
+        return np.trunc(noisy), {"noisy_left": nl, "noisy_right": nr,
+                                 "noisy_n": float(np.maximum(nr, 0.0).sum())}
+
+    def true_statistics(self, lm: np.ndarray, rm: np.ndarray):
+        """Stand-in true ``(ql, qr, e11, j)`` of query pairs given as leaf masks."""
+        lf, rf = lm.astype(np.float64), rm.astype(np.float64)
+        if self.faithful:
+            t_left, t_right = self.marginals
+            t_n = float(t_right.sum())
+        else:
+            t_left, t_right = self.truth.sum(axis=1), self.truth.sum(axis=0)
+            t_n = float(self.truth.sum())
+        return _clip_stats(lf @ t_left, rf @ t_right,
+                           np.einsum("ri,ij,rj->r", lf, self.truth, rf), t_n)
+
+
+def _extraction_of(result, ext, calls: Mapping[str, dict]) -> _Extraction:
+    prefix = f"trial {ext.trial} step {ext.step} extraction"
+    truth = np.maximum(np.asarray(ext.noisy_table, dtype=np.float64), 0.0)
+    if result.mode == FAITHFUL:
+        table, left = calls[prefix + " table"], calls[prefix + " left"]
+        marginals = (np.maximum(np.asarray(ext.noisy_left, dtype=np.float64), 0.0),
+                     np.maximum(np.asarray(ext.noisy_right, dtype=np.float64), 0.0))
+        marginal_noise = (left["epsilon_nano"] / 1e9, float(left["sensitivity"]))
+    else:
+        table, marginals, marginal_noise = calls[prefix], None, None
+    return _Extraction(truth, marginals, (table["epsilon_nano"] / 1e9,
+                                          float(table["sensitivity"])),
+                       marginal_noise, _kind(result))
+
+
+def _masks(red, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    lmask, rmask = np.zeros(m, bool), np.zeros(k, bool)
+    lmask[list(red.left.leaves)] = True
+    rmask[list(red.right.leaves)] = True
+    return lmask, rmask
+
+
+def _extraction_errors(x: _Extraction, reds, gamma, replicates: int, rng
+                       ) -> dict[int, _Errors]:
+    """Bootstrap one extraction: errors of everything extractReds re-releases, by pair."""
+    m, k = x.truth.shape
+    stats4 = STATISTICS[:4]
+    keyed: dict[bytes, list[tuple[dict, dict, float]]] = {}
+    for _ in range(replicates):
+        noisy, extra = x.replicate(rng)
+        lm, rm, st = released_query_masks(noisy, params=gamma, **extra)
+        if not len(st):
+            continue
+        t_ql, t_qr, t_e, t_j = x.true_statistics(lm, rm)
+        err = {"jaccard": st[:, 3] - t_j, "support_both": st[:, 2] - t_e,
+               "support_left": st[:, 0] - t_ql, "support_right": st[:, 1] - t_qr}
+        sd = x.sds(lm.sum(axis=1), rm.sum(axis=1), st[:, 2], st[:, 0] + st[:, 1] - st[:, 2])
+        for r in range(len(st)):
+            keyed.setdefault(lm[r].tobytes() + b"|" + rm[r].tobytes(), []).append(
+                ({s: float(err[s][r]) for s in stats4}, {s: float(sd[s][r]) for s in stats4},
+                 float(st[r, 2])))
+    # The rarely re-selected pairs' errors in sd units: the errors of a pair selected by
+    # noise. How far selection pushes a winner's J depends on its size (a large pair's
+    # rivals are close to it in sd units), so its J takes the errors of the NEIGHBOURS rare
+    # pairs nearest to it in log |E11|.
+    enough = max(MATCH_SHARE * replicates, _MIN_SAMPLES)
+    rare_e, rare_rows = [], []
+    for rows in keyed.values():
+        if len(rows) < enough:
+            for err, sd, e11 in rows:
+                rare_e.append(math.log1p(max(e11, 0.0)))
+                rare_rows.append([err[s] / sd[s] if 0 < sd[s] < math.inf else math.nan
+                                  for s in stats4])
+    order = np.argsort(rare_e)
+    rare_log_e = np.asarray(rare_e, dtype=np.float64)[order]
+    rare_z = np.asarray(rare_rows, dtype=np.float64).reshape(-1, len(stats4))[order]
+    out = {}
+    for red in reds:
+        lmask, rmask = _masks(red, m, k)
+        rows = keyed.get(lmask.tobytes() + b"|" + rmask.tobytes(), [])
+        if len(rows) >= enough:
+            out[red.id] = _Errors({s: np.array([err[s] for err, _, _ in rows])
+                                   for s in stats4}, True)
+            continue
+        union = red.support_left + red.support_right - red.support_both
+        sd = x.sds(lmask.sum(), rmask.sum(), red.support_both, union)
+        near = _nearest(rare_log_e, math.log1p(max(red.support_both, 0.0)), NEIGHBOURS)
+        samples = {}
+        for i, s in enumerate(stats4):
+            # the Jaccard takes its size-matched neighbours; a support's error in sd units
+            # depends on its size far less, and takes all rare pairs (steadier quantiles)
+            z = rare_z[near, i] if s == "jaccard" else rare_z[:, i]
+            samples[s] = z * float(sd[s]) if np.isfinite(sd[s]) else np.array([])
+        out[red.id] = _Errors(samples, False)
+    return out
+
+
+def _nearest(sorted_values: np.ndarray, value: float, count: int) -> slice:
+    """The slice of the ``count`` entries of ``sorted_values`` nearest to ``value``."""
+    n = sorted_values.size
+    if n <= count:
+        return slice(0, n)
+    lo = int(np.searchsorted(sorted_values, value)) - count // 2
+    lo = min(max(lo, 0), n - count)
+    # slide toward the closer side while that brings nearer values in
+    while lo > 0 and value - sorted_values[lo - 1] < sorted_values[lo + count - 1] - value:
+        lo -= 1
+    while lo + count < n and sorted_values[lo + count] - value < value - sorted_values[lo]:
+        lo += 1
+    return slice(lo, lo + count)
+
+
+def _tree_errors(result, replicates: int, rng) -> dict[int, _Errors]:
+    calls = _calls(result)
+    gamma = _gamma(result.params, result.mode)
+    by_extraction: dict[int, list] = {}
+    for red in result.redescriptions:
+        by_extraction.setdefault(red.extraction, []).append(red)
+    out: dict[int, _Errors] = {}
+    for index, reds in by_extraction.items():
+        x = _extraction_of(result, result.extractions[index], calls)
+        out.update(_extraction_errors(x, reds, gamma, replicates, rng))
+    return out
+
+
+def _serenade_noise(result) -> tuple[float, int, int] | None:
+    """(ε/Δ of the noisiest quality measurement, measurements made, cells used by each).
+
+    Strict Serenade noises a 4-cell table per measurement (|E11|, |E10|, |E01| are used);
+    faithful Serenade two counts (|E11|, |E10|+|E01|) at half a measurement's ε each.
+    """
+    faithful = result.mode == FAITHFUL
+    suffix = " |E11|" if faithful else " quality table"
+    quality = [c for c in result.mechanism_calls if c["label"].endswith(suffix)]
+    if not quality:
+        return None
+    worst = min(quality, key=lambda c: c["epsilon_nano"] / float(c["sensitivity"]))
+    return (worst["epsilon_nano"] / 1e9 / float(worst["sensitivity"]), len(quality),
+            2 if faithful else 3)
+
+
+def _serenade_bounds(result, red, alpha: float, noise) -> dict[str, Interval]:
+    """Intervals that hold for every cell of every measurement at once (P ≥ 1 − α).
+
+    Serenade selects on its noisy measurements (Γ; SerenadeCS's ``min_acc``), and one
+    measurement is released out of many. A union bound over all cells of all measurements
+    of the run (their number is public) makes every cell's noise at most ``h`` in size with
+    probability ≥ 1 − α, whatever was selected: ``h = ln(2·cells·M/α)·Δ/ε`` bounds both
+    discrete Laplace (P(|X| ≥ h) = 2a^h/(1 + a) ≤ 2a^h, a = e^{−ε/Δ}) and Laplace
+    (P(|X| > h) = a^h). A cell released clipped at 0 keeps a valid bound: its true count is
+    at most ``h`` then. J is monotone in each cell, so its bounds are at the box's corners.
+    """
+    eps_per_sens, measurements, cells = noise
+    h = math.log(2.0 * cells * measurements / alpha) / eps_per_sens
+    e = max(red.support_both, 0.0)
+    lo = lambda x: max(x - h, 0.0)  # noqa: E731
+    if result.mode == FAITHFUL:
+        d = e / red.jaccard - e if red.jaccard > 0 else (math.inf if e > 0 else 0.0)
+        if not math.isfinite(d):
+            d = 0.0
+        j_lo = lo(e) / (lo(e) + d + h) if lo(e) > 0 else 0.0
+        j_hi = (e + h) / (e + h + lo(d)) if e + h + lo(d) > 0 else 1.0
+        nan = Interval(math.nan, math.nan)
+        return {"jaccard": Interval(j_lo, min(j_hi, 1.0)),
+                "support_both": Interval(lo(e), e + h), "support_left": nan,
+                "support_right": nan}
+    b, c = max(red.support_left - e, 0.0), max(red.support_right - e, 0.0)
+    j_lo = lo(e) / (lo(e) + b + c + 2 * h) if lo(e) > 0 else 0.0
+    top = e + h + lo(b) + lo(c)
+    j_hi = (e + h) / top if top > 0 else 1.0
+    return {"jaccard": Interval(j_lo, min(j_hi, 1.0)), "support_both": Interval(lo(e), e + h),
+            "support_left": Interval(lo(e) + lo(b), e + b + 2 * h),
+            "support_right": Interval(lo(e) + lo(c), e + c + 2 * h)}
+
+
+_CACHE: dict[tuple, dict[int, _Errors]] = {}
+_CACHE_SIZE = 16
+
+
+def _errors(result, replicates: int) -> dict[int, _Errors]:
+    key = (result.run_id, result.created_at, len(result.redescriptions), replicates)
+    if key not in _CACHE:
+        found = _tree_errors(result, replicates, _rng_for(result))
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = found
+    return _CACHE[key]
+
+
+# --------------------------------------------------------------------------- public API
+
+def _check_coverage(coverage: float) -> float:
+    if isinstance(coverage, bool) or not isinstance(coverage, (int, float)) \
+            or not 0.0 < float(coverage) < 1.0:
+        raise ValueError(f"coverage must be a number strictly between 0 and 1 (0.9 = 90 %); "
+                         f"got {coverage!r}")
+    return float(coverage)
+
+
+def _interval(value: float, errors: np.ndarray, coverage: float, low: float,
+              high: float) -> Interval:
+    if not math.isfinite(value):
+        return Interval(math.nan, math.nan)
+    errors = errors[np.isfinite(errors)] if errors.size else errors
+    if errors.size < _MIN_SAMPLES:
+        return Interval(low, high)
+    q_lo, q_hi = np.quantile(errors, [(1 - coverage) / 2, (1 + coverage) / 2])
+    return Interval(float(min(max(value - q_hi, low), high)),
+                    float(max(min(value - q_lo, high), low)))
+
+
+def redescription_intervals(result, coverage: float = DEFAULT_COVERAGE, *,
+                            replicates: int = DEFAULT_REPLICATES
+                            ) -> dict[int, RedescriptionIntervals]:
+    """Selection-adjusted intervals of every released statistic of a run (0 ε).
+
+    Parameters
+    ----------
+    result : RunResult
+        A released run of any redescription miner. Only what it released is read (noisy
+        counts, trees, queries, parameters, the ε and Δ of its mechanism calls): the
+        intervals are post-processing of the release and cost **0 ε**. No dataset is
+        passed, and none is read.
+    coverage : float
+        Stated two-sided coverage, in (0, 1); default 0.9 (90 %).
+    replicates : int
+        Bootstrap replicates (module docstring); more gives steadier bounds, slower.
+
+    Returns
+    -------
+    dict
+        Redescription id → :class:`RedescriptionIntervals`. Jaccard intervals lie in
+        [0, 1], support intervals (rows) in [0, ∞); the p-value's in [0, 1].
+    """
+    coverage = _check_coverage(coverage)
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
+        raise ValueError(f"replicates must be an integer ≥ 1; got {replicates!r}")
+    n_of = {ext.id: max(float(ext.noisy_n), 0.0) for ext in result.extractions}
+    out = {}
+    if result.algorithm in LITERAL_QUERY_ALGORITHMS:
+        noise = _serenade_noise(result)
+        full = Interval(0.0, 1.0)
+        for red in result.redescriptions:
+            if noise is None:
+                b = {"jaccard": full, "support_both": Interval(0.0, math.inf),
+                     "support_left": Interval(0.0, math.inf),
+                     "support_right": Interval(0.0, math.inf)}
+            else:
+                b = _serenade_bounds(result, red, 1.0 - coverage, noise)
+            out[red.id] = RedescriptionIntervals(
+                red.id, coverage, b["jaccard"], b["support_both"], b["support_left"],
+                b["support_right"], _pvalue_interval(red, b["support_both"],
+                                                     b["support_left"], b["support_right"],
+                                                     n_of), False)
+        return out
+    errors = _errors(result, replicates)
+    for red in result.redescriptions:
+        err = errors[red.id]
+        j = _interval(red.jaccard, err.samples["jaccard"], coverage, 0.0, 1.0)
+        e = _interval(red.support_both, err.samples["support_both"], coverage, 0.0, math.inf)
+        ql = _interval(red.support_left, err.samples["support_left"], coverage, 0.0, math.inf)
+        qr = _interval(red.support_right, err.samples["support_right"], coverage, 0.0,
+                       math.inf)
+        j = _hull(j, _jaccard_from_supports(e, ql, qr))
+        out[red.id] = RedescriptionIntervals(
+            red.id, coverage, j, e, ql, qr, _pvalue_interval(red, e, ql, qr, n_of),
+            err.stable)
+    return out
+
+
+def _jaccard_from_supports(e: Interval, ql: Interval, qr: Interval) -> Interval:
+    """The J range of the box of support intervals (J rises with |E11|, falls with |qL|, |qR|).
+
+    Where the noise swamps the counts (small ε), the stand-in truth of the bootstrap is
+    itself mostly noise and its J errors say little; the supports' errors are sums of cell
+    noise and stay calibrated, so the J interval is widened to this range as well.
+    """
+    if not all(map(math.isfinite, (e.low, e.high, ql.low, ql.high, qr.low, qr.high))):
+        return Interval(0.0, 1.0)
+    union_hi = ql.high + qr.high - e.low
+    low = e.low / union_hi if union_hi > 0 else 0.0
+    top = min(e.high, ql.low, qr.low) if min(ql.low, qr.low) > 0 else e.high
+    union_lo = max(ql.low + qr.low - top, top)
+    high = top / union_lo if union_lo > 0 else 1.0
+    return Interval(min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0))
+
+
+def _hull(a: Interval, b: Interval) -> Interval:
+    return Interval(min(a.low, b.low), max(a.high, b.high))
+
+
+def _pvalue_interval(red, e: Interval, ql: Interval, qr: Interval,
+                     n_of: Mapping[int, float]) -> Interval:
+    """The "marg" p-value at the support intervals' corners (conservative; NaN if unreleased).
+
+    Its row count is the extraction's noisy Ñ (tree miners); Serenade releases none, so the
+    one its released p-value implies is solved for.
+    """
+    if not math.isfinite(red.pvalue) or not all(map(math.isfinite, (ql.high, qr.high))):
+        return Interval(math.nan, math.nan)
+    n = n_of.get(red.extraction) if red.extraction >= 0 else _implied_n(red)
+    if n is None or not math.isfinite(n) or n < 1:
+        return Interval(0.0, 1.0)
+    low = float(marg_pvalues(min(ql.low, n), min(qr.low, n),
+                             min(e.high, ql.low, qr.low), n))
+    high = float(marg_pvalues(min(ql.high, n), min(qr.high, n),
+                              min(e.low, ql.high, qr.high), n))
+    return Interval(min(low, red.pvalue), max(high, red.pvalue))
+
+
+def _implied_n(red) -> float | None:
+    """The row count N for which P[Bin(N, |qL||qR|/N²) ≥ |E11|] is the released p-value.
+
+    The p-value falls as N grows (the expected overlap |qL||qR|/N shrinks); bisection on
+    log N between max(|qL|, |qR|) and 10⁹. None when the p-value does not pin N down.
+    """
+    ql, qr, e, p = red.support_left, red.support_right, red.support_both, red.pvalue
+    lo, hi = max(ql, qr, 1.0), 1e9
+    f = lambda n: float(marg_pvalues(ql, qr, e, n)) - p  # noqa: E731
+    if not 0.0 < p < 1.0 or f(lo) < 0 or f(hi) > 0:
+        return None
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    return math.sqrt(lo * hi)
+
+
+def exceedance_probabilities(result, tolerance: float, *,
+                             replicates: int = DEFAULT_REPLICATES) -> dict[int, float]:
+    """Per redescription, the estimated chance that |noisy J − true J| > ``tolerance``.
+
+    From the same selection-aware errors as the intervals (released values only, 0 ε);
+    1.0 where too few errors were drawn to say.
+    """
+    if result.algorithm in LITERAL_QUERY_ALGORITHMS:
+        return _serenade_exceedance(result, tolerance)
+    out = {}
+    by_id = {red.id: red for red in result.redescriptions}
+    coverage = 1.0 - EXCEEDANCE_RATE
+    for red_id, err in _errors(result, replicates).items():
+        j = err.samples["jaccard"]
+        j = j[np.isfinite(j)]
+        chance = float(np.mean(np.abs(j) > tolerance)) if j.size >= _MIN_SAMPLES else 1.0
+        # The bootstrap's errors of small winners at large ε are too narrow (on the 2,500 ×
+        # 250 shape at ε = 10 it kept 19 % beyond the tolerance): a redescription counts as
+        # missing whenever its (1 − rate) bootstrap J interval reaches beyond the tolerance.
+        iv = _interval(by_id[red_id].jaccard, j, coverage, 0.0, 1.0)
+        noisy = by_id[red_id].jaccard
+        if noisy - iv.low > tolerance or iv.high - noisy > tolerance:
+            chance = 1.0
+        out[red_id] = chance
+    return out
+
+
+def interval_columns(result, coverage: float = DEFAULT_COVERAGE) -> dict[int, dict]:
+    """Flat columns per redescription for tables and exports (``jaccard_low``, …, 0 ε)."""
+    tag = f"{100 * coverage:g}"
+    out = {}
+    for red_id, iv in redescription_intervals(result, coverage).items():
+        row = {}
+        for stat in STATISTICS:
+            bounds = getattr(iv, stat)
+            row[f"{stat}_low_{tag}"] = bounds.low
+            row[f"{stat}_high_{tag}"] = bounds.high
+        out[red_id] = row
+    return out
+
+
+#: The levels α tried for a Serenade measurement's chance of missing the tolerance.
+_ALPHAS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+
+
+def _serenade_exceedance(result, tolerance: float) -> dict[int, float]:
+    """Per Serenade redescription, the smallest α of :data:`_ALPHAS` whose simultaneous
+    bounds keep its true J within ``tolerance`` of the noisy one (an upper bound on the
+    chance of missing it), else 1."""
+    noise = _serenade_noise(result)
+    out = {}
+    for red in result.redescriptions:
+        out[red.id] = 1.0
+        if noise is None:
+            continue
+        for alpha in _ALPHAS:
+            j = _serenade_bounds(result, red, alpha, noise)["jaccard"]
+            if red.jaccard - j.low <= tolerance and j.high - red.jaccard <= tolerance:
+                out[red.id] = alpha
+                break
+    return out
+
+
+def _bound(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def intervals_document(result, coverage: float = DEFAULT_COVERAGE) -> dict:
+    """The intervals of a run as JSON-ready data, for the CLI's output and the exports (0 ε).
+
+    ``{"coverage": 0.9, "method": …, "redescriptions": {"<id>": {"jaccard": [low, high],
+    …}}}``; a bound that is not a finite number (a statistic the run did not release, or an
+    unbounded support) is ``null``.
+    """
+    serenade = result.algorithm in LITERAL_QUERY_ALGORITHMS
+    method = ("simultaneous bounds over every noisy measurement of the run (valid whatever "
+              "was selected; conservative)" if serenade else
+              "parametric bootstrap of extractReds' selection from the released noisy "
+              "tables (accounts for the winner's curse)")
+    return {"coverage": coverage, "method": method,
+            "privacy": "post-processing of the released values only: 0 ε",
+            "redescriptions": {
+                str(red_id): {stat: [_bound(getattr(iv, stat).low),
+                                     _bound(getattr(iv, stat).high)] for stat in STATISTICS}
+                for red_id, iv in redescription_intervals(result, coverage).items()}}
+
+
+def expected_widths(params, support: float, coverage: float = DEFAULT_COVERAGE) -> dict:
+    """Interval widths a run of ``params`` will give, from the parameters alone (0 ε).
+
+    For a one-leaf query on each side with noisy support ``support`` (rows) and J = ½:
+    the width of the |E11| interval (rows) and of the Jaccard interval, from the noise
+    scale of the budget plan (:func:`dpcore.redescriptions.params.plan_budget`), before
+    selection for the tree miners: what they release are winners, whose intervals come out
+    wider and lower than this (module docstring). Serenade: the simultaneous bounds
+    themselves, over every measurement its plan allows. Nothing here reads data.
+
+    Returns
+    -------
+    dict
+        ``{"support_both": rows, "jaccard": Jaccard units, "count_sd": rows}``.
+    """
+    from dpcore.redescriptions.params import plan_budget
+    from dpcore.redescriptions.pruning import jaccard_error_sd
+
+    coverage = _check_coverage(coverage)
+    z = float(_normal_quantile((1 + coverage) / 2))
+    params = params.validate()
+    slots = plan_budget(params)
+    faithful = params.mode == FAITHFUL
+    kind = "continuous" if faithful else params.noise
+    if params.is_serenade:
+        # Serenade's bounds are simultaneous over every measurement the plan allows
+        quality = [s for s in slots if s.role == "quality"]
+        eps = min(s.epsilon_nano for s in quality) / 1e9
+        eps = eps / 2 if faithful else eps
+        cells = 2 if faithful else 3
+        h = math.log(2.0 * cells * len(quality) / (1.0 - coverage)) / eps
+        e, b = support, support / 2        # J = ½: |E10| + |E01| = |E11|
+        lo = max(e - h, 0.0)
+        j_lo = lo / (lo + 2 * b + 2 * h) if lo > 0 else 0.0
+        j_hi = (e + h) / (e + h + 2 * max(b - h, 0.0))
+        return {"support_both": 2 * h, "jaccard": min(j_hi, 1.0) - j_lo,
+                "count_sd": math.sqrt(cell_noise_variance(eps, 1.0, kind))}
+    else:
+        eps = min(s.epsilon_nano for s in slots if s.role == "extract") / 1e9
+        eps = eps / 3 if faithful else eps
+        v = cell_noise_variance(eps, 1.0, kind)
+        leaves = 2 ** params.depth
+        sd_e = math.sqrt(v)
+        sd_j = jaccard_error_sd(support, 2.0 * support, 1, 1, leaves, leaves, v,
+                                v if faithful else None)
+    return {"support_both": 2 * z * sd_e, "jaccard": min(2 * z * sd_j, 1.0),
+            "count_sd": sd_e}
+
+
+def _normal_quantile(p: float) -> float:
+    """Φ⁻¹(p) by bisection on ``math.erf`` (no SciPy import for a launch form)."""
+    lo, hi = -10.0, 10.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p else (lo, mid)
+    return (lo + hi) / 2
+
+
+def interval_expectation_text(params, support: float = 500.0,
+                              coverage: float = DEFAULT_COVERAGE) -> str:
+    """One sentence for the launch form: the interval widths to expect (parameters only)."""
+    w = expected_widths(params, support, coverage)
+    return (f"**Intervals to expect** (from the parameters alone, 0 ε): every released "
+            f"statistic comes with a {coverage:.0%} interval; for a redescription with a "
+            f"noisy support of {support:g} rows, |E11| ± {w['support_both'] / 2:.3g} rows and "
+            f"Jaccard ± {w['jaccard'] / 2:.2g} before selection. The miners release what "
+            f"looks best after noise, so the intervals of what they release are wider and "
+            f"sit lower than the noisy values.")
