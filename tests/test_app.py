@@ -203,8 +203,9 @@ def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
     suggested = suggest_threshold([result], 0.1)
     captions = [c.value for c in app.caption if c.value.startswith("Suggested threshold:")]
     assert len(captions) == 1
-    assert captions[0].startswith(f"Suggested threshold: {suggested:g} (expected Jaccard error "
-                                  "≤ 0.1 above it; computed from released values only, 0 ε)")
+    assert captions[0].startswith(f"Suggested threshold: {suggested:g} (at most 10% of what it "
+                                  "keeps expected off by more than 0.1 in Jaccard; computed "
+                                  "from released values only, 0 ε)")
     assert app.number_input(key="explore_threshold").value == suggested
 
     # the user overrides it by typing a number ...
@@ -217,7 +218,8 @@ def test_explore_suggested_threshold_button_and_tolerance(app, ledger_path):
     assert app.number_input(key="explore_threshold").value == suggested + 1234.0
     loose = suggest_threshold([result], 0.3)
     assert loose <= suggested
-    assert any(c.value.startswith(f"Suggested threshold: {loose:g} (expected Jaccard error ≤ 0.3")
+    assert any(c.value.startswith(f"Suggested threshold: {loose:g} (at most 10% of what it keeps "
+                                  "expected off by more than 0.3")
                for c in app.caption)
     # ... and "Use suggested threshold" puts the suggestion back, kept counts at once
     app.button(key="explore_use_suggested").click().run()

@@ -274,8 +274,9 @@ def render_runs(ledger: Ledger, record: DatasetRecord) -> None:
                 + ". Each run's "
                 "redescriptions are counted before and after pruning at **its own** "
                 "threshold: the one set on Explore for the runs Explore shows, else the "
-                f"run's own suggested threshold (expected Jaccard error ≤ "
-                f"{DEFAULT_TOLERANCE:g}; computed from released values only, 0 ε).")
+                "run's own suggested threshold (at most 10% of what it keeps expected off by "
+                f"more than {DEFAULT_TOLERANCE:g} in Jaccard; computed from released values "
+                "only, 0 ε).")
     st.dataframe(history_frame(runs, results, thresholds, current_role(), ledger),
                  hide_index=True,
                  key="runs_history", width="stretch", placeholder=NOT_USED,

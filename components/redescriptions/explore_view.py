@@ -35,6 +35,7 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
+from dpcore.redescriptions.intervals import EXCEEDANCE_RATE
 from dpcore.redescriptions.listing import contingency_cells, entry_key, list_entries
 from dpcore.redescriptions.pruning import prune
 from dpcore.redescriptions.results import RunResult
@@ -300,9 +301,11 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     problem = number_field(
         s1, "Tolerance: expected Jaccard error", TOLERANCE_KEY, TOLERANCE_BOUNDS, step=0.01,
         format="%.2f",
-        help="The suggested threshold is the smallest noisy support above which every "
-             "redescription's expected error of its noisy Jaccard is at most this "
-             "(estimated from the released noise scale only).")
+        help="The suggested threshold is the smallest noisy support above which at most "
+             f"{EXCEEDANCE_RATE:.0%} of the kept redescriptions are expected to have a noisy "
+             "Jaccard further than this from the true one — accounting for the miner having "
+             "picked what looked good after noise (from released values and noise scales "
+             "only, 0 ε).")
     tolerance = DEFAULT_TOLERANCE if problem else float(st.session_state[TOLERANCE_KEY])
     if problem:
         s1.caption(f"Using {DEFAULT_TOLERANCE:g} meanwhile.")
@@ -311,10 +314,12 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
         s2.caption("No suggested threshold: a stored result lacks the released noise "
                    "parameters it needs.")
     else:
-        note = " — this prunes everything" if suggestion > rows["support"].max() else ""
-        s2.caption(f"Suggested threshold: {suggestion:g} (expected Jaccard error ≤ "
-                   f"{tolerance:g} above it; computed from released values only, "
-                   f"0 ε){note}")
+        note = (" — this prunes everything: no released redescription is that accurate at "
+                "this ε; raise ε, allow a larger tolerance, or set your own threshold"
+                if suggestion > rows["support"].max() else "")
+        s2.caption(f"Suggested threshold: {suggestion:g} (at most {EXCEEDANCE_RATE:.0%} of "
+                   f"what it keeps expected off by more than {tolerance:g} in Jaccard; "
+                   f"computed from released values only, 0 ε){note}")
     s3.button("Use suggested threshold", key=USE_SUGGESTED_KEY, on_click=_use_suggested,
               args=(dataset,), disabled=suggestion is None)
 
