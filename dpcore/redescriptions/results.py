@@ -419,6 +419,13 @@ class RunResult(Release):
         data = {"redescriptions_format": REDESCRIPTIONS_FORMAT, **plain(self)}
         if not include_diagnostics:
             data.pop("diagnostics")
+        # a custom query's table and a map's cells with their 90 % intervals (0 ε: from the
+        # release and its recorded scale); absent for mined runs
+        from dpcore.redescriptions.query_intervals import result_intervals
+
+        bounds = result_intervals(self)
+        if bounds is not None:
+            data["query_intervals"] = bounds
         return data
 
     def to_json(self, include_diagnostics: bool = False) -> str:
@@ -433,6 +440,7 @@ class RunResult(Release):
         if version not in (1, REDESCRIPTIONS_FORMAT):
             raise DataError(f"this redescription result has format {version!r}; this version "
                             f"of dpcore reads formats 1 to {REDESCRIPTIONS_FORMAT}")
+        d.pop("query_intervals", None)  # derived by to_dict, not a stored field
         d["trees"] = [_tree_from_dict(t) for t in d["trees"]]
         d["extractions"] = [ExtractionRecord(**{**e, "noisy_table": tuple(tuple(r) for r in
                                                 e["noisy_table"]),

@@ -75,9 +75,13 @@ def noisy_marginals(table: SynthesisTable, params: SynthesisParams, *, rng, acco
 
 
 def run_floor(table: SynthesisTable, params: SynthesisParams, *, rng, accountant,
-              progress=None, timings: dict | None = None
+              progress=None, timings: dict | None = None, released: dict | None = None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Release the noisy marginals and draw the synthetic records.
+
+    ``released``, when given, receives the noisy class × bin histograms under
+    ``"histograms"`` (one int64[n_classes, n_bins] per feature): ε-DP releases, kept so the
+    result can show them with their intervals (:mod:`dpcore.synthesis.intervals`).
 
     Returns
     -------
@@ -92,6 +96,8 @@ def run_floor(table: SynthesisTable, params: SynthesisParams, *, rng, accountant
     _progress(progress, 0.0, "noisy class counts and per-class histograms")
     n_hat, hists = noisy_marginals(table, params, rng=rng, accountant=accountant)
     timings["marginals"] = time.perf_counter() - started
+    if released is not None:
+        released["histograms"] = hists
     started = time.perf_counter()
     _progress(progress, 0.8, "generating")
     per_class = np.maximum(np.rint(n_hat), 0).astype(np.int64)

@@ -169,6 +169,22 @@ def synthesize(table: SynthesisTable, params: SynthesisParams, *,
                            seed=seed, progress=progress, dataset=dataset)
 
 
+def _marginals_released(schema, hists) -> list[dict]:
+    """The floor's noisy class × bin histograms as stored (ε-DP releases, public bins)."""
+    out = []
+    for f, hist in zip(schema.features, hists):
+        entry = {"feature": f.name,
+                 "counts": {value_text(c): [int(x) for x in row]
+                            for c, row in zip(schema.classes, hist)}}
+        if f.is_numeric:
+            lo, hi = f.bounds
+            entry["edges"] = [float(x) for x in np.linspace(lo, hi, hist.shape[1] + 1)]
+        else:
+            entry["levels"] = [value_text(v) for v in f.levels]
+        out.append(entry)
+    return out
+
+
 def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, dataset
                 ) -> SynthesisResult:
     total = sum(s.epsilon_nano for s in plan_budget(params))
@@ -183,9 +199,13 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
     feature_distances = None
     not_dp: list[str] = []
     true_cells: list[dict] = []
+    noisy_marginals = None
     if params.algorithm == FLOOR:
+        released: dict = {}
         encoded, labels, n_hat = run_floor(table, params, rng=rng, accountant=accountant,
-                                           progress=progress, timings=timings)
+                                           progress=progress, timings=timings,
+                                           released=released)
+        noisy_marginals = _marginals_released(schema, released["histograms"])
         groups = [[f] for f in schema.feature_names]
         shares = mechanism_shares(params, [1] * schema.n_features)
         group_info = [{"features": [f], "epsilon_nano": sum(
@@ -256,5 +276,5 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
         epsilon_nano=int(total), spent_nano=int(accountant.spent_nano - spent_before),
         synthetic=frame, noisy_class_counts=counts, feature_groups=groups, groups=group_info,
         mechanism_calls=calls, feature_distances=feature_distances, not_dp=not_dp,
-        seed=seed, diagnostics=diagnostics,
+        noisy_marginals=noisy_marginals, seed=seed, diagnostics=diagnostics,
         audience=OWNER_ONLY if not_dp and not schema.public_demo else EVERYONE)

@@ -25,7 +25,14 @@ JSON shape (``to_json()``)::
      "feature_distances": [[0.0, 0.8, ...], ...] or null,
      "mechanism_calls": [{"mechanism": ..., "label": ..., "epsilon_nano": ...,
                           "sensitivity": ..., "parallel": ...}, ...],
-     "not_dp": [...], "seed": null, "neighbouring": ..., "audience": "everyone"}
+     "not_dp": [...], "seed": null, "neighbouring": ..., "audience": "everyone",
+     "noisy_marginals": [{"feature": "glucose", "counts": {"0": [3, -1, ...]},
+                          "edges": [lo, ..., hi]}, ...] (the floor) or null,
+     "intervals": {"coverage": 0.9, "class_counts": {"0": [low, high]},
+                   "marginals": [{"feature", "low": {...}, "high": {...}}] or null} or null}
+
+``intervals`` is derived on output (:mod:`dpcore.synthesis.intervals`, 0 ε) and ignored on
+input, so files written before it existed load unchanged.
 
 Parquet (:meth:`SynthesisResult.write_parquet`): the synthetic table, with the rest of the
 JSON (without the rows) in the file's key-value metadata under ``dpcore.synthesis``.
@@ -139,6 +146,10 @@ class SynthesisResult(Release):
     feature_distances : list of list of float, optional
         The noisy feature distance matrix the groups were built from (strict, groups not
         given), for display; null otherwise.
+    noisy_marginals : list of dict, optional
+        The floor's released noisy class × bin histograms, one per feature:
+        ``{"feature", "counts": {class: [count per bin]}, "edges" | "levels"}`` (ε-DP, raw:
+        may be negative); null for MC-GEN and for results stored before they were kept.
     mechanism_calls : list of dict
         Every (ε, Δ) spent, in nano-ε (see :class:`~dpcore.privacy.accountant.MechanismCall`).
     not_dp : list of str
@@ -166,6 +177,7 @@ class SynthesisResult(Release):
     groups: list[dict]
     mechanism_calls: list[dict]
     feature_distances: list[list[float]] | None = None
+    noisy_marginals: list[dict] | None = None
     not_dp: list[str] = field(default_factory=list)
     seed: int | None = None
     diagnostics: SynthesisDiagnostics = field(default_factory=SynthesisDiagnostics)
@@ -195,8 +207,12 @@ class SynthesisResult(Release):
             "groups": self.groups, "feature_distances": self.feature_distances,
             "mechanism_calls": self.mechanism_calls, "not_dp": list(self.not_dp),
             "seed": self.seed, "neighbouring": self.neighbouring, "audience": self.audience,
-            "budget": self.budget,
+            "budget": self.budget, "noisy_marginals": self.noisy_marginals,
         }
+        # the released counts' 90 % intervals (0 ε: released values and recorded scales)
+        from dpcore.synthesis.intervals import result_intervals
+
+        out["intervals"] = result_intervals(self)
         if include_rows:
             out["synthetic"] = _frame_to_split(self.synthetic)
         if include_diagnostics:
@@ -217,6 +233,7 @@ class SynthesisResult(Release):
         d = dict(data)
         rows = d.pop("synthetic", None)
         d.pop("columns", None)
+        d.pop("intervals", None)  # derived by to_dict, not a stored field
         if synthetic is None:
             synthetic = _frame_from_split(rows) if rows is not None else pd.DataFrame()
         diag = d.pop("diagnostics", None) or {}
