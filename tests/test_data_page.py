@@ -20,6 +20,7 @@ from components.common.dataset_card import feature_table, released_row_count
 from dpcore.data.sequences.loading import load_registered_sequences
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester, content_digest
+from dpcore.privacy.units import epsilon_to_nano
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.samples import generate_clickstream, write_sample
@@ -142,7 +143,11 @@ def test_an_analyst_sees_the_sequence_card_and_a_released_noisy_count_only(visit
     _ok(app.run())
     shown = _metrics(app)
     assert shown["Records, noisy (a DP release)"] == f"≈ {result.noisy_records:,.0f}"
-    assert (shown["Spent ε"], shown["Remaining ε"]) == ("1", "9")
+    # charged 1; a strict PFS2 run that stopped early returned what it left unspent
+    status = ledger.budget(VISITS)
+    assert status.spent_nano + status.refunded_nano == epsilon_to_nano(1.0)
+    assert (shown["Spent ε"], shown["Remaining ε"]) == (fmt_eps(status.spent),
+                                                      fmt_eps(status.remaining))
     assert not any(label.startswith("Rows") for label in shown)
 
 
@@ -169,11 +174,14 @@ def test_the_owner_sees_the_records_and_changes_the_cap_of_a_sequence_dataset(
     params = ALGORITHM_SPECS[pfs2].resolve("params_type")(epsilon=2.0, theta=0.05)
     charge_and_mine(ledger, VISITS, params, requester=signed_in(ledger, "analyst", "analyst"))
     _ok(app.run())
-    app.number_input(key=f"cap_{VISITS}").set_value(1.5)          # below the 2 spent
+    spent = ledger.budget(VISITS).spent                 # 2 charged, less what it returned
+    assert 0 < spent <= 2.0
+    app.number_input(key=f"cap_{VISITS}").set_value(round(spent / 2, 3))  # below the spent
     _ok(app.button(key=f"set_cap_{VISITS}").click().run())
     assert any("already spent" in e.value for e in app.main.error)
     assert ledger.budget(VISITS).cap == 7.5                       # nothing changed
-    assert fmt_eps(ledger.budget(VISITS).remaining) == _metrics(app)["Remaining ε"] == "5.5"
+    assert fmt_eps(ledger.budget(VISITS).remaining) == _metrics(app)["Remaining ε"] \
+        == fmt_eps(7.5 - spent)
 
 
 def test_the_owner_edits_and_confirms_a_sequence_declaration(visits, app, ledger_path,
