@@ -63,6 +63,8 @@ def _lines_upload(app: AppTest, name: str, records: bytes = RECORDS,
     app.number_input(key="seq_l1").set_value(l1)
     app.number_input(key="seq_cap").set_value(cap)
     _ok(app.run())
+    if app.button(key="seq_register").disabled:     # a bad or taken name: refused at once
+        return app
     return _ok(app.button(key="seq_register").click().run())
 
 
@@ -248,3 +250,45 @@ def test_observed_items_reads_the_header_and_the_distinct_items(tmp_path):
     assert observed_items(path, "page")[1] == ("home", "news", "sport")
     with pytest.raises(DataError, match="column 'item': column not found"):
         observed_items(path, "item")
+
+
+# --------------------------------------------------------------------------- early checks
+
+def _register_taken(ledger_path, tmp_path) -> None:
+    from dpcore.data.sequences.schema import SequenceSchema
+    from dpcore.privacy.registration import register_upload
+
+    schema = SequenceSchema(name="taken", alphabet=("a", "b", "c", "d"), l1=4,
+                            files={"format": "lines", "records": "r.txt", "alphabet": "a.txt"})
+    register_upload(Ledger(ledger_path), tmp_path / "datasets", "taken",
+                    {"r.txt": RECORDS, "a.txt": ALPHABET}, schema, cap=1)
+
+
+def test_a_taken_name_is_refused_at_the_first_step_of_every_kind(app, ledger_path,
+                                                                 monkeypatch, tmp_path):
+    from dpcore.registry import KIND_TWO_VIEW
+
+    _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
+    _register_taken(ledger_path, tmp_path)
+    needle = "a dataset named 'taken' already exists; choose another name"
+    _ok(app.text_input(key="seq_name").input("taken").run())
+    assert needle in _errors(app)
+    app.file_uploader(key="seq_records").upload("records.txt", RECORDS, "text/plain")
+    app.file_uploader(key="seq_alphabet").upload("alphabet.txt", ALPHABET, "text/plain")
+    assert _ok(app.run()).button(key="seq_register").disabled
+
+    _ok(app.radio(key="up_kind").set_value(KIND_TABLE).run())
+    _table_draft(app, "taken", _table_bytes())          # refused at Prefill
+    assert needle in _errors(app)
+    assert "tab_register" not in {b.key for b in app.button}
+
+    _ok(app.radio(key="up_kind").set_value(KIND_TWO_VIEW).run())
+    app.text_input(key="up_name").input("taken")
+    app.file_uploader(key="up_left").upload("left.csv", b"pid,x\n1,2\n2,3\n", "text/csv")
+    app.file_uploader(key="up_right").upload("right.csv", b"pid,y\n1,a\n2,b\n", "text/csv")
+    app.text_input(key="up_id").input("pid")
+    _ok(app.button(key="up_read").click().run())        # refused at Read
+    assert needle in _errors(app)
+    assert "up_prefill" not in {b.key for b in app.button}
+    assert [d.name for d in Ledger(ledger_path)._dataset_records()
+            if d.name.startswith("taken")] == ["taken"]

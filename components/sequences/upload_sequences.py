@@ -16,8 +16,9 @@ the public demo flag and the budget cap ε, Register stores the files and a
 ``sequence_schema.json`` in the upload folder and registers the dataset through
 :func:`dpcore.privacy.registration.register_upload`: the files are read by the sequence
 loaders first, and bad input (an item outside the alphabet, an empty file, a missing value,
-a bad l1, a cap ≤ 0, a name with a path separator) shows the loader's message naming the
-file, line or row and reason, and registers nothing. No parsing happens here.
+a bad l1, a cap ≤ 0) shows the loader's message naming the file, line or row and reason,
+and registers nothing. A bad or taken dataset name is said as soon as it is typed, and
+Register stays disabled until it is changed. No parsing happens here.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ import streamlit as st
 from dpcore.data.names import path_inside
 from dpcore.data.sequences.loading import observed_items, read_alphabet_file
 from dpcore.data.sequences.schema import EVENTS, LINES, SequenceSchema
-from dpcore.errors import DataError
+from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.registration import register_upload
+from dpcore.privacy.registration import check_name_free, register_upload
 
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import data_root
@@ -170,6 +171,13 @@ def _event_step(uploaded) -> tuple[dict | None, tuple[str, ...] | None]:
 def render_sequence_upload(ledger: Ledger) -> None:
     """Owner: upload a sequence dataset, declare its alphabet, l1 and cap, register it."""
     name = st.text_input("Dataset name", key="seq_name")
+    name_ok = True
+    if name.strip():      # a taken or bad name is said at once, not after the declaration
+        try:
+            check_name_free(ledger, data_root(ledger), name.strip())
+        except ParameterError as exc:
+            st.error(f"Nothing was registered. {exc}")
+            name_ok = False
     layout = st.radio("Layout", (LINES, EVENTS), key="seq_layout", horizontal=True,
                       format_func={LINES: "records file + alphabet file",
                                    EVENTS: "event table (record, order, item columns)"}.get)
@@ -198,7 +206,7 @@ def render_sequence_upload(ledger: Ledger) -> None:
     public_demo = c3.checkbox("Public demo (synthetic or public data)", key="seq_demo")
     description = st.text_input("Description (public)", key="seq_description")
     if st.button("Confirm the declaration and register", type="primary", key="seq_register",
-                 disabled=not ready):
+                 disabled=not (ready and name_ok)):
         def register() -> str:
             declared = alphabet
             if layout == LINES:
@@ -215,4 +223,4 @@ def render_sequence_upload(ledger: Ledger) -> None:
             ledger, register,
             success=lambda name: f"Sequence dataset `{name}` is registered with ε = "
                                  f"{fmt_eps(cap)}; mine it on the Sequences page.",
-            clear=(PREFILL_KEY,))
+            clear=(PREFILL_KEY, "seq_name"))  # the name is taken now
