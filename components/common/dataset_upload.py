@@ -94,8 +94,8 @@ def start_draft(layout: str, name: str, id_column: str, uploads: list,
     ------
     DataError, ParameterError
         Bad or taken name, missing file, unreadable or malformed file (its line), a file
-        without data rows, a missing id column, an empty or duplicate id, or views that do not cover the
-        same ids — all before any schema is prefilled.
+        without data rows, a missing id column, an empty or duplicate id, or views that do
+        not cover the same ids — all before any schema is prefilled.
     """
     if not name.strip():
         raise DataError("give the dataset a name")
