@@ -292,3 +292,18 @@ def test_a_taken_name_is_refused_at_the_first_step_of_every_kind(app, ledger_pat
     assert "up_prefill" not in {b.key for b in app.button}
     assert [d.name for d in Ledger(ledger_path)._dataset_records()
             if d.name.startswith("taken")] == ["taken"]
+
+
+def test_gzip_record_files_upload_and_register(app, ledger_path, monkeypatch, tmp_path):
+    import gzip
+
+    _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
+    app.text_input(key="seq_name").input("zipped")
+    app.file_uploader(key="seq_records").upload("records.seq.gz", gzip.compress(RECORDS),
+                                                "application/gzip")
+    app.file_uploader(key="seq_alphabet").upload("alphabet.txt", ALPHABET, "text/plain")
+    _ok(app.run())
+    _ok(app.button(key="seq_register").click().run())
+    assert not app.error, _errors(app)
+    data = load_any_dataset(tmp_path / "datasets" / "zipped")[1]
+    assert data.n_records == 4 and list(data.record(0)) == [0, 1, 2]

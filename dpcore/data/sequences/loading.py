@@ -9,7 +9,8 @@ Two layouts:
 
 * **lines**: one record per line, items separated by spaces or tabs, each item a name of
   the declared alphabet; plus an alphabet file with one item name per line (code order).
-  A blank line would be an empty record and is refused.
+  A blank line would be an empty record and is refused. Either file may be gzip-compressed
+  (recognised by its first bytes, whatever its name, e.g. ``records.seq.gz``).
 * **events**: a CSV or Parquet table with one event per row: a record id, an order key
   (a number, or a timestamp) and an item name. Each record's events are sorted by the
   order key (ties keep the file's order); records come out in order of first appearance.
@@ -20,6 +21,8 @@ from the declared alphabet and never from the data.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +45,7 @@ __all__ = ["read_alphabet_file", "load_record_lines", "load_event_table",
 
 _CSV_EXT = (".csv", ".csv.gz", ".tsv", ".txt")
 _PARQUET_EXT = (".parquet", ".pq")
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _line_error(path, line: int, reason: str) -> DataError:
@@ -57,11 +61,18 @@ def _read_lines(path) -> list[str]:
     except OSError as exc:
         raise DataError(f"cannot read the file ({exc.strerror or exc})",
                         file=str(path)) from None
+    if raw[:2] == _GZIP_MAGIC:    # records.seq.gz and the like, as tables read .csv.gz
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(f"a gzip file that cannot be decompressed ({exc}); compress it "
+                            "again or upload it uncompressed", file=str(path)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _line_error(path, raw[:exc.start].count(b"\n") + 1,
-                          "not UTF-8 text") from None
+                          "not UTF-8 text (save the file as UTF-8 text, gzip-compressed or "
+                          "not)") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
@@ -101,7 +112,7 @@ def load_record_lines(path, schema: SequenceSchema) -> SequenceDataset:
     Parameters
     ----------
     path : path-like
-        The record file (UTF-8).
+        The record file (UTF-8 text, or that text gzip-compressed).
     schema : SequenceSchema
         Its ``alphabet`` gives the item codes.
 
