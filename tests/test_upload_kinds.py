@@ -307,3 +307,26 @@ def test_gzip_record_files_upload_and_register(app, ledger_path, monkeypatch, tm
     assert not app.error, _errors(app)
     data = load_any_dataset(tmp_path / "datasets" / "zipped")[1]
     assert data.n_records == 4 and list(data.record(0)) == [0, 1, 2]
+
+
+def _shown_texts(app: AppTest) -> str:
+    return " ".join(e.value for e in [*app.error, *app.caption, *app.warning, *app.info])
+
+
+def test_an_event_table_upload_shows_no_server_path_and_no_error_before_any_input(
+        app, ledger_path, monkeypatch, tmp_path):
+    import tempfile
+
+    _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
+    app.text_input(key="seq_name").input("events_clean")
+    _ok(app.radio(key="seq_layout").set_value("events").run())
+    _ok(app.file_uploader(key="seq_events").upload("events.csv", EVENTS, "text/csv").run())
+    shown = _shown_texts(app)
+    assert not app.error and "not valid" not in shown, shown
+    assert tempfile.gettempdir() not in shown and str(tmp_path) not in shown
+    _ok(app.text_area(key="seq_alphabet_text").input("home\nnews\nhome").run())
+    shown = _shown_texts(app)
+    assert "file 'alphabet': line 3: item 'home' is declared twice" in shown, shown
+    assert tempfile.gettempdir() not in shown
+    _ok(app.file_uploader(key="seq_events").upload("events.csv", b"", "text/csv").run())
+    assert "file 'events.csv'" in _errors(app) and tempfile.gettempdir() not in _errors(app)

@@ -54,23 +54,24 @@ def _line_error(path, line: int, reason: str) -> DataError:
     return err
 
 
-def _read_lines(path) -> list[str]:
+def _read_lines(path, label: str | None = None) -> list[str]:
     path = Path(path)
+    label = label or str(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read the file ({exc.strerror or exc})",
-                        file=str(path)) from None
+                        file=label) from None
     if raw[:2] == _GZIP_MAGIC:    # records.seq.gz and the like, as tables read .csv.gz
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise DataError(f"a gzip file that cannot be decompressed ({exc}); compress it "
-                            "again or upload it uncompressed", file=str(path)) from None
+                            "again or upload it uncompressed", file=label) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _line_error(path, raw[:exc.start].count(b"\n") + 1,
+        raise _line_error(label, raw[:exc.start].count(b"\n") + 1,
                           "not UTF-8 text (save the file as UTF-8 text, gzip-compressed or "
                           "not)") from None
     lines = text.split("\n")
@@ -79,8 +80,11 @@ def _read_lines(path) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
-def read_alphabet_file(path) -> tuple[str, ...]:
+def read_alphabet_file(path, *, label: str | None = None) -> tuple[str, ...]:
     """Item names, one per line, in code order.
+
+    ``label`` is how messages name the file (default: its path); an upload read from a
+    temporary copy passes the uploaded file's name, so no server path is shown.
 
     Raises
     ------
@@ -89,20 +93,21 @@ def read_alphabet_file(path) -> tuple[str, ...]:
     """
     names: list[str] = []
     seen: dict[str, int] = {}
-    lines = _read_lines(path)
+    shown = label or str(path)
+    lines = _read_lines(path, shown)
     for n, line in enumerate(lines, start=1):
         name = line.strip()
         if not name:
-            raise _line_error(path, n, "empty item name (one name per line, no blank lines)")
+            raise _line_error(shown, n, "empty item name (one name per line, no blank lines)")
         if any(ch.isspace() for ch in name):
-            raise _line_error(path, n, f"item name {name!r} contains a space")
+            raise _line_error(shown, n, f"item name {name!r} contains a space")
         if name in seen:
-            raise _line_error(path, n, f"item {name!r} is declared twice (first on line "
+            raise _line_error(shown, n, f"item {name!r} is declared twice (first on line "
                                        f"{seen[name]})")
         seen[name] = n
         names.append(name)
     if not names:
-        raise DataError("the alphabet file is empty", file=str(path))
+        raise DataError("the alphabet file is empty", file=shown)
     return tuple(names)
 
 
@@ -144,8 +149,9 @@ def load_record_lines(path, schema: SequenceSchema) -> SequenceDataset:
     return SequenceDataset(schema, indptr, np.asarray(out, dtype=np.int32))
 
 
-def _read_table(path) -> tuple[pd.DataFrame, str]:
+def _read_table(path, label: str | None = None) -> tuple[pd.DataFrame, str]:
     path = Path(path)
+    label = label or str(path)
     name = path.name.lower()
     try:
         if name.endswith(_PARQUET_EXT):
@@ -155,12 +161,12 @@ def _read_table(path) -> tuple[pd.DataFrame, str]:
             return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
                                skip_blank_lines=True), "csv"
     except FileNotFoundError:
-        raise DataError("file not found", file=str(path)) from None
+        raise DataError("file not found", file=label) from None
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise DataError(f"cannot read the table ({str(exc).splitlines()[0]})",
-                        file=str(path)) from None
+                        file=label) from None
     raise DataError("unsupported file type; use CSV (.csv, .tsv) or Parquet (.parquet)",
-                    file=str(path))
+                    file=label)
 
 
 def _missing(values: pd.Series, kind: str) -> np.ndarray:
@@ -248,7 +254,7 @@ def load_event_table(path, schema: SequenceSchema, *, record_column: str, order_
     return SequenceDataset(schema, indptr, codes[perm].astype(np.int32))
 
 
-def observed_items(path, item_column: str | None = None
+def observed_items(path, item_column: str | None = None, *, label: str | None = None
                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """OWNER ONLY: the column names of an event table and the distinct items it holds.
 
@@ -256,6 +262,9 @@ def observed_items(path, item_column: str | None = None
        The items are **read from the private data** (a rare item reveals that some record
        holds it). They are a prefill the owner reviews before declaring the alphabet
        public; never show them to analysts.
+
+    ``label`` is how messages name the file (default: its path); an upload read from a
+    temporary copy passes the uploaded file's name, so no server path is shown.
 
     Returns
     -------
@@ -269,18 +278,19 @@ def observed_items(path, item_column: str | None = None
         The table cannot be read, has no rows, lacks ``item_column`` or has a missing item
         (naming the file, column and 1-based data row).
     """
-    frame, kind = _read_table(path)
+    frame, kind = _read_table(path, label)
+    label = label or str(path)
     columns = tuple(str(c) for c in frame.columns)
     if item_column is None:
         return columns, ()
     if item_column not in frame.columns:
         raise DataError(f"column not found (the table has {', '.join(columns)})",
-                        file=str(path), column=item_column)
+                        file=label, column=item_column)
     if len(frame) == 0:
-        raise DataError("the event table has no rows", file=str(path))
+        raise DataError("the event table has no rows", file=label)
     miss = _missing(frame[item_column], kind)
     if miss.any():
-        raise DataError("missing value", file=str(path), column=item_column,
+        raise DataError("missing value", file=label, column=item_column,
                         row=int(np.flatnonzero(miss)[0]) + 1)
     return columns, tuple(sorted(set(frame[item_column].astype(str).str.strip())))
 
