@@ -245,3 +245,12 @@ def test_dataset_refuses_codes_outside_the_alphabet():
     with pytest.raises(DataError, match="not in the declared alphabet") as err:
         SequenceDataset.from_names(SCHEMA, [["home"], ["golf"]])
     assert err.value.row == 2
+
+
+def test_a_semicolon_event_table_names_the_separator(tmp_path):
+    from dpcore.data.sequences.loading import observed_items
+
+    path = _write(tmp_path / "events.csv", "visit;t;page\n1;1;home\n")
+    with pytest.raises(DataError, match="';'-separated") as err:
+        observed_items(path, label="events.csv")
+    assert err.value.file == "events.csv"

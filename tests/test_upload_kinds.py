@@ -330,3 +330,16 @@ def test_an_event_table_upload_shows_no_server_path_and_no_error_before_any_inpu
     assert tempfile.gettempdir() not in shown
     _ok(app.file_uploader(key="seq_events").upload("events.csv", b"", "text/csv").run())
     assert "file 'events.csv'" in _errors(app) and tempfile.gettempdir() not in _errors(app)
+
+
+def test_a_semicolon_table_upload_says_which_separator_to_use(app, ledger_path, monkeypatch,
+                                                              tmp_path):
+    _owner_on_data_page(app, monkeypatch, KIND_TABLE)
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
+    app.text_input(key="tab_name").input("semi")
+    content = _table_bytes().replace(b",", b";")
+    _ok(app.file_uploader(key="tab_file").upload("table.csv", content, "text/csv").run())
+    assert "file 'table.csv': line 1 (the header) has no ',' separator but ';'" \
+        in _errors(app)
+    assert "save it again with ',' between fields" in _errors(app)
+    _nothing_registered(app, ledger_path, tmp_path, "semi", before)

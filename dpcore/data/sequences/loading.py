@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpcore.data.loading import check_separator
 from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.data.sequences.schema import (
     EVENTS,
@@ -158,8 +159,11 @@ def _read_table(path, label: str | None = None) -> tuple[pd.DataFrame, str]:
             return pd.read_parquet(path), "parquet"
         if name.endswith(_CSV_EXT):
             sep = "\t" if name.endswith(".tsv") else ","
-            return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
-                               skip_blank_lines=True), "csv"
+            frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
+                                skip_blank_lines=True)
+            if frame.shape[1] == 1:
+                check_separator(str(frame.columns[0]), sep, label)
+            return frame, "csv"
     except FileNotFoundError:
         raise DataError("file not found", file=label) from None
     except (OSError, ValueError, pd.errors.ParserError) as exc:
