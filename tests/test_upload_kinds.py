@@ -343,3 +343,16 @@ def test_a_semicolon_table_upload_says_which_separator_to_use(app, ledger_path, 
         in _errors(app)
     assert "save it again with ',' between fields" in _errors(app)
     _nothing_registered(app, ledger_path, tmp_path, "semi", before)
+
+
+def test_an_empty_cell_and_a_single_class_are_said_at_prefill(app, ledger_path, monkeypatch,
+                                                              tmp_path):
+    _owner_on_data_page(app, monkeypatch, KIND_TABLE)
+    content = b"outcome,age,smoker\n1,30,y\n1,,n\n1,41,y\n"
+    _table_draft(app, "gappy", content)
+    warnings = " ".join(w.value for w in app.warning)
+    assert "`outcome` holds one class only" in warnings
+    notes = next(d.value for d in app.dataframe if "why it was left out" in d.value.columns)
+    assert notes.set_index("column").loc["age", "why it was left out"].startswith(
+        "empty cell at line 3")
+    assert "gappy" not in {d.name for d in Ledger(ledger_path)._dataset_records()}

@@ -164,6 +164,10 @@ def _render_review(ledger: Ledger, draft: dict) -> None:
                "(observed values and ranges). Review them before registering: widen or round "
                "every bound, add every class and level that could occur, so the declaration "
                "reveals nothing about individuals. Values outside the bounds are clipped.")
+    if len(guess.classes) < 2:
+        st.warning(f"The label column `{draft['label']}` holds one class only: declare every "
+                   "class that could occur below, or choose another label column (discard "
+                   "this draft), since synthesising by class needs at least two.")
     if guess.notes:
         st.warning(f"{len(guess.notes)} column(s) were left out of the prefilled schema; "
                    "tick *include* on a column's row to use it anyway.")
