@@ -604,3 +604,28 @@ def test_constant_missing_and_free_text_columns_are_reported(tmp_path):
     assert "30 distinct texts" in notes["words"].reason
     assert notes["words"].proposal.type == CATEGORICAL
     assert "extra" in notes and "constant" in notes["extra"].reason      # the left file's
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("view.csv", b"id;age;city\n1;30,5;Oslo\n2;41;Bergen\n", "';'-separated"),
+    ("view.csv", b"id\tage\n1\t30\n", "a tab-separated"),
+    ("view.tsv", b"id;age\n1;30\n", "';'-separated"),
+])
+def test_a_table_with_another_separator_is_refused_naming_it(tmp_path, name, content, words):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=f"line 1 \\(the header\\).*{words}") as err:
+        read_table(path, label=name)
+    assert f"file '{name}'" in str(err.value)
+
+
+def test_a_gzip_csv_with_semicolons_is_refused_and_a_one_column_csv_is_read(tmp_path):
+    import gzip
+
+    path = tmp_path / "view.csv.gz"
+    path.write_bytes(gzip.compress(b"id;age\n1;30\n"))
+    with pytest.raises(DataError, match="';'-separated; save it again with ','"):
+        read_table(path)
+    single = tmp_path / "ids.csv"
+    single.write_bytes(b"id\n1\n2\n")
+    assert list(read_table(single).columns) == ["id"]

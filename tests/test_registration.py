@@ -78,3 +78,22 @@ def test_register_folder_is_what_the_cli_register_does(ledger_path, tmp_path):
         register_folder(ledger, sample_data_dir() / "clickstream", cap=float("inf"),
                         name="cs2")
     assert [d.name for d in ledger._dataset_records()] == ["cs"]
+
+
+def test_check_name_free_refuses_a_registered_name_and_an_existing_folder(ledger_path,
+                                                                          tmp_path):
+    from dpcore.privacy.registration import check_name_free
+
+    ledger = Ledger(ledger_path)
+    root = tmp_path / "up"
+    assert check_name_free(ledger, root, "s") == "s"
+    schema = SequenceSchema(name="s", alphabet=("a", "b", "c", "d"), l1=4,
+                            files={"format": "lines", "records": "r.txt", "alphabet": "a.txt"})
+    register_upload(ledger, root, "s", {"r.txt": RECORDS, "a.txt": ALPHABET}, schema, cap=1)
+    with pytest.raises(ParameterError, match="'s' already exists; choose another name"):
+        check_name_free(ledger, root, "s")
+    (root / "left").mkdir()
+    with pytest.raises(ParameterError, match="already holds a folder named 'left'"):
+        check_name_free(ledger, root, "left")
+    with pytest.raises(ParameterError, match="must not contain '/'"):
+        check_name_free(ledger, root, "../s")

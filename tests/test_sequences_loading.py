@@ -109,6 +109,22 @@ def test_non_utf8_records_name_the_line(tmp_path):
     assert err.value.row == 2
 
 
+def test_gzip_record_and_alphabet_files_are_read_like_plain_ones(tmp_path):
+    import gzip
+
+    (tmp_path / "records.seq.gz").write_bytes(gzip.compress(b"home news\nsports\n"))
+    (tmp_path / "alphabet.gz").write_bytes(gzip.compress(b"home\nnews\nsports\n"))
+    assert read_alphabet_file(tmp_path / "alphabet.gz") == SCHEMA.alphabet
+    assert load_record_lines(tmp_path / "records.seq.gz", SCHEMA).to_lists() == [[0, 1], [2]]
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(b"home\nnews x\n"))
+    with pytest.raises(DataError, match="line 2: item 'x' is not in the declared") as err:
+        load_record_lines(tmp_path / "bad.gz", SCHEMA)
+    assert err.value.file.endswith("bad.gz")
+    (tmp_path / "cut.gz").write_bytes(gzip.compress(b"home\n" * 50)[:20])
+    with pytest.raises(DataError, match="gzip file that cannot be decompressed"):
+        load_record_lines(tmp_path / "cut.gz", SCHEMA)
+
+
 def test_empty_and_missing_files(tmp_path):
     with pytest.raises(DataError, match="no records"):
         load_record_lines(_write(tmp_path / "r.txt", ""), SCHEMA)
@@ -229,3 +245,12 @@ def test_dataset_refuses_codes_outside_the_alphabet():
     with pytest.raises(DataError, match="not in the declared alphabet") as err:
         SequenceDataset.from_names(SCHEMA, [["home"], ["golf"]])
     assert err.value.row == 2
+
+
+def test_a_semicolon_event_table_names_the_separator(tmp_path):
+    from dpcore.data.sequences.loading import observed_items
+
+    path = _write(tmp_path / "events.csv", "visit;t;page\n1;1;home\n")
+    with pytest.raises(DataError, match="';'-separated") as err:
+        observed_items(path, label="events.csv")
+    assert err.value.file == "events.csv"

@@ -45,3 +45,17 @@ def test_the_guess_is_a_valid_declaration_once_named():
 def test_bad_tables_are_refused(frame, needle):
     with pytest.raises(DataError, match=needle):
         prefill_table(frame, "y", name="t", file="t.csv")
+
+
+def test_a_feature_with_an_empty_cell_is_left_out_naming_its_line(tmp_path):
+    from dpcore.data.loading import read_table
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"age,city,score,label\n30,Oslo,1,y\n,Bergen,2,n\n41,,3,y\n")
+    guess = prefill_table(read_table(path, label="t.csv"), "label", name="t", file="t.csv")
+    assert [f["name"] for f in guess.features] == ["score"]
+    reasons = {n.column: n.reason for n in guess.notes}
+    assert reasons["age"].startswith("empty cell at line 3 (1 in all)")
+    assert reasons["city"].startswith("empty cell at line 4")
+    assert all(n.proposal is None for n in guess.notes if n.column in ("age", "city"))
+    assert guess.proposed == ()

@@ -63,6 +63,8 @@ def _lines_upload(app: AppTest, name: str, records: bytes = RECORDS,
     app.number_input(key="seq_l1").set_value(l1)
     app.number_input(key="seq_cap").set_value(cap)
     _ok(app.run())
+    if app.button(key="seq_register").disabled:     # a bad or taken name: refused at once
+        return app
     return _ok(app.button(key="seq_register").click().run())
 
 
@@ -248,3 +250,109 @@ def test_observed_items_reads_the_header_and_the_distinct_items(tmp_path):
     assert observed_items(path, "page")[1] == ("home", "news", "sport")
     with pytest.raises(DataError, match="column 'item': column not found"):
         observed_items(path, "item")
+
+
+# --------------------------------------------------------------------------- early checks
+
+def _register_taken(ledger_path, tmp_path) -> None:
+    from dpcore.data.sequences.schema import SequenceSchema
+    from dpcore.privacy.registration import register_upload
+
+    schema = SequenceSchema(name="taken", alphabet=("a", "b", "c", "d"), l1=4,
+                            files={"format": "lines", "records": "r.txt", "alphabet": "a.txt"})
+    register_upload(Ledger(ledger_path), tmp_path / "datasets", "taken",
+                    {"r.txt": RECORDS, "a.txt": ALPHABET}, schema, cap=1)
+
+
+def test_a_taken_name_is_refused_at_the_first_step_of_every_kind(app, ledger_path,
+                                                                 monkeypatch, tmp_path):
+    from dpcore.registry import KIND_TWO_VIEW
+
+    _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
+    _register_taken(ledger_path, tmp_path)
+    needle = "a dataset named 'taken' already exists; choose another name"
+    _ok(app.text_input(key="seq_name").input("taken").run())
+    assert needle in _errors(app)
+    app.file_uploader(key="seq_records").upload("records.txt", RECORDS, "text/plain")
+    app.file_uploader(key="seq_alphabet").upload("alphabet.txt", ALPHABET, "text/plain")
+    assert _ok(app.run()).button(key="seq_register").disabled
+
+    _ok(app.radio(key="up_kind").set_value(KIND_TABLE).run())
+    _table_draft(app, "taken", _table_bytes())          # refused at Prefill
+    assert needle in _errors(app)
+    assert "tab_register" not in {b.key for b in app.button}
+
+    _ok(app.radio(key="up_kind").set_value(KIND_TWO_VIEW).run())
+    app.text_input(key="up_name").input("taken")
+    app.file_uploader(key="up_left").upload("left.csv", b"pid,x\n1,2\n2,3\n", "text/csv")
+    app.file_uploader(key="up_right").upload("right.csv", b"pid,y\n1,a\n2,b\n", "text/csv")
+    app.text_input(key="up_id").input("pid")
+    _ok(app.button(key="up_read").click().run())        # refused at Read
+    assert needle in _errors(app)
+    assert "up_prefill" not in {b.key for b in app.button}
+    assert [d.name for d in Ledger(ledger_path)._dataset_records()
+            if d.name.startswith("taken")] == ["taken"]
+
+
+def test_gzip_record_files_upload_and_register(app, ledger_path, monkeypatch, tmp_path):
+    import gzip
+
+    _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
+    app.text_input(key="seq_name").input("zipped")
+    app.file_uploader(key="seq_records").upload("records.seq.gz", gzip.compress(RECORDS),
+                                                "application/gzip")
+    app.file_uploader(key="seq_alphabet").upload("alphabet.txt", ALPHABET, "text/plain")
+    _ok(app.run())
+    _ok(app.button(key="seq_register").click().run())
+    assert not app.error, _errors(app)
+    data = load_any_dataset(tmp_path / "datasets" / "zipped")[1]
+    assert data.n_records == 4 and list(data.record(0)) == [0, 1, 2]
+
+
+def _shown_texts(app: AppTest) -> str:
+    return " ".join(e.value for e in [*app.error, *app.caption, *app.warning, *app.info])
+
+
+def test_an_event_table_upload_shows_no_server_path_and_no_error_before_any_input(
+        app, ledger_path, monkeypatch, tmp_path):
+    import tempfile
+
+    _owner_on_data_page(app, monkeypatch, KIND_SEQUENCES)
+    app.text_input(key="seq_name").input("events_clean")
+    _ok(app.radio(key="seq_layout").set_value("events").run())
+    _ok(app.file_uploader(key="seq_events").upload("events.csv", EVENTS, "text/csv").run())
+    shown = _shown_texts(app)
+    assert not app.error and "not valid" not in shown, shown
+    assert tempfile.gettempdir() not in shown and str(tmp_path) not in shown
+    _ok(app.text_area(key="seq_alphabet_text").input("home\nnews\nhome").run())
+    shown = _shown_texts(app)
+    assert "file 'alphabet': line 3: item 'home' is declared twice" in shown, shown
+    assert tempfile.gettempdir() not in shown
+    _ok(app.file_uploader(key="seq_events").upload("events.csv", b"", "text/csv").run())
+    assert "file 'events.csv'" in _errors(app) and tempfile.gettempdir() not in _errors(app)
+
+
+def test_a_semicolon_table_upload_says_which_separator_to_use(app, ledger_path, monkeypatch,
+                                                              tmp_path):
+    _owner_on_data_page(app, monkeypatch, KIND_TABLE)
+    before = {d.name for d in Ledger(ledger_path)._dataset_records()}
+    app.text_input(key="tab_name").input("semi")
+    content = _table_bytes().replace(b",", b";")
+    _ok(app.file_uploader(key="tab_file").upload("table.csv", content, "text/csv").run())
+    assert "file 'table.csv': line 1 (the header) has no ',' separator but ';'" \
+        in _errors(app)
+    assert "save it again with ',' between fields" in _errors(app)
+    _nothing_registered(app, ledger_path, tmp_path, "semi", before)
+
+
+def test_an_empty_cell_and_a_single_class_are_said_at_prefill(app, ledger_path, monkeypatch,
+                                                              tmp_path):
+    _owner_on_data_page(app, monkeypatch, KIND_TABLE)
+    content = b"outcome,age,smoker\n1,30,y\n1,,n\n1,41,y\n"
+    _table_draft(app, "gappy", content)
+    warnings = " ".join(w.value for w in app.warning)
+    assert "`outcome` holds one class only" in warnings
+    notes = next(d.value for d in app.dataframe if "why it was left out" in d.value.columns)
+    assert notes.set_index("column").loc["age", "why it was left out"].startswith(
+        "empty cell at line 3")
+    assert "gappy" not in {d.name for d in Ledger(ledger_path)._dataset_records()}

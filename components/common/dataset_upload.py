@@ -44,7 +44,7 @@ from dpcore.data.schema import VIEW_KEYS, Schema
 from dpcore.errors import DataError, ParameterError
 from dpcore.family import family
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.registration import register_upload
+from dpcore.privacy.registration import check_name_free, register_upload
 from dpcore.registry import KIND_TWO_VIEW
 
 from .budget_meter import fmt_eps
@@ -67,7 +67,8 @@ def _read_upload(uploaded, workdir: Path) -> pd.DataFrame:
     return read_table(path, label=name)
 
 
-def start_draft(layout: str, name: str, id_column: str, uploads: list) -> dict:
+def start_draft(layout: str, name: str, id_column: str, uploads: list,
+                ledger: Ledger | None = None) -> dict:
     """Read the uploaded files and check their ids; returns the draft kept in session state.
 
     Parameters
@@ -80,6 +81,9 @@ def start_draft(layout: str, name: str, id_column: str, uploads: list) -> dict:
         Shared id column (required with two files, optional with one).
     uploads : list
         Uploaded files (objects with ``name`` and ``getvalue()``); None for a missing one.
+    ledger : Ledger, optional
+        With it, a name already registered (or whose upload folder exists) is refused here,
+        before any file is read (:func:`dpcore.privacy.registration.check_name_free`).
 
     Returns
     -------
@@ -89,13 +93,15 @@ def start_draft(layout: str, name: str, id_column: str, uploads: list) -> dict:
     Raises
     ------
     DataError, ParameterError
-        Bad name, missing file, unreadable or malformed file (its line), a file without data
-        rows, a missing id column, an empty or duplicate id, or views that do not cover the
-        same ids — all before any schema is prefilled.
+        Bad or taken name, missing file, unreadable or malformed file (its line), a file
+        without data rows, a missing id column, an empty or duplicate id, or views that do
+        not cover the same ids — all before any schema is prefilled.
     """
     if not name.strip():
         raise DataError("give the dataset a name")
     check_dataset_name(name.strip())     # it names a folder: checked before anything is written
+    if ledger is not None:
+        check_name_free(ledger, data_root(ledger), name.strip())
     files = [u for u in uploads if u is not None]
     if len(files) != (2 if layout == "two" else 1):
         raise DataError("upload " + ("both view files" if layout == "two" else "the file"))
@@ -182,7 +188,7 @@ def register_draft(ledger: Ledger, draft: dict, schema: Schema, cap: float) -> s
     return record.name
 
 
-def _render_first_step() -> None:
+def _render_first_step(ledger: Ledger) -> None:
     layout = st.radio("Layout", ("two", "one"), key="up_layout", horizontal=True,
                       format_func={"two": "two files (one per view) with a shared id column",
                                    "one": "one file + a column → view mapping"}.get)
@@ -203,7 +209,8 @@ def _render_first_step() -> None:
                "else.")
     if st.button("Read the files", key="up_read"):
         try:
-            st.session_state[DRAFT_KEY] = start_draft(layout, name, id_column, uploads)
+            st.session_state[DRAFT_KEY] = start_draft(layout, name, id_column, uploads,
+                                                         ledger=ledger)
         except (DataError, ParameterError) as exc:
             st.error(f"Nothing was registered. {exc}")
         else:
@@ -273,7 +280,7 @@ def render_two_view_upload(ledger: Ledger) -> None:
     the register step (the redescription family's :meth:`FamilyUI.render_upload`)."""
     draft = st.session_state.get(DRAFT_KEY)
     if draft is None:
-        _render_first_step()
+        _render_first_step(ledger)
         return
     st.markdown(f"Draft **{draft['name']}** from {', '.join(draft['files'])} (owner only; "
                 "nothing is registered yet).")

@@ -16,8 +16,9 @@ the public demo flag and the budget cap ε, Register stores the files and a
 ``sequence_schema.json`` in the upload folder and registers the dataset through
 :func:`dpcore.privacy.registration.register_upload`: the files are read by the sequence
 loaders first, and bad input (an item outside the alphabet, an empty file, a missing value,
-a bad l1, a cap ≤ 0, a name with a path separator) shows the loader's message naming the
-file, line or row and reason, and registers nothing. No parsing happens here.
+a bad l1, a cap ≤ 0) shows the loader's message naming the file, line or row and reason,
+and registers nothing. A bad or taken dataset name is said as soon as it is typed, and
+Register stays disabled until it is changed. No parsing happens here.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ import streamlit as st
 from dpcore.data.names import path_inside
 from dpcore.data.sequences.loading import observed_items, read_alphabet_file
 from dpcore.data.sequences.schema import EVENTS, LINES, SequenceSchema
-from dpcore.errors import DataError
+from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.registration import register_upload
+from dpcore.privacy.registration import check_name_free, register_upload
 
 from ..common.budget_meter import fmt_eps
-from ..common.data_locations import data_root
+from ..common.data_locations import data_root, hide_server_paths
 from ..common.upload_register import register_and_announce
 
 __all__ = ["read_declared_alphabet", "event_columns", "prefill_alphabet",
@@ -56,20 +57,21 @@ def read_declared_alphabet(name: str, content: bytes) -> tuple[str, ...]:
     """The alphabet an uploaded (or typed) alphabet file declares, read by the sequence loader
     (DataError naming the file and line of an empty, doubled or spaced name)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return read_alphabet_file(_on_disk(tmp, name, content))
+        return read_alphabet_file(_on_disk(tmp, name, content), label=Path(name).name)
 
 
 def event_columns(name: str, content: bytes) -> tuple[str, ...]:
     """The header of an uploaded event table (DataError if it cannot be read)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return observed_items(_on_disk(tmp, name, content))[0]
+        return observed_items(_on_disk(tmp, name, content), label=Path(name).name)[0]
 
 
 def prefill_alphabet(name: str, content: bytes, item_column: str) -> tuple[str, ...]:
     """OWNER ONLY: the distinct items of an event table's item column (private data, for the
     owner to review before declaring them public)."""
     with tempfile.TemporaryDirectory() as tmp:
-        return observed_items(_on_disk(tmp, name, content), item_column)[1]
+        return observed_items(_on_disk(tmp, name, content), item_column,
+                              label=Path(name).name)[1]
 
 
 def sequence_upload(ledger: Ledger, *, name: str, layout: str, files: dict[str, bytes],
@@ -129,13 +131,13 @@ def sequence_upload(ledger: Ledger, *, name: str, layout: str, files: dict[str, 
     return register_upload(ledger, data_root(ledger), name, files, schema, cap=cap)
 
 
-def _event_step(uploaded) -> tuple[dict | None, tuple[str, ...] | None]:
+def _event_step(uploaded, ledger: Ledger) -> tuple[dict | None, tuple[str, ...] | None]:
     """Column choice and alphabet declaration for an event table."""
     content = uploaded.getvalue()
     try:
         header = event_columns(uploaded.name, content)
     except DataError as exc:
-        st.error(f"Nothing was registered. {exc}")
+        st.error(f"Nothing was registered. {hide_server_paths(str(exc), ledger)}")
         return None, None
     c1, c2, c3 = st.columns(3)
     record = c1.selectbox("Record id column", header, index=0, key="seq_rec_col")
@@ -147,7 +149,7 @@ def _event_step(uploaded) -> tuple[dict | None, tuple[str, ...] | None]:
         try:
             items = prefill_alphabet(uploaded.name, content, item)
         except DataError as exc:
-            st.error(f"Nothing was registered. {exc}")
+            st.error(f"Nothing was registered. {hide_server_paths(str(exc), ledger)}")
         else:
             st.session_state["seq_alphabet_text"] = "\n".join(items)
             st.session_state[PREFILL_KEY] = True
@@ -159,17 +161,29 @@ def _event_step(uploaded) -> tuple[dict | None, tuple[str, ...] | None]:
                    "confirm it with *Confirm the declaration and register*.")
     text = st.text_area("Declared alphabet (public): one item name per line, in code order",
                         key="seq_alphabet_text", height=150)
-    try:
-        alphabet = read_declared_alphabet("alphabet", text.encode("utf-8"))
-    except DataError as exc:
-        st.caption(f"The alphabet is not valid yet: {exc}")
-        alphabet = None
+    alphabet = None
+    if not text.strip():        # nothing typed yet: nothing to complain about
+        st.caption("Type the alphabet or prefill it from the item column; Register waits "
+                   "for it.")
+    else:
+        try:
+            alphabet = read_declared_alphabet("alphabet", text.encode("utf-8"))
+        except DataError as exc:
+            st.caption("The alphabet is not valid yet: "
+                       f"{hide_server_paths(str(exc), ledger)}")
     return {"record_column": record, "order_column": order, "item_column": item}, alphabet
 
 
 def render_sequence_upload(ledger: Ledger) -> None:
     """Owner: upload a sequence dataset, declare its alphabet, l1 and cap, register it."""
     name = st.text_input("Dataset name", key="seq_name")
+    name_ok = True
+    if name.strip():      # a taken or bad name is said at once, not after the declaration
+        try:
+            check_name_free(ledger, data_root(ledger), name.strip())
+        except ParameterError as exc:
+            st.error(f"Nothing was registered. {exc}")
+            name_ok = False
     layout = st.radio("Layout", (LINES, EVENTS), key="seq_layout", horizontal=True,
                       format_func={LINES: "records file + alphabet file",
                                    EVENTS: "event table (record, order, item columns)"}.get)
@@ -188,7 +202,7 @@ def render_sequence_upload(ledger: Ledger) -> None:
         ready = events is not None
         if events is not None:
             files = {Path(events.name).name: events.getvalue()}
-            columns, alphabet = _event_step(events)
+            columns, alphabet = _event_step(events, ledger)
             ready = columns is not None and alphabet is not None
     c1, c2, c3 = st.columns(3)
     l1 = c1.number_input("l1: longest record length kept (items, public)", value=8, step=1,
@@ -198,7 +212,7 @@ def render_sequence_upload(ledger: Ledger) -> None:
     public_demo = c3.checkbox("Public demo (synthetic or public data)", key="seq_demo")
     description = st.text_input("Description (public)", key="seq_description")
     if st.button("Confirm the declaration and register", type="primary", key="seq_register",
-                 disabled=not ready):
+                 disabled=not (ready and name_ok)):
         def register() -> str:
             declared = alphabet
             if layout == LINES:
@@ -215,4 +229,4 @@ def render_sequence_upload(ledger: Ledger) -> None:
             ledger, register,
             success=lambda name: f"Sequence dataset `{name}` is registered with ε = "
                                  f"{fmt_eps(cap)}; mine it on the Sequences page.",
-            clear=(PREFILL_KEY,))
+            clear=(PREFILL_KEY, "seq_name"))  # the name is taken now

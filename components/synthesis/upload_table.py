@@ -30,7 +30,7 @@ from dpcore.data.names import check_dataset_name, path_inside
 from dpcore.data.table.schema import CATEGORICAL, NUMERIC, TableSchema, schema_from_dict
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.registration import register_upload
+from dpcore.privacy.registration import check_name_free, register_upload
 from dpcore.synthesis.prefill import TablePrefill, prefill_table
 
 from ..common.budget_meter import fmt_eps
@@ -55,14 +55,19 @@ def read_upload(name: str, content: bytes) -> pd.DataFrame:
         return read_table(path, label=name)
 
 
-def start_table_draft(name: str, file: str, content: bytes, label: str) -> dict:
+def start_table_draft(name: str, file: str, content: bytes, label: str,
+                      ledger: Ledger | None = None) -> dict:
     """Check the name, read the table and prefill its declaration (OWNER ONLY).
 
     Returns the draft kept in session state: name, file name and bytes, label and the
-    :class:`~dpcore.synthesis.prefill.TablePrefill`. DataError/ParameterError on a bad name,
-    an unreadable or empty file, a missing label column or label value.
+    :class:`~dpcore.synthesis.prefill.TablePrefill`. DataError/ParameterError on a bad name
+    (with ``ledger``, also a name already registered or whose upload folder exists: checked
+    before the file is read), an unreadable or empty file, a missing label column or label
+    value.
     """
     check_dataset_name(name)
+    if ledger is not None:
+        check_name_free(ledger, data_root(ledger), name)
     frame = read_upload(file, content)
     guess = prefill_table(frame, label, name=name, file=Path(file).name)
     return {"name": name, "file": Path(file).name, "bytes": content, "label": label,
@@ -141,7 +146,7 @@ def _render_first_step(ledger: Ledger) -> None:
     if st.button("Prefill the schema from the data", key="tab_prefill"):
         try:
             st.session_state[TABLE_DRAFT_KEY] = start_table_draft(
-                name.strip(), uploaded.name, uploaded.getvalue(), label)
+                name.strip(), uploaded.name, uploaded.getvalue(), label, ledger=ledger)
         except (DataError, ParameterError) as exc:
             st.error(f"Nothing was registered. {hide_server_paths(str(exc), ledger)}")
         else:
@@ -159,6 +164,10 @@ def _render_review(ledger: Ledger, draft: dict) -> None:
                "(observed values and ranges). Review them before registering: widen or round "
                "every bound, add every class and level that could occur, so the declaration "
                "reveals nothing about individuals. Values outside the bounds are clipped.")
+    if len(guess.classes) < 2:
+        st.warning(f"The label column `{draft['label']}` holds one class only: declare every "
+                   "class that could occur below, or choose another label column (discard "
+                   "this draft), since synthesising by class needs at least two.")
     if guess.notes:
         st.warning(f"{len(guess.notes)} column(s) were left out of the prefilled schema; "
                    "tick *include* on a column's row to use it anyway.")

@@ -54,7 +54,7 @@ from dpcore.errors import DataError
 
 __all__ = ["load_dataset", "frames_to_dataset", "read_table", "list_sample_datasets",
            "sample_data_dir", "SCHEMA_FILE_NAMES", "LINE_INDEX_NAME", "location",
-           "location_text", "check_ids", "join_view_ids"]
+           "location_text", "check_ids", "join_view_ids", "check_separator"]
 
 SCHEMA_FILE_NAMES = ("schema.json", "schema.toml")
 #: Index name of a table read from a plain-text file: the index holds each row's line.
@@ -155,6 +155,29 @@ def _malformed_csv(raw: bytes | None, sep: str, pandas_message: str, label: str)
                      file=label, row=row, line=line)
 
 
+#: Separators a CSV saved by a spreadsheet in another locale may use instead.
+_OTHER_SEPARATORS = {";": "';'", "\t": "a tab", "|": "'|'"}
+
+
+def check_separator(header: str, sep: str, label: str) -> None:
+    """Refuse a table whose header line holds none of ``sep`` but another separator.
+
+    A ``;``-separated CSV (what spreadsheets write where the decimal mark is a comma) read
+    with ``,`` comes out as one column named after the whole header; saying so here beats a
+    later "column not found". Raises DataError naming the file, the separator seen and
+    what to do; returns None for a header that has ``sep`` or no other separator.
+    """
+    if sep in header:
+        return
+    for other, words in _OTHER_SEPARATORS.items():
+        if other != sep and other in header:
+            fix = ("save it as .tsv, or with ',' between fields" if other == "\t" else
+                   "save it again with ',' between fields (CSV, comma-separated)")
+            shown = "tab" if sep == "\t" else repr(sep)
+            raise DataError(f"line 1 (the header) has no {shown} separator but {words}: the "
+                            f"file looks {words}-separated; {fix}", file=label)
+
+
 def read_table(path, *, label: str | None = None) -> pd.DataFrame:
     """Read one view file: CSV as all-string columns (nothing parsed yet), Parquet as stored.
 
@@ -162,7 +185,7 @@ def read_table(path, *, label: str | None = None) -> pd.DataFrame:
     :data:`LINE_INDEX_NAME`; header = line 1), so later messages can say ``line N``; other
     tables have a plain 0-based index. Raises :class:`DataError` naming the file (and, for a
     malformed CSV, the line a text editor shows) for a missing, empty, non-UTF-8 or malformed
-    file.
+    file, or one separated by another character (:func:`check_separator`).
     """
     path = Path(path)
     label = label or str(path)
@@ -177,6 +200,7 @@ def read_table(path, *, label: str | None = None) -> pd.DataFrame:
             frame = pd.read_parquet(path).reset_index(drop=True)
         elif plain:
             raw = path.read_bytes()
+            check_separator(raw.split(b"\n", 1)[0].decode("utf-8", "replace"), sep, label)
             frame = pd.read_csv(io.BytesIO(raw), sep=sep, dtype=str, keep_default_na=False,
                                 na_filter=False, encoding="utf-8-sig")
         else:
@@ -192,6 +216,8 @@ def read_table(path, *, label: str | None = None) -> pd.DataFrame:
     except (OSError, ValueError) as e:  # pyarrow errors for bad Parquet are ValueError/OSError
         raise DataError(f"cannot read the file: {e}", file=label) from None
     frame.columns = [str(c).strip() for c in frame.columns]
+    if kind == "csv" and frame.shape[1] == 1:     # compressed: only the parsed header is seen
+        check_separator(str(frame.columns[0]), sep, label)
     if raw is not None:
         lines = _row_lines(raw, sep, len(frame))
         if lines is not None:

@@ -38,7 +38,8 @@ from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import content_digest
 from dpcore.registry import dataset_kind_spec
 
-__all__ = ["register_folder", "register_upload", "check_cap", "schema_file_name"]
+__all__ = ["register_folder", "register_upload", "check_cap", "check_name_free",
+           "schema_file_name"]
 
 
 def check_cap(cap) -> float:
@@ -92,6 +93,46 @@ def register_folder(ledger: Ledger, folder, *, cap, name: str | None = None,
     return kind, record
 
 
+def check_name_free(ledger: Ledger, root, name: str) -> str:
+    """Check that ``name`` is a valid dataset name that no dataset and no upload folder holds.
+
+    The upload steps call this before reading any file, so a taken name is refused at the
+    first step rather than after the owner reviewed a schema; :func:`register_upload` calls
+    it again (the name may have been taken since).
+
+    Parameters
+    ----------
+    ledger : Ledger
+        Where registered names are looked up.
+    root : str or Path
+        The upload folder (``root/name`` must not exist).
+    name : str
+        The dataset name.
+
+    Returns
+    -------
+    str
+        ``name`` unchanged.
+
+    Raises
+    ------
+    ParameterError
+        A bad name (:func:`dpcore.data.names.check_dataset_name`), a registered one, or one
+        whose folder exists in ``root`` — each saying to choose another name.
+    """
+    check_dataset_name(name)
+    try:
+        ledger._dataset_record(name)
+    except ParameterError:
+        pass
+    else:
+        raise ParameterError(f"a dataset named {name!r} already exists; choose another name")
+    if path_inside(root, name, what="dataset name", error=ParameterError).exists():
+        raise ParameterError(f"the upload folder already holds a folder named {name!r}; "
+                             "choose another name")
+    return name
+
+
 def register_upload(ledger: Ledger, root, name: str, files: Mapping[str, bytes], schema, *,
                     cap, actor: str = "owner") -> tuple[str, DatasetRecord]:
     """Store uploaded files with their reviewed schema under ``root/name`` and register them.
@@ -133,22 +174,13 @@ def register_upload(ledger: Ledger, root, name: str, files: Mapping[str, bytes],
         A bad file name, a schema of no known kind, or data that do not fit the schema
         (file, line or row, reason).
     """
-    check_dataset_name(name)
+    check_name_free(ledger, root, name)
     check_cap(cap)
     if getattr(schema, "name", None) != name:
         raise DataError(f"the schema is named {getattr(schema, 'name', None)!r}, not {name!r}")
     kind = kind_of_schema(schema)
     spec = dataset_kind_spec(kind)
-    try:
-        ledger._dataset_record(name)
-    except ParameterError:
-        pass
-    else:
-        raise ParameterError(f"a dataset named {name!r} already exists")
     dest = path_inside(root, name, what="dataset name", error=ParameterError)
-    if dest.exists():
-        raise ParameterError(f"the upload folder already holds a folder named {name!r}; "
-                             "choose another name")
     schema_file = spec.schema_files[0]
     if schema_file in files:
         raise DataError(f"an uploaded file may not be named {schema_file!r} (the schema "

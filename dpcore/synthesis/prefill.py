@@ -18,12 +18,12 @@ or its notes to analysts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from dpcore.data.loading import location
+from dpcore.data.loading import location, location_text
 from dpcore.data.prefill import ColumnNote, prefill
 from dpcore.data.schema import BOOLEAN, NUMERIC
 from dpcore.data.table.schema import CATEGORICAL
@@ -111,7 +111,8 @@ def prefill_table(frame: pd.DataFrame, label: str, *, name: str, file: str | Non
     ------
     DataError
         No data rows, a missing label column, a label column with a missing value, or no
-        other column (naming the file and column).
+        other column (naming the file and column). A feature column with an empty cell is
+        not an error here: it is left out with a note naming its first empty line or row.
     """
     columns = [str(c).strip() for c in frame.columns]
     frame = frame.set_axis(columns, axis=1)
@@ -130,8 +131,24 @@ def prefill_table(frame: pd.DataFrame, label: str, *, name: str, file: str | Non
         raise DataError("the table has no column besides the label", file=file)
     guess = prefill(features, features.iloc[:, :0], name, files=(file, file),
                     missing_values=(), max_categories=max_categories, align_grid=False)
-    objects = tuple(feature_object(a, features[a.name]) for a in guess.schema.attributes)
-    proposed = tuple(feature_object(n.proposal, features[n.column]) for n in guess.notes
+    # A labelled table allows no missing cell (the loader refuses one at register): a column
+    # with an empty cell is left out here, naming its first empty line, not found later.
+    gaps = {}
+    for column in features.columns:
+        empty = np.flatnonzero(_texts(features[column]) == "")
+        if empty.size:
+            gaps[column] = (f"empty cell at {location_text(features, int(empty[0]))} "
+                            f"({empty.size} in all): a labelled table allows no missing "
+                            "values; fill every cell of the column and read the file again, "
+                            "or leave the column out")
+    objects = tuple(feature_object(a, features[a.name]) for a in guess.schema.attributes
+                    if a.name not in gaps)
+    notes = [n if n.column not in gaps else replace(n, reason=gaps[n.column], proposal=None)
+             for n in guess.notes]
+    noted = {n.column for n in notes}
+    notes += [ColumnNote(column=c, view=0, file=file, reason=why) for c, why in gaps.items()
+              if c not in noted]
+    proposed = tuple(feature_object(n.proposal, features[n.column]) for n in notes
                      if n.proposal is not None)
     return TablePrefill(features=objects, classes=tuple(sorted(set(texts))),
-                        notes=tuple(guess.notes), proposed=proposed)
+                        notes=tuple(notes), proposed=proposed)

@@ -9,7 +9,8 @@ Two layouts:
 
 * **lines**: one record per line, items separated by spaces or tabs, each item a name of
   the declared alphabet; plus an alphabet file with one item name per line (code order).
-  A blank line would be an empty record and is refused.
+  A blank line would be an empty record and is refused. Either file may be gzip-compressed
+  (recognised by its first bytes, whatever its name, e.g. ``records.seq.gz``).
 * **events**: a CSV or Parquet table with one event per row: a record id, an order key
   (a number, or a timestamp) and an item name. Each record's events are sorted by the
   order key (ties keep the file's order); records come out in order of first appearance.
@@ -20,11 +21,14 @@ from the declared alphabet and never from the data.
 
 from __future__ import annotations
 
+import gzip
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from dpcore.data.loading import check_separator
 from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.data.sequences.schema import (
     EVENTS,
@@ -42,6 +46,7 @@ __all__ = ["read_alphabet_file", "load_record_lines", "load_event_table",
 
 _CSV_EXT = (".csv", ".csv.gz", ".tsv", ".txt")
 _PARQUET_EXT = (".parquet", ".pq")
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _line_error(path, line: int, reason: str) -> DataError:
@@ -50,26 +55,37 @@ def _line_error(path, line: int, reason: str) -> DataError:
     return err
 
 
-def _read_lines(path) -> list[str]:
+def _read_lines(path, label: str | None = None) -> list[str]:
     path = Path(path)
+    label = label or str(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read the file ({exc.strerror or exc})",
-                        file=str(path)) from None
+                        file=label) from None
+    if raw[:2] == _GZIP_MAGIC:    # records.seq.gz and the like, as tables read .csv.gz
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataError(f"a gzip file that cannot be decompressed ({exc}); compress it "
+                            "again or upload it uncompressed", file=label) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _line_error(path, raw[:exc.start].count(b"\n") + 1,
-                          "not UTF-8 text") from None
+        raise _line_error(label, raw[:exc.start].count(b"\n") + 1,
+                          "not UTF-8 text (save the file as UTF-8 text, gzip-compressed or "
+                          "not)") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the final newline
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
-def read_alphabet_file(path) -> tuple[str, ...]:
+def read_alphabet_file(path, *, label: str | None = None) -> tuple[str, ...]:
     """Item names, one per line, in code order.
+
+    ``label`` is how messages name the file (default: its path); an upload read from a
+    temporary copy passes the uploaded file's name, so no server path is shown.
 
     Raises
     ------
@@ -78,20 +94,21 @@ def read_alphabet_file(path) -> tuple[str, ...]:
     """
     names: list[str] = []
     seen: dict[str, int] = {}
-    lines = _read_lines(path)
+    shown = label or str(path)
+    lines = _read_lines(path, shown)
     for n, line in enumerate(lines, start=1):
         name = line.strip()
         if not name:
-            raise _line_error(path, n, "empty item name (one name per line, no blank lines)")
+            raise _line_error(shown, n, "empty item name (one name per line, no blank lines)")
         if any(ch.isspace() for ch in name):
-            raise _line_error(path, n, f"item name {name!r} contains a space")
+            raise _line_error(shown, n, f"item name {name!r} contains a space")
         if name in seen:
-            raise _line_error(path, n, f"item {name!r} is declared twice (first on line "
+            raise _line_error(shown, n, f"item {name!r} is declared twice (first on line "
                                        f"{seen[name]})")
         seen[name] = n
         names.append(name)
     if not names:
-        raise DataError("the alphabet file is empty", file=str(path))
+        raise DataError("the alphabet file is empty", file=shown)
     return tuple(names)
 
 
@@ -101,7 +118,7 @@ def load_record_lines(path, schema: SequenceSchema) -> SequenceDataset:
     Parameters
     ----------
     path : path-like
-        The record file (UTF-8).
+        The record file (UTF-8 text, or that text gzip-compressed).
     schema : SequenceSchema
         Its ``alphabet`` gives the item codes.
 
@@ -133,23 +150,27 @@ def load_record_lines(path, schema: SequenceSchema) -> SequenceDataset:
     return SequenceDataset(schema, indptr, np.asarray(out, dtype=np.int32))
 
 
-def _read_table(path) -> tuple[pd.DataFrame, str]:
+def _read_table(path, label: str | None = None) -> tuple[pd.DataFrame, str]:
     path = Path(path)
+    label = label or str(path)
     name = path.name.lower()
     try:
         if name.endswith(_PARQUET_EXT):
             return pd.read_parquet(path), "parquet"
         if name.endswith(_CSV_EXT):
             sep = "\t" if name.endswith(".tsv") else ","
-            return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
-                               skip_blank_lines=True), "csv"
+            frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
+                                skip_blank_lines=True)
+            if frame.shape[1] == 1:
+                check_separator(str(frame.columns[0]), sep, label)
+            return frame, "csv"
     except FileNotFoundError:
-        raise DataError("file not found", file=str(path)) from None
+        raise DataError("file not found", file=label) from None
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         raise DataError(f"cannot read the table ({str(exc).splitlines()[0]})",
-                        file=str(path)) from None
+                        file=label) from None
     raise DataError("unsupported file type; use CSV (.csv, .tsv) or Parquet (.parquet)",
-                    file=str(path))
+                    file=label)
 
 
 def _missing(values: pd.Series, kind: str) -> np.ndarray:
@@ -237,7 +258,7 @@ def load_event_table(path, schema: SequenceSchema, *, record_column: str, order_
     return SequenceDataset(schema, indptr, codes[perm].astype(np.int32))
 
 
-def observed_items(path, item_column: str | None = None
+def observed_items(path, item_column: str | None = None, *, label: str | None = None
                    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """OWNER ONLY: the column names of an event table and the distinct items it holds.
 
@@ -245,6 +266,9 @@ def observed_items(path, item_column: str | None = None
        The items are **read from the private data** (a rare item reveals that some record
        holds it). They are a prefill the owner reviews before declaring the alphabet
        public; never show them to analysts.
+
+    ``label`` is how messages name the file (default: its path); an upload read from a
+    temporary copy passes the uploaded file's name, so no server path is shown.
 
     Returns
     -------
@@ -258,18 +282,19 @@ def observed_items(path, item_column: str | None = None
         The table cannot be read, has no rows, lacks ``item_column`` or has a missing item
         (naming the file, column and 1-based data row).
     """
-    frame, kind = _read_table(path)
+    frame, kind = _read_table(path, label)
+    label = label or str(path)
     columns = tuple(str(c) for c in frame.columns)
     if item_column is None:
         return columns, ()
     if item_column not in frame.columns:
         raise DataError(f"column not found (the table has {', '.join(columns)})",
-                        file=str(path), column=item_column)
+                        file=label, column=item_column)
     if len(frame) == 0:
-        raise DataError("the event table has no rows", file=str(path))
+        raise DataError("the event table has no rows", file=label)
     miss = _missing(frame[item_column], kind)
     if miss.any():
-        raise DataError("missing value", file=str(path), column=item_column,
+        raise DataError("missing value", file=label, column=item_column,
                         row=int(np.flatnonzero(miss)[0]) + 1)
     return columns, tuple(sorted(set(frame[item_column].astype(str).str.strip())))
 
