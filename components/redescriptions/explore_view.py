@@ -289,6 +289,11 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
 
 
 @st.fragment
+def _prunes_everything(suggestion: float, rows) -> bool:
+    """Whether a suggested threshold lies above every listed redescription's support."""
+    return len(rows) > 0 and suggestion > rows["support"].max()
+
+
 def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
                      rows: pd.DataFrame, results: dict[str, RunResult]) -> None:
     """Scatter + threshold + kept list + detail + export; reruns on its own."""
@@ -314,9 +319,10 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
         s2.caption("No suggested threshold: a stored result lacks the released noise "
                    "parameters it needs.")
     else:
-        note = (" — this prunes everything: no released redescription is that accurate at "
-                "this ε; raise ε, allow a larger tolerance, or set your own threshold"
-                if suggestion > rows["support"].max() else "")
+        note = (" — it would prune everything: no released redescription is that accurate "
+                "at this ε, so the list starts unpruned (treat its noisy Jaccards as mostly "
+                "noise); raise ε, allow a larger tolerance, or set your own threshold"
+                if _prunes_everything(suggestion, rows) else "")
         s2.caption(f"Suggested threshold: {suggestion:g} (at most {EXCEEDANCE_RATE:.0%} of "
                    f"what it keeps expected off by more than {tolerance:g} in Jaccard; "
                    f"computed from released values only, 0 ε){note}")
@@ -326,7 +332,9 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     if _user_chose(dataset, selection_key) or suggestion is None:
         threshold = get_threshold(dataset)
     else:
-        threshold = suggestion
+        # A suggestion that keeps nothing is not applied on its own: an empty list and an
+        # empty export teach nothing (the caption says why the list is unpruned).
+        threshold = 0.0 if _prunes_everything(suggestion, rows) else suggestion
         set_threshold(dataset, threshold)   # so the Runs page counts at the same threshold
     set_threshold_runs(dataset, selection_key)
     selection = st.session_state.get(CHART_KEY)
