@@ -67,6 +67,10 @@ def explore(app, ledger_path, clinic_dataset):
                              seed=11, requester=Requester())
     assert len(result.redescriptions) >= 3
     run_page(app, "pages/redescriptions/explore.py")
+    # Typed by the user (so the workspace stores it): when the suggestion would prune
+    # everything the box already shows 0, and setting the same value is no change.
+    app.number_input(key="explore_threshold").set_value(1.0)
+    rerun(app)
     app.number_input(key="explore_threshold").set_value(0.0)
     rerun(app)
     return app
