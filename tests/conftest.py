@@ -8,6 +8,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -47,6 +48,19 @@ def compiled_kernels():
     from dpcore.redescriptions.warmup import warm_kernels
 
     return warm_kernels()
+
+
+@pytest.fixture(autouse=True)
+def real_main_module():
+    """Put back ``sys.modules["__main__"]`` after every test.
+
+    Streamlit's script runner (AppTest included) installs the page script as ``__main__`` and
+    leaves it there; a later test that starts ``spawn`` processes would then make every child
+    re-run that temporary page script (``NameError: __args``) instead of pytest's entry point.
+    """
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 # --------------------------------------------------------------------------- PostgreSQL ledger
