@@ -30,8 +30,10 @@ worked example: ``tests/test_toy_family.py``). :func:`family`, :func:`algorithm`
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -39,6 +41,7 @@ import numpy as np
 from dpcore.errors import ParameterError
 from dpcore.privacy.units import BudgetSlot
 from dpcore.registry import (
+    PARAMETER_SYMBOLS,
     REDESCRIPTIONS,
     SEQUENCES,
     SYNTHESIS,
@@ -48,8 +51,8 @@ from dpcore.registry import (
 )
 
 __all__ = ["RESULT_FORMAT", "Progress", "Release", "DatasetKind", "Algorithm", "Family",
-           "Checked", "AlgorithmBase", "families", "family", "algorithm", "dataset_kind", "kinds",
-           "spec_and_algorithm"]
+           "Checked", "AlgorithmBase", "ParamField", "params_from_fields", "families", "family",
+           "algorithm", "dataset_kind", "kinds", "spec_and_algorithm"]
 
 #: progress(fraction in [0, 1], message), called by miners between kernel calls.
 Progress = Callable[[float, str], None]
@@ -116,6 +119,121 @@ class Release:
 
     def to_json(self) -> str:  # pragma: no cover - every result type defines it
         raise NotImplementedError
+
+
+def _bound(x: float, integer: bool) -> str:
+    return str(int(x)) if integer else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One parameter, declared once: the parameter type's field and default, its
+    validation, the command line's flag and the app's number box all read it.
+
+    Attributes
+    ----------
+    name : str
+        The field (and stored key); the flag is ``--name-with-dashes``.
+    kind : type
+        ``int``, ``float`` or ``str`` (``str`` fields take one of ``choices``).
+    default : object
+        The algorithm's default (the parameter type's field default).
+    help : str
+        One-line help (the form's tooltip, the flag's help).
+    unit : str
+        What the number counts (``"ε"``, ``"rows"``, ``"share of ε"``, ...); "" if none.
+    low, high : float or None
+        Accepted range (None: unbounded on that side); ``low_open`` / ``high_open``
+        exclude the bound itself.
+    choices : tuple of str
+        The accepted values of a ``str`` field.
+    """
+
+    name: str
+    kind: type
+    default: object
+    help: str
+    unit: str = ""
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """The name errors use: ``omega (ω)`` (the registry's symbol, when it differs)."""
+        symbol = PARAMETER_SYMBOLS.get(self.name, self.name)
+        if symbol.lower() in (self.name, self.name.replace("_", " "), *self.name.split("_")):
+            return self.name
+        return f"{self.name} ({symbol})"
+
+    @property
+    def flag(self) -> str:
+        """The command line's flag, ``--in-tr`` for ``in_tr``."""
+        return "--" + self.name.replace("_", "-")
+
+    def bounds_text(self) -> str:
+        """The accepted values as a range: ``[1, 10000]``, ``(0, 1]``, ``> 0``, ``a, b``."""
+        if self.choices:
+            return ", ".join(self.choices)
+        integer = self.kind is int
+        lo, hi = self.low, self.high
+        if lo is not None and hi is not None:
+            return (("(" if self.low_open else "[") + _bound(lo, integer) + ", "
+                    + _bound(hi, integer) + (")" if self.high_open else "]"))
+        if lo is not None:
+            return ("> " if self.low_open else "≥ ") + _bound(lo, integer)
+        if hi is not None:
+            return ("< " if self.high_open else "≤ ") + _bound(hi, integer)
+        return "any number"
+
+    def check(self, value) -> None:
+        """Raise :class:`~dpcore.errors.ParameterError` naming the field unless ``value``
+        is of its kind and in its range."""
+        label = self.label
+        if self.choices:
+            if value not in self.choices:
+                raise ParameterError(f"{label} must be one of {', '.join(self.choices)}; "
+                                     f"got {value!r}")
+            return
+        if self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, int) or not self._inside(value):
+                raise ParameterError(f"{label} must be an integer "
+                                     f"{self._range_phrase()}; got {value!r}")
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParameterError(f"{label} must be a number; got {value!r}")
+        if not math.isfinite(value):
+            raise ParameterError(f"{label} must be finite; got {value!r}")
+        if not self._inside(value):
+            raise ParameterError(f"{label} must {self._range_phrase(verb=True)}; "
+                                 f"got {value!r}")
+
+    def _inside(self, x) -> bool:
+        lo, hi = self.low, self.high
+        return ((lo is None or (x > lo if self.low_open else x >= lo))
+                and (hi is None or (x < hi if self.high_open else x <= hi)))
+
+    def _range_phrase(self, verb: bool = False) -> str:
+        text = self.bounds_text()
+        if text[0] in "[(":
+            return ("lie in " if verb else "in ") + text
+        return ("be " if verb else "") + text
+
+
+def params_from_fields(table: Mapping[str, ParamField], names: tuple[str, ...]):
+    """Class decorator: a frozen dataclass whose fields are ``names`` of ``table``, in that
+    order, with the table's types and defaults; ``FIELDS`` (name → :class:`ParamField`)
+    is what its validation, the command line and the forms read."""
+    def build(cls):
+        cls.__annotations__ = {n: table[n].kind for n in names}
+        for n in names:
+            setattr(cls, n, table[n].default)
+        cls = dataclass(frozen=True)(cls)
+        cls.FIELDS = MappingProxyType({n: table[n] for n in names})
+        return cls
+    return build
 
 
 @runtime_checkable

@@ -12,6 +12,8 @@ from test_mining import SEED, toy_dataset
 from dpcore.errors import ParameterError
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import (
+    FIELDS,
+    HELP,
     MiningParams,
     SerenadeParams,
     TreeParams,
@@ -82,3 +84,92 @@ def test_mining_with_the_family_type_releases_what_the_form_s_type_releases(algo
     assert a.redescriptions == b.redescriptions and a.trees == b.trees
     assert a.mechanism_calls == b.mechanism_calls
     assert a.params == form.to_dict() and b.params == family_params(form).to_dict()
+
+
+# ------------------------------------------------ issue 34: the field table, declared once
+
+def _outside(declared):
+    """Values just outside each declared bound (the bound itself when it is open)."""
+    step = 1 if declared.kind is int else 1e-9
+    out = []
+    if declared.low is not None:
+        out.append(declared.low if declared.low_open else declared.low - step)
+    if declared.high is not None:
+        out.append(declared.high if declared.high_open else declared.high + step)
+    return out
+
+
+def _inside(declared):
+    """Each closed bound, and a value just inside each open one."""
+    step = 1 if declared.kind is int else 1e-9
+    out = []
+    if declared.low is not None:
+        out.append(declared.low + step if declared.low_open else declared.low)
+    if declared.high is not None:
+        out.append(declared.high - step if declared.high_open else declared.high)
+    return [declared.kind(v) for v in out]
+
+
+NUMBERS = [n for n, f in FIELDS.items() if not f.choices]
+
+
+def test_every_type_takes_its_fields_and_defaults_from_the_one_table():
+    for cls in (MiningParams, TreeParams, SerenadeParams):
+        defaults = cls().to_dict()
+        assert list(defaults) == list(cls.FIELDS)
+        for name in defaults:
+            if name != "algorithm":
+                assert cls.FIELDS[name] is FIELDS[name]
+                assert defaults[name] == FIELDS[name].default
+        assert cls().validate() == cls()
+    assert set(MiningParams.FIELDS) == set(TreeParams.FIELDS) | set(SerenadeParams.FIELDS)
+    assert HELP["in_tr"] == FIELDS["in_tr"].help and "algorithm" in HELP
+
+
+@pytest.mark.parametrize("name", NUMBERS)
+def test_validate_refuses_exactly_what_the_declaration_refuses(name):
+    """Each bound of each number field: just outside is refused by name, the bound (or just
+    inside an open one) passes, in every type that has the field."""
+    declared = FIELDS[name]
+    assert _outside(declared), f"{name} declares no range"
+    # keep the Serenade split valid when one share moves to its bound
+    other = {"budget_init": "budget_ext", "budget_ext": "budget_init"}.get(name)
+    for cls in (MiningParams, TreeParams, SerenadeParams):
+        if name not in cls.FIELDS:
+            continue
+        # AltMCMC: MCMCTreePair's own rule refuses ω = 0 and 1 (tested below)
+        algorithm = SERENADE_ES if cls is SerenadeParams else TREE_ALGORITHMS[1]
+        for value in _inside(declared):
+            extra = {other: min(0.45, (1 - value) / 2)} if other else {}
+            cls(algorithm=algorithm, **{name: value, **extra}).validate()
+        for value in _outside(declared):
+            with pytest.raises(ParameterError, match=rf"^{name}\b.*got"):
+                cls(algorithm=algorithm, **{name: value}).validate()
+    with pytest.raises(ParameterError, match=rf"^{name}\b.*must be"):
+        MiningParams(**{name: "3"}).validate()
+
+
+def test_the_declaration_says_its_range_as_the_message_does():
+    assert FIELDS["in_tr"].bounds_text() == "[1, 10000]"
+    assert FIELDS["max_pvalue"].bounds_text() == "(0, 1]"
+    assert FIELDS["budget_init"].bounds_text() == "(0, 1)"
+    assert FIELDS["epsilon"].bounds_text() == "> 0" and FIELDS["min_support"].bounds_text() \
+        == "≥ 0"
+    with pytest.raises(ParameterError, match=r"in_tr \(InTr\) must be an integer in "
+                                             r"\[1, 10000\]; got 0"):
+        MiningParams(in_tr=0).validate()
+    with pytest.raises(ParameterError, match=r"tree_score must be one of count, paper"):
+        MiningParams(tree_score="best").validate()
+    with pytest.raises(ParameterError, match=r"steepness \(s\) must be finite"):
+        SerenadeParams(steepness=float("nan")).validate()
+
+
+def test_the_rules_across_fields_still_hold():
+    with pytest.raises(ParameterError, match="strict mode draws integer"):
+        TreeParams(noise="continuous").validate()
+    TreeParams(mode=MODES[1], noise="continuous").validate()
+    with pytest.raises(ParameterError, match="strictly between 0 and 1 for MCMCTreePair"):
+        MiningParams(omega=1.0).validate()
+    TreeParams(algorithm=TREE_ALGORITHMS[2], omega=1.0).validate()   # AltExpM ignores ω
+    with pytest.raises(ParameterError, match="budget split needs"):
+        SerenadeParams(budget_init=0.6, budget_ext=0.4).validate()
