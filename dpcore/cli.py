@@ -6,16 +6,18 @@ experiment,users,workspaces,owner-hash,ledger} ...``.
 (``synthesis_schema.json``).
 
 ``mine --algorithm`` takes any registered algorithm (:data:`dpcore.registry.ALGORITHM_SPECS`):
-the redescription miners (the tree miners and Serenade, with ``--init-pairs``,
-``--es-rounds``, ``--cs-rounds``, ``--steepness``, ``--budget-init``, ``--budget-ext``,
-``--min-acc``, ``--memo-age``, ``--max-attributes``) on a two-view dataset; PFS2 and its
+the redescription miners (the tree miners and Serenade, with ``--in-tr``, ``--omega``, ...,
+``--init-pairs``, ``--steepness``, ...) on a two-view dataset; PFS2 and its
 straightforward baseline (``--theta``, ``--zeta``, ``--eta``, ``--l1`` and the budget
 shares) on a sequence dataset; MC-GEN and the floor (``--k``, ``--feature-groups``,
 ``--cells``, ...) on a labelled table — ``synthesize`` is ``mine`` with MC-GEN as the
-default. The flags of the sequence and synthesis families come from the registry (each
-algorithm's parameters, defaults and help); a flag of another family than the chosen
-algorithm's is refused by name. Redescription flags that do not apply to the chosen
-redescription algorithm are validated but have no effect.
+default. Every parameter flag is generated from the registry: a parameter type that declares
+its fields (:class:`dpcore.family.ParamField`, the redescription miners'
+:data:`dpcore.redescriptions.params.FIELDS`) gives one flag per field with its type,
+choices, range, unit and default; the other families' flags come from each algorithm's
+registered parameters, defaults and help. A flag that is not a parameter of the chosen
+algorithm's type is refused by name; a redescription field the chosen redescription miner
+does not read is validated but has no effect (the miners share one parameter type).
 
 ``--out`` is a file whose extension says the format: ``.json`` (or ``-``, stdout) the
 result JSON; ``.csv`` the frequent sequences (pattern, length, noisy support) or the
@@ -69,10 +71,10 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dpcore.data.kinds import load_any_dataset
 from dpcore.errors import (
@@ -82,13 +84,14 @@ from dpcore.errors import (
     ParameterError,
     SignInError,
 )
+from dpcore.family import ParamField
 from dpcore.family import algorithm as implementation
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read
 from dpcore.privacy.registration import register_folder
 from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.redescriptions.params import HELP, MiningParams
+from dpcore.redescriptions.params import MiningParams
 from dpcore.registry import (
     ALGORITHM_SPECS,
     ALGORITHMS,
@@ -99,7 +102,7 @@ from dpcore.registry import (
     SEQUENCES,
     STRICT,
     SYNTHESIS,
-    TREE_SCORES,
+    TREE_ALGORITHMS,
     algorithm_spec,
     dataset_kind_spec,
     family_algorithms,
@@ -118,7 +121,9 @@ from dpcore.runs import (
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-DEFAULTS = MiningParams()
+#: ``--algorithm``'s default and the ``--epsilon`` and ``--mode`` flags of every family: the
+#: redescription miners' declarations (as they always were).
+_MINE_FIELDS = MiningParams.FIELDS
 
 
 def _password(args, name: str) -> str:
@@ -172,20 +177,6 @@ def _owner_or_exit(args):
     return _sign_in_or_exit(args, need_owner=True)
 
 
-#: Serenade parameters: (MiningParams field, type); the flag is the field with dashes.
-SERENADE_FLAGS = (("init_pairs", int), ("es_rounds", int), ("cs_rounds", int),
-                  ("steepness", float), ("budget_init", float), ("budget_ext", float),
-                  ("min_acc", float), ("memo_age", int), ("max_attributes", int))
-
-
-#: Redescription flags (MiningParams fields) beside ε and mode; refused with another family
-#: when set to anything but their default.
-_REDESCRIPTION_FLAGS = ("omega", "in_tr", "rm_iter", "depth", "mc_iter", "sigma",
-                        "sigma_window", "min_jaccard", "max_pvalue", "min_support",
-                        "max_support", "max_clauses", "tree_score") + \
-    tuple(n for n, _ in SERENADE_FLAGS)
-
-
 def _parse_groups(text: str) -> list[list[str]]:
     """``a,b;c`` → ``[["a", "b"], ["c"]]`` (feature groups on the command line)."""
     groups = [[x.strip() for x in part.split(",") if x.strip()] for part in text.split(";")]
@@ -199,24 +190,59 @@ def _parse_groups(text: str) -> list[list[str]]:
 _NONE_DEFAULT_TYPES = {"l1": int, "feature_groups": _parse_groups}
 
 
-def _family_flags() -> dict[str, tuple[type, str, tuple[str, ...]]]:
-    """Every sequence/synthesis parameter flag from the registry: name → (type, help,
-    algorithms that use it). ε and mode are shared with the redescription flags."""
-    flags: dict[str, tuple[type, str, tuple[str, ...]]] = {}
+class _Flag(NamedTuple):
+    """One parameter flag of ``mine``: its argparse type and choices, help, and the
+    algorithms whose parameters it sets."""
+
+    kind: Callable
+    help: str
+    users: tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+
+
+def _declared_flag(declared: ParamField) -> _Flag:
+    """A flag from a parameter type's declaration (:class:`dpcore.family.ParamField`): its
+    type, choices, range, unit and default in the help; the range itself is checked by the
+    type's ``validate()``, so a bad value is refused by name before anything is charged."""
+    unit = f", {declared.unit}" if declared.unit else ""
+    accepted = "" if declared.choices else f"range {declared.bounds_text()}{unit}; "
+    return _Flag(declared.kind, f"{declared.help} ({accepted}default {declared.default})", (),
+                 declared.choices or None)
+
+
+def _family_flags() -> dict[str, _Flag]:
+    """Every parameter flag of ``mine`` from the registry: name → :class:`_Flag`. A parameter
+    type that declares its fields (``FIELDS``) gives a flag per field, used by every
+    algorithm of that type; otherwise each algorithm's registered parameters give one, with
+    its registered default and help. ε and mode are every family's (:func:`_add_mine_arguments`)."""
+    flags: dict[str, _Flag] = {}
     for spec in ALGORITHM_SPECS.values():
-        if spec.family == REDESCRIPTIONS:
-            continue
-        defaults = spec.defaults()
-        for mode in spec.modes:
-            for name in spec.parameters_used(mode)[2:]:
-                kind, text, users = flags.get(name, (None, spec.help(name), ()))
-                if kind is None:
+        if spec.key in REDESCRIPTION_QUERIES:
+            continue                    # paid queries: `query`, not `mine`
+        params_type = implementation(spec.key).params_type
+        declared = getattr(params_type, "FIELDS", None)
+        if declared is not None:
+            names = [n for n in declared if n not in _SHARED_FLAGS]
+        else:
+            names = list(dict.fromkeys(n for mode in spec.modes
+                                       for n in spec.parameters_used(mode)[2:]))
+        defaults = None if declared is not None else spec.defaults()
+        for name in names:
+            flag = flags.get(name)
+            if flag is None:
+                if declared is not None:
+                    flag = _declared_flag(declared[name])
+                else:
                     default = defaults[name]
                     kind = _NONE_DEFAULT_TYPES[name] if default is None else type(default)
-                if spec.key not in users:
-                    users += (spec.key,)
-                flags[name] = (kind, text, users)
+                    flag = _Flag(kind, f"{spec.help(name)} (default {default})", ())
+            flags[name] = flag._replace(users=flag.users + (spec.key,))
     return flags
+
+
+#: Fields every parameter type has: ``--algorithm``, ``--epsilon`` and ``--mode`` are
+#: ``mine``'s own flags, not a family's.
+_SHARED_FLAGS = ("algorithm", "epsilon", "mode")
 
 
 def __getattr__(name: str):
@@ -231,47 +257,28 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _family_params(args, spec):
-    """The validated parameters of a sequence or synthesis algorithm from ``mine``'s flags:
-    the registry's defaults, then every flag given (a flag of another family is refused)."""
+def _params(args):
+    """The validated parameters of ``mine``'s flags (raises ParameterError naming a bad one):
+    the algorithm's registered defaults, then every flag given; a flag of another
+    algorithm's parameters is refused by name. ``--stable K`` (tree miners) is InTr = K,
+    RMIter = 1."""
+    spec = algorithm_spec(args.algorithm)
     flags = _family_flags()
-    given = {name: getattr(args, name) for name in flags
-             if getattr(args, name, None) is not None}
-    foreign = [n for n in given if spec.key not in flags[n][2]]
-    foreign += [n for n in _REDESCRIPTION_FLAGS
-                if getattr(args, n, getattr(DEFAULTS, n)) != getattr(DEFAULTS, n)]
-    if getattr(args, "stable", None) is not None:
-        foreign.append("stable")
+    given = {name: getattr(args, name) for name in flags if hasattr(args, name)}
+    foreign = [n for n in given if spec.key not in flags[n].users]
+    stable = getattr(args, "stable", None)
+    if stable is not None:
+        if "in_tr" not in flags or spec.key not in flags["in_tr"].users:
+            foreign.append("stable")
+        given.update(in_tr=stable, rm_iter=1)
     if foreign:
-        own = dict.fromkeys(n for mode in spec.modes for n in spec.parameters_used(mode)[2:])
+        own = [n for n, f in flags.items() if spec.key in f.users]
         raise ParameterError(f"{', '.join(_flag(n) for n in foreign)}: not a parameter of "
                              f"{spec.label}; its parameters: "
                              f"{', '.join(_flag(n) for n in own)}. Nothing was charged")
     values = {**spec.defaults(), **given, "algorithm": spec.key, "epsilon": args.epsilon,
               "mode": args.mode}
     return implementation(spec.key).params_type(**values).validate()
-
-
-def _params(args):
-    """The validated parameters of ``mine``'s flags (raises ParameterError naming a bad one):
-    MiningParams for a redescription algorithm, else the algorithm's registered type."""
-    spec = algorithm_spec(args.algorithm)
-    if spec.family != REDESCRIPTIONS:
-        return _family_params(args, spec)
-    foreign = [n for n in _family_flags() if getattr(args, n, None) is not None]
-    if foreign:
-        raise ParameterError(f"{', '.join(_flag(n) for n in foreign)}: not a parameter of "
-                             f"{spec.label} (a redescription miner). Nothing was charged")
-    in_tr, rm_iter = args.in_tr, args.rm_iter
-    if args.stable is not None:
-        in_tr, rm_iter = args.stable, 1
-    return MiningParams(algorithm=args.algorithm, epsilon=args.epsilon, omega=args.omega,
-                        mode=args.mode, in_tr=in_tr, rm_iter=rm_iter, depth=args.depth,
-                        mc_iter=args.mc_iter, sigma=args.sigma, sigma_window=args.sigma_window,
-                        min_jaccard=args.min_jaccard, max_pvalue=args.max_pvalue,
-                        min_support=args.min_support, max_support=args.max_support,
-                        max_clauses=args.max_clauses, tree_score=args.tree_score,
-                        **{name: getattr(args, name) for name, _ in SERENADE_FLAGS}).validate()
 
 
 @contextmanager
@@ -889,9 +896,9 @@ def _family_experiment(args, command: str) -> int:
 
 def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                         default: str) -> None:
-    """The flags of ``mine`` / ``synthesize``: the redescription flags (if ``choices`` has a
-    redescription miner), then every sequence and synthesis parameter of ``choices`` from the
-    registry (not given: the algorithm's registered default)."""
+    """The flags of ``mine`` / ``synthesize``: ε, mode, ``--stable`` (if ``choices`` has a tree
+    miner), then every parameter of ``choices`` from the registry (:func:`_family_flags`; not
+    given: the algorithm's default)."""
     mine.add_argument("--dataset", help="registered dataset name (default: the schema name "
                                         "of --data)")
     mine.add_argument("--data", help="optional check: a dataset folder or schema file that "
@@ -899,36 +906,13 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                                      "registered copy is always what is mined")
     mine.add_argument("--algorithm", choices=choices, default=default,
                       help="; ".join(f"{k}: {ALGORITHM_SPECS[k].blurb}" for k in choices))
-    mine.add_argument("--epsilon", type=float, default=DEFAULTS.epsilon, help=HELP["epsilon"])
-    mine.add_argument("--mode", choices=(STRICT, FAITHFUL), default=DEFAULTS.mode,
-                      help=HELP["mode"])
-    if any(algorithm_spec(k).family == REDESCRIPTIONS for k in choices):
-        mine.add_argument("--omega", type=float, default=DEFAULTS.omega, help=HELP["omega"])
-        mine.add_argument("--in-tr", type=int, default=DEFAULTS.in_tr, help=HELP["in_tr"])
-        mine.add_argument("--rm-iter", type=int, default=DEFAULTS.rm_iter, help=HELP["rm_iter"])
+    for name in ("epsilon", "mode"):
+        declared = _MINE_FIELDS[name]
+        mine.add_argument(declared.flag, type=declared.kind, choices=declared.choices or None,
+                          default=declared.default, help=declared.help)
+    if any(k in TREE_ALGORITHMS for k in choices):
         mine.add_argument("--stable", type=int, metavar="K",
                           help="paper's 'stable' setting for AltMCMC/AltExpM: InTr = K, RMIter = 1")
-        mine.add_argument("--depth", type=int, default=DEFAULTS.depth, help=HELP["depth"])
-        mine.add_argument("--mc-iter", type=int, default=DEFAULTS.mc_iter, help=HELP["mc_iter"])
-        mine.add_argument("--sigma", type=float, default=DEFAULTS.sigma, help=HELP["sigma"])
-        mine.add_argument("--sigma-window", type=int, default=DEFAULTS.sigma_window,
-                          help=HELP["sigma_window"])
-        mine.add_argument("--min-jaccard", type=float, default=DEFAULTS.min_jaccard,
-                          help=HELP["min_jaccard"])
-        mine.add_argument("--max-pvalue", type=float, default=DEFAULTS.max_pvalue,
-                          help=HELP["max_pvalue"])
-        mine.add_argument("--min-support", type=float, default=DEFAULTS.min_support,
-                          help=HELP["min_support"])
-        mine.add_argument("--max-support", type=float, default=DEFAULTS.max_support,
-                          help=HELP["max_support"])
-        mine.add_argument("--max-clauses", type=int, default=DEFAULTS.max_clauses,
-                          help=HELP["max_clauses"])
-        mine.add_argument("--tree-score", choices=TREE_SCORES, default=DEFAULTS.tree_score,
-                          help=HELP["tree_score"])
-        for name, kind in SERENADE_FLAGS:
-            mine.add_argument("--" + name.replace("_", "-"), type=kind,
-                              default=getattr(DEFAULTS, name),
-                              help=HELP[name].replace("%", "%%"))  # argparse formats help with %
     mine.add_argument("--seed", type=int, help="fixed seed: public demo datasets only "
                                                "(refused on private data, which always "
                                                "draws fresh OS entropy)")
@@ -937,12 +921,11 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                            "only one); needed for faithful mode on private data, whose result "
                            "only the owner reads")
     mine.add_argument("--actor", default="cli", help="who spends (audit log)")
-    for name, (kind, text, users) in _family_flags().items():
-        if set(users) & set(choices):
-            default_value = algorithm_spec(users[0]).defaults()[name]
-            mine.add_argument(_flag(name), type=kind, default=argparse.SUPPRESS,
-                              help=f"{text} [{', '.join(users)}; default {default_value}]"
-                              .replace("%", "%%"))
+    for name, flag in _family_flags().items():
+        if set(flag.users) & set(choices):
+            # argparse formats help with %; not given: the algorithm's default
+            mine.add_argument(_flag(name), type=flag.kind, choices=flag.choices,
+                              default=argparse.SUPPRESS, help=flag.help.replace("%", "%%"))
     mine.add_argument("--out", default="-",
                       help="output file ('-' = JSON on stdout); .json: the result JSON, .csv: "
                            "the frequent sequences or the synthetic table, .parquet: the "
@@ -1021,7 +1004,7 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     # custom_query and region_map are paid queries (`query`), not miners
     _add_mine_arguments(mine, tuple(a for a in ALGORITHM_SPECS if a not in REDESCRIPTION_QUERIES),
-                        DEFAULTS.algorithm)
+                        _MINE_FIELDS["algorithm"].default)
     synth = sub.add_parser("synthesize", help="generate a DP synthetic table (MC-GEN, the "
                                               "floor) from a labelled table, charged to the "
                                               "ledger",

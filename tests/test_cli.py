@@ -453,3 +453,69 @@ def test_workspaces_are_listed_and_shared_as_the_signed_in_account(ledger_path, 
     with pytest.raises(ParameterError, match="not shared with 'bob'"):
         ledger.get_workspace("wards", "alice", "study", reader="bob")
     assert ledger.budget("wards").spent_nano == 0
+
+
+# ------------------------------------------------ issue 34: flags from the field declarations
+
+def _mine_params(*flags):
+    from dpcore.cli import _params, build_parser
+
+    return _params(build_parser().parse_args(["mine", "--dataset", "x", *flags]))
+
+
+def _changed(declared):
+    """A valid value other than the default (another choice, or a step inside the range)."""
+    if declared.choices:
+        return next(c for c in declared.choices if c != declared.default)
+    step = 1 if declared.kind is int else 0.01
+    value = declared.default + step
+    if declared.high is not None and value >= declared.high:
+        value = declared.default - step
+    return declared.kind(value)
+
+
+def test_every_declared_redescription_field_is_a_flag_that_reaches_the_parameters():
+    """The flags are generated from MiningParams.FIELDS: each one exists, says its range and
+    default in its help, and sets its field (nothing restated by hand can drift)."""
+    from dpcore.cli import build_parser
+    from dpcore.redescriptions.params import MiningParams
+
+    mine = build_parser()._subparsers._group_actions[0].choices["mine"]
+    options = {o: a for a in mine._actions for o in a.option_strings}
+    declared = {n: f for n, f in MiningParams.FIELDS.items() if n != "algorithm"}
+    assert _mine_params() == MiningParams().validate()
+    flags, expected = [], {}
+    for name, field in declared.items():
+        assert field.flag in options, field.flag
+        if not field.choices and name not in ("epsilon",):
+            assert f"range {field.bounds_text()}" in options[field.flag].help
+        if name in ("mode", "noise", "epsilon"):
+            continue                                # their values must go together
+        expected[name] = _changed(field)
+        flags += [field.flag, str(expected[name])]
+    params = _mine_params("--algorithm", "altmcmc", *flags)
+    assert {n: getattr(params, n) for n in expected} == expected
+
+
+@pytest.mark.parametrize("name", ["in_tr", "depth", "mc_iter", "max_pvalue", "min_support",
+                                  "steepness", "budget_ext", "max_attributes", "omega"])
+def test_a_value_out_of_its_declared_range_is_refused_by_name(name):
+    from dpcore.errors import ParameterError
+    from dpcore.redescriptions.params import FIELDS
+
+    declared = FIELDS[name]
+    bad = declared.high + 1 if declared.high is not None else declared.low - 1
+    with pytest.raises(ParameterError, match=rf"^{name}\b.*{re.escape(declared.bounds_text())}"
+                                             rf".*got {bad!r}"):
+        _mine_params("--algorithm", "altexpm", declared.flag, str(bad))
+
+
+def test_a_redescription_flag_of_another_family_is_refused_even_at_its_default():
+    from dpcore.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=r"--in-tr: not a parameter of PFS2"):
+        _mine_params("--algorithm", "pfs2", "--in-tr", "4")
+    with pytest.raises(ParameterError, match=r"--stable: not a parameter of PFS2"):
+        _mine_params("--algorithm", "pfs2", "--stable", "2")
+    assert (_mine_params("--algorithm", "altexpm", "--stable", "3").in_tr,
+            _mine_params("--algorithm", "altexpm", "--stable", "3").rm_iter) == (3, 1)
