@@ -392,6 +392,35 @@ def test_mcmctreepair_at_a_large_epsilon_is_announced_and_never_told_to_raise_it
     assert "try a larger ε" in empty_result_advice("altexpm", {"epsilon": 0.1})
 
 
+def test_the_form_s_number_boxes_refuse_exactly_what_the_declaration_refuses():
+    """Issue 34: the boxes read their ranges from the parameter declarations, so a number
+    the form accepts is one the run's validate() accepts, and the other way round."""
+    from components.common.number_fields import number_problem
+    from components.redescriptions.params_form import FIELDS
+    from dpcore.errors import ParameterError
+    from dpcore.redescriptions.params import FIELDS as DECLARED
+
+    checked = 0
+    for label, bounds, name in FIELDS.values():
+        if name not in DECLARED:
+            continue                                    # k and the seed are the form's own
+        declared = DECLARED[name]
+        probes = [declared.default]
+        for bound in (declared.low, declared.high):
+            if bound is not None:
+                probes += [bound, bound - 1e-6, bound + 1e-6, bound - 1, bound + 1]
+        for value in probes:
+            try:
+                declared.check(declared.kind(value) if declared.kind is int
+                               and float(value).is_integer() else value)
+                accepted = True
+            except ParameterError:
+                accepted = False
+            assert (number_problem(label, value, bounds) is None) == accepted, (name, value)
+        checked += 1
+    assert checked >= 20
+
+
 def test_refused_numbers_are_explained():
     """Point 3: ε typed as 0, −1 or 50 snapped back with no message."""
     from components.common.number_fields import Bounds, number_problem

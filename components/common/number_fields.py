@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-__all__ = ["Bounds", "fmt_eps", "number_problem", "number_field"]
+from dpcore.family import ParamField
+
+__all__ = ["Bounds", "bounds_of", "fmt_eps", "number_problem", "number_field"]
 
 
 def fmt_eps(value: float) -> str:
@@ -25,7 +27,8 @@ def fmt_eps(value: float) -> str:
 
 @dataclass(frozen=True)
 class Bounds:
-    """The accepted range of a field: ``low`` ≤ x ≤ ``high`` (``low_open``: low < x).
+    """The accepted range of a field: ``low`` ≤ x ≤ ``high`` (``low_open``: low < x;
+    ``high_open``: x < high).
 
     ``why`` says in a few words why the range is what it is (shown with a refusal).
     """
@@ -35,6 +38,14 @@ class Bounds:
     integer: bool = False
     low_open: bool = False
     why: str = ""
+    high_open: bool = False
+
+
+def bounds_of(declared: ParamField, why: str = "") -> Bounds:
+    """The range a parameter's declaration accepts (what its type's ``validate()`` checks),
+    for its number box."""
+    return Bounds(declared.low, declared.high, integer=declared.kind is int,
+                  low_open=declared.low_open, high_open=declared.high_open, why=why)
 
 
 def _fmt(x: float) -> str:
@@ -60,16 +71,18 @@ def number_problem(label: str, value, bounds: Bounds) -> str | None:
     if bounds.integer and x != int(x):
         return f"{label}: {_fmt(x)} is not a whole number{why}."
     low, high = bounds.low, bounds.high
+    below = (f"below {_fmt(high)}" if bounds.high_open else f"at most {_fmt(high)}") \
+        if high is not None else ""
     if low is not None and (x <= low if bounds.low_open else x < low):
         if bounds.low_open:
             need = f"above {_fmt(low)}"
         else:
             need = f"at least {_fmt(low)}"
         if high is not None:
-            need += f" and at most {_fmt(high)}"
+            need += f" and {below}"
         return f"{label}: {_fmt(x)} is refused — it must be {need}{why}."
-    if high is not None and x > high:
-        return f"{label}: {_fmt(x)} is refused — it must be at most {_fmt(high)}{why}."
+    if high is not None and (x >= high if bounds.high_open else x > high):
+        return f"{label}: {_fmt(x)} is refused — it must be {below}{why}."
     return None
 
 

@@ -35,7 +35,7 @@ from dpcore.registry import (
     algorithm_spec,
 )
 
-from ..common.number_fields import Bounds, number_field, number_problem
+from ..common.number_fields import Bounds, bounds_of, number_field, number_problem
 from ..common.session import current_role
 
 __all__ = ["EPSILON_GRID", "DEFAULT_STATE", "ALGORITHM_GUIDE", "FAITHFUL_TREE_WARNING",
@@ -126,48 +126,44 @@ FAITHFUL_SERENADE_WARNING = (
     "only to compare with the original.")
 
 _SHARE = "a share of ε: the three shares sum to 1"
+_DECLARED = MiningParams.FIELDS
+
+
+def _box(label: str, name: str, why: str = "") -> tuple[str, Bounds, str]:
+    return label, bounds_of(_DECLARED[name], why), name
+
 
 #: The Mine form's number boxes: session key → (label, accepted range, parameter field).
-#: The boxes have no hard bounds (a refused number stays visible, explained under it);
-#: the ranges are MiningParams.validate()'s, or the form's own where it is tighter.
+#: The boxes have no hard bounds (a refused number stays visible, explained under it); a
+#: parameter's range is its declaration's (:data:`dpcore.redescriptions.params.FIELDS`, what
+#: ``validate()`` checks), so the form refuses exactly what the run would.
 FIELDS: dict[str, tuple[str, Bounds, str]] = {
-    "mine_epsilon": ("ε (exact)", Bounds(0.0, None, low_open=True,
-                                         why="ε is the privacy budget the run spends; "
-                                             "a run must spend some"), "epsilon"),
-    "mine_in_tr": ("InTr (trials)", Bounds(1, 10_000, integer=True,
-                                           why="independent trials of the miner"), "in_tr"),
-    "mine_k": ("k", Bounds(1, 1_000, integer=True, why="InTr or RMIter"), "k"),
-    "mine_rm_iter": ("RMIter (alternations)", Bounds(1, 1_000, integer=True), "rm_iter"),
-    "mine_mc_iter": ("MCIter", Bounds(1, 10_000_000, integer=True,
-                                      why="MCMC iterations per tree"), "mc_iter"),
-    "mine_sigma": ("σ (stopping variance; faithful only)",
-                   Bounds(0.0, 1e6, low_open=True), "sigma"),
-    "mine_sigma_window": ("σ window k (faithful only)",
-                          Bounds(2, 10_000_000, integer=True), "sigma_window"),
-    "mine_min_jaccard": ("Γ.minJ", Bounds(0.0, 1.0, why="a Jaccard lies in [0, 1]"),
-                         "min_jaccard"),
-    "mine_max_pvalue": ("Γ.pval", Bounds(0.0, 1.0, low_open=True,
-                                         why="a p-value lies in (0, 1]"), "max_pvalue"),
-    "mine_min_support": ("Γ.minSupp (rows)", Bounds(0.0, None, why="a number of rows"),
-                         "min_support"),
-    "mine_max_support": ("Γ.maxSupp (share)", Bounds(0.01, 1.0, why="a share of the rows"),
-                         "max_support"),
-    "mine_max_clauses": ("maxClauses", Bounds(1, 10, integer=True), "max_clauses"),
-    "mine_init_pairs": ("I (initial pairs)", Bounds(1, 1_000, integer=True), "init_pairs"),
-    "mine_es_rounds": ("K (extension rounds)", Bounds(1, 100_000, integer=True), "es_rounds"),
-    "mine_cs_rounds": ("L (extension rounds)", Bounds(1, 1_000, integer=True), "cs_rounds"),
-    "mine_steepness": ("s (sigmoid steepness)", Bounds(0.0, 1.0, low_open=True),
-                       "steepness"),
-    "mine_budget_init": ("budget_init: share of ε for the initial pairs",
-                         Bounds(0.01, 0.98, why=_SHARE), "budget_init"),
-    "mine_budget_ext": ("budget_ext: share of ε for the extensions",
-                        Bounds(0.01, 0.98, why=_SHARE), "budget_ext"),
-    "mine_min_acc": ("min_acc (smallest noisy J that keeps extending)",
-                     Bounds(0.0, 1.0, why="a Jaccard lies in [0, 1]"), "min_acc"),
-    "mine_memo_age": ("memo_age (rounds a memoised extension lives; faithful only)",
-                      Bounds(1, 100_000, integer=True), "memo_age"),
-    "mine_max_attributes": ("max_attributes (per query)", Bounds(1, 16, integer=True),
-                            "max_attributes"),
+    "mine_epsilon": _box("ε (exact)", "epsilon", "ε is the privacy budget the run spends; "
+                                                 "a run must spend some"),
+    "mine_in_tr": _box("InTr (trials)", "in_tr", "independent trials of the miner"),
+    # k is InTr or RMIter: the tighter range of the two
+    "mine_k": ("k", bounds_of(_DECLARED["rm_iter"], "InTr or RMIter"), "k"),
+    "mine_rm_iter": _box("RMIter (alternations)", "rm_iter"),
+    "mine_mc_iter": _box("MCIter", "mc_iter", "MCMC iterations per tree"),
+    "mine_sigma": _box("σ (stopping variance; faithful only)", "sigma"),
+    "mine_sigma_window": _box("σ window k (faithful only)", "sigma_window"),
+    "mine_min_jaccard": _box("Γ.minJ", "min_jaccard", "a Jaccard lies in [0, 1]"),
+    "mine_max_pvalue": _box("Γ.pval", "max_pvalue", "a p-value lies in (0, 1]"),
+    "mine_min_support": _box("Γ.minSupp (rows)", "min_support", "a number of rows"),
+    "mine_max_support": _box("Γ.maxSupp (share)", "max_support", "a share of the rows"),
+    "mine_max_clauses": _box("maxClauses", "max_clauses"),
+    "mine_init_pairs": _box("I (initial pairs)", "init_pairs"),
+    "mine_es_rounds": _box("K (extension rounds)", "es_rounds"),
+    "mine_cs_rounds": _box("L (extension rounds)", "cs_rounds"),
+    "mine_steepness": _box("s (sigmoid steepness)", "steepness"),
+    "mine_budget_init": _box("budget_init: share of ε for the initial pairs", "budget_init",
+                             _SHARE),
+    "mine_budget_ext": _box("budget_ext: share of ε for the extensions", "budget_ext", _SHARE),
+    "mine_min_acc": _box("min_acc (smallest noisy J that keeps extending)", "min_acc",
+                         "a Jaccard lies in [0, 1]"),
+    "mine_memo_age": _box("memo_age (rounds a memoised extension lives; faithful only)",
+                          "memo_age"),
+    "mine_max_attributes": _box("max_attributes (per query)", "max_attributes"),
     "mine_demo_seed": ("Seed", Bounds(0, 2**31 - 1, integer=True), "seed"),
 }
 
@@ -387,7 +383,9 @@ def _tree_widgets(used: tuple[str, ...]) -> None:
                  disabled=st.session_state.get("mine_mode") == FAITHFUL)
 
     c1, c2 = st.columns(2)
-    c1.slider("Depth d", min_value=1, max_value=8, step=1, key="mine_depth", help=HELP["depth"])
+    depth = _DECLARED["depth"]
+    c1.slider("Depth d", min_value=int(depth.low), max_value=int(depth.high), step=1,
+              key="mine_depth", help=depth.help)
     _field(c2, "mine_mc_iter", step=1000,
            help=HELP["mc_iter"] + ("" if "mc_iter" in used
                                    else " Not used by this algorithm (no chain)."))
