@@ -15,6 +15,9 @@ more **algorithms** (:class:`Algorithm`). An algorithm is five things:
   the accountant's cap, every draw through :mod:`dpcore.privacy.mechanisms`;
 * ``result_type`` — a :class:`Release` with ``to_json`` / ``from_dict`` (and, to record
   charged / spent / returned, a ``budget`` field the executor fills);
+* optionally a ``FIELDS`` table on ``params_type`` (:class:`ParamField`: type, default,
+  range, help, unit of each field, built into the dataclass by :func:`params_from_fields`):
+  its ``validate()``, the command line's flags and the forms' number boxes read it;
 * optionally ``refundable(params) -> bool`` — true when the algorithm's spending stops on
   released values only, so the unspent part of its charge is returned
   (:func:`dpcore.executor.refundable`).

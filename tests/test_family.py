@@ -5,7 +5,7 @@ ones, and a Release serialises into the stored envelope without its diagnostics.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 
 import numpy as np
 import pytest
@@ -82,3 +82,39 @@ def test_a_release_is_stored_in_the_envelope_without_its_diagnostics():
     assert stored == {"result_format": family.RESULT_FORMAT, "family": "fam", "dataset": "d",
                       "audience": "everyone"}
     assert json.loads(result.diagnostics_json()) == {"trace": [0, 1, 2]}
+
+
+def test_a_param_field_checks_its_declared_range_and_names_itself():
+    """Issue 34: a ParamField is the one declaration its type's validate(), the CLI flag and
+    the form box read; its messages name the field (with the registry's symbol) and say the
+    range exactly as declared."""
+    share = family.ParamField("budget_init", float, 0.45, "help", low=0.0, high=1.0,
+                              low_open=True, high_open=True)
+    assert share.flag == "--budget-init" and share.bounds_text() == "(0, 1)"
+    share.check(0.5)
+    for bad, message in ((0.0, r"budget_init \(ε_init share\) must lie in \(0, 1\); got 0.0"),
+                         (1.0, r"must lie in \(0, 1\); got 1.0"), ("x", "must be a number"),
+                         (True, "must be a number"), (float("inf"), "must be finite")):
+        with pytest.raises(ParameterError, match=message):
+            share.check(bad)
+    count = family.ParamField("depth", int, 4, "help", low=1)
+    count.check(10**9)
+    with pytest.raises(ParameterError, match=r"depth \(d\) must be an integer ≥ 1; got 2.0"):
+        count.check(2.0)
+    choice = family.ParamField("noise", str, "a", "help", choices=("a", "b"))
+    with pytest.raises(ParameterError, match="noise must be one of a, b; got 'c'"):
+        choice.check("c")
+
+
+def test_params_from_fields_builds_the_dataclass_from_the_table():
+    table = {"epsilon": family.ParamField("epsilon", float, 1.0, "ε", low=0.0, low_open=True),
+             "depth": family.ParamField("depth", int, 4, "d", low=1, high=8)}
+
+    @family.params_from_fields(table, ("depth", "epsilon"))
+    class Toy:
+        pass
+
+    assert [f for f in Toy.FIELDS] == ["depth", "epsilon"]
+    assert Toy() == Toy(depth=4, epsilon=1.0) and Toy(depth=2).depth == 2
+    with pytest.raises(FrozenInstanceError):
+        Toy().depth = 3
