@@ -16,6 +16,7 @@ import streamlit as st
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.registry import ALGORITHM_LABELS, SYNTHESIS, by_mode
 from dpcore.runs import charge_and_mine, run_cost
+from dpcore.synthesis.accuracy import accuracy_text
 from dpcore.synthesis.params import SynthesisParams
 
 from ..common import jobs
@@ -67,6 +68,7 @@ def render_synthesis_launch(ledger: Ledger, record: DatasetRecord) -> None:
     if gate is None:
         return
     params, cost, seed, remaining = gate.params, gate.cost_nano, gate.seed, gate.remaining
+    st.info(accuracy_text(params, record.schema.n_features))
     if seed is not None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public "
                 "demos only; real releases always use fresh randomness.")
