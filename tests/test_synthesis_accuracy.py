@@ -37,7 +37,7 @@ def test_the_statement_needs_only_parameters_and_says_what_it_covers():
     mcgen = expected_accuracy(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
     assert mcgen["marginal"] is None and mcgen["class_count"] == floor["class_count"]
     assert "not stated" in accuracy_text(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
-    assert expected_accuracy(SynthesisParams(algorithm=FLOOR, mode=FAITHFUL), 8) is None
+    assert expected_accuracy(SynthesisParams(algorithm=MCGEN, mode=FAITHFUL), 8) is None
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0])
