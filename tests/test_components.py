@@ -34,6 +34,7 @@ from components.redescriptions.owner_views import (
     truth_frame,
 )
 from components.redescriptions.params_form import params_from_state, quality_share
+from components.redescriptions.redescription_list import list_frame
 from components.redescriptions.redescription_view import (
     NOT_RELEASED,
     is_released,
@@ -42,7 +43,7 @@ from components.redescriptions.redescription_view import (
     released_text,
     statistics_row,
 )
-from components.redescriptions.scatter import redescription_rows, scatter_figure
+from components.redescriptions.scatter import interval_rows, redescription_rows, scatter_figure
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
@@ -206,6 +207,38 @@ def test_scatter_rows_and_suggestion_for_serenade_runs(serenade_results, tree_re
     assert list(fig.data[0].customdata) == list(rows["row_id"])
     suggestion = suggested_threshold(results, 0.1)
     assert suggestion is not None and suggestion >= 0
+
+
+def test_scatter_and_list_carry_each_points_intervals(serenade_results, tree_result):
+    from dpcore.redescriptions.intervals import redescription_intervals
+    from dpcore.redescriptions.listing import list_entries
+    from dpcore.redescriptions.workspace import Workspace
+
+    runs = [tree_result, serenade_results["serenade_es", "strict"]]
+    rows = redescription_rows(runs)
+    intervals = interval_rows(runs)
+    assert set(intervals["row_id"]) == set(rows["row_id"])
+    merged = rows.merge(intervals, on="row_id", how="left")
+    red = tree_result.redescriptions[0]
+    expected = redescription_intervals(tree_result)[red.id]
+    first = merged.set_index("row_id").loc[f"{tree_result.run_id[:8]}:{red.id}"]
+    assert (first["jaccard_low"], first["jaccard_high"]) == (expected.jaccard.low,
+                                                             expected.jaccard.high)
+    trace = scatter_figure(merged, 10.0).data[0]
+    # error bars reach from each point to its interval's ends (asymmetric: selection)
+    y = list(merged["jaccard"])
+    assert list(trace.error_y.array) == pytest.approx(
+        [max(h - v, 0) for v, h in zip(y, merged["jaccard_high"])])
+    assert list(trace.error_y.arrayminus) == pytest.approx(
+        [max(v - lo, 0) for v, lo in zip(y, merged["jaccard_low"])])
+    assert trace.error_x.array is not None and "90% interval" in trace.text[0]
+    assert scatter_figure(rows, 10.0).data[0].error_y.array is None   # none without them
+    entries = list_entries(runs)
+    frame = list_frame([(e, 1) for e in entries], Workspace("clinic"), intervals)
+    assert list(frame.columns[frame.columns.get_loc("jaccard") + 1:][:4]) == [
+        "jaccard_low", "jaccard_high", "support_low", "support_high"]
+    assert (frame["jaccard_low"] <= frame["jaccard_high"]).all()
+    assert "jaccard_low" not in list_frame([(e, 1) for e in entries], Workspace("clinic"))
 
 
 def test_kept_display_frame_turns_missing_pvalues_into_text(serenade_results):

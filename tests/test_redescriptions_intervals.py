@@ -5,10 +5,12 @@ from __future__ import annotations
 import inspect
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+import dpcore.redescriptions.intervals as intervals_module
 from dpcore.redescriptions.extract import (
     extract_redescriptions,
     noisy_query_statistics,
@@ -87,6 +89,8 @@ def test_intervals_read_the_release_only(monkeypatch):
     assert result.redescriptions
     first = redescription_intervals(result)
     replayed = RunResult.from_json(result.to_json())   # what the app and exports read
+    intervals_module._CACHE.clear()                     # recomputed, not served cached:
+    intervals_module._INTERVAL_CACHE.clear()
     assert redescription_intervals(replayed) == first  # seeded by the released values
     for red in result.redescriptions:
         iv = first[red.id]
@@ -190,3 +194,25 @@ def test_serenade_bounds_hold_whatever_was_selected():
     assert many.jaccard.width > one.jaccard.width > 0
     assert one.support_both.low < 200 < one.support_both.high
     assert one.support_both.high - 200 >= math.log(2 * 3 / 0.1) / 0.1 - 1e-9
+
+
+def test_intervals_are_computed_once_per_release_and_never_served_to_another(monkeypatch):
+    truth = np.random.default_rng(SEED).integers(0, 60, size=(4, 4)).astype(float)
+    result = _release(truth, 0.5, np.random.default_rng(SEED), "cached")
+    first = redescription_intervals(result)
+    calls = []
+    real = intervals_module._tree_errors
+    monkeypatch.setattr(intervals_module, "_tree_errors",
+                        lambda *a: calls.append(a) or real(*a))
+    # a rerun, a reload of the stored result under another id: served from the cache
+    assert redescription_intervals(result) == first
+    assert redescription_intervals(RunResult.from_json(result.to_json())) == first
+    assert interval_columns(result) and calls == []
+    # one released count differs: another release, computed afresh
+    table = [list(row) for row in result.extractions[0].noisy_table]
+    table[0][0] += 7.0
+    other = RunResult.from_json(result.to_json())
+    other.extractions[0] = replace(other.extractions[0],
+                                   noisy_table=tuple(map(tuple, table)))
+    redescription_intervals(other)
+    assert len(calls) == 1

@@ -15,12 +15,15 @@ import pytest
 from accounts_support import owner_in_env_ledger, role_of, select_dataset
 
 from components.synthesis.synthesis_charts import (
+    HIGH_COLUMN,
+    LOW_COLUMN,
     association_heatmap,
     association_matrix,
     class_count_table,
     csv_bytes,
     group_order,
     histogram_figure,
+    marginal_table,
     parquet_bytes,
     released_association,
 )
@@ -143,9 +146,33 @@ def test_downloads_hold_the_synthetic_table_and_never_the_diagnostics(dp_groups_
 
 def test_class_counts_show_true_rows_only_when_given(dp_groups_result):
     noisy = class_count_table(dp_groups_result)
-    assert list(noisy.columns) == ["class", "synthetic rows"]
+    assert list(noisy.columns) == ["class", "synthetic rows", LOW_COLUMN, HIGH_COLUMN]
     both = class_count_table(dp_groups_result, {"0": 500, "1": 268})
     assert list(both["true rows (not private)"]) == [500, 268]
+
+
+def test_class_counts_and_floor_marginals_show_their_90_percent_intervals(dp_groups_result,
+                                                                          pima):
+    from dpcore.registry import FLOOR
+    from dpcore.synthesis.intervals import result_intervals
+
+    noisy = class_count_table(dp_groups_result)
+    expected = result_intervals(dp_groups_result)["class_counts"]
+    assert [[lo, hi] for lo, hi in zip(noisy[LOW_COLUMN], noisy[HIGH_COLUMN])] == [
+        expected[c] for c in noisy["class"]]
+    assert (noisy[LOW_COLUMN] <= noisy["synthetic rows"]).all()
+    assert (noisy["synthetic rows"] <= noisy[HIGH_COLUMN]).all()
+    assert marginal_table(dp_groups_result) is None        # MC-GEN releases no histogram
+    floor = _synthesize(pima, algorithm=FLOOR)
+    table = marginal_table(floor)
+    first = floor.noisy_marginals[0]
+    assert len(table) == sum(len(floor.noisy_marginals[i]["counts"][c])
+                             for i in range(len(floor.noisy_marginals))
+                             for c in floor.noisy_marginals[i]["counts"])
+    row = table.iloc[0]
+    assert row["feature"] == first["feature"] and row["bin"].count("–") == 1
+    assert row[LOW_COLUMN] == max(row["noisy count"] - (row[HIGH_COLUMN] - row["noisy count"]),
+                                  0)
 
 
 # --------------------------------------------------------------------------- form helpers

@@ -30,16 +30,21 @@ from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from dpcore.errors import ParameterError
+import streamlit as st
+
+from dpcore.errors import DpcoreError, ParameterError
 from dpcore.family import algorithm, family
 from dpcore.privacy.ledger import BudgetStatus, DatasetRecord, Ledger
+from dpcore.privacy.policy import authorize_run
 from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import REDESCRIPTIONS, SEQUENCES, SYNTHESIS, algorithm_spec
 
 from .jobs import budget_blockers
 from .number_fields import fmt_eps
+from .session import current_requester
 
-__all__ = ["NavPage", "FamilyUI", "CONTRACT", "family_uis", "family_ui", "ui_for_kind",
+__all__ = ["LaunchGate", "render_launch_gate", "NavPage", "FamilyUI", "CONTRACT", "family_uis",
+           "family_ui", "ui_for_kind",
            "ui_for_params", "register_family_ui", "visible_pages", "cost_breakdown", "cost_text",
            "launch_blockers"]
 
@@ -232,3 +237,65 @@ def launch_blockers(ui: FamilyUI, remaining: BudgetStatus, cost_nano: int,
     if not engine_ready and ui.engine_not_ready:
         reasons.append(ui.engine_not_ready)
     return reasons
+
+
+@dataclass(frozen=True)
+class LaunchGate:
+    """What passed the launch gate: the checked parameters, their cost (nano-ε), the demo
+    seed (None: fresh randomness) and the dataset's budget as read for the cost line."""
+
+    params: Any
+    cost_nano: int
+    seed: int | None
+    remaining: BudgetStatus
+
+
+def render_launch_gate(ledger: Ledger, record: DatasetRecord, *, launch_key: str,
+                       key_prefix: str, problems: Sequence[str],
+                       read: Callable[[], tuple[Any, int, int | None]],
+                       what: str = "numbers") -> LaunchGate | None:
+    """The gate every family's launch passes before its Launch button: refused form values,
+    parameters that cannot run, a run the policy does not allow — each stops here with its
+    reason and any pending confirmation dropped (nothing is charged); else the cost line.
+
+    Parameters
+    ----------
+    launch_key, key_prefix : str
+        The family's launch state key and widget prefix (``<prefix>_launch_button``).
+    problems : sequence of str
+        The form's refused values; any → a disabled Launch button and the list.
+    read : callable
+        Returns ``(params, cost_nano, seed)`` of the form (validated); a
+        :class:`~dpcore.errors.DpcoreError`, ``TypeError`` or ``ValueError`` is shown.
+    what : str
+        What the form's problems are ("numbers", "values").
+
+    Returns
+    -------
+    LaunchGate or None
+        None when the run cannot go (the reason is on the page).
+    """
+    if problems:
+        st.session_state.pop(launch_key, None)
+        st.button("Launch", type="primary", key=f"{key_prefix}_launch_button", disabled=True,
+                  help=f"Fix the refused {what} first.")
+        st.error(f"Launch is disabled until these {what} are fixed (each is explained next "
+                 "to its box):  \n" + "  \n".join(f"• {p}" for p in problems))
+        return None
+    try:
+        params, cost, seed = read()
+    except (DpcoreError, TypeError, ValueError) as exc:
+        st.session_state.pop(launch_key, None)
+        st.error(f"These parameters cannot run: {exc}")
+        return None
+    try:
+        # the policy (dpcore.privacy.policy), not the UI, decides who may run what
+        authorize_run(record, params, current_requester(), seed=seed)
+    except DpcoreError as exc:
+        st.session_state.pop(launch_key, None)
+        st.error(f"This run is not allowed: {exc}")
+        return None
+    remaining = ledger.budget(record.name)
+    st.markdown(cost_text(params, cost) +
+                f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
+    return LaunchGate(params, cost, seed, remaining)

@@ -74,7 +74,7 @@ from .redescription_view import (
     render_query_formulas,
     statistics_row,
 )
-from .scatter import redescription_rows, row_id, run_label, scatter_figure
+from .scatter import interval_rows, redescription_rows, row_id, run_label, scatter_figure
 from .selection import selection_signature, threshold_from_selection
 from .tree_diagram import render_tree_pair
 
@@ -369,8 +369,13 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     c2.metric("Kept", len(kept))
     c3.metric("Pruned", len(pruned))
 
-    st.plotly_chart(scatter_figure(rows, threshold, suggested=suggestion), key=CHART_KEY,
+    intervals = interval_rows(list(results.values()))
+    st.plotly_chart(scatter_figure(rows.merge(intervals, on="row_id", how="left"), threshold,
+                                   suggested=suggestion), key=CHART_KEY,
                     on_select="rerun", selection_mode=("points", "box"))
+    st.caption("Bars: the 90 % interval of each true J (vertical) and |E11| (horizontal), "
+               "from released values only (0 ε); they account for the miner having kept "
+               "what looked good after noise, so they often sit below the point.")
 
     st.subheader(f"Kept redescriptions ({len(kept)} of {len(rows)})")
     labels = {rid: run_label(r) for rid, r in results.items()}
@@ -378,7 +383,7 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     entries = [e for e in list_entries(results.values(), labels)
                if row_id(e.run_id, e.red_id) in kept_ids]
     ws = current_workspace(ledger, dataset)
-    ws, listed = render_list(entries, ws, view_names, labels)
+    ws, listed = render_list(entries, ws, view_names, labels, intervals)
     picked = st.session_state.get("explore_pick", {}).get(dataset)
     ws = replace(ws, runs=tuple(picked or ()),
                  threshold=float(threshold) if _user_chose(dataset, selection_key) else None,

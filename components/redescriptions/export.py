@@ -66,9 +66,9 @@ def _query_structure(query: Query) -> dict:
     return {"tree": query.tree, "leaves": list(query.leaves)}
 
 
-def _intervals_of(result: RunResult, red_id: int) -> dict:
-    """``{"coverage": 0.9, "<statistic>": [low, high], …}`` of one redescription (0 ε)."""
-    doc = intervals_document(result)
+def _intervals_of(doc: dict, red_id: int) -> dict:
+    """``{"coverage": 0.9, "<statistic>": [low, high], …}`` of one redescription (0 ε) from
+    its run's :func:`intervals_document`."""
     return {"coverage": doc["coverage"], **doc["redescriptions"][str(red_id)]}
 
 
@@ -128,7 +128,10 @@ def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
     used = [r for r in results.values() if r.run_id in set(kept["run_id"])] if len(kept) \
         else list(results.values())
     reds = []
+    docs: dict[str, dict] = {}          # one intervals document per run, not per row
     for row in kept.itertuples(index=False):
+        if row.run_id not in docs:
+            docs[row.run_id] = intervals_document(results[row.run_id])
         red = next(r for r in results[row.run_id].redescriptions if r.id == int(row.red_id))
         reds.append({"run_id": row.run_id, "id": int(row.red_id),
                      "left_query": row.left, "right_query": row.right,
@@ -139,7 +142,7 @@ def export_json(dataset: str, kept: pd.DataFrame, results: dict[str, RunResult],
                                "support_right": row.support_right,
                                "support_both": row.support, "jaccard": row.jaccard,
                                "pvalue": row.pvalue},
-                     "intervals": _intervals_of(results[row.run_id], int(row.red_id)),
+                     "intervals": _intervals_of(docs[row.run_id], int(row.red_id)),
                      "trial": int(row.trial), "step": int(row.step)})
     doc = {"dataset": dataset,
            "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -21,17 +21,16 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dpcore.data.dataset import TwoViewDataset
-from dpcore.errors import DataError, DpcoreError
+from dpcore.errors import DataError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
-from dpcore.privacy.policy import Requester, authorize_run
+from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.intervals import interval_expectation_text
 from dpcore.redescriptions.params import MiningParams
 from dpcore.registry import ALGORITHM_LABELS
 from dpcore.runs import charge_and_mine, run_cost
 
 from ..common import jobs
-from ..common.budget_meter import fmt_eps
-from ..common.family_ui import cost_text, launch_blockers, ui_for_params
+from ..common.family_ui import launch_blockers, render_launch_gate, ui_for_params
 from ..common.session import can_see_truth, current_requester, load_data, set_flash
 from ..common.warmup import render_warmup_progress
 from .expectations import empty_result_advice, expectation_text, miner_warnings
@@ -116,29 +115,15 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         _follow(ledger, record, state)
         return
 
-    problems = form_problems(record=record)
-    if problems:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.button("Launch", type="primary", key="mine_launch_button", disabled=True,
-                  help="Fix the refused numbers first.")
-        st.error("Launch is disabled until these numbers are fixed (each is explained "
-                 "next to its box):  \n" + "  \n".join(f"• {p}" for p in problems))
-        return
-    try:
+    def read():
         params = params_from_state().validate()
-        cost = run_cost(params)
-    except (DpcoreError, TypeError, ValueError) as exc:
-        st.error(f"These parameters cannot run: {exc}")
+        return params, run_cost(params), demo_seed_from_state(record)
+
+    gate = render_launch_gate(ledger, record, launch_key=LAUNCH_KEY, key_prefix="mine",
+                              problems=form_problems(record=record), read=read)
+    if gate is None:
         return
-    seed = demo_seed_from_state(record)
-    try:
-        authorize_run(record, params, current_requester(), seed=seed)
-    except DpcoreError as exc:
-        st.error(f"This run is not allowed: {exc}")
-        return
-    remaining = ledger.budget(record.name)
-    st.markdown(cost_text(params, cost) +
-                f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
+    params, cost, seed, remaining = gate.params, gate.cost_nano, gate.seed, gate.remaining
     st.info(expectation_text(params) + "\n\n" + interval_expectation_text(params))
     for warning in miner_warnings(params):
         st.warning(warning)

@@ -5,7 +5,9 @@ draws its controls and the table. The table is an ``st.data_editor``: the decisi
 (keep / reject), tags (comma-separated) and note columns are editable, everything else is
 read-only — the noisy statistics, the query length, the attributes used, the noisy 2×2
 table (|E11|, |E10|, |E01|, |E00|) as a bar and as numbers ("not released" where the run
-released no such value) and, when near-duplicates are collapsed, their count. An edit is
+released no such value), the 90 % intervals of the noisy J and |E11| when given
+(:func:`components.redescriptions.scatter.interval_rows`) and, when near-duplicates are
+collapsed, their count. An edit is
 applied to the workspace (:mod:`components.redescriptions.explore_workspace`) on the next run, and a
 fresh editor is drawn from the workspace, so sorting never mixes up rows. An edit on a
 collapsed row applies to every member of its group.
@@ -51,6 +53,8 @@ EDITOR_KEY = "explore_list_editor"
 #: Bumped when a workspace is loaded or imported, so no old edit applies to it.
 GENERATION_KEY = "_explore_list_generation"
 _CELL_LABELS = ("|E11|", "|E10|", "|E01|", "|E00|")
+_INTERVAL_HELP = ("90 % interval of the true value, from released values only (0 ε); it "
+                  "accounts for the miner keeping what looked good after noise.")
 
 
 def restore_view(view: dict, *, force: bool = False) -> None:
@@ -128,14 +132,26 @@ def _cell_text(cells) -> str:
     return " · ".join(f"{c:.0f}" if math.isfinite(c) else NOT_RELEASED for c in cells)
 
 
-def list_frame(rows: list[tuple[ListEntry, int]], ws: Workspace) -> pd.DataFrame:
-    """The table the editor shows: one row per (entry, near-duplicate count)."""
+#: The interval columns of the list, in order (Jaccard units; |E11| in rows).
+INTERVAL_COLUMNS = ("jaccard_low", "jaccard_high", "support_low", "support_high")
+
+
+def list_frame(rows: list[tuple[ListEntry, int]], ws: Workspace,
+               intervals: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The table the editor shows: one row per (entry, near-duplicate count).
+
+    ``intervals``: :func:`components.redescriptions.scatter.interval_rows` of the runs;
+    with it the table has the :data:`INTERVAL_COLUMNS` after the noisy J.
+    """
+    bounds = {} if intervals is None else intervals.set_index("row_id").to_dict("index")
     out = []
     for entry, count in rows:
         note = ws.annotation(entry.key)
         cells = entry.cells
+        rid = f"{entry.run_id[:8]}:{entry.red_id}"
         out.append({
-            "row_id": f"{entry.run_id[:8]}:{entry.red_id}",
+            **{c: bounds.get(rid, {}).get(c, math.nan) for c in INTERVAL_COLUMNS},
+            "row_id": rid,
             "decision": note.decision, "tags": ", ".join(note.tags), "note": note.note,
             "count": count, "left": entry.left, "right": entry.right,
             "support": entry.support, "jaccard": entry.jaccard,
@@ -143,9 +159,10 @@ def list_frame(rows: list[tuple[ListEntry, int]], ws: Workspace) -> pd.DataFrame
             "length": entry.length, "attributes": ", ".join(entry.attributes),
             "table": [float(c) for c in cells] if all(map(math.isfinite, cells)) else [],
             "cells": _cell_text(cells), "run": entry.run})
+    shown = INTERVAL_COLUMNS if intervals is not None else ()
     frame = pd.DataFrame(out, columns=["row_id", "decision", "tags", "note", "count", "left",
-                                       "right", "support", "jaccard", "pvalue", "length",
-                                       "attributes", "table", "cells", "run"])
+                                       "right", "support", "jaccard", *shown, "pvalue",
+                                       "length", "attributes", "table", "cells", "run"])
     if all(isinstance(p, float) for p in frame["pvalue"]):
         frame["pvalue"] = frame["pvalue"].astype(float)
     else:
@@ -203,7 +220,8 @@ def editor_key(members: list[list[str]]) -> str:
 
 
 def render_list(entries: list[ListEntry], ws: Workspace, view_names: tuple[str, str],
-                run_labels: dict[str, str]) -> tuple[Workspace, list[ListEntry]]:
+                run_labels: dict[str, str], intervals: pd.DataFrame | None = None
+                ) -> tuple[Workspace, list[ListEntry]]:
     """The controls and the editable table; returns the (edited) workspace and the entries
     listed (every member of a collapsed group).
 
@@ -220,7 +238,7 @@ def render_list(entries: list[ListEntry], ws: Workspace, view_names: tuple[str, 
         ws, problem = apply_edits(ws, edits, members)
     listed, rows, members = _rows(entries, ws, view)
     key = editor_key(members)
-    frame = list_frame(rows, ws)
+    frame = list_frame(rows, ws, intervals)
     st.caption(f"Listed: {len(rows)} row(s) for {len(listed)} of {len(entries)} kept "
                "redescriptions. Edit decision, tags (comma-separated) and note in the "
                "table; they are saved in your workspace (0 ε).")
@@ -244,6 +262,14 @@ def render_list(entries: list[ListEntry], ws: Workspace, view_names: tuple[str, 
                                                  width="large"),
             "support": st.column_config.NumberColumn("noisy |E11|", format="%.0f"),
             "jaccard": st.column_config.NumberColumn("noisy J", format="%.3f"),
+            "jaccard_low": st.column_config.NumberColumn(
+                "J low", format="%.2f", help=_INTERVAL_HELP),
+            "jaccard_high": st.column_config.NumberColumn(
+                "J high", format="%.2f", help=_INTERVAL_HELP),
+            "support_low": st.column_config.NumberColumn(
+                "|E11| low", format="%.0f", help=_INTERVAL_HELP),
+            "support_high": st.column_config.NumberColumn(
+                "|E11| high", format="%.0f", help=_INTERVAL_HELP),
             "pvalue": (st.column_config.TextColumn("noisy p") if text_p else
                        st.column_config.NumberColumn("noisy p", format="%.2e")),
             "length": st.column_config.NumberColumn("length", format="%d"),

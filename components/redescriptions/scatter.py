@@ -8,20 +8,27 @@ the threshold and an optional dotted one, labelled "suggested", the suggested
 threshold. The modebar's box select draws a box (the page keeps every point inside
 it, on both axes); the Jaccard axis shows [0, 1], all a Jaccard can take. Everything
 plotted is a DP release.
+
+With :func:`interval_rows` joined in, each point carries its 90 % intervals as error bars
+(noisy J vertically, noisy |E11| horizontally) and in its tooltip: post-processing of the
+release (:mod:`dpcore.redescriptions.intervals`, selection-aware), 0 ε.
 """
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 
+from dpcore.redescriptions.intervals import DEFAULT_COVERAGE, redescription_intervals
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import ALGORITHM_LABELS
 
 from ..common.runs_view import run_label
 
-__all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "row_id",
-           "redescription_rows", "run_label", "scatter_figure"]
+__all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "INTERVAL_COLUMNS",
+           "row_id", "redescription_rows", "interval_rows", "run_label", "scatter_figure"]
 
 KEPT_COLOR = "#1f77b4"
 PRUNED_COLOR = "#9e9e9e"
@@ -34,6 +41,9 @@ ROW_COLUMNS = ["row_id", "run_id", "run", "algorithm", "mode", "epsilon", "red_i
                "right", "support_left", "support_right", "support", "jaccard", "pvalue",
                "trial", "step", "extraction", "left_tree", "right_tree", "left_leaves",
                "right_leaves"]
+
+#: The interval bounds :func:`interval_rows` adds (Jaccard units; |E11| in rows).
+INTERVAL_COLUMNS = ["jaccard_low", "jaccard_high", "support_low", "support_high"]
 
 
 def row_id(run_id: str, red_id: int) -> str:
@@ -62,8 +72,39 @@ def redescription_rows(results: list[RunResult]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
+def interval_rows(results: list[RunResult], coverage: float = DEFAULT_COVERAGE
+                  ) -> pd.DataFrame:
+    """Per released redescription (``row_id``), the interval of its noisy J and |E11|.
+
+    From :func:`dpcore.redescriptions.intervals.redescription_intervals`: released values
+    only (0 ε), computed once per release and then served from its cache, so a page rerun
+    costs a lookup.
+    """
+    out = []
+    for result in results:
+        for red_id, iv in redescription_intervals(result, coverage).items():
+            out.append({"row_id": row_id(result.run_id, red_id),
+                        "jaccard_low": iv.jaccard.low, "jaccard_high": iv.jaccard.high,
+                        "support_low": iv.support_both.low,
+                        "support_high": iv.support_both.high})
+    return pd.DataFrame(out, columns=["row_id", *INTERVAL_COLUMNS])
+
+
+def _error_bars(values: list[float], low, high) -> dict:
+    """Plotly asymmetric error bars from interval bounds (a missing bound draws none)."""
+    plus = [max(float(h) - v, 0.0) if math.isfinite(h) else 0.0 for v, h in zip(values, high)]
+    minus = [max(v - float(lo), 0.0) if math.isfinite(lo) else 0.0
+             for v, lo in zip(values, low)]
+    return dict(type="data", symmetric=False, array=plus, arrayminus=minus, thickness=1,
+                width=0, color="rgba(31, 119, 180, 0.35)")
+
+
 def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _bound(x: float) -> str:
+    return f"{x:.0f}" if math.isfinite(x) else "?"
 
 
 def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
@@ -79,16 +120,28 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
         Noisy support below which a redescription is pruned.
     suggested : float, optional
         The suggested threshold, drawn as a dotted vertical line labelled "suggested".
+
+    When ``rows`` has the :data:`INTERVAL_COLUMNS` (:func:`interval_rows` merged in), every
+    point gets its intervals as error bars and in its tooltip.
     """
     supports = [float(s) for s in rows["support"]] if len(rows) else []
+    jaccards = [float(j) for j in rows["jaccard"]] if len(rows) else []
     kept = [s >= threshold for s in supports]
     hover = [f"{_short(l_)}<br>⇔ {_short(r_)}" for l_, r_ in zip(rows.get("left", []),
                                                                    rows.get("right", []))]
+    bars = {}
+    if len(rows) and all(c in rows for c in INTERVAL_COLUMNS):
+        bars = {"error_y": _error_bars(jaccards, rows["jaccard_low"], rows["jaccard_high"]),
+                "error_x": _error_bars(supports, rows["support_low"], rows["support_high"])}
+        hover = [f"{DEFAULT_COVERAGE:.0%} interval: J {jl:.2f}–{jh:.2f}, "
+                 f"|E11| {_bound(sl)}–{_bound(sh)}<br>{h}"
+                 for h, jl, jh, sl, sh in zip(hover, rows["jaccard_low"], rows["jaccard_high"],
+                                              rows["support_low"], rows["support_high"])]
     trace_type = go.Scattergl if len(supports) > WEBGL_ABOVE else go.Scatter
     fig = go.Figure(trace_type(
         x=supports,
-        y=[float(j) for j in rows["jaccard"]] if len(rows) else [],
-        mode="markers",
+        y=jaccards,
+        mode="markers", **bars,
         customdata=[str(r) for r in rows["row_id"]] if len(rows) else [],
         text=hover,
         marker=dict(color=[KEPT_COLOR if k else PRUNED_COLOR for k in kept],

@@ -14,16 +14,13 @@ import time
 
 import streamlit as st
 
-from dpcore.errors import DpcoreError
 from dpcore.family import algorithm as algorithm_impl
 from dpcore.privacy.ledger import DatasetRecord, Ledger
-from dpcore.privacy.policy import authorize_run
 from dpcore.registry import ALGORITHM_LABELS, SEQUENCES, algorithm_spec
 from dpcore.runs import charge_and_mine
 
 from ..common import jobs
-from ..common.budget_meter import fmt_eps
-from ..common.family_ui import cost_text, family_ui, launch_blockers
+from ..common.family_ui import family_ui, launch_blockers, render_launch_gate
 from ..common.session import can_see_truth, current_requester, set_flash
 from ..common.warmup import render_warmup_progress
 from .sequence_form import FormReading
@@ -58,22 +55,14 @@ def render_sequence_launch(ledger: Ledger, record: DatasetRecord, reading: FormR
         _follow(ledger, record, state)
         return
 
-    if reading.params is None:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.button("Launch", type="primary", key="seq_launch_button", disabled=True,
-                  help="Fix the refused numbers first.")
-        st.error("Launch is disabled until these numbers are fixed (each is explained next "
-                 "to its box):  \n" + "  \n".join(f"• {m}" for m in reading.messages))
+    problems = ((list(reading.messages) or ["the form could not be read"])
+                if reading.params is None else [])
+    gate = render_launch_gate(ledger, record, launch_key=LAUNCH_KEY, key_prefix="seq",
+                              problems=problems,
+                              read=lambda: (reading.params, reading.cost_nano, None))
+    if gate is None:
         return
-    params, cost = reading.params, reading.cost_nano
-    try:
-        authorize_run(record, params, current_requester(), seed=None)
-    except DpcoreError as exc:
-        st.error(f"This run is not allowed: {exc}")
-        return
-    remaining = ledger.budget(record.name)
-    st.markdown(cost_text(params, cost) +
-                f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
+    params, cost, remaining = gate.params, gate.cost_nano, gate.remaining
     ready = render_warmup_progress("Launch", SEQUENCES)
     blockers = launch_blockers(family_ui(SEQUENCES), remaining, cost, record, ready)
     if state is not None and state["stage"] == "confirm" and (

@@ -31,10 +31,12 @@ import plotly.graph_objects as go
 
 from dpcore.data.table.schema import TableSchema
 from dpcore.synthesis.grouping import association_distance
+from dpcore.synthesis.intervals import result_intervals
 from dpcore.synthesis.results import SynthesisResult
 from dpcore.synthesis.utility import frame_features
 
 __all__ = ["REAL_COLOR", "SYNTHETIC_COLOR", "association_matrix", "released_association",
+           "marginal_table", "LOW_COLUMN", "HIGH_COLUMN",
            "group_order", "association_heatmap", "histogram_figure", "csv_bytes",
            "parquet_bytes", "download_name", "class_count_table"]
 
@@ -160,16 +162,58 @@ def histogram_figure(feature: str, schema: TableSchema, synthetic: pd.DataFrame,
     return fig
 
 
+#: Column names of the 90 % interval bounds in the synthesis tables.
+LOW_COLUMN, HIGH_COLUMN = "true rows ≥ (90 %)", "true rows ≤ (90 %)"
+
+
 def class_count_table(result: SynthesisResult, true_counts: dict[str, int] | None = None
                       ) -> pd.DataFrame:
     """Rows generated per class (strict: the noisy class counts N̂_y, a DP release), with the
-    true counts beside them when given (owner diagnostics: NOT private)."""
+    90 % interval of each true count (:func:`dpcore.synthesis.intervals.result_intervals`,
+    0 ε) when the run released noisy counts, and the true counts beside them when given
+    (owner diagnostics: NOT private)."""
     rows = [{"class": k, "synthetic rows": int(v)} for k, v in
             result.noisy_class_counts.items()]
     frame = pd.DataFrame(rows, columns=["class", "synthetic rows"])
+    intervals = result_intervals(result)
+    if intervals is not None:
+        bounds = intervals["class_counts"]
+        frame[LOW_COLUMN] = [int(bounds[k][0]) for k in frame["class"]]
+        frame[HIGH_COLUMN] = [int(bounds[k][1]) for k in frame["class"]]
     if true_counts is not None:
         frame["true rows (not private)"] = [int(true_counts.get(k, 0)) for k in frame["class"]]
     return frame
+
+
+def marginal_table(result: SynthesisResult) -> pd.DataFrame | None:
+    """The floor's released class × bin histograms, one row per (feature, class, bin): the
+    noisy count (a DP release, raw: may be negative) and the 90 % interval of the true count
+    (0 ε); None when the run released none (MC-GEN, faithful, older results)."""
+    intervals = result_intervals(result)
+    if intervals is None or not intervals["marginals"] or not result.noisy_marginals:
+        return None
+    by_feature = {m["feature"]: m for m in intervals["marginals"]}
+    rows = []
+    for marginal in result.noisy_marginals:
+        bounds = by_feature.get(marginal["feature"])
+        if bounds is None:
+            continue
+        for cls, counts in marginal["counts"].items():
+            for i, count in enumerate(counts):
+                rows.append({"feature": marginal["feature"], "class": cls,
+                             "bin": _bin_label(marginal, i), "noisy count": int(count),
+                             LOW_COLUMN: int(bounds["low"][cls][i]),
+                             HIGH_COLUMN: int(bounds["high"][cls][i])})
+    return pd.DataFrame(rows, columns=["feature", "class", "bin", "noisy count", LOW_COLUMN,
+                                       HIGH_COLUMN])
+
+
+def _bin_label(marginal: dict, i: int) -> str:
+    if marginal.get("edges"):
+        edges = marginal["edges"]
+        return f"{edges[i]:.4g} – {edges[i + 1]:.4g}"
+    levels = marginal.get("levels") or []
+    return str(levels[i]) if i < len(levels) else str(i)
 
 
 def csv_bytes(result: SynthesisResult) -> bytes:

@@ -13,16 +13,14 @@ import time
 
 import streamlit as st
 
-from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
-from dpcore.privacy.policy import authorize_run
 from dpcore.registry import ALGORITHM_LABELS, SYNTHESIS, by_mode
 from dpcore.runs import charge_and_mine, run_cost
+from dpcore.synthesis.accuracy import accuracy_text
 from dpcore.synthesis.params import SynthesisParams
 
 from ..common import jobs
-from ..common.budget_meter import fmt_eps
-from ..common.family_ui import cost_text, family_ui, launch_blockers
+from ..common.family_ui import family_ui, launch_blockers, render_launch_gate
 from ..common.jobs import (
     Job,
     failure_message,
@@ -61,26 +59,16 @@ def render_synthesis_launch(ledger: Ledger, record: DatasetRecord) -> None:
         _follow(ledger, record, state)
         return
 
-    problems = form_problems(record)
-    if problems:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.button("Launch", type="primary", key="syn_launch_button", disabled=True,
-                  help="Fix the refused values first.")
-        st.error("Launch is disabled until these values are fixed (each is explained next to "
-                 "its box):  \n" + "  \n".join(f"• {p}" for p in problems))
-        return
-    try:
+    def read():
         params = params_from_state(record).validate()
-        cost = run_cost(params)
-        seed = demo_seed_from_state(record)
-        authorize_run(record, params, current_requester(), seed=seed)
-    except (DpcoreError, TypeError, ValueError) as exc:
-        st.session_state.pop(LAUNCH_KEY, None)
-        st.error(f"This run cannot be launched: {exc}")
+        return params, run_cost(params), demo_seed_from_state(record)
+
+    gate = render_launch_gate(ledger, record, launch_key=LAUNCH_KEY, key_prefix="syn",
+                              problems=form_problems(record), read=read, what="values")
+    if gate is None:
         return
-    remaining = ledger.budget(record.name)
-    st.markdown(cost_text(params, cost)
-                + f" Remaining on `{record.name}`: ε = {fmt_eps(remaining.remaining)}.")
+    params, cost, seed, remaining = gate.params, gate.cost_nano, gate.seed, gate.remaining
+    st.info(accuracy_text(params, record.schema.n_features))
     if seed is not None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public "
                 "demos only; real releases always use fresh randomness.")

@@ -24,6 +24,7 @@ from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, KIND_TABLE
 from dpcore.runs import RunInProgressError, load_registered, load_result, readable_runs
+from dpcore.synthesis.intervals import result_intervals
 from dpcore.synthesis.results import SynthesisResult
 from dpcore.synthesis.utility import REAL, standard_methods, summary_table, utility_report
 
@@ -38,6 +39,7 @@ from .synthesis_charts import (
     csv_bytes,
     download_name,
     histogram_figure,
+    marginal_table,
     parquet_bytes,
     released_association,
 )
@@ -161,10 +163,30 @@ def render_synthesis_result(ledger: Ledger, record: DatasetRecord, run_id: str) 
                "strict mode): viewing and downloading it costs 0 ε. The Parquet file carries "
                "the run's parameters, ε and mechanism calls in its metadata.")
 
+    if result_intervals(result) is not None:
+        c1.caption("“true rows ≥ / ≤”: the 90 % interval of each class's true row count, "
+                   "from the released count and its public noise scale only (0 ε); each "
+                   "interval holds with at least 90 % probability, exactly (discrete "
+                   "Laplace quantile), not jointly for all classes.")
+
     _render_associations(result, schema, real)
     _render_histograms(result, schema, real)
+    _render_marginals(result)
     if truth:
         _render_utility(ledger, record, result)
+
+
+def _render_marginals(result: SynthesisResult) -> None:
+    """The floor's released class × bin histograms with their 90 % intervals (0 ε)."""
+    table = marginal_table(result)
+    if table is None:
+        return
+    st.markdown("#### Released marginals (class × bin counts) with 90 % intervals")
+    st.caption("Each noisy count is a DP release (raw: it may be negative); the interval "
+               "holds the true count with at least 90 % probability (exact discrete Laplace "
+               "quantile at the release's public scale, 0 ε), one count at a time: about "
+               "one in ten may fall outside.")
+    st.dataframe(table, hide_index=True, height=300)
 
 
 def _real_frame(ledger: Ledger, record: DatasetRecord) -> pd.DataFrame | None:

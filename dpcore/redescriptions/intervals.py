@@ -46,6 +46,7 @@ gets the same intervals (in the app, the CLI and every export).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -137,15 +138,33 @@ def _draw_noise(rng: np.random.Generator, shape, epsilon: float, sensitivity: fl
     return (rng.geometric(p, size=shape) - rng.geometric(p, size=shape)).astype(np.float64)
 
 
+def _release_digest(result) -> bytes:
+    """SHA-256 of everything the intervals read from a release, in canonical JSON: the
+    same release (the miner's result with NumPy numbers, the stored one read back, a seeded
+    re-run with another id) always has the same digest."""
+    released = [result.algorithm, result.mode, result.params,
+                [e.noisy_table for e in result.extractions],
+                [(e.noisy_left, e.noisy_right, e.noisy_n) for e in result.extractions],
+                [(r.id, r.extraction, r.left.text, r.right.text, r.left.leaves, r.right.leaves,
+                  r.support_left, r.support_right, r.support_both, r.jaccard, r.pvalue)
+                 for r in result.redescriptions],
+                sorted((c["label"], c["epsilon_nano"], c["sensitivity"])
+                       for c in result.mechanism_calls)]
+    text = json.dumps(released, sort_keys=True, default=_plain)
+    return hashlib.sha256(("intervals|" + text).encode()).digest()
+
+
+def _plain(value):
+    """A NumPy number or array as the plain value it stands for (JSON default hook)."""
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    raise TypeError(f"not part of a release: {type(value).__name__}")
+
+
 def _rng_for(result) -> np.random.Generator:
     """A generator seeded by the released values, so the same release always gets the same
-    intervals (also across re-runs of a seeded experiment, whose run ids differ)."""
-    released = [result.algorithm, result.mode, sorted(result.params.items()),
-                [e.noisy_table for e in result.extractions],
-                [(r.id, r.support_left, r.support_right, r.support_both, r.jaccard)
-                 for r in result.redescriptions]]
-    digest = hashlib.sha256(("intervals|" + repr(released)).encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    intervals (in the CLI's output, the app and every export)."""
+    return np.random.default_rng(int.from_bytes(_release_digest(result)[:8], "little"))
 
 
 def _calls(result) -> dict[str, dict]:
@@ -396,17 +415,25 @@ def _serenade_bounds(result, red, alpha: float, noise) -> dict[str, Interval]:
             "support_right": Interval(lo(e) + lo(c), e + c + 2 * h)}
 
 
+# Computed once per release and kept in this process (the app's server), keyed by the
+# digest of the release itself: a rerun of a page, another session, a reload of the same
+# stored result all hit; a different release can never be served another's intervals.
 _CACHE: dict[tuple, dict[int, _Errors]] = {}
+_INTERVAL_CACHE: dict[tuple, dict[int, RedescriptionIntervals]] = {}
 _CACHE_SIZE = 16
 
 
+def _remember(cache: dict, key: tuple, value):
+    if len(cache) >= _CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
+
+
 def _errors(result, replicates: int) -> dict[int, _Errors]:
-    key = (result.run_id, result.created_at, len(result.redescriptions), replicates)
+    key = (_release_digest(result), replicates)
     if key not in _CACHE:
-        found = _tree_errors(result, replicates, _rng_for(result))
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = found
+        _remember(_CACHE, key, _tree_errors(result, replicates, _rng_for(result)))
     return _CACHE[key]
 
 
@@ -458,6 +485,14 @@ def redescription_intervals(result, coverage: float = DEFAULT_COVERAGE, *,
     coverage = _check_coverage(coverage)
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
         raise ValueError(f"replicates must be an integer ≥ 1; got {replicates!r}")
+    key = (_release_digest(result), coverage, replicates)
+    if key not in _INTERVAL_CACHE:
+        _remember(_INTERVAL_CACHE, key, _compute_intervals(result, coverage, replicates))
+    return dict(_INTERVAL_CACHE[key])
+
+
+def _compute_intervals(result, coverage: float, replicates: int
+                       ) -> dict[int, RedescriptionIntervals]:
     n_of = {ext.id: max(float(ext.noisy_n), 0.0) for ext in result.extractions}
     out = {}
     if result.algorithm in LITERAL_QUERY_ALGORITHMS:

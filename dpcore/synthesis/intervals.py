@@ -9,7 +9,7 @@ The law and why the coverage holds
 Both releases are exact discrete Laplace histograms with Δ = 1 (one record is in one class
 and, per feature, in one class × bin cell): each count y = s + Z, P(Z = z) ∝ q^|z|,
 q = exp(−ε/Δ). The interval is [max(y − k, 0), max(y + k, 0)] with k the exact smallest
-integer with P(|Z| ≤ k) ≥ 90 % (:func:`dpcore.redescriptions.query_intervals.noise_halfwidth`,
+integer with P(|Z| ≤ k) ≥ 90 % (:func:`dpcore.privacy.count_intervals.noise_halfwidth`,
 closed form, no normal approximation). No selection: every class and every bin of the public
 grid is released whatever its noisy value, so P(s ∈ interval) = P(|Z| ≤ k) ≥ 90 % for every
 true s.
@@ -28,8 +28,8 @@ intervals are not given here.
 
 from __future__ import annotations
 
+from dpcore.privacy.count_intervals import count_bounds
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.redescriptions.query_intervals import count_bounds
 
 __all__ = ["COVERAGE", "CLASS_COUNTS_PREFIX", "MARGINAL_PREFIX", "call_scale",
            "class_count_intervals", "marginal_intervals", "result_intervals"]

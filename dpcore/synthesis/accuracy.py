@@ -1,0 +1,87 @@
+"""Accuracy before spending: what a strict synthesis run's noisy counts will be worth, from
+its parameters and the table's public shape alone (0 ε, no data read).
+
+Both counts a strict run releases as numbers carry exact discrete Laplace noise with Δ = 1
+at an ε fixed by the budget plan before any data is touched (:mod:`dpcore.synthesis.params`):
+
+* the class counts N̂_y, at ε_Y = ``budget_classes``·ε (MC-GEN and the floor);
+* the floor's class × bin histogram of each feature, at an equal part of the marginals'
+  share (:func:`dpcore.synthesis.params.mechanism_shares`).
+
+So the 90 % half-width k of each such count — the smallest integer with P(|Z| ≤ k) ≥ 90 %
+(:func:`dpcore.privacy.count_intervals.noise_halfwidth`) — is known before the run, in rows,
+whatever the data: every released count will lie within ±k rows of its true value with
+probability ≥ 90 %, and its interval after the run (:mod:`dpcore.synthesis.intervals`) will
+be that wide (less where it is cut at 0). The number of records is not public, so the
+error is stated in rows, not as a share of a count.
+
+MC-GEN's other releases (per-group moments and cell counts) are split among groups found
+at run time; their error is not stated here. Faithful runs are not DP and get no statement.
+"""
+
+from __future__ import annotations
+
+from dpcore.privacy.count_intervals import COVERAGE, noise_halfwidth
+from dpcore.registry import FAITHFUL, FLOOR
+from dpcore.synthesis.params import (
+    CLASSES,
+    HISTOGRAM,
+    MARGINALS,
+    SynthesisParams,
+    mechanism_shares,
+    plan_budget,
+)
+
+__all__ = ["expected_accuracy", "accuracy_text"]
+
+
+def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float = COVERAGE
+                      ) -> dict | None:
+    """The 90 % half-widths (rows) of a strict run's released counts, before it runs.
+
+    Parameters
+    ----------
+    params : SynthesisParams
+        The launch form's parameters (validated here).
+    n_features : int
+        Number of features of the table (public schema).
+    coverage : float
+        Stated coverage of each count's interval.
+
+    Returns
+    -------
+    dict or None
+        ``{"coverage", "class_count": k_Y, "marginal": k_f or None}`` in rows (``marginal``:
+        the widest of the floor's per-feature histograms; None for MC-GEN); None for a
+        faithful run (not DP: nothing to state).
+    """
+    params = params.validate()
+    if params.mode == FAITHFUL:
+        return None
+    eps_y = next(s.epsilon_nano for s in plan_budget(params) if s.phase == CLASSES)
+    out = {"coverage": coverage,
+           "class_count": noise_halfwidth(1e9 / eps_y, coverage=coverage), "marginal": None}
+    if params.algorithm == FLOOR:
+        shares = mechanism_shares(params, [1] * int(n_features))
+        eps_f = min(s.epsilon_nano for s in shares
+                    if s.phase == MARGINALS and s.part == HISTOGRAM)
+        out["marginal"] = noise_halfwidth(1e9 / eps_f, coverage=coverage)
+    return out
+
+
+def accuracy_text(params: SynthesisParams, n_features: int) -> str:
+    """One paragraph for the launch form (parameters and public shape only, 0 ε)."""
+    acc = expected_accuracy(params, n_features)
+    if acc is None:
+        return ("**Accuracy to expect:** none stated — a faithful run releases true counts "
+                "(not DP).")
+    text = (f"**Accuracy to expect** (from the parameters alone, 0 ε): each released class "
+            f"count will be within ±{acc['class_count']} rows of the true count with "
+            f"{acc['coverage']:.0%} probability")
+    if acc["marginal"] is not None:
+        text += (f"; each class × bin count of a feature's released marginal within "
+                 f"±{acc['marginal']} rows")
+    else:
+        text += ("; the per-group statistics MC-GEN releases get their ε only once the "
+                 "groups are found, so their error is not stated here")
+    return text + ". One count at a time: about one in ten may fall further off."
