@@ -288,12 +288,12 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
                      shown)
 
 
-@st.fragment
 def _prunes_everything(suggestion: float, rows) -> bool:
     """Whether a suggested threshold lies above every listed redescription's support."""
-    return len(rows) > 0 and suggestion > rows["support"].max()
+    return bool(len(rows) > 0 and suggestion > rows["support"].max())
 
 
+@st.fragment
 def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
                      rows: pd.DataFrame, results: dict[str, RunResult]) -> None:
     """Scatter + threshold + kept list + detail + export; reruns on its own."""
