@@ -60,6 +60,7 @@ from .explore_workspace import (
     current_workspace,
     pending_threshold,
     render_import,
+    render_link_note,
     render_share,
     render_workspace_name,
     save_if_changed,
@@ -247,6 +248,7 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     if not options:
         return
     current_workspace(ledger, record.name)          # loads the saved one on the first visit
+    render_link_note(record.name)
     render_import(ledger, record.name, set(results),
                   {entry_key(rid, red.id) for rid, res in results.items()
                    for red in res.redescriptions})
