@@ -232,6 +232,19 @@ def test_a_pooled_scatter_colours_each_runs_kept_points_and_names_them_in_a_lege
     assert any(run_label(pooled[1]) in h for h in fig.data[0].text)
 
 
+def test_a_threshold_far_beyond_every_point_does_not_squash_them(tree_result):
+    """Issue 32, point 13: a typed threshold of 1e9 drew its line at 1e9, so the axis
+    stretched to it and every point sat at 0."""
+    rows = redescription_rows([tree_result])
+    top = float(rows["support"].max())
+    (line,) = scatter_figure(rows, 1e9).layout.shapes
+    assert top <= line.x0 <= top * 1.05 + 1
+    texts = [a.text for a in scatter_figure(rows, 1e9).layout.annotations]
+    assert texts == ["threshold 1,000,000,000 →"]
+    inside = scatter_figure(rows, top / 2)
+    assert inside.layout.shapes[0].x0 == top / 2 and not inside.layout.annotations
+
+
 def test_kept_display_frame_turns_missing_pvalues_into_text(serenade_results):
     strict = serenade_results["serenade_es", "strict"]
     faithful = serenade_results["serenade_cs", "faithful"]

@@ -118,7 +118,17 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
     for label, color in colors.items() if pooled else ():
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                  marker=dict(color=color, size=9), hoverinfo="skip"))
-    fig.add_vline(x=threshold, line_dash="dash", line_color=THRESHOLD_COLOR, line_width=2)
+    # A line far right of every point (a typed 1e9) would stretch the axis and squash the
+    # points at 0: it is drawn at the right edge instead, and its label says where it is.
+    edge = max(supports, default=0.0) * 1.05 + 1.0
+    beyond = threshold > edge
+    line = dict(line_dash="dash", line_color=THRESHOLD_COLOR, line_width=2)
+    if beyond:
+        where = f"{threshold:,.0f}" if threshold >= 1e4 else f"{threshold:g}"
+        fig.add_vline(x=edge, **line, annotation_text=f"threshold {where} →",
+                      annotation_position="bottom left", annotation_font_color=THRESHOLD_COLOR)
+    else:
+        fig.add_vline(x=threshold, **line)
     if suggested is not None:
         fig.add_vline(x=suggested, line_dash="dot", line_color=SUGGESTED_COLOR, line_width=2,
                       annotation_text="suggested", annotation_position="top right",
