@@ -43,7 +43,7 @@ from dpcore.registry import KIND_TWO_VIEW, REDESCRIPTIONS, family_algorithms
 from dpcore.runs import load_result, readable_runs
 
 from ..common.data_locations import hide_server_paths
-from ..common.family_pages import other_kind_text
+from ..common.family_pages import render_other_kind
 from ..common.number_fields import Bounds, number_field, number_problem
 from ..common.session import current_requester, current_role
 from ..common.threshold import (
@@ -172,7 +172,7 @@ def two_view_only(record: DatasetRecord, purpose: str) -> bool:
     for two-view datasets) and the page that mines the dataset's kind, and return False."""
     if record.kind == KIND_TWO_VIEW:
         return True
-    st.info(f"{purpose} {other_kind_text(record)}")
+    render_other_kind(record, before=purpose)
     return False
 
 
