@@ -21,6 +21,7 @@ from test_browser import (
     REPO_ROOT,
     RUN_TIMEOUT_MS,
     _metric,
+    _scroll_to,
     _wait_idle,
     streamlit_server,
 )
@@ -200,5 +201,98 @@ def test_a_killed_run_is_named_and_finished_at_no_further_cost(walk_app, browser
         rows = _runs_table(page)
         assert not any("charged, no result" in r for r in rows), rows
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "walk_runs.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.browser
+def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, browser):
+    """Issue 32's "done when": the README's main path as a newcomer walks it — pick
+    ``clinic`` in the sidebar, set ε on the log-scale slider, launch MCMCTreePair with the
+    paper's defaults, prune on Explore by clicking a point, export — ends with a downloaded
+    CSV that lists the kept redescriptions: at least one, exactly as many as the page says
+    it keeps, each at or above the threshold the click set, from the run just launched."""
+    from playwright.sync_api import expect
+
+    url, ledger = walk_app
+    page = _open(browser, url)
+    try:
+        spent_before = ledger.budget("clinic").spent
+        # 1. pick the dataset
+        dataset = page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(
+            has_text="Dataset").first
+        dataset.locator("input").click()
+        page.get_by_role("option", name="clinic (public demo)", exact=True).click()
+        _wait_idle(page)
+        # 2. set ε on the Mine page's slider (1 → the next grid value, 2); the box follows
+        page.get_by_role("link", name="Mine").click()
+        exact = page.get_by_label("ε (exact)", exact=True)
+        exact.wait_for()
+        _wait_idle(page)
+        slider = page.get_by_role("slider", name=re.compile(r"^ε \(log scale\)"))
+        slider.focus()
+        slider.press("ArrowRight")
+        _wait_idle(page)
+        expect(exact).to_have_value("2")
+        # 3. launch with every other parameter at its default, confirm once
+        page.get_by_role("button", name=re.compile(r"^Launch MCMCTreePair \(ε = 2\)")).click()
+        page.get_by_role("button", name="Confirm and run").click()
+        stored = page.get_by_text(re.compile(r"is stored: \d+ redescriptions"))
+        stored.wait_for(timeout=4 * RUN_TIMEOUT_MS)
+        _wait_idle(page)
+        new_runs = [r for r in ledger.list_runs("clinic")
+                    if r.run_id not in (STORED_RUN, KILLED_RUN)]
+        assert len(new_runs) == 1 and new_runs[0].status == "done", new_runs
+        run_id = new_runs[0].run_id
+        assert ledger.budget("clinic").spent == pytest.approx(spent_before + 2)
+        # 4. prune on Explore: it opens on this run; a click on a point in the middle of
+        # the distinct supports sets the threshold to that point's noisy support
+        page.get_by_role("link", name="Explore").click()
+        chart = page.locator(".stPlotlyChart").first
+        points = chart.locator(".scatterlayer .point")
+        points.first.wait_for()
+        _wait_idle(page)
+        assert run_id[:8] in page.get_by_test_id("stMultiSelect").first.inner_text()
+        total = points.count()
+        _scroll_to(page, chart)
+        boxes = [points.nth(i).bounding_box() for i in range(total)]
+        xs = sorted({round(b["x"]) for b in boxes})
+        target = next(b for b in boxes if round(b["x"]) == xs[len(xs) // 2])
+        box = page.get_by_label(re.compile("^Pruning threshold"))
+        before = box.input_value()
+        page.mouse.move(target["x"] + target["width"] / 2, target["y"] + target["height"] / 2)
+        page.wait_for_timeout(200)
+        page.mouse.down()
+        page.mouse.up()
+        if len(xs) > 1 or before == "0.0":
+            expect(box).not_to_have_value(before, timeout=30_000)
+        _wait_idle(page)
+        threshold = float(box.input_value())
+        kept = int(_metric(page, "Kept"))
+        assert 1 <= kept <= total
+        listing = page.get_by_text(re.compile(rf"^Listed: \d+ row\(s\) for \d+ of {kept} kept"))
+        listing.wait_for()
+        listed = int(re.search(r"for (\d+) of", listing.inner_text()).group(1))
+        assert listed == kept, "the list's filters start blank: it lists every kept one"
+        # 5. export: the downloaded CSV lists the kept redescriptions
+        with page.expect_download() as info:
+            page.get_by_role("button", name="Download CSV").click()
+        rows = _csv_rows(Path(info.value.path()))
+        assert len(rows) == kept >= 1
+        assert {r["run_id"] for r in rows} == {run_id}
+        assert all(float(r["noisy_support_both"]) >= threshold for r in rows), threshold
+        assert all(r["left_query"] and r["right_query"] for r in rows)
+        assert all(float(r["pruning_threshold"]) == threshold for r in rows)
+        assert ledger.budget("clinic").spent == pytest.approx(spent_before + 2), \
+            "pruning and export cost nothing"
+        page.screenshot(path=str(REPO_ROOT / "artifacts" / "walk_newcomer.png"),
+                        full_page=True)
     finally:
         page.close()

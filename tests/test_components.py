@@ -43,7 +43,12 @@ from components.redescriptions.redescription_view import (
     released_text,
     statistics_row,
 )
-from components.redescriptions.scatter import interval_rows, redescription_rows, scatter_figure
+from components.redescriptions.scatter import (
+    interval_rows,
+    redescription_rows,
+    run_label,
+    scatter_figure,
+)
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
@@ -239,6 +244,43 @@ def test_scatter_and_list_carry_each_points_intervals(serenade_results, tree_res
         "jaccard_low", "jaccard_high", "support_low", "support_high"]
     assert (frame["jaccard_low"] <= frame["jaccard_high"]).all()
     assert "jaccard_low" not in list_frame([(e, 1) for e in entries], Workspace("clinic"))
+
+
+def test_a_pooled_scatter_colours_each_runs_kept_points_and_names_them_in_a_legend(
+        serenade_results, tree_result):
+    """Issue 32, point 5: pooled runs were one blue cloud with no legend."""
+    from components.redescriptions.scatter import KEPT_COLOR, PRUNED_COLOR
+
+    tree_rows = redescription_rows([tree_result])
+    alone = scatter_figure(tree_rows, 0.0)
+    assert len(alone.data) == 1 and not alone.layout.showlegend
+    assert set(alone.data[0].marker.color) == {KEPT_COLOR}
+
+    pooled = [tree_result, serenade_results["serenade_es", "strict"]]
+    rows = redescription_rows(pooled)
+    threshold = float(rows["support"].median())
+    fig = scatter_figure(rows, threshold)
+    assert list(fig.data[0].customdata) == list(rows["row_id"])   # one trace of points
+    legend = {t.name: t.marker.color for t in fig.data[1:]}
+    assert fig.layout.showlegend and list(legend) == [run_label(r) for r in pooled]
+    assert len(set(legend.values()) | {PRUNED_COLOR}) == 3
+    assert all(t.x == (None,) for t in fig.data[1:]), "legend entries hold no point"
+    for run, support, color in zip(rows["run"], rows["support"], fig.data[0].marker.color):
+        assert color == (legend[run] if support >= threshold else PRUNED_COLOR)
+    assert any(run_label(pooled[1]) in h for h in fig.data[0].text)
+
+
+def test_a_threshold_far_beyond_every_point_does_not_squash_them(tree_result):
+    """Issue 32, point 13: a typed threshold of 1e9 drew its line at 1e9, so the axis
+    stretched to it and every point sat at 0."""
+    rows = redescription_rows([tree_result])
+    top = float(rows["support"].max())
+    (line,) = scatter_figure(rows, 1e9).layout.shapes
+    assert top <= line.x0 <= top * 1.05 + 1
+    texts = [a.text for a in scatter_figure(rows, 1e9).layout.annotations]
+    assert texts == ["threshold 1,000,000,000 →"]
+    inside = scatter_figure(rows, top / 2)
+    assert inside.layout.shapes[0].x0 == top / 2 and not inside.layout.annotations
 
 
 def test_kept_display_frame_turns_missing_pvalues_into_text(serenade_results):
@@ -506,6 +548,20 @@ def test_explore_opens_on_the_newest_run_with_results():
     assert default_pick(runs, {"new-empty": 0, "older": 12, "oldest": 5}) == ["older"]
     assert default_pick(runs, {"new-empty": 0, "older": 0, "oldest": 0}) == ["new-empty"]
     assert default_pick([], {}) == []
+
+
+def test_only_the_pruning_view_reruns_on_a_threshold_move():
+    """The scatter, threshold, list and export are ONE fragment (a click or a typed
+    threshold reruns them, not the whole page); a decorator once slid onto the helper
+    inserted above it, so every click reran the page and the helper, itself a fragment,
+    answered None outside a script run instead of whether the suggestion prunes all."""
+    from components.redescriptions.explore_view import _prunes_everything, pruning_fragment
+
+    rows = pd.DataFrame({"support": [3.0, 7.0]})
+    assert _prunes_everything(7.5, rows) is True
+    assert _prunes_everything(7.0, rows) is False
+    assert _prunes_everything(9.0, rows.iloc[:0]) is False
+    assert hasattr(pruning_fragment, "__wrapped__"), "pruning_fragment is an st.fragment"
 
 
 def _tree(tree_id: int, view: int, attribute: str, n_leaves: int):

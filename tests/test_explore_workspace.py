@@ -181,6 +181,37 @@ def test_workspaces_are_per_name(explore, ledger_path):
     assert list(stored(ledger_path, "analyst").decisions().values()) == ["keep"]
 
 
+def _visit_by_link(workspace: str) -> AppTest:
+    """A new session whose first page is Explore with ``?workspace=…`` in the address."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["workspace"] = workspace
+    rerun(at)
+    return run_page(at, "pages/redescriptions/explore.py")
+
+
+def _link_notes(at: AppTest) -> list[str]:
+    return [i.value for i in at.info if "The page address names workspace" in i.value]
+
+
+def test_a_link_to_a_workspace_this_visitor_has_not_says_why_it_opens_empty(explore,
+                                                                            ledger_path):
+    """Issue 32, point 9: ``?workspace=owner`` opened as another account (here a visitor
+    who is not signed in) showed an empty workspace with no word why."""
+    edit(explore, 0, decision="keep")
+    explore.text_input(key="explore_workspace_name").set_value("bob")
+    edit(rerun(explore), 1, decision="reject")                      # "bob" is saved
+
+    at = _visit_by_link("owner")
+    (note,) = _link_notes(at)
+    assert "**owner**" in note and "visitors who are not signed in" in note
+    assert "`clinic`" in note and "colleague/name" in note
+    assert stored(ledger_path, "owner") is None
+    edit(at, 0, decision="reject")                   # saved under that name, for this visitor
+    assert list(stored(ledger_path, "owner").decisions().values()) == ["reject"]
+    assert _link_notes(_visit_by_link("owner")) == []        # now it is saved: no note
+    assert _link_notes(_visit_by_link("bob")) == []
+
+
 def test_export_carries_the_workspace_and_imports_back(explore, ledger_path):
     ledger = Ledger(ledger_path)
     edit(explore, 0, decision="reject", tags="t1")

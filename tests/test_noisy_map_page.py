@@ -141,3 +141,45 @@ def test_an_out_of_range_query_epsilon_is_named_and_kept_not_snapped_back(app, l
         " ".join(e.value for e in app.error)
     assert not [b for b in app.button if b.key == "cq_pay"], "nothing to pay"
     assert Ledger(ledger_path).budget("sites").spent_nano == 0
+
+
+def _buttons(at: AppTest) -> set[str]:
+    return {b.key for b in at.button}
+
+
+def test_the_map_offers_no_other_datasets_query_refuses_a_bad_one_and_shows_the_new_map(
+        app, ledger_path):
+    """Issue 32, point 4: on ``sites`` the query box offered the previous dataset's query; a
+    query off the public grid was refused only after Confirm; *Stored maps* kept showing an
+    older map, labelled by id and time only."""
+    run_page(app, "pages/redescriptions/explore.py")                        # clinic
+    app.text_input(key="cq_left").input("[DX_CHF]")
+    app.text_input(key="cq_right").input("[LAB_BNP > 400]").run()
+    on_sites(app)
+    assert app.text_input(key="cq_left").value == "" == app.text_input(key="cq_right").value
+    assert "map_pair" not in {s.key for s in app.selectbox}
+
+    app.text_input(key="cq_left").input("[HYP > 1.55]")                  # off the grid
+    app.text_input(key="cq_right").input("[TMEAN > 10]").run()
+    ok(app)
+    assert app.selectbox(key="map_pair").value.startswith("the query of the form above")
+    assert any("not on its public grid" in e.value and "map is drawn only" in e.value
+               for e in app.error)
+    assert not {"map_pay", "map_confirm_pay"} & _buttons(app)
+
+    ledger = Ledger(ledger_path)
+    left = "[HYP > 1.5]"
+    app.text_input(key="cq_left").input(left).run()
+    for epsilon in (0.5, 0.3):
+        app.number_input(key="map_epsilon").set_value(epsilon).run()
+        app.button(key="map_pay").click().run()
+        app.button(key="map_confirm_pay").click().run()
+        ok(app)
+        newest = ledger.list_runs("sites")[-1]
+        assert newest.epsilon == epsilon and newest.status == "done"
+        pick = app.selectbox(key="map_pick")
+        assert pick.value == newest.run_id, "the map just paid for is shown"
+        label = pick.options[pick.index]
+        assert label.startswith(f"{left}  ⇔  [TMEAN > 10] · ε = {fmt_eps(epsilon)} · ")
+    assert ledger.budget("sites").spent_nano == epsilon_to_nano(0.8)
+    assert any("No base map" in c.value for c in app.caption)     # said, not silently absent

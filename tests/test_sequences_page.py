@@ -426,6 +426,9 @@ def test_the_mine_page_points_sequence_and_table_datasets_to_their_pages(app):
         _ok(select_dataset(app, dataset))
         assert any(f"use the **{page}** page" in i.value for i in app.main.info)
         assert not app.main.button, "no Launch on a dataset the Mine page cannot mine"
+        # issue 32, point 13: the page is named AND linked
+        links = [(e.proto.label, e.proto.page) for e in app.main.get("page_link")]
+        assert links == [(f"Open {page}", page.lower())], links
 
 
 def test_l1_can_be_blanked_again_after_a_number_was_typed(app):

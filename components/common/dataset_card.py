@@ -48,7 +48,7 @@ from dpcore.runs import load_result, readable_runs
 
 from .budget_meter import fmt_eps
 from .data_locations import hide_server_paths
-from .family_pages import other_kind_text
+from .family_pages import render_other_kind
 from .session import can_see_truth, current_requester, get_ledger, is_owner, load_data
 
 __all__ = ["PUBLIC_NOTE", "PUBLIC_NOTES", "attribute_table", "alphabet_table",
@@ -300,7 +300,7 @@ def render_dataset_card(record: DatasetRecord, ledger: Ledger | None = None) -> 
     elif record.kind == KIND_TABLE:
         _table_body(schema)
     else:
-        st.info(other_kind_text(record))
+        render_other_kind(record)
         return
     st.info(PUBLIC_NOTES[record.kind])
     _render_rows(ledger, record)

@@ -3,10 +3,13 @@
 Every dataset has a kind (:data:`dpcore.registry.DATASET_KINDS`), and each kind is mined by
 one family, on one page of the app: its :class:`~components.common.family_ui.FamilyUI`'s
 ``mining_page``. A page of one family, opened on a dataset of another kind, names the
-dataset's kind and the page that mines it instead of offering a run the ledger would refuse.
+dataset's kind and the page that mines it, with a link to it, instead of offering a run the
+ledger would refuse.
 """
 
 from __future__ import annotations
+
+import streamlit as st
 
 from dpcore.errors import ParameterError
 from dpcore.family import dataset_kind
@@ -14,7 +17,7 @@ from dpcore.privacy.ledger import DatasetRecord
 
 from .family_ui import ui_for_kind
 
-__all__ = ["page_for", "other_kind_text"]
+__all__ = ["page_for", "other_kind_text", "render_other_kind"]
 
 
 def page_for(record: DatasetRecord) -> str | None:
@@ -32,3 +35,14 @@ def other_kind_text(record: DatasetRecord) -> str:
     page = page_for(record)
     return f"`{record.name}` holds a {label}" + (
         f": use the **{page}** page for it." if page else ".")
+
+
+def render_other_kind(record: DatasetRecord, before: str = "", after: str = "") -> None:
+    """Say which page mines ``record`` (:func:`other_kind_text` between ``before`` and
+    ``after``) and link to it, so the user need not look for it in the navigation."""
+    st.info(" ".join(t for t in (before, other_kind_text(record), after) if t))
+    ui = ui_for_kind(record.kind)
+    page = next((p for p in ui.pages if p.title == ui.mining_page and isinstance(p.page, str)),
+                None) if ui is not None else None
+    if page is not None:
+        st.page_link(page.page, label=f"Open {page.title}", icon=page.icon)

@@ -39,6 +39,8 @@ __all__ = ["custom_query_section", "render_custom_query", "released_redescriptio
            "paid_table_frame"]
 
 _TEXT_KEYS = ("cq_left", "cq_right")
+#: The dataset the form's query texts were written for.
+DATASET_KEY = "cq_dataset"
 _OPS = {"∧ (and)": " ∧ ", "∨ (or)": " ∨ "}
 
 
@@ -168,6 +170,11 @@ def render_custom_query(ledger: Ledger, record: DatasetRecord) -> None:
     if record.kind != KIND_TWO_VIEW:
         return
     schema = record.schema
+    if st.session_state.get(DATASET_KEY) != record.name:
+        # a pair typed for another dataset names that schema's attributes: not offered here
+        for key in (*_TEXT_KEYS, "cq_edited_from"):
+            st.session_state.pop(key, None)
+        st.session_state[DATASET_KEY] = record.name
     st.caption("Write a query pair in the export's syntax, e.g. `([A] ∧ [B = x]) ∨ [C > 2]`, "
                "or build it literal by literal. Only the schema's attributes and public grid "
                "thresholds may be used. Checking costs nothing; the noisy table costs ε.")

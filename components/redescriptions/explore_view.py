@@ -43,7 +43,7 @@ from dpcore.registry import KIND_TWO_VIEW, REDESCRIPTIONS, family_algorithms
 from dpcore.runs import load_result, readable_runs
 
 from ..common.data_locations import hide_server_paths
-from ..common.family_pages import other_kind_text
+from ..common.family_pages import render_other_kind
 from ..common.number_fields import Bounds, number_field, number_problem
 from ..common.session import current_requester, current_role
 from ..common.threshold import (
@@ -60,6 +60,7 @@ from .explore_workspace import (
     current_workspace,
     pending_threshold,
     render_import,
+    render_link_note,
     render_share,
     render_workspace_name,
     save_if_changed,
@@ -171,7 +172,7 @@ def two_view_only(record: DatasetRecord, purpose: str) -> bool:
     for two-view datasets) and the page that mines the dataset's kind, and return False."""
     if record.kind == KIND_TWO_VIEW:
         return True
-    st.info(f"{purpose} {other_kind_text(record)}")
+    render_other_kind(record, before=purpose)
     return False
 
 
@@ -247,6 +248,7 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
     if not options:
         return
     current_workspace(ledger, record.name)          # loads the saved one on the first visit
+    render_link_note(record.name)
     render_import(ledger, record.name, set(results),
                   {entry_key(rid, red.id) for rid, res in results.items()
                    for red in res.redescriptions})
@@ -288,12 +290,12 @@ def render_explore(ledger: Ledger, record: DatasetRecord) -> None:
                      shown)
 
 
-@st.fragment
 def _prunes_everything(suggestion: float, rows) -> bool:
     """Whether a suggested threshold lies above every listed redescription's support."""
-    return len(rows) > 0 and suggestion > rows["support"].max()
+    return bool(len(rows) > 0 and suggestion > rows["support"].max())
 
 
+@st.fragment
 def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
                      rows: pd.DataFrame, results: dict[str, RunResult]) -> None:
     """Scatter + threshold + kept list + detail + export; reruns on its own."""

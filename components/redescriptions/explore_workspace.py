@@ -42,7 +42,7 @@ from .redescription_list import GENERATION_KEY, restore_view
 
 __all__ = ["NAME_KEY", "IMPORT_KEY", "RELOAD_KEY", "OVERWRITE_KEY", "workspace_name",
            "current_workspace", "set_workspace", "save_if_changed", "render_workspace_name",
-           "render_import", "pending_threshold", "render_share"]
+           "render_import", "pending_threshold", "render_share", "render_link_note"]
 
 NAME_KEY = "explore_workspace_name"
 IMPORT_KEY = "explore_workspace_import"
@@ -56,6 +56,8 @@ _REVISION = "_explore_workspace_revision"  # (dataset, role, name) → ledger re
 _CONFLICT = "_explore_workspace_conflict"  # (dataset, role, name) → (revision, updated_at)
 _RELOAD = "_explore_workspace_reload"      # keys to reload from the ledger on the next run
 _SAVED_NOTE = "_explore_workspace_saved_note"  # (dataset, role, name) → text, shown once
+_LINKED = "_explore_workspace_linked"      # the name the page address gave on arrival
+_LINK_NOTE = "_explore_workspace_link_note"  # (dataset, role, name) → why it starts empty
 RELOAD_KEY = "explore_workspace_reload"
 OVERWRITE_KEY = "explore_workspace_overwrite"
 
@@ -122,6 +124,8 @@ def _load(ledger: Ledger, dataset: str, key: tuple[str, str, str]) -> Workspace:
         else:
             st.warning(f"Workspace {key[2]!r} could not be read ({exc}); starting a new one.")
         record = None
+    if record is None and key[1] == _reader() and key[2] == st.session_state.get(_LINKED):
+        st.session_state.setdefault(_LINK_NOTE, {})[key] = _link_note(dataset, key[2])
     if record is not None:
         revisions[key] = record.revision
         try:
@@ -131,6 +135,28 @@ def _load(ledger: Ledger, dataset: str, key: tuple[str, str, str]) -> Workspace:
             st.warning(f"Saved workspace {key[2]!r} does not read ({exc}); starting a "
                        "new one.")
     return ws
+
+
+def _link_note(dataset: str, name: str) -> str:
+    """Why a workspace the page address names opened empty: none of that name was saved for
+    this account (workspaces are per account, so another account's or role's is not)."""
+    account = current_account()
+    whose = f"your account `{account}`" if account else "visitors who are not signed in"
+    return (f"The page address names workspace **{name}**, but no workspace of that name "
+            f"was saved for {whose} on `{dataset}`, so it opened empty. Workspaces belong to "
+            "the account that saved them (each account has its own; visitors who are not "
+            "signed in share one), so a link to another account's or role's workspace "
+            "opens an empty one of yours. A colleague's workspace opens as "
+            "`colleague/name` once they share it with you. What you do here is saved "
+            f"under **{name}** for {whose}.")
+
+
+def render_link_note(dataset: str) -> None:
+    """Say why the workspace the page address named opened empty (while it is the one
+    shown: a note above the fragment would not follow a save made inside it)."""
+    note = st.session_state.get(_LINK_NOTE, {}).get(_key(dataset))
+    if note:
+        st.info(note)
 
 
 def _apply(dataset: str, ws: Workspace) -> None:
@@ -291,6 +317,9 @@ def _name_changed() -> None:
 def render_workspace_name() -> None:
     """The workspace box: whose decisions, tags and notes this page shows and saves."""
     if not st.session_state.get(NAME_KEY):
+        linked = st.query_params.get(QUERY_PARAM)
+        if linked and linked.strip() and linked.strip() != current_role():
+            st.session_state[_LINKED] = linked.strip()
         st.session_state[NAME_KEY] = workspace_name()
     st.session_state[_KEPT_NAME] = workspace_name()
     st.text_input(

@@ -19,11 +19,15 @@ import streamlit as st
 from components.common.budget_meter import fmt_eps
 from components.common.number_fields import number_field
 from components.common.session import current_requester, current_role, load_data, set_flash
-from components.redescriptions.custom_query import QUERY_EPSILON, released_redescriptions
+from components.redescriptions.custom_query import (
+    DATASET_KEY,
+    QUERY_EPSILON,
+    released_redescriptions,
+)
 from dpcore.errors import BudgetExceededError, DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.redescriptions.custom_query import QueryError, editable_text
+from dpcore.redescriptions.custom_query import QueryError, editable_text, parse_pair
 from dpcore.redescriptions.regions import (
     CATEGORIES,
     RegionMapParams,
@@ -98,7 +102,7 @@ def _pair_choices(ledger: Ledger, record: DatasetRecord) -> dict[str, tuple[str,
     out: dict[str, tuple[str, str]] = {}
     left = st.session_state.get("cq_left", "").strip()
     right = st.session_state.get("cq_right", "").strip()
-    if left and right:
+    if left and right and st.session_state.get(DATASET_KEY) == record.name:
         out[f"the query of the form above: {left}  ⇔  {right}"] = (left, right)
     for label, result, red in released_redescriptions(ledger, record.name):
         texts = (editable_text(result, red.left), editable_text(result, red.right))
@@ -126,6 +130,13 @@ def render_noisy_map(ledger: Ledger, record: DatasetRecord) -> None:
     if choices:
         label = st.selectbox("Query pair", list(choices), key="map_pair")
         left, right = choices[label]
+        try:
+            parse_pair(record.schema, left, right)      # a free check of the public schema
+        except QueryError as exc:
+            st.error(f"Refused, nothing charged: {exc} A map is drawn only for a pair the "
+                     "public schema accepts: fix the query above or pick another pair.")
+            _show_maps(ledger, record)
+            return
         st.session_state.setdefault("map_epsilon", 0.5)
         if number_field(st, "ε for the map", "map_epsilon", QUERY_EPSILON, step=0.1,
                         format="%.3f"):
@@ -177,12 +188,14 @@ def _show_maps(ledger: Ledger, record: DatasetRecord) -> None:
     runs = _map_runs(ledger, record.name)
     if not runs:
         return
-    ids = [r.run_id for r in runs]
-    wanted = st.session_state.get("map_run")
-    index = ids.index(wanted) if wanted in ids else 0
-    run_id = st.selectbox("Stored maps (0 ε to reopen)", ids, index=index, key="map_pick",
-                          format_func=lambda rid: f"{rid[:8]} — "
-                          f"{next(r for r in runs if r.run_id == rid).created_at[:19]}")
+    by_id = {r.run_id: r for r in runs}
+    wanted = st.session_state.pop("map_run", None)
+    if wanted in by_id:                              # the map just paid for
+        st.session_state["map_pick"] = wanted
+    elif st.session_state.get("map_pick") not in by_id:
+        st.session_state["map_pick"] = runs[0].run_id
+    run_id = st.selectbox("Stored maps (0 ε to reopen)", list(by_id), key="map_pick",
+                          format_func=lambda rid: _map_label(by_id[rid]))
     try:
         result = load_result(ledger, run_id, requester=current_requester())
         counts = map_counts(result, record.schema)
@@ -198,7 +211,21 @@ def _show_maps(ledger: Ledger, record: DatasetRecord) -> None:
     st.plotly_chart(fig, key="map_chart")
     st.caption(f"Noisy DP release (ε = {fmt_eps(counts.epsilon)} for the whole map): every "
                f"count carries discrete Laplace noise of ± {sd:.1f} rows (1 sd), so cells "
-               "with a few rows are mostly noise; negative noisy counts are drawn as 0.")
+               "with a few rows are mostly noise; negative noisy counts are drawn as 0. "
+               "No base map: the app fetches no map tiles or coastlines (it works offline), "
+               "so read the place from the longitude and latitude axes.")
+
+
+def _map_label(run) -> str:
+    """A stored map as the analyst knows it: its query pair, its ε, when, its id."""
+    left = _short(str(run.params.get("left_query", "?")))
+    right = _short(str(run.params.get("right_query", "?")))
+    return (f"{left}  ⇔  {right} · ε = {fmt_eps(run.epsilon)} · "
+            f"{run.created_at[:16].replace('T', ' ')} · {run.run_id[:8]}")
+
+
+def _short(text: str, n: int = 60) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def noisy_map_section(ledger: Ledger, record: DatasetRecord) -> None:

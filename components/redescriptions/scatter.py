@@ -3,7 +3,9 @@
 One point per released redescription, all in ONE trace (Streamlit de-duplicates
 ``point_indices`` across traces), the row ids passed as ``customdata`` in a plain
 Python list. Kept points (noisy support ≥ threshold) are blue dots, pruned ones
-grey diamonds, set per point through marker arrays; a dashed vertical line marks
+grey diamonds, set per point through marker arrays; when several runs are pooled, each
+run's kept dots get their own colour, named in a legend (empty legend-only traces: they
+hold no point, so selections still come from the one trace); a dashed vertical line marks
 the threshold and an optional dotted one, labelled "suggested", the suggested
 threshold. The modebar's box select draws a box (the page keeps every point inside
 it, on both axes); the Jaccard axis shows [0, 1], all a Jaccard can take. Everything
@@ -27,13 +29,18 @@ from dpcore.registry import ALGORITHM_LABELS
 
 from ..common.runs_view import run_label
 
-__all__ = ["KEPT_COLOR", "PRUNED_COLOR", "WEBGL_ABOVE", "ROW_COLUMNS", "INTERVAL_COLUMNS",
-           "row_id", "redescription_rows", "interval_rows", "run_label", "scatter_figure"]
+__all__ = ["KEPT_COLOR", "PRUNED_COLOR", "RUN_COLORS", "WEBGL_ABOVE", "ROW_COLUMNS",
+           "INTERVAL_COLUMNS", "row_id", "redescription_rows", "interval_rows", "run_label",
+           "run_colors", "scatter_figure"]
 
 KEPT_COLOR = "#1f77b4"
 PRUNED_COLOR = "#9e9e9e"
 THRESHOLD_COLOR = "#d62728"
 SUGGESTED_COLOR = "#2ca02c"
+#: Kept dots' colour per run when runs are pooled (none is the pruned grey, the
+#: threshold's red or the suggestion's green); an eighth run reuses the first colour.
+RUN_COLORS = (KEPT_COLOR, "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+              "#bcbd22")
 #: Above this many points the scatter uses WebGL (``go.Scattergl``).
 WEBGL_ABOVE = 1000
 
@@ -99,6 +106,12 @@ def _error_bars(values: list[float], low, high) -> dict:
                 width=0, color="rgba(31, 119, 180, 0.35)")
 
 
+def run_colors(rows: pd.DataFrame) -> dict[str, str]:
+    """The kept dots' colour of each run label in ``rows`` (first appearance first)."""
+    runs = dict.fromkeys(rows["run"]) if len(rows) and "run" in rows else {}
+    return {run: RUN_COLORS[i % len(RUN_COLORS)] for i, run in enumerate(runs)}
+
+
 def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -129,6 +142,11 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
     kept = [s >= threshold for s in supports]
     hover = [f"{_short(l_)}<br>⇔ {_short(r_)}" for l_, r_ in zip(rows.get("left", []),
                                                                    rows.get("right", []))]
+    colors = run_colors(rows)
+    pooled = len(colors) > 1
+    kept_color = [colors[r] for r in rows["run"]] if pooled else [KEPT_COLOR] * len(kept)
+    if pooled:
+        hover = [f"{h}<br>{run}" for h, run in zip(hover, rows["run"])]
     bars = {}
     if len(rows) and all(c in rows for c in INTERVAL_COLUMNS):
         bars = {"error_y": _error_bars(jaccards, rows["jaccard_low"], rows["jaccard_high"]),
@@ -144,14 +162,27 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
         mode="markers", **bars,
         customdata=[str(r) for r in rows["row_id"]] if len(rows) else [],
         text=hover,
-        marker=dict(color=[KEPT_COLOR if k else PRUNED_COLOR for k in kept],
+        marker=dict(color=[c if k else PRUNED_COLOR for c, k in zip(kept_color, kept)],
                     symbol=["circle" if k else "diamond" for k in kept],
                     size=[9 if k else 8 for k in kept],
                     line=dict(color="white", width=0.5)),
         hovertemplate=("<b>%{customdata}</b><br>noisy |E11| = %{x:.0f}<br>noisy J = %{y:.3f}"
                        "<br>%{text}<extra></extra>"),
         showlegend=False))
-    fig.add_vline(x=threshold, line_dash="dash", line_color=THRESHOLD_COLOR, line_width=2)
+    for label, color in colors.items() if pooled else ():
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
+                                 marker=dict(color=color, size=9), hoverinfo="skip"))
+    # A line far right of every point (a typed 1e9) would stretch the axis and squash the
+    # points at 0: it is drawn at the right edge instead, and its label says where it is.
+    edge = max(supports, default=0.0) * 1.05 + 1.0
+    beyond = threshold > edge
+    line = dict(line_dash="dash", line_color=THRESHOLD_COLOR, line_width=2)
+    if beyond:
+        where = f"{threshold:,.0f}" if threshold >= 1e4 else f"{threshold:g}"
+        fig.add_vline(x=edge, **line, annotation_text=f"threshold {where} →",
+                      annotation_position="bottom left", annotation_font_color=THRESHOLD_COLOR)
+    else:
+        fig.add_vline(x=threshold, **line)
     if suggested is not None:
         fig.add_vline(x=suggested, line_dash="dot", line_color=SUGGESTED_COLOR, line_width=2,
                       annotation_text="suggested", annotation_position="top right",
@@ -164,7 +195,10 @@ def scatter_figure(rows: pd.DataFrame, threshold: float, *, height: int = 460,
                       title=dict(text=f"{title}<br>{heading}" if title else heading,
                                  font=dict(size=13), x=0.01, xanchor="left"),
                       xaxis_title="noisy support |E11|", yaxis_title="noisy Jaccard",
-                      clickmode="event+select", hovermode="closest")
+                      clickmode="event+select", hovermode="closest",
+                      showlegend=pooled,
+                      legend=dict(title_text="kept, by run", orientation="h", x=0, y=-0.15,
+                                  yanchor="top", itemclick=False, itemdoubleclick=False))
     fig.update_yaxes(range=[-0.02, 1.02])          # a Jaccard lies in [0, 1]
     fig.update_xaxes(rangemode="tozero")
     return fig

@@ -31,7 +31,7 @@ from dpcore.sequences.results import SequenceRunResult
 
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import hide_server_paths
-from ..common.family_pages import other_kind_text
+from ..common.family_pages import render_other_kind
 from ..common.session import (
     can_see_truth,
     current_requester,
@@ -78,7 +78,7 @@ def _pick_dataset() -> None:
 
 
 def _other_kind(ledger: Ledger, record: DatasetRecord) -> None:
-    st.info(other_kind_text(record) + " Frequent sequences are mined from a sequence dataset.")
+    render_other_kind(record, after="Frequent sequences are mined from a sequence dataset.")
     names = [r.name for r in dataset_records(ledger) if r.kind == KIND_SEQUENCES]
     if not names:
         st.warning("No sequence dataset is registered yet; an owner can add one on the Data "

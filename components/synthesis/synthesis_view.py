@@ -30,7 +30,7 @@ from dpcore.synthesis.utility import REAL, standard_methods, summary_table, util
 
 from ..common.budget_meter import fmt_eps
 from ..common.data_locations import hide_server_paths
-from ..common.family_pages import other_kind_text
+from ..common.family_pages import render_other_kind
 from ..common.session import can_see_truth, current_requester, current_role, dataset_records
 from .synthesis_charts import (
     association_heatmap,
@@ -67,8 +67,8 @@ def render_kind_gate(ledger: Ledger, record: DatasetRecord | None) -> DatasetRec
         return record
     tables = [r.name for r in dataset_records(ledger) if is_table(r)]
     if record is not None:
-        st.info(other_kind_text(record) + " Synthesis makes private copies of labelled "
-                "tables; pick one below.")
+        render_other_kind(record, after="Synthesis makes private copies of labelled tables; "
+                                        "pick one below.")
     if not tables:
         st.warning("No table dataset is registered. An owner can register one (a CSV or "
                    "Parquet file with a declared label column and public feature bounds).")

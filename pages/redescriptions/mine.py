@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.common.family_pages import other_kind_text
+from components.common.family_pages import render_other_kind
 from components.common.session import current_dataset, get_ledger, show_flash
 from components.common.unfinished_runs import render_unfinished_runs
 from components.redescriptions.launcher import render_launch
@@ -16,7 +16,7 @@ show_flash()
 if record is None:
     st.info("Pick a dataset in the sidebar first.")
 elif record.kind != KIND_TWO_VIEW:
-    st.info(other_kind_text(record) + " The Mine page finds redescriptions in two-view data.")
+    render_other_kind(record, after="The Mine page finds redescriptions in two-view data.")
 else:
     st.caption(f"Dataset `{record.name}` · the budget meter in the sidebar shows what this "
                "run would cost against what remains.")
