@@ -378,9 +378,11 @@ def repeated_on_path(split: np.ndarray, fanout: int) -> list[tuple[int, list[int
 
 def grow_random_tree(coded, y: np.ndarray, depth: int, rng: np.random.Generator,
                      faithful_stop: bool = False, min_rows: int = 0, n_classes: int | None = None):
-    """``kernels.random_tree``: a random tree over all rows (grow from a GROW root, then one
-    relayout). Returns (nodes, perm, leaf_of_row, hist) with ``hist[leaf, class]`` the
-    kernel's per-leaf class histogram."""
+    """``row_chains_reference.random_tree``: a random tree over all rows (grow from a GROW
+    root, then one relayout). Returns (nodes, perm, leaf_of_row, hist) with
+    ``hist[leaf, class]`` the kernel's per-leaf class histogram."""
+    import row_chains_reference as RC
+
     from dpcore.redescriptions import kernels as K
     from dpcore.redescriptions.trees import cands_matrix
 
@@ -393,7 +395,7 @@ def grow_random_tree(coded, y: np.ndarray, depth: int, rng: np.random.Generator,
     perm = np.empty(n, dtype=np.int64)
     leaf = np.empty(n, dtype=np.int64)
     hist = np.zeros((cap, max(k, 1)), dtype=np.int64)
-    K.random_tree(n, nodes, perm, leaf, coded.codes, cands_matrix(coded), fanout,
+    RC.random_tree(n, nodes, perm, leaf, coded.codes, cands_matrix(coded), fanout,
                   K.node_depths(fanout, depth), depth, bool(faithful_stop), y, int(min_rows), rng,
                   np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                   np.zeros(cap, dtype=np.int64), hist, True)

@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+import row_chains_reference as RC
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import Attribute, Schema, ViewSpec
@@ -88,7 +89,7 @@ def test_single_tree_chain_is_identical(coded, epsilon, rep, view):
         depths = K.node_depths(cr.fanout, DEPTH)
         if path == "rows":
             n = ds.n_rows
-            K.mcmc_single_tree(cr.codes, cands_matrix(cr), y, 3, cr.fanout, depths, DEPTH,
+            RC.mcmc_single_tree(cr.codes, cands_matrix(cr), y, 3, cr.fanout, depths, DEPTH,
                                nodes, np.empty(n, np.int64), np.empty(n, np.int64), epsilon,
                                800, False, 1e-9, 10, 0, rng, trace)
         else:
@@ -114,7 +115,7 @@ def test_tree_pair_chain_is_identical(coded, epsilon, rep):
         n2 = np.zeros((4, K.tree_capacity(cr.fanout, DEPTH)), np.int64)
         trace = np.zeros(800)
         if path == "rows":
-            K.mcmc_tree_pair(cl.codes, cands_matrix(cl), cl.fanout, d1, n1,
+            RC.mcmc_tree_pair(cl.codes, cands_matrix(cl), cl.fanout, d1, n1,
                              np.empty(n, np.int64), np.empty(n, np.int64),
                              cr.codes, cands_matrix(cr), cr.fanout, d2, n2,
                              np.empty(n, np.int64), np.empty(n, np.int64),
@@ -193,7 +194,7 @@ def test_faithful_single_tree_bits_is_the_row_chain(coded_faithful, min_rows, ca
         depths = K.node_depths(c.fanout, DEPTH)
         if path == "rows":
             n = ds.n_rows
-            done = K.mcmc_single_tree(c.codes, cands_matrix(c), y, n_classes, c.fanout, depths,
+            done = RC.mcmc_single_tree(c.codes, cands_matrix(c), y, n_classes, c.fanout, depths,
                                       DEPTH, nodes, np.empty(n, np.int64),
                                       np.empty(n, np.int64), 2.0, FAITHFUL_ITER, True, sigma,
                                       window, min_rows, rng, trace, stats, False)
@@ -233,7 +234,7 @@ def test_faithful_tree_pair_bits_is_the_row_chain(coded_faithful, min_rows, case
             trace = np.zeros(FAITHFUL_ITER)
             stats = np.zeros(1, np.int64)
             if path == "rows":
-                done = K.mcmc_tree_pair(first.codes, cands_matrix(first), first.fanout, d1,
+                done = RC.mcmc_tree_pair(first.codes, cands_matrix(first), first.fanout, d1,
                                         n1, np.empty(n, np.int64), np.empty(n, np.int64),
                                         second.codes, cands_matrix(second), second.fanout,
                                         d2, n2, np.empty(n, np.int64), np.empty(n, np.int64),

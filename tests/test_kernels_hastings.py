@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from row_chains_reference import mcmc_single_tree
 from scipy import stats
 
 from dpcore.redescriptions.coding import code_view_strict
@@ -15,10 +16,10 @@ from dpcore.redescriptions.kernels.hastings import (
     log_proposal_ratio,
     metropolis_hastings_accept,
     move_options,
+    scores_stabilised,
 )
 from dpcore.redescriptions.kernels.layout import ABSENT, SPLIT, node_depths, tree_capacity
 from dpcore.redescriptions.kernels.moves import apply_move, propose_move, valid_move
-from dpcore.redescriptions.kernels.row_chains import mcmc_single_tree
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
 
@@ -82,3 +83,13 @@ def test_the_ratio_of_a_move_is_minus_that_of_its_reverse():
             checked += 1
             nonzero += forward != 0.0
     assert checked >= 20 and nonzero >= 1
+
+
+def test_scores_stabilised():
+    flat = np.full(10, 3.0)
+    assert not scores_stabilised(flat, 9, 10, 0.1)       # not enough accepted yet
+    assert scores_stabilised(flat, 10, 10, 0.1)
+    spread = np.arange(10, dtype=float)   # sample variance 55/6 ≈ 9.17 (population 8.25)
+    assert not scores_stabilised(spread, 50, 10, 9.0) and scores_stabilised(spread, 50, 10, 9.2)
+    pair = np.array([0.0, 0.1])            # sample variance 0.005 (population 0.0025), as Weka
+    assert not scores_stabilised(pair, 2, 2, 0.005) and scores_stabilised(pair, 2, 2, 0.0051)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from row_chains_reference import mcmc_single_tree
 
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.kernels.layout import (
@@ -27,7 +28,6 @@ from dpcore.redescriptions.kernels.layout import (
     subtree_leaves,
     tree_capacity,
 )
-from dpcore.redescriptions.kernels.row_chains import mcmc_single_tree
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
 

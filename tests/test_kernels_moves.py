@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from row_chains_reference import mcmc_single_tree
 
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.kernels.layout import (
@@ -26,7 +27,6 @@ from dpcore.redescriptions.kernels.moves import (
     useful_at,
     valid_move,
 )
-from dpcore.redescriptions.kernels.row_chains import mcmc_single_tree
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
 

@@ -33,6 +33,7 @@ from functools import cache
 import numpy as np
 import pytest
 import reference as R
+import row_chains_reference as RC
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
@@ -277,7 +278,7 @@ def test_option_counts_match_a_scan(mode, view):
     for rep in range(6):
         nodes = np.zeros((4, K.tree_capacity(f, depth)), np.int64)
         n = ds.n_rows
-        K.mcmc_single_tree(coded.codes, cands, y, 3, f, K.node_depths(f, depth), depth, nodes,
+        RC.mcmc_single_tree(coded.codes, cands, y, 3, f, K.node_depths(f, depth), depth, nodes,
                            np.empty(n, np.int64), np.empty(n, np.int64), 0.01, 30 * rep,
                            False, 1e-9, 10, 0, rng, np.zeros(30 * rep + 1))
         for u in np.flatnonzero(nodes[K.SPLIT] != K.ABSENT):
@@ -425,7 +426,7 @@ def _final_trees(which: str, path: str, epsilon: float, n_chains: int, hastings:
         perm, leaf = np.empty(n, np.int64), np.empty(n, np.int64)
         for k in range(n_chains):
             if path == "rows":
-                K.mcmc_single_tree(c.codes, cands, y, N_CLASSES, model.f, model.depth_of,
+                RC.mcmc_single_tree(c.codes, cands, y, N_CLASSES, model.f, model.depth_of,
                                    DEPTH, nodes, perm, leaf, epsilon, mc, False, 1e-9, 10, 0,
                                    rng, trace, None, hastings)
             else:
@@ -443,7 +444,7 @@ def _final_trees(which: str, path: str, epsilon: float, n_chains: int, hastings:
     bufs = [np.empty(n, np.int64) for _ in range(4)]
     for k in range(n_chains):
         if path == "rows":
-            K.mcmc_tree_pair(cl.codes, ml.cands, ml.f, ml.depth_of, n1, bufs[0], bufs[1],
+            RC.mcmc_tree_pair(cl.codes, ml.cands, ml.f, ml.depth_of, n1, bufs[0], bufs[1],
                              cr.codes, mr.cands, mr.f, mr.depth_of, n2, bufs[2], bufs[3],
                              y, N_CLASSES, DEPTH, epsilon, mc, False, 1e-9, 10, 0, rng, trace,
                              None, hastings)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import reference as R
+import row_chains_reference as RC
 
 from dpcore.data.schema import NUMERIC
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -248,7 +249,7 @@ def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
             e0 = T._empty_tree(0, c0, 3)
             tr = np.zeros(iters)
             if builder == "mcmc":
-                K.mcmc_single_tree(c0.codes, T.cands_matrix(c0), y[0], N_CLASSES, c0.fanout,
+                RC.mcmc_single_tree(c0.codes, T.cands_matrix(c0), y[0], N_CLASSES, c0.fanout,
                                    K.node_depths(c0.fanout, 3), 3, e0.nodes,
                                    np.empty(n, np.int64), e0.leaf_of_row, eps, iters, True,
                                    1e-12, 50, T.FAITHFUL_MIN_ROWS, np.random.default_rng(seed),
@@ -256,7 +257,7 @@ def test_faithful_chains_accept_without_the_proposal_ratio(data, builder):
                 ref = [e0.nodes[K.SPLIT], e0.leaf_of_row]
             else:
                 e1 = T._empty_tree(1, c1, 3)
-                K.mcmc_tree_pair(c0.codes, T.cands_matrix(c0), c0.fanout,
+                RC.mcmc_tree_pair(c0.codes, T.cands_matrix(c0), c0.fanout,
                                  K.node_depths(c0.fanout, 3), e0.nodes, np.empty(n, np.int64),
                                  e0.leaf_of_row, c1.codes, T.cands_matrix(c1), c1.fanout,
                                  K.node_depths(c1.fanout, 3), e1.nodes, np.empty(n, np.int64),

@@ -17,11 +17,11 @@ so it costs O(N/64 × leaves under h) word operations with no per-row gathers.
   branch-free pass over the attribute's uint16 codes (:func:`split_bits`), and cached per
   heap node, so memory stays (heap slots + internal slots × fanout) × N/64 words. Growth
   stops on pure or small nodes from popcounts (:func:`grow_bits`), the chain stops on the
-  σ rule (``row_chains.scores_stabilised``) and accepts without the proposal ratio, as the
+  σ rule (``kernels.hastings.scores_stabilised``) and accepts without the proposal ratio, as the
   paper and the authors' code do.
 
-Same chains as the row-based kernels in ``kernels.row_chains``, kept as the reference
-these are tested against (tests/test_bitset_mcmc.py): the same moves and step
+Same chains as the test suite's row-based reference chains (``tests/row_chains_reference.py``),
+which they are tested against (tests/test_bitset_mcmc.py): the same moves and step
 (``kernels.moves``, then ``kernels.hastings.hastings_accept``), scores and sensitivities,
 drawing the same random numbers in the same order; faithful chains also keep the row
 chains' integer counts and float arithmetic, so they return the same trees, traces and
@@ -35,7 +35,11 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from dpcore.redescriptions.kernels.hastings import hastings_accept, hastings_workspace
+from dpcore.redescriptions.kernels.hastings import (
+    hastings_accept,
+    hastings_workspace,
+    scores_stabilised,
+)
 from dpcore.redescriptions.kernels.layout import (
     ABSENT,
     ATTR,
@@ -63,7 +67,6 @@ from dpcore.redescriptions.kernels.moves import (
     random_split,
     replace_split,
 )
-from dpcore.redescriptions.kernels.row_chains import scores_stabilised
 from dpcore.redescriptions.kernels.scores import (
     PAIR_SENSITIVITY_COUNT,
     PAIR_SENSITIVITY_PAPER,
@@ -691,7 +694,7 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
                                    nodes, epsilon, mc_iter, sigma, window, min_rows, rng,
                                    trace, stats=None, hastings=False):
     """createDTMCMC (Alg. 3) in faithful mode on bitsets: the chain of
-    ``kernels.row_chains.mcmc_single_tree(..., faithful=True, ...)``, with the same random
+    ``row_chains_reference.mcmc_single_tree(..., faithful=True, ...)``, with the same random
     numbers in the same order, the same integer counts and the same float arithmetic, so
     it returns the same tree, trace and iteration count.
 
@@ -799,7 +802,7 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  
                                  y, n_classes, max_depth, epsilon, mc_iter, sigma, window,
                                  min_rows, rng, trace, stats=None, hastings=False):
     """sampleTreePair (Alg. 5) in faithful mode on bitsets: the chain of
-    ``kernels.row_chains.mcmc_tree_pair(..., faithful=True, ...)`` (paper's score
+    ``row_chains_reference.mcmc_tree_pair(..., faithful=True, ...)`` (paper's score
     g(T_L)(1+g(T_R))/2, Δ = 1, acceptance min(1, exp(ε·ΔS/2)) without the proposal ratio,
     σ stopping rule), with the same random numbers in the same order, the same integer
     counts and the same float arithmetic: same trees, trace and iteration count.

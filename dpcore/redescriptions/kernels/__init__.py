@@ -5,11 +5,9 @@
 * :mod:`~dpcore.redescriptions.kernels.moves` — which splits a node may take, the MCMC
   proposal and random growth, and :func:`apply_move`, the structural half of every step;
 * :mod:`~dpcore.redescriptions.kernels.hastings` — the proposal ratio q(T′→T)/q(T→T′) and
-  :func:`hastings_accept`, the decision half of every step;
+  :func:`hastings_accept`, the decision half of every step, and faithful mode's stopping rule;
 * :mod:`~dpcore.redescriptions.kernels.scores` — the Gini score (Δ = 2) and the pair
   purity (Δ = 1);
-* :mod:`~dpcore.redescriptions.kernels.row_chains` — createDTMCMC and sampleTreePair on
-  rows (the reference the bitset chains are tested against);
 * :mod:`~dpcore.redescriptions.kernels.expmech` — createDTExpMech.
 
 The chains the miners run (strict and faithful mode) are on row bitsets,
@@ -30,6 +28,7 @@ from dpcore.redescriptions.kernels.hastings import (
     log_proposal_ratio,
     metropolis_hastings_accept,
     move_options,
+    scores_stabilised,
 )
 from dpcore.redescriptions.kernels.layout import (
     ABSENT,
@@ -76,12 +75,6 @@ from dpcore.redescriptions.kernels.moves import (
     useful_at,
     valid_move,
 )
-from dpcore.redescriptions.kernels.row_chains import (
-    mcmc_single_tree,
-    mcmc_tree_pair,
-    random_tree,
-    scores_stabilised,
-)
 from dpcore.redescriptions.kernels.scores import (
     gini_contribution,
     pair_table,
@@ -96,10 +89,10 @@ __all__ = [
     "gini_contribution", "grow_structure", "growth_options", "growth_stops",
     "hastings_accept", "hastings_workspace", "init_tree", "internal_nodes",
     "kept_stay_useful", "leaf_rows_for_codes", "log_growth_probability",
-    "log_proposal_ratio", "mark_absent", "mcmc_single_tree", "mcmc_tree_pair",
+    "log_proposal_ratio", "mark_absent",
     "metropolis_hastings_accept", "move_options", "node_depths", "pair_table",
     "partition_node", "propose_move", "propose_pair_move", "purity_contribution",
-    "purity_from_table", "random_split", "random_split_move", "random_tree", "relayout",
+    "purity_from_table", "random_split", "random_split_move", "relayout",
     "replace_split", "scores_stabilised", "split_utilities", "stop_node", "subtree_leaves",
     "tree_capacity", "used_in_kept_subtrees", "used_on_path", "useful_at", "valid_move",
 ]

@@ -4,7 +4,9 @@ An MCMC step replaces the split of one node (``moves``). Its acceptance test is
 Metropolis–Hastings: the score difference plus the log proposal ratio
 (:func:`log_proposal_ratio`, a function of the two structures and the public candidates
 only), so the chains' stationary law is the exponential mechanism. The privacy argument is
-in :func:`log_proposal_ratio` and docs/PRIVACY.md §7.
+in :func:`log_proposal_ratio` and docs/PRIVACY.md §7. Faithful mode's stopping rule on the
+accepted scores (:func:`scores_stabilised`) sits here too: it reads the chain's own scores,
+nothing else.
 """
 
 from __future__ import annotations
@@ -324,3 +326,18 @@ def hastings_accept(delta, epsilon, sensitivity, hastings, h, old_nodes, new_nod
         log_q = log_proposal_ratio(h, old_nodes, new_nodes, other_nodes, cands, fanout,
                                    depth_of, max_depth, strict, work)
     return metropolis_hastings_accept(delta, epsilon, sensitivity, log_q, rng)
+
+
+@njit(cache=True, nogil=True)
+def scores_stabilised(ring, n_acc, window, sigma):
+    """Faithful mode's stopping rule: the sample variance (divisor ``window`` − 1, as the
+    authors' code computes it with Weka's ``Utils.variance``) of the last ``window``
+    accepted scores (the ring buffer ``ring``, ``n_acc`` accepted so far) is below
+    ``sigma``; ``window`` ≥ 2."""
+    if n_acc < window:
+        return False
+    m = ring.mean()
+    v = 0.0
+    for i in range(window):
+        v += (ring[i] - m) ** 2
+    return v / (window - 1) < sigma

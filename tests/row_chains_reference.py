@@ -1,4 +1,7 @@
-"""The row-based MCMC chains (createDTMCMC, sampleTreePair): the reference implementation.
+"""The row-based MCMC chains (createDTMCMC, sampleTreePair): the test suite's reference.
+
+Not part of dpcore: no miner runs these chains, so they live with the tests and cost the
+product no compile time.
 
 Each iteration proposes a move (``moves.propose_move`` / ``moves.propose_pair_move``),
 applies it (``moves.apply_move``), re-routes only the rows of the changed node
@@ -18,7 +21,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpcore.redescriptions.kernels.hastings import hastings_accept, hastings_workspace
+from dpcore.redescriptions.kernels.hastings import (
+    hastings_accept,
+    hastings_workspace,
+    scores_stabilised,
+)
 from dpcore.redescriptions.kernels.layout import (
     ABSENT,
     END,
@@ -54,21 +61,6 @@ def random_tree(h_rows, nodes, perm, leaf_of_row, codes, cands, fanout, depth_of
     dummy_t = np.zeros((1, 1), dtype=np.int64)
     relayout(0, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf, offset, y,
              hist, do_hist, dummy_i, dummy_t, dummy_i, 0, 0)
-
-
-@njit(cache=True, nogil=True)
-def scores_stabilised(ring, n_acc, window, sigma):
-    """Faithful mode's stopping rule: the sample variance (divisor ``window`` − 1, as the
-    authors' code computes it with Weka's ``Utils.variance``) of the last ``window``
-    accepted scores (the ring buffer ``ring``, ``n_acc`` accepted so far) is below
-    ``sigma``; ``window`` ≥ 2."""
-    if n_acc < window:
-        return False
-    m = ring.mean()
-    v = 0.0
-    for i in range(window):
-        v += (ring[i] - m) ** 2
-    return v / (window - 1) < sigma
 
 
 @njit(cache=True, nogil=True)
