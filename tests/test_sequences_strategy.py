@@ -18,6 +18,7 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.sequences import miner as miner_module
+from dpcore.sequences import strategy as strategy_module
 from dpcore.sequences.kernels import relevant_length_histogram
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import SequenceMiningParams, plan_budget, run_cost_nano
@@ -382,11 +383,13 @@ def test_a_later_level_reuses_an_earlier_bound_free(monkeypatch):
 
     monkeypatch.setattr(miner_module, "plan_level", spy)
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1))
-    bought = [lv for lv in res.levels if lv.length_epsilon_nano]
-    assert bought and bought[0].length == 2
+    # since issue 35 the bound is read at level 1, for its survivors' items
+    first = res.levels[0]
+    assert first.verify_length_epsilon_nano and not any(
+        lv.length_epsilon_nano or lv.verify_length_epsilon_nano for lv in res.levels[1:])
     for lv, args in zip(res.levels, seen, strict=False):
-        if lv.length > 2:      # every later level plans with level 2's bound, unpaid
-            assert args[2] == bought[0].relevant_length and not lv.length_epsilon_nano
+        if lv.length > 1:      # every later level plans with level 1's bound, unpaid
+            assert args[2] == max(lv.length, first.verify_length)
     calls, unspent, parts = replay_level_calls(res, params)
     assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == calls
     assert [p[3] for p in parts] == [a[2] for a in seen]
@@ -396,7 +399,8 @@ def test_a_carried_bound_shorter_than_the_level_is_raised_to_k(monkeypatch):
     """A bound read at level 2 can be below a later level k; every record holding a
     k-candidate holds ≥ k relevant items, so level k plans with k (Δ_k ≥ 1), never with
     C(l_j, k) = 0 (which made φ_k = 0 and stopped a MSNBC run with an error). Forced
-    here: level 2 reads the bound 2 and verifies instead of pruning, so level 3 runs."""
+    here: level 2 reads the bound 2 and verifies instead of pruning, so level 3 runs
+    (level 1 reads no bound for its survivors here)."""
     data, _ = _wide_records()
     params = SequenceMiningParams(epsilon=1.0, theta=0.2)
     seen = []
@@ -412,6 +416,10 @@ def test_a_carried_bound_shorter_than_the_level_is_raised_to_k(monkeypatch):
 
     monkeypatch.setattr(miner_module, "pruning_length", lambda *args: 1)
     monkeypatch.setattr(miner_module, "plan_level", plan)
+    monkeypatch.setattr(miner_module, "wants_verify_histogram", lambda *args: False)
+    # and verifies on the records as they are (shrunk to 2 items, nothing would pass)
+    for module in (miner_module, strategy_module):   # the replay reads the strategy's
+        monkeypatch.setattr(module, "verify_sensitivity", lambda n, k, length: (n, 0))
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1))
     assert res.levels[1].relevant_length == 2 and len(res.levels) >= 3
     assert seen[1:] == [(lv.length, lv.length) for lv in res.levels[1:]]
