@@ -42,10 +42,12 @@ Strict mode (default) — ε-DP, step by step
       l_k): noisy supports + discrete Laplace(Δ_k/ε4,k); keep the candidates reaching
       θ′ = θ·N̂ + φ_k·ln(2ζ) (:func:`~dpcore.sequences.relaxation.laplace_pruning_threshold`),
       at most M_k = ⌈C(lmax, k)/θ⌉ of them (largest noisy values);
-   e. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
-      Laplace(|C′_k|/ε_v), ε_v the part of ε5,k giving scale τ·θ·N̂
-      (:func:`~dpcore.sequences.strategy.verify_budget`; the rest stays in the pool);
-      FS_k = those reaching θ·N̂, at most M_k.
+   e. **verification** on all of D: supports of the kept C′_k + discrete Laplace(Δ_v/ε_v),
+      on D as it is (Δ_v = |C′_k|) or on D shrunk for C′_k to a bound b (Δ_v =
+      min(C(b, k), |C′_k|); at level 1 b may be read from a noisy histogram of the
+      records' survivor items; :func:`_plan_verification`), ε_v the part of ε5,k giving
+      scale τ·θ·N̂ (:func:`~dpcore.sequences.strategy.verify_budget`; the rest stays in
+      the pool); FS_k = those reaching θ·N̂, at most M_k.
 
    Candidates come from earlier DP outputs and the public alphabet (post-processing). Total
    at most ε1 + ε2 + ε3 + ε4 + ε5 = ε; every call's ε and Δ are in ``mechanism_calls`` and
