@@ -5,6 +5,7 @@ rules as the kernel), shrinking, and brute-force frequent sequences."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from itertools import combinations
 
@@ -139,10 +140,12 @@ def replay_level_calls(res, params):
     from dpcore.sequences.params import PFS2, PRUNE, VERIFY, plan_budget
     from dpcore.sequences.strategy import (
         LENGTH_SHARE,
+        VERIFY_LENGTH_SHARE,
         level_budget,
         plausible_length,
         split_level_budget,
         verify_budget,
+        verify_sensitivity,
         wants_length_histogram,
     )
     plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
@@ -192,11 +195,35 @@ def replay_level_calls(res, params):
             assert lv.prune_epsilon_nano == prune and lv.prune_length == bound
             calls.append((prune, lv.prune_sensitivity))
             remaining -= prune
+            kept = lv.kept_after_pruning
+            if lv.verify_length_epsilon_nano:   # a bound read for the survivors' records
+                assert lv.verify_length_epsilon_nano == int(verify * VERIFY_LENGTH_SHARE)
+                assert k <= lv.verify_length <= bound
+                calls.append((lv.verify_length_epsilon_nano, 1))
+                verify -= lv.verify_length_epsilon_nano
+                remaining -= lv.verify_length_epsilon_nano
+                delta = math.comb(lv.verify_length, k)
+                assert lv.verify_sensitivity in (0, min(delta, kept))
+            elif kept:
+                delta, length = verify_sensitivity(kept, k, bound)
+                assert lv.verify_sensitivity in (0, delta)
+                assert lv.verify_sensitivity == 0 or lv.verify_length == length
             if lv.verify_sensitivity:
-                share = verify_budget(verify, lv.kept_after_pruning, threshold, left)
+                share = verify_budget(verify, lv.verify_sensitivity, threshold, left)
                 calls.append((share, lv.verify_sensitivity))
                 remaining -= share
         elif lv.verify_sensitivity:
+            if ref_length < res.lmax:   # a bound read earlier: reused for the verification
+                assert (lv.verify_sensitivity, lv.verify_length) == verify_sensitivity(
+                    lv.candidates, k, bound)
+            else:
+                assert (lv.verify_sensitivity, lv.verify_length) == (lv.candidates, 0)
             calls.append((prune + verify, lv.verify_sensitivity))
             remaining -= prune + verify
+        if lv.verify_length_epsilon_nano and lv.frequent:
+            # the miner carries the bound read for the survivors to the later levels, with
+            # the released level-1 supports of the items of FS_k as its weight
+            ref_length = lv.verify_length
+            ref_weight = sum(support[x] for x in {x for p in res.patterns if p.length == k
+                                                  for x in p.items})
     return calls, remaining, parts

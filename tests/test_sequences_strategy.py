@@ -18,11 +18,13 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.sequences import miner as miner_module
+from dpcore.sequences import strategy as strategy_module
 from dpcore.sequences.kernels import relevant_length_histogram
 from dpcore.sequences.miner import mine_frequent_sequences
 from dpcore.sequences.params import SequenceMiningParams, plan_budget, run_cost_nano
 from dpcore.sequences.relaxation import laplace_pruning_threshold
-from dpcore.sequences.samples import generate_house_power
+from dpcore.sequences.results import pattern_key
+from dpcore.sequences.samples import generate_house_power, generate_word_stream
 from dpcore.sequences.strategy import (
     NOISY_STOP,
     floods,
@@ -304,8 +306,12 @@ def test_a_flooding_level_prunes_on_a_bound_read_from_noisy_relevant_lengths(mon
     monkeypatch.setattr(miner_module, "shrink_records", spy)
     acc = PrivacyAccountant(run_cost_nano(params))
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1), accountant=acc)
-    level = res.levels[1]
-    assert level.candidates == 400 and level.length_epsilon_nano > 0
+    level, first = res.levels[1], res.levels[0]
+    # the bound is read at level 1, for the records' items among its 20 survivors (since
+    # issue 35), and level 2 prunes on it, free, instead of buying a histogram of its own
+    assert first.verify_length_epsilon_nano > 0 and level.length_epsilon_nano == 0
+    assert first.verify_sensitivity == min(first.verify_length, first.kept_after_pruning)
+    assert level.candidates == 400 and level.prune_length == first.verify_length
     assert 2 <= level.prune_length < res.lmax
     assert level.prune_sensitivity == min(math.comb(level.prune_length, 2), 400)
     assert (2, level.prune_length, level.prune_length) in bounds or all(
@@ -313,7 +319,7 @@ def test_a_flooding_level_prunes_on_a_bound_read_from_noisy_relevant_lengths(mon
     assert all(longest <= bound for _, bound, longest in bounds)
     calls = [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]]
     replayed, unspent, _ = replay_level_calls(res, params)
-    assert calls == replayed and (level.length_epsilon_nano, 1) in calls
+    assert calls == replayed and (first.verify_length_epsilon_nano, 1) in calls
     assert res.unspent_nano == unspent
     assert res.spent_nano + res.unspent_nano == acc.spent_nano + res.unspent_nano \
         == epsilon_to_nano(1.0)
@@ -377,11 +383,13 @@ def test_a_later_level_reuses_an_earlier_bound_free(monkeypatch):
 
     monkeypatch.setattr(miner_module, "plan_level", spy)
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1))
-    bought = [lv for lv in res.levels if lv.length_epsilon_nano]
-    assert bought and bought[0].length == 2
+    # since issue 35 the bound is read at level 1, for its survivors' items
+    first = res.levels[0]
+    assert first.verify_length_epsilon_nano and not any(
+        lv.length_epsilon_nano or lv.verify_length_epsilon_nano for lv in res.levels[1:])
     for lv, args in zip(res.levels, seen, strict=False):
-        if lv.length > 2:      # every later level plans with level 2's bound, unpaid
-            assert args[2] == bought[0].relevant_length and not lv.length_epsilon_nano
+        if lv.length > 1:      # every later level plans with level 1's bound, unpaid
+            assert args[2] == max(lv.length, first.verify_length)
     calls, unspent, parts = replay_level_calls(res, params)
     assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == calls
     assert [p[3] for p in parts] == [a[2] for a in seen]
@@ -391,7 +399,8 @@ def test_a_carried_bound_shorter_than_the_level_is_raised_to_k(monkeypatch):
     """A bound read at level 2 can be below a later level k; every record holding a
     k-candidate holds ≥ k relevant items, so level k plans with k (Δ_k ≥ 1), never with
     C(l_j, k) = 0 (which made φ_k = 0 and stopped a MSNBC run with an error). Forced
-    here: level 2 reads the bound 2 and verifies instead of pruning, so level 3 runs."""
+    here: level 2 reads the bound 2 and verifies instead of pruning, so level 3 runs
+    (level 1 reads no bound for its survivors here)."""
     data, _ = _wide_records()
     params = SequenceMiningParams(epsilon=1.0, theta=0.2)
     seen = []
@@ -407,6 +416,10 @@ def test_a_carried_bound_shorter_than_the_level_is_raised_to_k(monkeypatch):
 
     monkeypatch.setattr(miner_module, "pruning_length", lambda *args: 1)
     monkeypatch.setattr(miner_module, "plan_level", plan)
+    monkeypatch.setattr(miner_module, "wants_verify_histogram", lambda *args: False)
+    # and verifies on the records as they are (shrunk to 2 items, nothing would pass)
+    for module in (miner_module, strategy_module):   # the replay reads the strategy's
+        monkeypatch.setattr(module, "verify_sensitivity", lambda n, k, length: (n, 0))
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1))
     assert res.levels[1].relevant_length == 2 and len(res.levels) >= 3
     assert seen[1:] == [(lv.length, lv.length) for lv in res.levels[1:]]
@@ -434,3 +447,22 @@ def test_level_budget_rules_use_public_inputs_only():
                                       360.0, 0.85)               # noise too large for N̂
     assert not wants_length_histogram(20, 2, 32, part, part, 3600.0, 0.3, part // 10,
                                       36_000.0, 0.85)            # 20 candidates: no flood
+
+
+def test_a_large_vocabulary_at_small_epsilon_releases_supports_not_noise():
+    """Issue 35: on a BIBLE-like Zipf vocabulary level 1 kept its cap of noisy survivors and
+    verified them with Δ = |C′_1| (320 on the BIBLE shape: noise 4 times θ·N̂), so the
+    released supports were noise. Verifying on records shrunk to the bound read for the
+    survivors keeps the released level-1 supports within 20 % (median) of the truth."""
+    data = generate_word_stream(n_records=8_000, n_items=3_000, seed=11)
+    params = SequenceMiningParams(epsilon=0.5, theta=0.1, l1=32)
+    res = mine_frequent_sequences(data, params, rng=np.random.default_rng(3))
+    first = res.levels[0]
+    assert first.prune_sensitivity > 0 and first.kept_after_pruning > 0
+    assert 0 < first.verify_sensitivity < first.kept_after_pruning
+    released = [p for p in res.patterns if p.length == 1]
+    assert released
+    true = res.diagnostics.true_supports
+    errors = [abs(p.noisy_support - true[pattern_key(p.items)]) / true[pattern_key(p.items)]
+              for p in released]
+    assert float(np.median(errors)) < 0.2

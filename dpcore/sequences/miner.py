@@ -42,10 +42,12 @@ Strict mode (default) — ε-DP, step by step
       l_k): noisy supports + discrete Laplace(Δ_k/ε4,k); keep the candidates reaching
       θ′ = θ·N̂ + φ_k·ln(2ζ) (:func:`~dpcore.sequences.relaxation.laplace_pruning_threshold`),
       at most M_k = ⌈C(lmax, k)/θ⌉ of them (largest noisy values);
-   e. **verification** on all of D, unshrunk: supports of the kept C′_k + discrete
-      Laplace(|C′_k|/ε_v), ε_v the part of ε5,k giving scale τ·θ·N̂
-      (:func:`~dpcore.sequences.strategy.verify_budget`; the rest stays in the pool);
-      FS_k = those reaching θ·N̂, at most M_k.
+   e. **verification** on all of D: supports of the kept C′_k + discrete Laplace(Δ_v/ε_v),
+      on D as it is (Δ_v = |C′_k|) or on D shrunk for C′_k to a bound b (Δ_v =
+      min(C(b, k), |C′_k|); at level 1 b may be read from a noisy histogram of the
+      records' survivor items; :func:`_plan_verification`), ε_v the part of ε5,k giving
+      scale τ·θ·N̂ (:func:`~dpcore.sequences.strategy.verify_budget`; the rest stays in
+      the pool); FS_k = those reaching θ·N̂, at most M_k.
 
    Candidates come from earlier DP outputs and the public alphabet (post-processing). Total
    at most ε1 + ε2 + ε3 + ε4 + ε5 = ε; every call's ε and Δ are in ``mechanism_calls`` and
@@ -128,6 +130,7 @@ from dpcore.sequences.strategy import (
     LENGTH_SHARE,
     NO_BUDGET_STOP,
     NOISY_STOP,
+    VERIFY_LENGTH_SHARE,
     keep_largest,
     level_budget,
     plan_level,
@@ -137,7 +140,9 @@ from dpcore.sequences.strategy import (
     split_level_budget,
     too_noisy,
     verify_budget,
+    verify_sensitivity,
     wants_length_histogram,
+    wants_verify_histogram,
 )
 
 __all__ = ["mine_frequent_sequences", "check_runnable", "resolve_l1", "estimate_lmax",
@@ -421,6 +426,95 @@ def _faithful_prune(run: _Run, db: SequenceDataset, trie, k: int, lmax: int, pru
     return kept, delta_k, scale, theta_prime
 
 
+def _strict_prune(run: _Run, data: SequenceDataset, trie, length: int, lp,
+                  shrinking: list) -> np.ndarray:
+    """Strict pruning: noisy supports of C_k on all records shrunk to ``length`` items
+    (hard cut, checked), Δ = ``lp.sensitivity``, ε = ``lp.prune_nano``."""
+    started, k, n_items = time.perf_counter(), trie.k, data.schema.n_items
+    sh_indptr, sh_items, stats = shrink_records(data.indptr, data.items, n_items, trie,
+                                                length, truncate=True)
+    if sh_indptr.size > 1 and np.diff(sh_indptr).max() > length:
+        raise AssertionError("shrinking left a record longer than its bound")
+    shrinking.append({"length": k, **stats.__dict__})
+    run.timed("shrink", started)
+    started = time.perf_counter()
+    local = candidate_supports(sh_indptr, sh_items, n_items, trie)
+    del sh_indptr, sh_items
+    noisy = run.counts_noise(
+        local, sensitivity=lp.sensitivity, epsilon_nano=lp.prune_nano,
+        label=f"level {k}: noisy supports of {trie.n_cand} candidates on all "
+              f"records shrunk to ≤ {length} items (pruning)")
+    run.timed("prune", started)
+    return noisy
+
+
+def _plan_verification(run: _Run, data: SequenceDataset, kept: np.ndarray, k: int,
+                       length: int, lmax: int, verify_nano: int, threshold: float,
+                       levels_left: int, n_hat: float, level_items: int
+                       ) -> tuple[int, int, int, int]:
+    """How a pruned strict level verifies its survivors C′_k (``kept``):
+    ``(ε nano, Δ, histogram ε nano, records' length bound or 0)``.
+
+    Privacy: every choice reads public or released values (|C′_k| and its items come from
+    the noisy pruning supports; ``length`` is lmax or a bound read from a noisy
+    histogram). Where the survivors' items are few next to the level's relevant items
+    (:func:`~dpcore.sequences.strategy.wants_verify_histogram`), a noisy histogram of the
+    records' numbers of survivor items (one record in one cell: Δ = 1) is charged and
+    drawn first, from the verification part, and its η-quantile (at most ``length``) is
+    the bound the records are shrunk to. Otherwise they are shrunk to ``length`` when
+    that at least halves Δ (:func:`~dpcore.sequences.strategy.verify_sensitivity`).
+    Shrunk records give Δ = min(C(bound, k), |C′_k|); its ε is what gives scale
+    τ·θ·N̂ at that Δ, at most what is left of the part (``verify_budget``).
+    """
+    n_kept, hist_nano = int(kept.shape[0]), 0
+    mask = np.zeros(data.schema.n_items, dtype=np.bool_)
+    mask[np.unique(kept)] = True
+    length_nano = int(verify_nano * VERIFY_LENGTH_SHARE)
+    if wants_verify_histogram(n_kept, k, length, int(mask.sum()), level_items, length_nano,
+                              lmax, n_hat, run.params.eta):
+        noisy = run.counts_noise(
+            relevant_length_histogram(data.indptr, data.items, mask, lmax), sensitivity=1,
+            epsilon_nano=length_nano,
+            label=f"level {k}: records holding 1..{lmax} items of the {n_kept} survivors "
+                  f"(more in cell {lmax})")
+        hist_nano, verify_nano = length_nano, verify_nano - length_nano
+        bound = max(k, min(length, pruning_length(noisy, n_hat, run.params.eta)))
+        delta = min(math.comb(bound, k), n_kept)   # paid for: always used
+    else:
+        delta, bound = verify_sensitivity(n_kept, k, length)
+    share = verify_budget(verify_nano, delta, threshold, levels_left)
+    return share, delta, hist_nano, bound
+
+
+def _measure(run: _Run, data: SequenceDataset, runs, vtrie, share: int, delta: int,
+             bound: int, *, continuous: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The verification: ``(true supports on all records, noisy released supports)``.
+
+    ``bound`` = 0: noisy supports on the records as they are (Δ = |C′_k|). Otherwise on
+    the records shrunk to ``bound`` items for the candidates (a function of one record
+    and public values, hard-truncated: Δ = min(C(bound, k), |C′_k|) holds whatever the
+    records are, and is checked). The true supports on all records are returned for the
+    owner's diagnostics only.
+    """
+    n_items, k = data.schema.n_items, vtrie.k
+    support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
+    measured, where = support, "all records"
+    if bound:
+        sh_indptr, sh_items, _ = shrink_records(data.indptr, data.items, n_items, vtrie,
+                                                bound, truncate=True)
+        if sh_indptr.size > 1 and np.diff(sh_indptr).max() > bound:
+            raise AssertionError("shrinking left a record longer than its bound")
+        if delta < min(math.comb(bound, k), vtrie.n_cand):
+            raise AssertionError("verification sensitivity below its bound")
+        measured = candidate_supports(sh_indptr, sh_items, n_items, vtrie)
+        where = f"all records shrunk to ≤ {bound} items"
+    noisy = run.counts_noise(measured, sensitivity=delta, epsilon_nano=share,
+                             continuous=continuous,
+                             label=f"level {k}: noisy supports of {vtrie.n_cand} candidates "
+                                   f"on {where}")
+    return support, noisy
+
+
 def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams, *,  # noqa: C901, PLR0912, PLR0915
                             rng: np.random.Generator | None = None,
                             accountant: PrivacyAccountant | None = None,
@@ -521,7 +615,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         trie = build_candidate_trie(cands, k)
         released_before = None if previous is None else len(previous)
         delta_k, scale, theta_prime, capped, prune_spent = 0, 0.0, None, 0, 0
-        prune_length, length_spent, read_length = 0, 0, 0
+        prune_length, length_spent, read_length, vplan = 0, 0, 0, None
         share = None if strict else verify_shares[k - 1]
         cap = release_cap(lmax, k, theta) if pfs2 and strict else None
         if strict:
@@ -562,28 +656,21 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             lp = plan_level(trie.n_cand, k, level_length, prune_part, verify_part, threshold,
                             float(params.zeta))
             share = lp.verify_nano
-            if not lp.prune and too_noisy(trie.n_cand / nano_to_epsilon(share), trie.n_cand,
+            if not lp.prune and ref_length < lmax:
+                # a bound read for these items' records (relevant lengths only shrink): reuse
+                delta_v, bound_v = verify_sensitivity(trie.n_cand, k, level_length)
+                vplan = (share, delta_v, 0, bound_v)
+            v_delta = trie.n_cand if vplan is None else vplan[1]
+            if not lp.prune and too_noisy(v_delta / nano_to_epsilon(share), trie.n_cand,
                                           threshold, cap, previous=released_before):
                 levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
                                           0, NOISY_STOP, 0, 0, length_spent,
                                           read_length))
                 break
             if lp.prune:
-                started = time.perf_counter()
                 prune_length = level_length
-                sh_indptr, sh_items, stats = shrink_records(data.indptr, data.items, n_items,
-                                                            trie, prune_length, truncate=True)
-                if sh_indptr.size > 1 and np.diff(sh_indptr).max() > prune_length:
-                    raise AssertionError("shrinking left a record longer than its bound")
-                shrinking.append({"length": k, **stats.__dict__})
-                run.timed("shrink", started)
+                noisy_local = _strict_prune(run, data, trie, prune_length, lp, shrinking)
                 started = time.perf_counter()
-                local = candidate_supports(sh_indptr, sh_items, n_items, trie)
-                del sh_indptr, sh_items
-                noisy_local = run.counts_noise(
-                    local, sensitivity=lp.sensitivity, epsilon_nano=lp.prune_nano,
-                    label=f"level {k}: noisy supports of {trie.n_cand} candidates on all "
-                          f"records shrunk to ≤ {prune_length} items (pruning)")
                 delta_k, scale, theta_prime = lp.sensitivity, lp.scale, lp.threshold
                 prune_spent = lp.prune_nano
                 remaining -= prune_spent
@@ -593,16 +680,17 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                 kept = trie.cands[kept_idx]
                 run.timed("prune", started)
                 if kept_idx.size:
-                    share = verify_budget(lp.verify_nano, int(kept_idx.size), threshold,
-                                          l_f - k + 1)
-                    verify_scale = kept_idx.size / nano_to_epsilon(share)
-                    if too_noisy(verify_scale, int(kept_idx.size), threshold, cap,
-                                 previous=released_before):
+                    vplan = _plan_verification(run, data, kept, k, level_length, lmax,
+                                               lp.verify_nano, threshold, l_f - k + 1,
+                                               n_hat, int(mask.sum()))
+                    share, remaining = vplan[0], remaining - vplan[2]
+                    if too_noisy(vplan[1] / nano_to_epsilon(share), int(kept_idx.size),
+                                 threshold, cap, previous=released_before):
                         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
                                                   int(kept_idx.size), 0, 0, threshold, 0,
                                                   capped, NOISY_STOP, prune_spent,
                                                   prune_length, length_spent,
-                                                  read_length))
+                                                  read_length, *vplan[2:]))
                         break
             else:
                 kept = trie.cands
@@ -618,11 +706,10 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
             break
         started = time.perf_counter()
         vtrie = build_candidate_trie(kept, k)
-        support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
-        noisy = run.counts_noise(support, sensitivity=vtrie.n_cand, epsilon_nano=share,
-                                 continuous=pfs2 and not strict,
-                                 label=f"level {k}: noisy supports of {vtrie.n_cand} "
-                                       "candidates on all records")
+        if vplan is None:   # not a pruned strict level: all records as they are
+            vplan = (share, vtrie.n_cand, 0, 0)
+        support, noisy = _measure(run, data, runs, vtrie, share, vplan[1], vplan[3],
+                                  continuous=pfs2 and not strict)
         if strict:
             remaining -= share
         frequent = np.flatnonzero(noisy >= threshold)
@@ -636,15 +723,17 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                                              float(noisy[i]), k))
             true_supports[pattern_key(items)] = int(support[i])
         levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
-                                  vtrie.n_cand, share,
-                                  threshold if strict else None, int(frequent.size),
-                                  capped, "", prune_spent, prune_length, length_spent,
-                                  read_length))
+                                  vplan[1], share, threshold if strict else None,
+                                  int(frequent.size), capped, "", prune_spent, prune_length,
+                                  length_spent, read_length, *vplan[2:]))
         previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
         if k == 1:
             item_support[:] = threshold
             item_support[vtrie.cands[frequent, 0]] = noisy[frequent]
             ref_weight = float(item_support.sum())
+        if vplan[2]:   # a bound read for the survivors: FS_k ⊆ C′_k bounds later levels too
+            ref_length = vplan[3]
+            ref_weight = float(item_support[np.unique(vtrie.cands[frequent])].sum())
         run.timed("verify", started)
         if not previous:
             break

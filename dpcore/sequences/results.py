@@ -124,6 +124,14 @@ class LevelRecord:
     relevant_length : int
         Strict PFS2: the bound read from that histogram, whether or not the level then
         pruned (items; later levels may reuse it; 0 when the level did not draw one).
+    verify_length_epsilon_nano : int
+        Strict PFS2: ε of the noisy histogram of the records' lengths in the survivors'
+        items that a pruned level bought for its verification's bound (nano-ε; 0 if none;
+        :func:`~dpcore.sequences.strategy.wants_verify_histogram`).
+    verify_length : int
+        Strict PFS2: the length bound (items) the records were shrunk to for the
+        verification (Δ = min(C(bound, k), |C′_k|)); 0 when the verification read the
+        records as they are (Δ = |C′_k|).
     """
 
     length: int
@@ -142,6 +150,8 @@ class LevelRecord:
     prune_length: int = 0
     length_epsilon_nano: int = 0
     relevant_length: int = 0
+    verify_length_epsilon_nano: int = 0
+    verify_length: int = 0
 
 
 @dataclass

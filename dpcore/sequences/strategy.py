@@ -82,8 +82,9 @@ from dpcore.sequences.relaxation import laplace_pruning_threshold
 
 __all__ = ["LevelPlan", "plan_level", "release_cap", "keep_largest", "floods", "too_noisy",
            "level_budget", "split_level_budget", "verify_budget", "pruning_length",
-           "wants_length_histogram", "plausible_length", "GROWTH",
-           "LENGTH_SHARE", "NOISY_STOP",
+           "wants_length_histogram", "plausible_length", "verify_sensitivity",
+           "wants_verify_histogram", "GROWTH", "LENGTH_SHARE", "VERIFY_LENGTH_SHARE",
+           "NOISY_STOP",
            "NO_BUDGET_STOP", "PRUNE_GAIN", "TARGET_SCALE"]
 
 #: The note of a level where the run stopped because the noise would drown θ·N̂.
@@ -100,6 +101,11 @@ TARGET_SCALE = 0.07
 #: Share of a flooding level's pruning part spent on the noisy histogram of its records
 #: relevant lengths, from which the pruning's length bound is read (public constant).
 LENGTH_SHARE = 0.1
+
+#: Share of a pruned level's verification part spent on the noisy histogram of the records'
+#: lengths in the survivors' items, from which the verification's length bound is read
+#: (:func:`wants_verify_histogram`; public constant).
+VERIFY_LENGTH_SHARE = 0.2
 
 #: A level k ≥ 2 whose expected false releases reach GROWTH times the number released at
 #: level k − 1 stops the run (:func:`too_noisy`; public constant).
@@ -359,3 +365,59 @@ def wants_length_histogram(n_candidates: int, k: int, lmax: int, prune_nano: int
         return False
     noise = math.sqrt(2.0 * lmax) / nano_to_epsilon(length_nano)
     return noise <= 0.25 * (1.0 - float(eta)) * max(float(noisy_records), 1.0)
+
+
+def verify_sensitivity(n_kept: int, k: int, length: int) -> tuple[int, int]:
+    """Δ of verifying a pruned level's |C′_k| survivors, and the records' length bound.
+
+    Returns ``(Δ, bound)``. Verifying on all records as they are has Δ = |C′_k| (one
+    record may hold every survivor). Verifying on the records shrunk to ``length`` items
+    for C′_k (irrelevant items deleted, then the hard cut of
+    :func:`~dpcore.sequences.shrinking.shrink_records`) has Δ = min(C(length, k), |C′_k|):
+    a shrunk record holds at most that many distinct k-sequences. The shrunk records are
+    used (``bound`` = ``length``) when that at least halves Δ (:data:`PRUNE_GAIN`), since
+    a record holding more than ``length`` of the survivors' items loses some of its
+    supports; otherwise ``bound`` = 0, the records as they are. Public inputs only
+    (|C′_k| is released by the pruning, ``length`` is lmax or a bound read from a noisy
+    histogram).
+
+    This is what undid the large-alphabet collapse at small ε: on the BIBLE shape
+    (13,905 items, lmax 32) at ε = 0.1 level 1 kept its cap of 320 survivors, and
+    verifying them with Δ = 320 gave noise of scale 14,222 records against θ·N̂ ≈ 3,600;
+    with Δ = 32 (or the bound read for the survivors) it is ten times smaller.
+    """
+    n_kept, k, length = int(n_kept), int(k), int(length)
+    if n_kept < 1 or k < 1 or length < k:
+        raise ParameterError("verify_sensitivity needs ≥ 1 survivor, k ≥ 1 and length ≥ k")
+    shrunk = min(math.comb(length, k), n_kept)
+    if shrunk * PRUNE_GAIN <= n_kept:
+        return shrunk, length
+    return n_kept, 0
+
+
+def wants_verify_histogram(n_kept: int, k: int, length: int, kept_items: int,
+                           level_items: int, histogram_nano: int, lmax: int,
+                           noisy_records: float, eta: float) -> bool:
+    """Whether a pruned level buys a noisy histogram of the lengths of its records in the
+    survivors' items, to verify on records shrunk to a shorter bound (public inputs only).
+
+    Yes when all hold: k = 1 (from k = 2 on the pruning's own histogram,
+    :func:`wants_length_histogram`, reads a bound for C_k's items, and on the generated
+    shapes a second reading for the survivors bought a bound that did not lower Δ); the
+    survivors' distinct items (``kept_items``) are at most half of
+    the level's relevant items (``level_items``; the bound in force, ``length``, was read
+    for those or is lmax), so records plausibly hold far fewer of them; the plausible
+    bound max(k, ⌊length·kept_items/level_items⌋) (an estimate, not a bound) would lower
+    the verification's Δ below :func:`verify_sensitivity`'s at ``length``; and the
+    histogram's noise leaves the η-quantile readable:
+    √(2·lmax)/ε_h ≤ ½·(1 − η)·N̂ (the noisy tail sums compared with (1 − η)·N̂ in
+    :func:`pruning_length` err by at most about half of it). Every input is released or
+    public (|C′_k| and its items come from the noisy pruning supports).
+    """
+    if k != 1 or histogram_nano < 1 or 2 * int(kept_items) > int(level_items) or length <= k:
+        return False
+    plausible = max(int(k), (int(length) * int(kept_items)) // int(level_items))
+    if min(math.comb(plausible, k), int(n_kept)) >= verify_sensitivity(n_kept, k, length)[0]:
+        return False
+    noise = math.sqrt(2.0 * lmax) / nano_to_epsilon(histogram_nano)
+    return noise <= 0.5 * (1.0 - float(eta)) * max(float(noisy_records), 1.0)
