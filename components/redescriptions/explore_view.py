@@ -375,9 +375,10 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     st.plotly_chart(scatter_figure(rows.merge(intervals, on="row_id", how="left"), threshold,
                                    suggested=suggestion), key=CHART_KEY,
                     on_select="rerun", selection_mode=("points", "box"))
-    st.caption("Bars: the 90 % interval of each true J (vertical) and |E11| (horizontal), "
-               "from released values only (0 ε); they account for the miner having kept "
-               "what looked good after noise, so they often sit below the point.")
+    st.caption("Bars: where each redescription's J (vertical) and |E11| (horizontal) on the "
+               "data lie, with 90 % coverage, from released values only (0 ε); they account "
+               "for the miner having kept what looked good after noise, so they often sit "
+               "below the point.")
 
     st.subheader(f"Kept redescriptions ({len(kept)} of {len(rows)})")
     labels = {rid: run_label(r) for rid, r in results.items()}
