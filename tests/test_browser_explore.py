@@ -220,7 +220,10 @@ def test_sort_filter_tag_reject_reload_and_find_the_workspace(prepared_app):
         _wait_idle(page)
         expect(page).to_have_url(re.compile(rf"workspace={WORKSPACE}"))
         _set_number(page, "Pruning threshold: smallest noisy support |E11| kept", "0")
-        assert _listed(page) == (len(entries), len(entries))
+        # the caption updates when the fragment's rerun lands, which under load can be after
+        # _set_number returns
+        assert _until(lambda: _listed(page), lambda n: n == (len(entries), len(entries))) == (
+            len(entries), len(entries))
 
         # sort by noisy support, lowest first: the grid's top rows follow
         _choose(page, "Sort by", "noisy |E11|")
