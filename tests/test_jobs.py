@@ -149,9 +149,10 @@ def test_every_launcher_reports_failures_through_the_shared_message():
         assert "failure_message(" in source and "follow_in_ledger(" in source
         assert 'error_kind == "budget"' not in source and "ledger.get_run(" not in source
         for shared in ("render_launch_button(", "render_confirm(", "render_running_caption(",
-                       "launch_blockers(", "cost_text("):
+                       "launch_blockers(", "render_launch_gate("):
             assert shared in source, (module.__name__, shared)
         # one implementation of the cost line and the blockers (components/common/family_ui)
-        for own in ("def cost_breakdown", "def cost_text", "def launch_blockers"):
+        for own in ("def cost_breakdown", "def cost_text", "def launch_blockers",
+                    "Launch disabled", "cost_text("):
             assert own not in source, (module.__name__, own)
         assert "Confirm and run" not in source and "new_run_id()" not in source
