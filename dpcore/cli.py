@@ -222,7 +222,7 @@ def _family_flags() -> dict[str, _Flag]:
         params_type = implementation(spec.key).params_type
         declared = getattr(params_type, "FIELDS", None)
         if declared is not None:
-            names = [n for n in declared if n not in _SHARED_FLAGS]
+            names = [n for n in declared if n not in _SHARED_FLAGS + _NOT_FLAGS]
         else:
             names = list(dict.fromkeys(n for mode in spec.modes
                                        for n in spec.parameters_used(mode)[2:]))
@@ -243,6 +243,9 @@ def _family_flags() -> dict[str, _Flag]:
 #: Fields every parameter type has: ``--algorithm``, ``--epsilon`` and ``--mode`` are
 #: ``mine``'s own flags, not a family's.
 _SHARED_FLAGS = ("algorithm", "epsilon", "mode")
+#: Declared fields with no flag: the noise kind follows the mode (strict: discrete Laplace;
+#: faithful: the paper's float Laplace), so no command line can ask for float noise.
+_NOT_FLAGS = ("noise",)
 
 
 def __getattr__(name: str):
