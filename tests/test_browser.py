@@ -378,6 +378,9 @@ def test_a_new_user_synthesises_the_sample_table_and_downloads_it(served_app):
         _wait_idle(page)
         page.get_by_text(re.compile(r"^Dataset pima_like ·")).wait_for()
         _set_number(page, "ε (privacy budget of this run)", "2")
+        # accuracy before spending: the form states the class counts' 90 % half-width
+        page.get_by_text(re.compile(r"from the parameters alone, 0 ε\): each released class "
+                                    r"count will be within ±\d+ rows")).wait_for()
         page.get_by_role("button", name=re.compile(r"^Launch MC-GEN \(ε = 2\)")).click()
         page.get_by_role("button", name="Confirm and run").click()
         stored = page.get_by_text(re.compile(r"is stored: a synthetic table of \d+ rows"))

@@ -281,6 +281,9 @@ def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, 
         listing.wait_for()
         listed = int(re.search(r"for (\d+) of", listing.inner_text()).group(1))
         assert listed == kept, "the list's filters start blank: it lists every kept one"
+        # each point carries its 90 % interval: a drawn error bar, and the caption saying so
+        assert page.locator("g.errorbar").count() >= total
+        page.get_by_text(re.compile(r"^Bars: where each redescription's J")).wait_for()
         # 5. export: the downloaded CSV lists the kept redescriptions
         with page.expect_download() as info:
             page.get_by_role("button", name="Download CSV").click()
@@ -289,6 +292,7 @@ def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, 
         assert {r["run_id"] for r in rows} == {run_id}
         assert all(float(r["noisy_support_both"]) >= threshold for r in rows), threshold
         assert all(r["left_query"] and r["right_query"] for r in rows)
+        assert all(float(r["jaccard_low_90"]) <= float(r["jaccard_high_90"]) for r in rows)
         assert all(float(r["pruning_threshold"]) == threshold for r in rows)
         assert ledger.budget("clinic").spent == pytest.approx(spent_before + 2), \
             "pruning and export cost nothing"

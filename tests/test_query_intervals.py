@@ -14,6 +14,7 @@ import pytest
 
 from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.count_intervals import noise_halfwidth
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions import query_intervals as qi
 from dpcore.redescriptions.custom_query import QUERY_TABLE_LABEL, release_table
@@ -125,7 +126,7 @@ def test_a_query_result_carries_its_intervals_in_json_and_old_files_still_load(c
     data = result.to_dict()
     table = data["query_intervals"]["table"]
     noisy = query_table(result)
-    k = qi.noise_halfwidth(1 / 0.3)
+    k = noise_halfwidth(1 / 0.3)
     assert table["E11"] == [max(noisy.cells[0] - k, 0.0), noisy.cells[0] + k]
     assert table["jaccard"][0] <= noisy.jaccard <= table["jaccard"][1]
     back = RunResult.from_dict(data)

@@ -36,11 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from dpcore.errors import ParameterError
-from dpcore.privacy.count_intervals import COVERAGE, count_bounds, noise_halfwidth
+from dpcore.privacy.count_intervals import COVERAGE, count_bounds
 from dpcore.privacy.units import nano_to_epsilon
 
-__all__ = ["COVERAGE", "noise_halfwidth", "count_bounds", "table_intervals",
-           "map_intervals", "release_scale", "result_intervals"]
+__all__ = ["table_intervals", "map_intervals", "release_scale", "result_intervals"]
 
 #: Statistics of a query's table with an interval, in the order of ``table_intervals``.
 TABLE_STATISTICS = ("E11", "E10", "E01", "E00", "support_left", "support_right",
