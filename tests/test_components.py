@@ -925,3 +925,34 @@ def test_the_sequences_run_picker_shows_no_markdown():
                     created_at="2026-01-02T03:04:05", finished_at=None)
     label = _run_label(run)
     assert "`" not in label and label.endswith("ffffffff") and "θ = 0.02" in label
+
+
+def test_each_sankey_flow_tooltip_carries_its_90_interval():
+    """Issue 30: the tree pair's flows say where their true count lies — the interval of
+    the released cells each flow sums (not clipped) at the table's public noise scale."""
+    import re
+
+    from components.redescriptions.tree_diagram import tree_pair_figure
+    from dpcore.redescriptions.intervals import FlowNoise
+    from dpcore.redescriptions.results import ExtractionRecord
+
+    left, right = _tree(0, 0, "LAB_A", 8), _tree(1, 1, "LAB_B", 6)
+    table = tuple(tuple(float((3 * i + 5 * j) % 17 - 2) for j in range(6)) for i in range(8))
+    ext = ExtractionRecord(0, 0, 1, 0, 0, table, tuple(map(sum, table)),
+                           tuple(map(sum, zip(*table))), 0.0)
+    noise = FlowNoise(0.5, 1.0, "discrete")
+    bare = tree_pair_figure(left, right, ext, (3,), (2,)).data[0]
+    assert not any("interval" in h for h in bare.link.customdata)
+    sankey = tree_pair_figure(left, right, ext, (3,), (2,), noise=noise,
+                              expand_all=True).data[0]
+    hovers = list(sankey.link.customdata)
+    assert all(re.search(r"\(90 % interval \d+–\d+\)$", h) for h in hovers), hovers[:3]
+    # the leaf-to-leaf flow L3 → R3 is one cell: exact discrete bound around the raw cell
+    one = next(h for h in hovers if h.startswith("L3 ") and " ∩ R3 " in h)
+    k = noise.halfwidth(1)
+    low, high = max(table[3][3] - k, 0), max(table[3][3] + k, 0)
+    assert one.endswith(f"(90 % interval {low:.0f}–{high:.0f})"), one
+    # a right-tree band sums a whole column block of 8 rows: wider than one cell's
+    widths = [int(b) - int(a) for a, b in
+              (re.search(r"interval (\d+)–(\d+)", h).groups() for h in hovers)]
+    assert max(widths) > 2 * k

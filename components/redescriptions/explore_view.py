@@ -35,7 +35,7 @@ import streamlit as st
 
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord, Ledger, RunRecord
-from dpcore.redescriptions.intervals import EXCEEDANCE_RATE
+from dpcore.redescriptions.intervals import EXCEEDANCE_RATE, flow_noise
 from dpcore.redescriptions.listing import contingency_cells, entry_key, list_entries
 from dpcore.redescriptions.pruning import prune
 from dpcore.redescriptions.results import RunResult
@@ -453,7 +453,7 @@ def _detail(table: pd.DataFrame, results: dict[str, RunResult],
         st.warning("The stored result lacks this redescription's trees.")
         return
     render_tree_pair(left_tree, right_tree, extraction, red.left.leaves, red.right.leaves,
-                     view_names, key="explore_tree_pair")
+                     view_names, key="explore_tree_pair", noise=flow_noise(result, extraction))
 
 
 def contingency_figure(cells) -> go.Figure:

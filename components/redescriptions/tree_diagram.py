@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 import streamlit as st
 
+from dpcore.redescriptions.intervals import DEFAULT_COVERAGE, FlowNoise
 from dpcore.redescriptions.results import ExtractionRecord, TreeNode, TreeRecord
 
 __all__ = ["Unit", "tree_units", "tree_pair_figure", "render_tree_pair", "QUERY_COLOR",
@@ -131,7 +132,8 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
                      highlight_left: Iterable[int] = (), highlight_right: Iterable[int] = (),
                      *, expand_all: bool = False,
                      view_names: tuple[str, str] = ("left view", "right view"),
-                     height: int | None = None, title: str | None = None) -> go.Figure:
+                     height: int | None = None, title: str | None = None,
+                     noise: FlowNoise | None = None) -> go.Figure:
     """The tree pair as a Sankey of noisy counts (see the module docstring).
 
     Parameters
@@ -144,8 +146,14 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
         The selected redescription's query leaves: drawn one by one, in orange.
     expand_all : bool
         Draw every leaf of both trees (else other subtrees are collapsed).
+    noise : FlowNoise, optional
+        The public noise of the table's cells
+        (:func:`dpcore.redescriptions.intervals.flow_noise`): each flow's tooltip then
+        carries the 90 % interval (rows) of the true count it stands for, from the
+        released cells it sums (not clipped) and that scale only (0 ε).
     """
-    table = [[_clip(v) for v in row] for row in extraction.noisy_table]
+    raw = [[float(v) for v in row] for row in extraction.noisy_table]
+    table = [[_clip(v) for v in row] for row in raw]
     hl, hr = set(highlight_left), set(highlight_right)
     nodes_l, root_l = _children(left)
     nodes_r, root_r = _children(right)
@@ -157,6 +165,17 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
 
     def col_sum(leaves) -> float:
         return sum(row[j] for row in table for j in leaves if 0 <= j < len(row))
+
+    def interval(rows, cols) -> str:
+        """The flow's interval: the cells ``rows`` × ``cols`` of the released table."""
+        if noise is None:
+            return ""
+        cells = [(i, j) for i in rows if 0 <= i < len(raw) for j in cols
+                 if 0 <= j < len(raw[i])]
+        low, high = noise.bounds(sum(raw[i][j] for i, j in cells), len(cells))
+        return f" ({100 * DEFAULT_COVERAGE:.0f} % interval {low:.0f}–{high:.0f})"
+
+    all_rows, all_cols = range(len(raw)), range(max((len(r) for r in raw), default=0))
 
     labels, colors, hovers, xs = [], [], [], []
     index: dict[tuple[str, int], int] = {}
@@ -224,7 +243,8 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
             lit = bool(hl & set(leaves))
             link(index[("L", nid)], index[("L", c)], row_sum(leaves),
                  _PATH_LINK if lit else _OTHER_LINK,
-                 f"{_edge_text(nodes_l[c])}: noisy count {row_sum(leaves):.0f}")
+                 f"{_edge_text(nodes_l[c])}: noisy count {row_sum(leaves):.0f}"
+                 + interval(leaves, all_cols))
     # ---- middle bands: left unit × right unit (noisy intersections, summed); bands
     # between two grey (other) units say nothing about this redescription: not drawn
     # unless every leaf is shown
@@ -238,7 +258,7 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
             link(index[("L", ul.node)], index[("R", ur.node)], value,
                  _QUERY_LINK if both else _MIDDLE_LINK,
                  f"{labels[index[('L', ul.node)]]} ∩ {labels[index[('R', ur.node)]]}: "
-                 f"noisy count {value:.0f}")
+                 f"noisy count {value:.0f}" + interval(ul.leaves, ur.leaves))
     # ---- right tree bands: child → parent
     for nid in inner_r:
         for c in nodes_r[nid].children:
@@ -248,7 +268,8 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
             lit = bool(hr & set(leaves))
             link(index[("R", c)], index[("R", nid)], col_sum(leaves),
                  _PATH_LINK if lit else _OTHER_LINK,
-                 f"{_edge_text(nodes_r[c])}: noisy count {col_sum(leaves):.0f}")
+                 f"{_edge_text(nodes_r[c])}: noisy count {col_sum(leaves):.0f}"
+                 + interval(all_rows, leaves))
 
     # each inner node spans the units of its subtree (so the trees' bands never cross)
     groups = {}
@@ -317,18 +338,24 @@ def _stack(xs: list[float], src: list[int], dst: list[int], val: list[float],
 
 def render_tree_pair(left: TreeRecord, right: TreeRecord, extraction: ExtractionRecord,
                      highlight_left: Iterable[int], highlight_right: Iterable[int],
-                     view_names: tuple[str, str], *, key: str) -> None:
-    """The tree-pair Sankey with its caption and the "every leaf" toggle."""
+                     view_names: tuple[str, str], *, key: str,
+                     noise: FlowNoise | None = None) -> None:
+    """The tree-pair Sankey with its caption and the "every leaf" toggle; with the table's
+    public ``noise``, each flow's tooltip carries its interval (0 ε)."""
     hl, hr = tuple(highlight_left), tuple(highlight_right)
     n_left, n_right = left.n_leaves, right.n_leaves
     st.markdown(f"**Tree pair it came from** ({n_left} × {n_right} leaves) — band width = "
                 "noisy count (negative noisy counts drawn as 0); each node is labelled with "
                 "the split on the edge that leads to it. Orange: this redescription's "
                 "leaves and their noisy intersections; grey: the rest of each tree, one "
-                "node per subtree (flows between two grey nodes are not drawn).")
+                "node per subtree (flows between two grey nodes are not drawn)."
+                + (f" Hover a flow for its {100 * DEFAULT_COVERAGE:.0f} % interval: where the "
+                   "true count lies, from the released cells and their public noise scale "
+                   "only (0 ε)."
+                   if noise is not None else ""))
     expand_all = st.toggle(f"Show every leaf of both trees ({n_left} × {n_right})",
                            key=f"{key}_all",
                            help="By default, subtrees without a leaf of this redescription "
                                 "are drawn as one grey node each.")
     st.plotly_chart(tree_pair_figure(left, right, extraction, hl, hr, expand_all=expand_all,
-                                     view_names=view_names), key=key)
+                                     view_names=view_names, noise=noise), key=key)

@@ -61,7 +61,8 @@ from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
 __all__ = ["DEFAULT_COVERAGE", "DEFAULT_REPLICATES", "EXCEEDANCE_RATE", "MATCH_SHARE", "NEIGHBOURS",
            "STATISTICS", "Interval", "RedescriptionIntervals", "redescription_intervals",
            "exceedance_probabilities", "interval_columns", "intervals_document",
-           "expected_widths", "interval_expectation_text"]
+           "expected_widths", "interval_expectation_text", "FlowNoise", "flow_noise",
+           "FLOW_MAX_COVERAGE"]
 
 #: Two-sided coverage of every interval unless asked otherwise (90 %).
 DEFAULT_COVERAGE = 0.9
@@ -738,3 +739,80 @@ def interval_expectation_text(params, support: float = 500.0,
             f"Jaccard ± {w['jaccard'] / 2:.2g} before selection. The miners release what "
             f"looks best after noise, so the intervals of what they release are wider and "
             f"sit lower than the noisy values.")
+
+
+# --------------------------------------------------------------------------- tree-pair flows
+
+#: The highest coverage :meth:`FlowNoise.halfwidth` states (its normal bound holds up to it).
+FLOW_MAX_COVERAGE = 0.9
+
+
+@dataclass(frozen=True)
+class FlowNoise:
+    """The public noise of one extraction's noisy table, for intervals on sums of its cells.
+
+    A flow of the tree-pair diagram sums ``cells`` released cells of the table. The trees
+    and the table are released before anything is chosen from the table, and a flow is
+    fixed by the trees alone, so no selection acts on it: the plain noise law of the sum
+    covers. Post-processing of the public scale only: 0 ε.
+
+    Attributes
+    ----------
+    epsilon, sensitivity : float
+        ε and Δ of the table's mechanism call (one cell's noise scale is Δ/ε rows).
+    kind : str
+        ``"discrete"`` (discrete Laplace) or ``"continuous"`` (Laplace).
+    """
+
+    epsilon: float
+    sensitivity: float
+    kind: str
+
+    def halfwidth(self, cells: int, coverage: float = DEFAULT_COVERAGE) -> float:
+        """Half-width (rows) h with P(|Z₁ + … + Z_cells| ≤ h) ≥ ``coverage`` for the cells'
+        independent noises.
+
+        One or two discrete cells: the exact integer quantile
+        (:func:`dpcore.privacy.count_intervals.noise_halfwidth`). Otherwise the normal
+        quantile of the sum, z·√(cells·v) (rounded up to rows for discrete noise). At a
+        coverage of at most 90 % that bound is never below the exact quantile: a single
+        continuous Laplace's 90 % quantile is b·ln 10 ≈ 1.628 sd < 1.645 sd, and sums of a
+        few terms come closer to normal. Above 90 % it is not (at 95 % the Laplace tails
+        are heavier than the normal's), so higher coverages are refused.
+        ``tests/test_redescriptions_intervals.py`` checks the bound against the exact law
+        of discrete sums and simulated continuous ones.
+        """
+        from dpcore.privacy.count_intervals import noise_halfwidth
+
+        coverage = _check_coverage(coverage)
+        if coverage > FLOW_MAX_COVERAGE:
+            raise ValueError(f"a flow's interval is stated at a coverage of at most "
+                             f"{FLOW_MAX_COVERAGE:.0%}; got {coverage!r}")
+        cells = int(cells)
+        if cells <= 0:
+            return 0.0
+        if self.kind == "discrete" and cells <= 2:
+            return float(noise_halfwidth(self.sensitivity / self.epsilon, terms=cells,
+                                         coverage=coverage))
+        z = _normal_quantile((1 + coverage) / 2)
+        half = z * math.sqrt(cells * cell_noise_variance(self.epsilon, self.sensitivity,
+                                                        self.kind))
+        return float(math.ceil(half)) if self.kind == "discrete" else half
+
+    def bounds(self, noisy_sum: float, cells: int, coverage: float = DEFAULT_COVERAGE
+               ) -> tuple[float, float]:
+        """Interval (rows) of the true sum of ``cells`` cells whose released sum (cells not
+        clipped) is ``noisy_sum``, cut at 0 (a count is never negative)."""
+        h = self.halfwidth(cells, coverage)
+        return max(noisy_sum - h, 0.0), max(noisy_sum + h, 0.0)
+
+
+def flow_noise(result, extraction) -> FlowNoise | None:
+    """The noise of ``extraction``'s table in ``result`` (a released tree-miner run), read
+    from its recorded mechanism call; None when the run recorded none for it."""
+    prefix = f"trial {extraction.trial} step {extraction.step} extraction"
+    calls = _calls(result)
+    call = calls.get(prefix + " table" if result.mode == FAITHFUL else prefix)
+    if call is None:
+        return None
+    return FlowNoise(call["epsilon_nano"] / 1e9, float(call["sensitivity"]), _kind(result))
