@@ -956,3 +956,60 @@ def test_each_sankey_flow_tooltip_carries_its_90_interval():
     widths = [int(b) - int(a) for a, b in
               (re.search(r"interval (\d+)–(\d+)", h).groups() for h in hovers)]
     assert max(widths) > 2 * k
+
+
+def _chain_tree(tree_id: int, view: int, attributes: tuple[str, ...], n_leaves: int):
+    """A chain-shaped released tree: every inner node splits one leaf off (as clinic's
+    right trees often are); nested nodes then share almost the same height."""
+    from dpcore.redescriptions.results import Condition, TreeNode, TreeRecord
+
+    nodes, conds = [], []
+
+    def build(parent, depth, branch, path, count):
+        node_id = len(nodes)
+        nodes.append(None)
+        if count == 1:
+            nodes[node_id] = TreeNode(node_id, parent, depth, None, None, None, (), branch,
+                                      leaf=len(conds))
+            conds.append(tuple(path))
+            return node_id
+        attribute = attributes[depth % len(attributes)]
+        low = Condition(attribute, "<=", 10.5 * (depth + 1))
+        high = Condition(attribute, ">", 10.5 * (depth + 1))
+        a = build(node_id, depth + 1, low, path + [low], 1)
+        b = build(node_id, depth + 1, high, path + [high], count - 1)
+        nodes[node_id] = TreeNode(node_id, parent, depth, attribute, "numeric",
+                                  10.5 * (depth + 1), (a, b), branch)
+        return node_id
+
+    build(-1, 0, None, [], n_leaves)
+    return TreeRecord(tree_id, view, 0, 0, tuple(nodes), tuple(conds))
+
+
+@pytest.mark.parametrize("expand_all", [False, True])
+def test_sankey_labels_have_room_to_their_right(expand_all):
+    """Point 13, "the Sankey's right-hand labels overlap": labels written beside inner tree
+    nodes ran into the next column (a parent's bar spans its children) and, in a chain
+    tree, into each other. Only the two leaf columns carry written labels now, and no
+    column of nodes stands within a fifth of the width to the right of either; inner nodes
+    say their split on hover; the views' names head the plot."""
+    from components.redescriptions.tree_diagram import tree_pair_figure
+    from dpcore.redescriptions.results import ExtractionRecord
+
+    left = _chain_tree(0, 0, ("DX_ANXIETY", "AGE_GROUP"), 10)
+    right = _chain_tree(1, 1, ("LAB_SODIUM", "LAB_BUN", "LAB_HBA1C"), 8)
+    table = tuple(tuple(float((7 * i + 3 * j) % 23) for j in range(8)) for i in range(10))
+    ext = ExtractionRecord(0, 0, 1, 0, 0, table, (), (), 0.0)
+    fig = tree_pair_figure(left, right, ext, (0, 1), (0,), expand_all=expand_all,
+                           view_names=("diagnoses", "labs"))
+    [sankey] = fig.data
+    xs, shown = list(sankey.node.x), list(sankey.node.label)
+    written = [x for x, label in zip(xs, shown) if label]
+    assert len(set(written)) == 2, "labels in the two leaf columns only"
+    assert len(written) >= 3
+    for x in set(written):
+        beside = [other for other in xs if x < other < x + 0.2]
+        assert not beside, (x, beside)
+    inner = [h for h, label in zip(sankey.node.customdata, shown) if not label]
+    assert any("split on LAB_" in h for h in inner), "an inner node's split is in its hover"
+    assert [a.text for a in fig.layout.annotations] == ["diagnoses →", "→ labs"]

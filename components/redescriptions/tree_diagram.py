@@ -5,8 +5,11 @@ across to the right-view tree's leaves, and up through its splits to its root (r
 edge). A flow's width is a noisy count: the band from left leaf *i* to right leaf *j*
 is ``ExtractionRecord.noisy_table[i][j]`` (negative noisy counts drawn as 0), and a
 tree band is the sum of the cells below it — post-processing of the released table.
-Each node is labelled with the split test on the edge that leads to it (e.g.
-``[LAB_BNP > 400]``), so the split values read along the path.
+Each leaf (or collapsed subtree) is labelled with the split test on the edge that leads to
+it (e.g. ``L3 [LAB_BNP > 400]``); an inner node says its split on hover, as each tree band
+does, because a label written beside an inner node runs into the next column of bars.
+With the table's public noise scale, each band's tooltip also carries the 90 % interval of
+the true count it stands for (:class:`dpcore.redescriptions.intervals.FlowNoise`, 0 ε).
 
 At 20 × 16 leaves the full picture has hundreds of crossing bands, so by default only
 the selected redescription's own leaves are drawn (orange), with the splits on their
@@ -41,6 +44,16 @@ _MIDDLE_LINK = "rgba(160, 160, 160, 0.40)"
 _LABEL_CHARS = 34
 #: Pixels between two nodes of a column (room for a label).
 _PAD = 16
+#: Where the columns stand (fraction of the plot's width; the right tree mirrors the left):
+#: the roots, the deepest inner nodes, and the leaves. A left leaf's label has the middle
+#: (from _UNIT_X to the right leaves), a right leaf's the gap up to the right tree's
+#: deepest inner nodes.
+_ROOT_X, _INNER_X, _UNIT_X = 0.01, 0.12, 0.30
+#: The right leaves stand this much further left than the mirror of the left ones, so
+#: that their labels have as much room as the left ones.
+_UNIT_X_RIGHT_SHIFT = 0.06
+#: Pixels above the plot for the views' names.
+_HEADING_PX = 18
 
 
 @dataclass(frozen=True)
@@ -177,25 +190,32 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
 
     all_rows, all_cols = range(len(raw)), range(max((len(r) for r in raw), default=0))
 
-    labels, colors, hovers, xs = [], [], [], []
+    labels, colors, hovers, xs, shown = [], [], [], [], []
     index: dict[tuple[str, int], int] = {}
 
-    def add(key, label, color, hover, x):
+    def add(key, label, color, hover, x, unit=False):
         index[key] = len(labels)
         labels.append(label)
         colors.append(color)
-        hovers.append(hover)
+        hovers.append(hover if unit else f"{label} — {hover}")
         xs.append(x)
+        shown.append(label if unit else "")
 
-    depth_l = max((n.depth for n in left.nodes), default=1) or 1
-    depth_r = max((n.depth for n in right.nodes), default=1) or 1
-    unit_x_l, unit_x_r = 0.36, 0.64           # room between them for the leaf labels
+    # Only the two leaf columns carry a written label, each with the room to its right up
+    # to the next column of nodes; the inner nodes are packed near the roots and say their
+    # split on hover. Written beside inner nodes, labels ran into the next column (a
+    # parent spans its children, so a child's label meets its parent's bar) and, in a
+    # chain-shaped tree, into each other (issue 32, point 13).
+    deepest_l = max(max((n.depth for n in nodes_l.values() if n.children), default=0), 1)
+    deepest_r = max(max((n.depth for n in nodes_r.values() if n.children), default=0), 1)
 
     def x_left(depth):
-        return 0.01 + (unit_x_l - 0.01) * depth / depth_l
+        return _ROOT_X + (_INNER_X - _ROOT_X) * depth / deepest_l
 
     def x_right(depth):
-        return 0.99 - (0.99 - unit_x_r) * depth / depth_r
+        return 1 - (_ROOT_X + (_INNER_X - _ROOT_X) * depth / deepest_r)
+
+    unit_x_l, unit_x_r = _UNIT_X, 1 - _UNIT_X - _UNIT_X_RIGHT_SHIFT
 
     # ---- nodes: left tree (inner, then units), right units, right tree
     for nid in inner_l:
@@ -209,13 +229,15 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
                 _edge_text(nodes_l[u.node]))
         add(("L", u.node), _unit_label(left, nodes_l, u, "L"),
             QUERY_COLOR if u.query else OTHER_COLOR,
-            f"{text} ({len(u.leaves)} leaf{'' if len(u.leaves) == 1 else 'ves'})", unit_x_l)
+            f"{text} ({len(u.leaves)} leaf{'' if len(u.leaves) == 1 else 'ves'})", unit_x_l,
+            unit=True)
     for u in units_r:
         text = (right.leaf_text(u.leaves[0]) if not u.collapsed and u.leaves else
                 _edge_text(nodes_r[u.node]))
         add(("R", u.node), _unit_label(right, nodes_r, u, "R"),
             QUERY_COLOR if u.query else OTHER_COLOR,
-            f"{text} ({len(u.leaves)} leaf{'' if len(u.leaves) == 1 else 'ves'})", unit_x_r)
+            f"{text} ({len(u.leaves)} leaf{'' if len(u.leaves) == 1 else 'ves'})", unit_x_r,
+            unit=True)
     for nid in inner_r:
         n = nodes_r[nid]
         label = view_names[1] if n.parent < 0 else _short(_edge_text(n))
@@ -281,18 +303,24 @@ def tree_pair_figure(left: TreeRecord, right: TreeRecord, extraction: Extraction
                                           if set(u.leaves) <= below]
     n_units = max(len(units_l), len(units_r), 1)
     height = height or max(420, min(1100, 40 * n_units + 240))
-    top_margin = 40 if title else 10
+    top_margin = (40 if title else 10) + _HEADING_PX
     fig = go.Figure(go.Sankey(
         arrangement="fixed", valueformat=".0f",
-        node=dict(label=labels, color=colors, customdata=hovers, x=xs,
+        node=dict(label=shown, color=colors, customdata=hovers, x=xs,
                   y=_stack(xs, src, dst, val, height - top_margin - 10, groups), pad=_PAD,
                   thickness=12,
                   line=dict(color="white", width=0.5),
                   hovertemplate="%{customdata}<br>noisy rows %{value:.0f}<extra></extra>"),
         link=dict(source=src, target=dst, value=val, color=link_colors,
                   customdata=link_hover, hovertemplate="%{customdata}<extra></extra>")))
-    fig.update_layout(height=height, margin=dict(l=10, r=150, t=top_margin, b=10), title=title,
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=top_margin, b=10), title=title,
                       font=dict(size=12, color="#1f2430"))
+    # the views' names head their trees, above the plot (no node label to collide with)
+    for x, anchor, name in ((0.0, "left", f"{view_names[0]} →"),
+                            (1.0, "right", f"→ {view_names[1]}")):
+        fig.add_annotation(x=x, y=1, xref="paper", yref="paper", xanchor=anchor,
+                           yanchor="bottom", yshift=2, showarrow=False, text=name,
+                           font=dict(size=12, color=PATH_COLOR))
     return fig
 
 
@@ -345,8 +373,9 @@ def render_tree_pair(left: TreeRecord, right: TreeRecord, extraction: Extraction
     hl, hr = tuple(highlight_left), tuple(highlight_right)
     n_left, n_right = left.n_leaves, right.n_leaves
     st.markdown(f"**Tree pair it came from** ({n_left} × {n_right} leaves) — band width = "
-                "noisy count (negative noisy counts drawn as 0); each node is labelled with "
-                "the split on the edge that leads to it. Orange: this redescription's "
+                "noisy count (negative noisy counts drawn as 0); each leaf is labelled with "
+                "the split on the edge that leads to it, and each inner node and band says "
+                "its split on hover. Orange: this redescription's "
                 "leaves and their noisy intersections; grey: the rest of each tree, one "
                 "node per subtree (flows between two grey nodes are not drawn)."
                 + (f" Hover a flow for its {100 * DEFAULT_COVERAGE:.0f} % interval: where the "
