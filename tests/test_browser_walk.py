@@ -205,6 +205,46 @@ def test_a_killed_run_is_named_and_finished_at_no_further_cost(walk_app, browser
         page.close()
 
 
+def _no_question_left_once_confirmed(page) -> None:
+    """Point 13: once "Confirm and run" is clicked, the "Spend ε …?" box is gone while the
+    run shows its progress (it stood above the progress, then the finished result) and
+    after the run is stored."""
+    spend_while_running = page.wait_for_function(
+        """() => { const t = document.querySelector('[data-testid="stMain"]').innerText;
+                   return t.includes('charged before any noise')
+                          ? {spend: t.includes('Spend ε')} : false; }""",
+        polling="raf", timeout=4 * RUN_TIMEOUT_MS).json_value()
+    assert spend_while_running == {"spend": False}
+    page.get_by_text(re.compile(r"is stored: \d+ redescriptions")).wait_for(
+        timeout=4 * RUN_TIMEOUT_MS)
+    _wait_idle(page)
+    assert page.get_by_text(re.compile(r"^Spend ε = ")).count() == 0
+
+
+def _pooled_scatter_has_a_legend_of_both(page, run_id: str) -> None:
+    """Point 5: the earlier run added in the run picker, the scatter names each run in a
+    legend (its kept dots in its colour) and the pooled suggestion stays within clinic's
+    5,000 rows. Pooling reruns the page and computes the added run's intervals: on a busy
+    machine that takes longer than a locator's default 5 s (what the first try of this
+    check ran into; the picker lists every finished run)."""
+    from playwright.sync_api import expect
+
+    picker = page.get_by_test_id("stMultiSelect").first
+    picker.locator("input").click()
+    page.get_by_role("option", name=re.compile(STORED_RUN[:8])).click()
+    page.keyboard.press("Escape")
+    _wait_idle(page)
+    legend = page.locator(".stPlotlyChart").first.locator(".legend .traces .legendtext")
+    expect(legend).to_have_count(2, timeout=RUN_TIMEOUT_MS)
+    names = legend.evaluate_all("els => els.map(e => e.textContent)")
+    assert sorted(n[-8:] for n in names) == sorted([run_id[:8], STORED_RUN[:8]]), names
+    assert STORED_RUN[:8] in picker.inner_text() and run_id[:8] in picker.inner_text()
+    suggested = page.get_by_text(re.compile(r"^Suggested threshold: ")).inner_text()
+    assert float(re.search(r"threshold: ([\d.e+]+)", suggested).group(1)) <= 5000
+    _scroll_to(page, page.locator(".stPlotlyChart").first)
+    page.screenshot(path=str(REPO_ROOT / "artifacts" / "walk_pooled.png"))
+
+
 def _csv_rows(path: Path) -> list[dict[str, str]]:
     import csv
 
@@ -218,7 +258,9 @@ def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, 
     ``clinic`` in the sidebar, set ε on the log-scale slider, launch MCMCTreePair with the
     paper's defaults, prune on Explore by clicking a point, export — ends with a downloaded
     CSV that lists the kept redescriptions: at least one, exactly as many as the page says
-    it keeps, each at or above the threshold the click set, from the run just launched."""
+    it keeps, each at or above the threshold the click set, from the run just launched.
+    On the way: no "Spend ε" question is left once confirmed (point 13), and pooled with an
+    earlier run the scatter has a legend of both (point 5)."""
     from playwright.sync_api import expect
 
     url, ledger = walk_app
@@ -244,9 +286,7 @@ def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, 
         # 3. launch with every other parameter at its default, confirm once
         page.get_by_role("button", name=re.compile(r"^Launch MCMCTreePair \(ε = 2\)")).click()
         page.get_by_role("button", name="Confirm and run").click()
-        stored = page.get_by_text(re.compile(r"is stored: \d+ redescriptions"))
-        stored.wait_for(timeout=4 * RUN_TIMEOUT_MS)
-        _wait_idle(page)
+        _no_question_left_once_confirmed(page)
         new_runs = [r for r in ledger.list_runs("clinic")
                     if r.run_id not in (STORED_RUN, KILLED_RUN)]
         assert len(new_runs) == 1 and new_runs[0].status == "done", new_runs
@@ -298,5 +338,7 @@ def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, 
             "pruning and export cost nothing"
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "walk_newcomer.png"),
                         full_page=True)
+
+        _pooled_scatter_has_a_legend_of_both(page, run_id)
     finally:
         page.close()

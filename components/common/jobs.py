@@ -246,15 +246,24 @@ def render_confirm(label: str, record: DatasetRecord, state: dict, *, launch_key
                    key_prefix: str) -> bool:
     """The confirm step: what the run will spend, Confirm and Cancel (which forgets the
     launch state and reruns). True when the analyst confirmed. Button keys:
-    ``{key_prefix}_confirm``, ``{key_prefix}_cancel``."""
-    st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
-               f"`{record.name}` on this {label} run? The ledger charges it before any noise "
-               "is drawn, and spent budget is never refunded.")
-    c1, c2 = st.columns(2)
-    confirm = c1.button("Confirm and run", type="primary", key=f"{key_prefix}_confirm")
-    if c2.button("Cancel", key=f"{key_prefix}_cancel"):
-        st.session_state.pop(launch_key, None)
-        st.rerun()
+    ``{key_prefix}_confirm``, ``{key_prefix}_cancel``.
+
+    Once confirmed, the box is emptied before the caller starts the run: the question was
+    answered, and a "Spend ε …?" box left above the progress and the finished result read
+    as if the run still waited for an answer (issue 32, point 13).
+    """
+    box = st.empty()
+    with box.container():
+        st.warning(f"Spend **ε = {fmt_eps(nano_to_epsilon(state['cost_nano']))}** of dataset "
+                   f"`{record.name}` on this {label} run? The ledger charges it before any "
+                   "noise is drawn, and spent budget is never refunded.")
+        c1, c2 = st.columns(2)
+        confirm = c1.button("Confirm and run", type="primary", key=f"{key_prefix}_confirm")
+        if c2.button("Cancel", key=f"{key_prefix}_cancel"):
+            st.session_state.pop(launch_key, None)
+            st.rerun()
+    if confirm:
+        box.empty()
     return confirm
 
 

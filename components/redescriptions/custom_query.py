@@ -221,14 +221,18 @@ def render_custom_query(ledger: Ledger, record: DatasetRecord) -> None:
                                               "run_id": new_run_id()}
             st.rerun()
     else:
-        st.info(f"Confirm: spend ε = {fmt_eps(nano_to_epsilon(cost))} of "
-                f"{record.name!r}'s budget on this query? Spent budget is never refunded.")
-        c1, c2 = st.columns(2)
-        if c1.button("Confirm and pay", key="cq_confirm_pay", type="primary"):
+        box = st.empty()        # emptied once answered: no "Confirm" above the paid table
+        with box.container():
+            st.info(f"Confirm: spend ε = {fmt_eps(nano_to_epsilon(cost))} of "
+                    f"{record.name!r}'s budget on this query? Spent budget is never refunded.")
+            c1, c2 = st.columns(2)
+            paid = c1.button("Confirm and pay", key="cq_confirm_pay", type="primary")
+            if c2.button("Cancel", key="cq_cancel"):
+                st.session_state["cq_confirm"] = None
+                st.rerun()
+        if paid:
+            box.empty()
             _pay(ledger, record, params, state["run_id"])
-        if c2.button("Cancel", key="cq_cancel"):
-            st.session_state["cq_confirm"] = None
-            st.rerun()
     _show_paid(ledger, record)
 
 

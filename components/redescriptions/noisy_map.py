@@ -158,8 +158,12 @@ def render_noisy_map(ledger: Ledger, record: DatasetRecord) -> None:
                                                    "run_id": new_run_id()}
                 st.rerun()
         else:
-            st.info(f"Confirm: spend ε = {fmt_eps(nano_to_epsilon(cost))} on this map?")
-            if st.button("Confirm and draw", key="map_confirm_pay", type="primary"):
+            box = st.empty()    # emptied once answered: no "Confirm" above the drawn map
+            with box.container():
+                st.info(f"Confirm: spend ε = {fmt_eps(nano_to_epsilon(cost))} on this map?")
+                paid = st.button("Confirm and draw", key="map_confirm_pay", type="primary")
+            if paid:
+                box.empty()
                 _pay(ledger, record, params, state["run_id"])
     else:
         st.caption("No query pair yet: mine a run or write a query above.")
