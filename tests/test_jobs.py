@@ -156,3 +156,33 @@ def test_every_launcher_reports_failures_through_the_shared_message():
                     "Launch disabled", "cost_text("):
             assert own not in source, (module.__name__, own)
         assert "Confirm and run" not in source and "new_run_id()" not in source
+
+
+def _confirm_script():
+    """A launcher in miniature: the confirm step, then (confirmed) a run's progress line."""
+    import streamlit as st
+
+    from components.common import jobs
+    from dpcore.privacy.ledger import DatasetRecord
+
+    record = DatasetRecord.__new__(DatasetRecord)
+    object.__setattr__(record, "name", "clinic")
+    st.session_state.setdefault("launch", {"stage": "confirm", "run_id": "r" * 32,
+                                           "cost_nano": 2_000_000_000})
+    if jobs.render_confirm("MCMCTreePair", record, st.session_state["launch"],
+                           launch_key="launch", key_prefix="t"):
+        st.progress(0.5, text="running")
+
+
+def test_a_confirmed_launch_leaves_no_question_above_its_progress():
+    """Issue 32, point 13: the "Spend ε …?" box and its buttons stood above the progress
+    of the run they had started (and, in the browser, above its finished result)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_confirm_script).run()
+    assert [w.value for w in at.warning][0].startswith("Spend **ε = 2**")
+    assert [b.label for b in at.button] == ["Confirm and run", "Cancel"]
+    at.button(key="t_confirm").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [p.proto.text for p in at.get("progress")] == ["running"]
+    assert not at.warning and not at.button
