@@ -105,6 +105,56 @@ def _wait_idle(page, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
         timeout=timeout_ms)
 
 
+_SANKEY_BOXES = """() => {
+    const chart = [...document.querySelectorAll('.stPlotlyChart')].pop();
+    const box = e => { const b = e.getBoundingClientRect();
+                       return {x0: b.left, x1: b.right, y0: b.top, y1: b.bottom}; };
+    const labels = [], rects = [];
+    chart.querySelectorAll('.sankey-node').forEach((n, i) => {
+        rects.push(box(n.querySelector('.node-rect')));
+        const t = n.querySelector('.node-label');
+        if (t && t.textContent) labels.push({...box(t), text: t.textContent, own: i});
+    });
+    chart.querySelectorAll('.annotation-text').forEach(a =>
+        labels.push({...box(a), text: a.textContent, own: -1}));
+    return {labels, rects};
+}"""
+
+
+def _grid_rows(page, header: str) -> list[list[str]]:
+    """The cells (text) of the first dataframe whose header row holds ``header``, row by row,
+    read from the accessible table Streamlit's canvas grid keeps in the DOM (the first
+    column, the hidden index's, dropped when empty)."""
+    page.wait_for_function("""h => [...document.querySelectorAll(
+        '[data-testid="stDataFrame"] table')].some(t => t.innerText.includes(h))""", arg=header)
+    rows = page.evaluate("""h => {
+        const t = [...document.querySelectorAll('[data-testid="stDataFrame"] table')]
+            .find(x => x.innerText.includes(h));
+        return [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim()));
+    }""", header)
+    if all(not r[0] for r in rows):
+        rows = [r[1:] for r in rows]
+    return rows
+
+
+def _sankey_label_overlaps(page) -> tuple[list, list]:
+    """In the page's last chart (a Sankey): pairs of written labels whose boxes intersect,
+    and labels drawn over another node's bar (over its own is where Plotly puts none)."""
+    found = page.evaluate(_SANKEY_BOXES)
+
+    def hit(a, b):
+        return (a["x0"] < b["x1"] - 0.5 and b["x0"] < a["x1"] - 0.5
+                and a["y0"] < b["y1"] - 0.5 and b["y0"] < a["y1"] - 0.5)
+
+    labels = found["labels"]
+    assert labels, "the Sankey writes labels"
+    crossing = [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:]
+                if hit(a, b)]
+    over_bars = [a["text"] for a in labels for j, r in enumerate(found["rects"])
+                 if j != a["own"] and hit(a, r)]
+    return crossing, over_bars
+
+
 def _scroll_to(page, locator, attempts: int = 10) -> None:
     """Scroll ``locator`` into view, again if Streamlit re-mounts the element meanwhile
     (a Plotly chart is replaced in the DOM a moment after the script run that redraws it)."""
@@ -323,6 +373,16 @@ def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
         assert links < n_left * n_right / 3, (links, n_left, n_right)
         _scroll_to(page, diagram)
         page.wait_for_timeout(500)
+        assert _sankey_label_overlaps(page) == ([], [])          # issue 32, point 13
+        # issue 30: a band's tooltip says where its true count lies (90 % interval)
+        band = diagram.locator(".sankey-link").first
+        box = band.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        tip = diagram.locator(".hoverlayer .hovertext")
+        tip.first.wait_for()
+        assert re.search(r"noisy count \d+ \(90 % interval \d+–\d+\)",
+                         tip.first.text_content()), tip.first.text_content()
+        page.mouse.move(0, 0)
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "tree_pair.png"))
         page.get_by_text(re.compile("^Show every leaf of both trees")).click()
         _wait_idle(page)
@@ -333,6 +393,8 @@ def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
         texts = every.evaluate_all("els => els.map(e => e.textContent)")
         assert sum(1 for t in texts if re.match(r"^L\d+ ", t)) == n_left
         assert sum(1 for t in texts if re.match(r"^R\d+ ", t)) == n_right
+        page.wait_for_timeout(700)                  # the Sankey's own transition
+        assert _sankey_label_overlaps(page) == ([], [])
 
 
 @pytest.mark.browser
@@ -389,6 +451,15 @@ def test_a_new_user_synthesises_the_sample_table_and_downloads_it(served_app):
         rows = int(re.search(r"of (\d+) rows", stored.inner_text()).group(1))
         assert _metric(page, "Spent ε") == "2"
         page.get_by_text("Per-feature histograms").wait_for()
+        # issue 30: each released class count with its 90 % interval, read from the grid's
+        # accessible table (the grid itself is a canvas)
+        classes = _grid_rows(page, "true rows ≥ (90 %)")
+        assert classes[0][:4] == ["class", "synthetic rows", "true rows ≥ (90 %)",
+                                  "true rows ≤ (90 %)"], classes[:1]
+        assert len(classes) >= 3                             # a header and ≥ 2 classes
+        for cells in classes[1:]:
+            noisy, low, high = (float(c.replace(",", "")) for c in cells[1:4])
+            assert low <= noisy <= high and high - low > 0, cells
         with page.expect_download() as download_info:
             page.get_by_role("button", name="Download CSV").click()
         download = download_info.value
@@ -459,8 +530,18 @@ def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, se
         page.get_by_text(re.compile(r"is stored: \d+ frequent sequences")).wait_for()
         _wait_idle(page)
         page.get_by_text("Most frequent paths").wait_for()
-        paths = re.findall(r"^(\S+(?: → \S+)+) — noisy support",
-                           page.locator("body").inner_text(), flags=re.MULTILINE)
+        body = page.locator("body").inner_text()
+        paths = re.findall(r"^(\S+(?: → \S+)+) — noisy support", body, flags=re.MULTILINE)
+        # issue 30: every path and every pattern of the table carries its 90 % interval
+        bounds = re.findall(r"^\S+(?: → \S+)+ — noisy support ([\d,]+) \(90 %: ([\d,]+)–"
+                            r"([\d,]+)\)", body, flags=re.MULTILINE)
+        assert len(bounds) == len(paths), body[:2000]
+        assert all(int(lo.replace(",", "")) <= int(hi.replace(",", ""))
+                   for _, lo, hi in bounds)
+        patterns = _grid_rows(page, "support ≥ (90 %)")
+        assert patterns[0][:5] == ["pattern", "length", "noisy support", "support ≥ (90 %)",
+                                   "support ≤ (90 %)"], patterns[:1]
+        assert len(patterns) > 1 and all(c[3] and c[4] for c in patterns[1:])
         elapsed = time.monotonic() - started
         assert paths, "frequent paths of two pages or more are shown"
         assert all(set(p.split(" → ")) <= {"frontpage", "news", "tech", "local", "opinion",
