@@ -149,6 +149,13 @@ def test_a_deep_link_first_then_explore_lists_and_exports_by_default(walk_app, b
         page.reload()
         page.get_by_text("Privacy budget of").wait_for()
         assert _filters_blank_and_all_listed(page) == kept
+        # point 13: a blanked threshold does not silently become 0 — the page says so
+        box = page.get_by_label(re.compile("^Pruning threshold"))
+        box.fill("")
+        box.press("Enter")
+        _wait_idle(page)
+        page.get_by_text(re.compile(r"^Pruning threshold: enter a number\. .*the threshold "
+                                    r"is now 0 \(keep everything\)")).wait_for()
     finally:
         page.close()
 

@@ -356,7 +356,10 @@ def pruning_fragment(ledger: Ledger, dataset: str, view_names: tuple[str, str],
     st.session_state[THRESHOLD_KEY] = float(threshold)
     kept, pruned = kept_frame(rows, threshold)
     c1, c2, c3 = st.columns([2, 1, 1])
-    c1.number_input("Pruning threshold: smallest noisy support |E11| kept",
+    # value=None lets the box be blanked: without it the browser turned a blanked box into
+    # 0 itself, which passed as a typed 0 (keep everything) with no word (issue 32, point 13);
+    # blank now reaches _threshold_typed as None and is named there.
+    c1.number_input("Pruning threshold: smallest noisy support |E11| kept", value=None,
                     step=10.0, format="%.1f", key=THRESHOLD_KEY, on_change=_threshold_typed,
                     args=(dataset, selection_key),
                     help="Or click a point (threshold = its noisy support) or drag a box "
