@@ -157,7 +157,8 @@ def _sankey_label_overlaps(page) -> tuple[list, list]:
 
 def _scroll_to(page, locator, attempts: int = 10) -> None:
     """Scroll ``locator`` into view, again if Streamlit re-mounts the element meanwhile
-    (a Plotly chart is replaced in the DOM a moment after the script run that redraws it)."""
+    (a Plotly chart is replaced in the DOM a moment after the script run that redraws it)
+    or the browser did not get it done within 5 s (a page of charts on a busy machine)."""
     from playwright.sync_api import Error as PlaywrightError
 
     for attempt in range(attempts):
@@ -165,7 +166,8 @@ def _scroll_to(page, locator, attempts: int = 10) -> None:
             locator.scroll_into_view_if_needed(timeout=5_000)
             return
         except PlaywrightError as exc:
-            if "not attached" not in str(exc) or attempt == attempts - 1:
+            again = "not attached" in str(exc) or "Timeout" in str(exc)
+            if not again or attempt == attempts - 1:
                 raise
             page.wait_for_timeout(300)
 
