@@ -66,6 +66,21 @@ def test_a_paid_query_and_a_noisy_map_on_the_sites_sample(served_app):
         left.press("Enter")
         _wait_idle(page)
         _until(pay.is_enabled, "Pay to be enabled for a query on the public grid")
+        # issue 32, point 8: an ε out of range is named under the box, which keeps what was
+        # typed (no "outside the allowed range" snapping it back), and nothing is offered
+        eps = page.get_by_label("ε for this query", exact=True)
+        eps.fill("50")
+        eps.press("Enter")
+        _wait_idle(page)
+        page.get_by_text("ε for this query: 50 is refused — it must be at most 10").wait_for()
+        assert float(eps.input_value()) == 50
+        page.screenshot(path=str(REPO_ROOT / "artifacts" / "query_eps50.png"), full_page=True)
+        pay.wait_for(state="detached", timeout=30_000)      # no button priced at the old ε
+        assert page.get_by_text("outside the allowed range").count() == 0
+        eps.fill("0.1")
+        eps.press("Enter")
+        _wait_idle(page)
+        _until(pay.is_enabled, "Pay to come back at ε = 0.1")
         pay.click()
         _wait_idle(page)
         page.get_by_role("button", name="Confirm and pay").click()
