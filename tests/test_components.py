@@ -134,6 +134,26 @@ def test_params_from_state_reads_the_serenade_fields():
         7, 3, 0.03, 0.3, 0.5, 0.4, 2, "faithful")
 
 
+def test_the_form_holds_both_families_and_launches_the_algorithm_s_own_type():
+    """Session state keeps both families' widgets (their defaults from the one field table);
+    the configured run is the algorithm's family type with only its own fields, and the
+    Mine page's confirmed launch reads its stored dict back into that same type."""
+    from components.redescriptions.params_form import DEFAULT_STATE
+    from dpcore.redescriptions.params import FIELDS, read_params
+
+    assert all(DEFAULT_STATE[f"mine_{name}"] == f.default for name, f in FIELDS.items())
+    state = {"mine_algorithm": "altexpm", "mine_setting": "default", "mine_k": 3,
+             "mine_depth": 2, "mine_init_pairs": 9, "mine_steepness": 0.05}
+    tree = params_from_state(state).validate()
+    assert type(tree) is TreeParams and (tree.in_tr, tree.rm_iter, tree.depth) == (1, 3, 2)
+    assert set(tree.to_dict()) == set(TreeParams.FIELDS)
+    serenade = params_from_state({**state, "mine_algorithm": "serenade_es"}).validate()
+    assert type(serenade) is SerenadeParams and serenade.init_pairs == 9
+    assert set(serenade.to_dict()) == set(SerenadeParams.FIELDS)
+    for params in (tree, serenade):
+        assert read_params(params.to_dict()) == params
+
+
 # --------------------------------------------------------------------------- launcher
 
 def test_trial_bars_only_for_tree_miners_with_few_trials():
