@@ -67,11 +67,12 @@ def _warm_up(algorithm: str) -> float:
 
     from dpcore.data.samples import generate_cms_like_dataset
     from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import family_type
 
     start = time.perf_counter()
     tiny = generate_cms_like_dataset(300, n_bool=20, n_numeric=8, seed=1)
-    mine(tiny, MiningParams(**tiny_params(algorithm, "warm-up")), rng=np.random.default_rng(0))
+    mine(tiny, family_type(algorithm)(**tiny_params(algorithm, "warm-up")),
+         rng=np.random.default_rng(0))
     return time.perf_counter() - start
 
 
@@ -258,20 +259,20 @@ def case_numpy(spec: dict) -> dict:
 # Start-up (cold compile and cached)
 # ---------------------------------------------------------------------------
 
-# argv[1]: JSON list of MiningParams keyword dicts, one tiny mine() each (tiny_params)
+# argv[1]: JSON list of parameter keyword dicts, one tiny mine() each (tiny_params)
 STARTUP_CODE = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
 from dpcore.data.samples import generate_cms_like_dataset
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import family_type
 t_import = time.perf_counter() - t0
 data = generate_cms_like_dataset(300, n_bool=20, n_numeric=8, seed=1)
 first = {}
 for kw in json.loads(sys.argv[1]):
     t = time.perf_counter()
-    mine(data, MiningParams(**kw), rng=np.random.default_rng(0))
+    mine(data, family_type(kw["algorithm"])(**kw), rng=np.random.default_rng(0))
     first[kw["algorithm"]] = time.perf_counter() - t
 print(json.dumps({"import_s": t_import, "first_mine_s": first,
                   "in_process_s": time.perf_counter() - t0}))

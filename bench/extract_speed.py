@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from dpcore.redescriptions.extract import extract_redescriptions
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.redescriptions.results import Condition, TreeNode, TreeRecord
 
 TARGET_S = 0.05
@@ -34,7 +34,7 @@ def flat_tree(m: int, prefix: str, view: int) -> TreeRecord:
 def main() -> int:
     rng = np.random.default_rng(0)
     table = rng.poisson(rng.gamma(0.5, 60.0, size=(16, 16))) + rng.laplace(0, 2, (16, 16))
-    params = MiningParams(min_support=0)
+    params = TreeParams(min_support=0)
     left, right = flat_tree(16, "L", 0), flat_tree(16, "R", 1)
 
     def once() -> float:

@@ -74,14 +74,16 @@ def interactive_setting(algorithm: str) -> dict:
 
 
 def params_of(setting: dict):
-    """The validated MiningParams of a setting (ε = 1, strict): every parameter the setting
-    names that its algorithm uses (from the registry); the rest keep their defaults."""
-    from dpcore.redescriptions.params import MiningParams
+    """The validated parameters (the algorithm's family type) of a setting (ε = 1, strict):
+    every parameter the setting names that its algorithm uses (from the registry); the rest
+    keep their defaults."""
+    from dpcore.redescriptions.params import family_type
     from dpcore.registry import algorithm_spec
 
     used = algorithm_spec(setting["algorithm"]).parameters_used(STRICT)
-    return MiningParams(algorithm=setting["algorithm"],
-                        **{k: v for k, v in setting.items() if k in used}).validate()
+    return family_type(setting["algorithm"])(
+        algorithm=setting["algorithm"], **{k: v for k, v in setting.items() if k in used}
+    ).validate()
 
 
 def tiny_params(algorithm: str, purpose: str) -> dict:

@@ -91,7 +91,7 @@ from dpcore.privacy.policy import OWNER_ONLY, Requester, authorize_run, can_read
 from dpcore.privacy.registration import register_folder
 from dpcore.privacy.roles import ANALYST, OWNER, can_see_true_statistics, hash_command
 from dpcore.privacy.units import nano_to_epsilon
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.registry import (
     ALGORITHM_SPECS,
     ALGORITHMS,
@@ -122,8 +122,9 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 #: ``--algorithm``'s default and the ``--epsilon`` and ``--mode`` flags of every family: the
-#: redescription miners' declarations (as they always were).
-_MINE_FIELDS = MiningParams.FIELDS
+#: tree miners' declarations (as they always were; ε and mode are declared alike by
+#: Serenade's type).
+_MINE_FIELDS = TreeParams.FIELDS
 
 
 def _password(args, name: str) -> str:
@@ -978,16 +979,8 @@ def _add_account_commands(sub) -> None:
     wsp.set_defaults(func=cmd_workspaces)
 
 
-def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
-    parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ledger", help="ledger SQLite file (default: $DPRM_LEDGER, else "
-                                         "~/.local/share/dprm/ledger.sqlite)")
-    parser.add_argument("--user", help="your account: signs in (password from "
-                                       "$DPRM_PASSWORD, else asked); default $DPRM_USER. "
-                                       "Runs on private data of a ledger with accounts need it")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def _add_dataset_commands(sub) -> None:
+    """``register`` (owner) and ``budget``."""
     reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap; "
                                           "its schema file becomes the confirmed public "
                                           "declaration")
@@ -1003,6 +996,9 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
     bud.add_argument("name")
     bud.set_defaults(func=cmd_budget)
 
+
+def _add_mining_commands(sub) -> None:
+    """``mine`` (every family's miners; flags from the registry) and ``synthesize``."""
     mine = sub.add_parser("mine", help="run one DP miner (any family), charged to the ledger",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     # custom_query and region_map are paid queries (`query`), not miners
@@ -1014,6 +1010,9 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     _add_mine_arguments(synth, family_algorithms(SYNTHESIS), MCGEN)
 
+
+def _add_query_command(sub) -> None:
+    """``query``: a paid query pair of the analyst's own (or its noisy map)."""
     qry = sub.add_parser("query", help="pay for a query pair of your own: its noisy 4-cell "
                                        "table (or, with --map, its noisy counts per cell of "
                                        "the dataset's location grid), charged to the ledger")
@@ -1044,6 +1043,9 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
                           "JSON. Checked before anything is charged")
     qry.set_defaults(func=cmd_query)
 
+
+def _add_run_commands(sub) -> None:
+    """``batch``, ``result`` and ``runs``."""
     bat = sub.add_parser("batch", help="run a plan file of many runs on a Dask cluster, each "
                                        "charged to the ledger before it is dispatched")
     bat.add_argument("plan", help="plan file (.json or .toml): a list 'runs' of entries with "
@@ -1082,6 +1084,9 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
     runs.add_argument("--actor", default="cli", help=argparse.SUPPRESS)
     runs.set_defaults(func=cmd_runs)
 
+
+def _add_experiment_command(sub) -> None:
+    """``experiment`` (owner/teaching, NOT private): every family's evaluation."""
     exp = sub.add_parser("experiment", help="owner/teaching: the paper's evaluation grid "
                                             "(NOT private; sandbox budget, never the ledger)",
                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -1150,8 +1155,9 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
                           "AIM as peers")
     exp.set_defaults(func=cmd_experiment, argv=None)
 
-    _add_account_commands(sub)
 
+def _add_maintenance_commands(sub) -> None:
+    """``owner-hash`` and ``ledger copy``."""
     own = sub.add_parser("owner-hash", help="print the scrypt hash of a new owner password "
                                             "(asks twice; --stdin: read it from a pipe)")
     own.add_argument("--stdin", action="store_true", help="read the password from stdin")
@@ -1171,6 +1177,21 @@ def build_parser() -> argparse.ArgumentParser:  # noqa: PLR0915
                       help="target ledger, empty: postgresql://user:password@host:port/db "
                            "or sqlite:PATH")
     copy.set_defaults(func=lambda args: copy_command(args.source, args.target))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m dpcore", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ledger", help="ledger SQLite file (default: $DPRM_LEDGER, else "
+                                         "~/.local/share/dprm/ledger.sqlite)")
+    parser.add_argument("--user", help="your account: signs in (password from "
+                                       "$DPRM_PASSWORD, else asked); default $DPRM_USER. "
+                                       "Runs on private data of a ledger with accounts need it")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_dataset_commands, _add_mining_commands, _add_query_command,
+                _add_run_commands, _add_experiment_command, _add_account_commands,
+                _add_maintenance_commands):
+        add(sub)
     return parser
 
 

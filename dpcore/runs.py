@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 __all__ = ["RESULT_FORMAT", "RunInProgressError", "new_run_id", "run_cost", "load_registered",
            "check_registered_data", "check_dataset_kind", "charge_and_mine", "load_result",
            "readable_runs", "kind_of_data", "Progress", "finish_charged_run",
-           "PRIVATE_PROGRESS"]
+           "PRIVATE_PROGRESS", "earlier_params", "stored_params"]
 
 #: The one progress message an analyst on private data gets while a run mines (:func:`_relayed`).
 PRIVATE_PROGRESS = ("mining — progress is not shown on private data (it could quote noisy "
@@ -199,7 +199,7 @@ def charge_and_mine(ledger: Ledger, dataset_name: str, params, *,
     dataset_name : str
         A registered dataset; its registered data is what is mined.
     params : parameters of a registered algorithm
-        ``MiningParams`` (redescriptions, on a two-view dataset),
+        ``TreeParams`` or ``SerenadeParams`` (redescriptions, on a two-view dataset),
         ``SequenceMiningParams`` (PFS2 and its baseline, on a sequence dataset) or
         ``SynthesisParams`` (MC-GEN and the floor, on a labelled table); the registry
         names each algorithm's type.
@@ -255,7 +255,8 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, r
 
     def charge() -> bool:
         replayed.append(ledger.charge(run_id, permit.dataset.name, checked.spec.key,
-                                      list(checked.parts_nano), recorded_params(permit),
+                                      list(checked.parts_nano),
+                                      recorded_params(permit, earlier_params(ledger, run_id)),
                                       actor=permit.requester.actor,
                                       audience=permit.audience,
                                       account=permit.requester.account).replayed)
@@ -271,6 +272,31 @@ def _charge_mine_store(ledger: Ledger, permit: RunPermit, checked: CheckedRun, r
     if executed is None:
         return load_result(ledger, run_id, requester=permit.requester, in_progress_ok=False)
     return executed.result
+
+
+def stored_params(run):
+    """The parameters a run or result records (``algorithm`` and ``params``: a
+    :class:`~dpcore.privacy.ledger.RunRecord` or a stored result), read into its algorithm's
+    parameter type by the type's ``from_dict`` — every form the family ever stored (the
+    redescription miners' 26-key dicts included: :func:`dpcore.redescriptions.params.read_params`).
+    The recorded ``seed`` and ``neighbouring`` relation are not parameters and are left out.
+
+    Raises
+    ------
+    ParameterError
+        An unknown algorithm, or a key its type never had.
+    """
+    recorded = {k: v for k, v in dict(run.params).items() if k not in ("seed", "neighbouring")}
+    return algorithm(algorithm_spec(run.algorithm).key).params_type.from_dict(recorded)
+
+
+def earlier_params(ledger: Ledger, run_id: str) -> dict | None:
+    """The parameters the ledger records for ``run_id`` if it was charged before, else None
+    (what :func:`~dpcore.privacy.policy.recorded_params` compares a resumed run with)."""
+    try:
+        return ledger.get_run(run_id).params
+    except ParameterError:
+        return None
 
 
 def _relayed(progress: Progress | None, permit: RunPermit) -> Progress | None:
@@ -342,11 +368,8 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     if requester.role != OWNER and run.account != requester.account:
         raise PolicyError(f"run {run_id} was charged to another account; only that account "
                           "or the data owner may finish it. Nothing was charged")
-    spec = algorithm_spec(run.algorithm)
-    recorded = dict(run.params)
-    seed = recorded.pop("seed", None)
-    recorded.pop("neighbouring", None)
-    params = algorithm(spec.key).params_type.from_dict(recorded)
+    params = stored_params(run)
+    seed = run.params.get("seed")
     record = ledger._dataset_record(run.dataset)
     check_dataset_kind(record, params.algorithm)
     check_account_needed(record, requester, ledger.has_accounts(), ledger.location)

@@ -682,13 +682,13 @@ def test_two_simultaneous_launches_never_overspend(ledger_path, clinic_dataset):
     """Two tabs launching at once: one run fits, the other is refused; nothing crashes."""
     from components.common.bootstrap import register_sample_datasets
     from components.redescriptions.launcher import start_job
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
     from dpcore.runs import new_run_id
 
     ledger = Ledger(ledger_path)
     register_sample_datasets(ledger)
     ledger.set_cap("clinic", 1.5, actor="test")
-    params = MiningParams(epsilon=1.0, in_tr=2, mc_iter=200)
+    params = TreeParams(epsilon=1.0, in_tr=2, mc_iter=200)
     jobs = [start_job(ledger, "clinic", clinic_dataset, params, new_run_id(),
                       requester=Requester(), seed=None) for _ in range(2)]
     _wait_jobs(jobs)
@@ -703,12 +703,12 @@ def test_a_run_charged_elsewhere_and_still_running_is_reported(ledger_path, clin
     from components.common.bootstrap import register_sample_datasets
     from components.redescriptions.launcher import start_job
     from dpcore.privacy.policy import NEIGHBOURING_RELATION
-    from dpcore.redescriptions.params import MiningParams, plan_budget
+    from dpcore.redescriptions.params import TreeParams, plan_budget
     from dpcore.runs import new_run_id
 
     ledger = Ledger(ledger_path)
     register_sample_datasets(ledger)
-    params = MiningParams(epsilon=1.0, in_tr=2, mc_iter=200)
+    params = TreeParams(epsilon=1.0, in_tr=2, mc_iter=200)
     run_id = new_run_id()
     ledger.charge(run_id, "clinic", params.algorithm,
                   [s.epsilon_nano for s in plan_budget(params)],
@@ -747,9 +747,9 @@ def test_export_has_queries_noisy_statistics_and_run_parameters(clinic_dataset):
     from components.redescriptions.export import export_csv, export_json
     from components.redescriptions.scatter import redescription_rows
     from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
 
-    result = mine(clinic_dataset, MiningParams(in_tr=2, mc_iter=200),
+    result = mine(clinic_dataset, TreeParams(in_tr=2, mc_iter=200),
                   rng=np.random.default_rng(11), seed=11, run_id="r" * 32)
     rows = redescription_rows([result])
     threshold = float(sorted(rows["support"])[len(rows) // 2])
@@ -1200,13 +1200,13 @@ def test_read_errors_on_explore_and_synthesis_name_no_server_path(app, ledger_pa
     import components.redescriptions.explore_view
     import components.synthesis.synthesis_view
     from dpcore.errors import DataError
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
     from dpcore.registry import MCGEN, algorithm_spec
 
     secret = "/srv/hidden-mount/q3/"
     ledger = Ledger(ledger_path)
     seed = 11 if ledger._dataset_record("clinic").public_demo else None
-    charge_and_mine(ledger, "clinic", MiningParams(epsilon=1.0, in_tr=2, mc_iter=200),
+    charge_and_mine(ledger, "clinic", TreeParams(epsilon=1.0, in_tr=2, mc_iter=200),
                     requester=Requester(), seed=seed)
     pima = ledger._dataset_record("pima_like")
     charge_and_mine(ledger, "pima_like",

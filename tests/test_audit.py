@@ -59,7 +59,11 @@ from dpcore.privacy.audit import (
 )
 from dpcore.redescriptions.kernels.scores import PAIR_SENSITIVITY_COUNT
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import (
+    RedescriptionParams,
+    SerenadeParams,
+    TreeParams,
+)
 from dpcore.redescriptions.params import plan_budget as tree_plan
 from dpcore.redescriptions.serenade import miner as serenade_miner
 from dpcore.registry import (
@@ -275,21 +279,21 @@ def two_view_dataset(extra_row: bool) -> TwoViewDataset:
     return TwoViewDataset.from_arrays(schema, a[None, :], b[None, :])
 
 
-def tree_params(algorithm: str, **overrides) -> MiningParams:
+def tree_params(algorithm: str, **overrides) -> TreeParams:
     """One trial, one alternation, depth 1; MCMCTreePair: ω = 0.1, so 0.9ε pays the table."""
-    return MiningParams(algorithm=algorithm, epsilon=EPSILON, omega=0.1, in_tr=1, rm_iter=1,
-                        depth=1, mc_iter=20, **overrides)
+    return TreeParams(algorithm=algorithm, epsilon=EPSILON, omega=0.1, in_tr=1, rm_iter=1,
+                      depth=1, mc_iter=20, **overrides)
 
 
-def serenade_params(algorithm: str) -> MiningParams:
+def serenade_params(algorithm: str) -> SerenadeParams:
     """One initial pair, one round; 0.5 % + 0.5 % of ε for the draws, the rest for the
     counts (10 % of it for N̂); Γ filters off; CS extends whatever its noisy Jaccard."""
-    return MiningParams(algorithm=algorithm, epsilon=EPSILON, init_pairs=1, es_rounds=1,
-                        cs_rounds=1, budget_init=0.005, budget_ext=0.005, min_acc=0.0,
-                        min_jaccard=0.0, max_pvalue=1.0, min_support=0.0, max_support=1.0)
+    return SerenadeParams(algorithm=algorithm, epsilon=EPSILON, init_pairs=1, es_rounds=1,
+                          cs_rounds=1, budget_init=0.005, budget_ext=0.005, min_acc=0.0,
+                          min_jaccard=0.0, max_pvalue=1.0, min_support=0.0, max_support=1.0)
 
 
-def run_redescriptions(params: MiningParams):
+def run_redescriptions(params: RedescriptionParams):
     total = sum(s.epsilon_nano for s in tree_plan(params))
 
     def run_once(data, rng):
@@ -523,7 +527,7 @@ def test_count_score_pair_choice_passes_the_audit_and_a_hotter_chain_is_caught(m
     while charging ε_T is caught (ε_lower > ε)."""
     from dpcore.redescriptions import bitset_mcmc
 
-    params = MiningParams(algorithm=MCMCTREEPAIR, epsilon=EPSILON, omega=STRUCTURE_OMEGA,
+    params = TreeParams(algorithm=MCMCTREEPAIR, epsilon=EPSILON, omega=STRUCTURE_OMEGA,
                           in_tr=1, depth=1, mc_iter=50, tree_score=COUNT_SCORE)
     audit = Audit(f"{MCMCTREEPAIR}-{COUNT_SCORE}-structure", run_redescriptions(params),
                   structure_dataset(False), structure_dataset(True),
@@ -575,7 +579,7 @@ def test_altexpm_tree_choice_passes_the_audit_and_a_hotter_draw_is_caught(monkey
     """The tree AltExpM releases, audited on a design where it is chosen (the forced designs
     cannot see it): ε_lower ≤ the event's exact loss 0.262 (≤ ε_P = 1); the tree drawn at
     2·ε_P while ε_P is charged (issue 31, example 1) exceeds that loss."""
-    params = MiningParams(algorithm=ALTEXPM, epsilon=EXPMECH_EPSILON, in_tr=1, rm_iter=1,
+    params = TreeParams(algorithm=ALTEXPM, epsilon=EXPMECH_EPSILON, in_tr=1, rm_iter=1,
                           depth=1)
     assert all(s.epsilon_nano == 10**9 for s in tree_plan(params))  # three slots of ε_P = 1
     loss = expmech_loss(1)

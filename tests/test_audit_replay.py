@@ -54,7 +54,7 @@ from dpcore.redescriptions import kernels as tree_kernels
 from dpcore.redescriptions.custom_query import CustomQueryParams, run_custom_query
 from dpcore.redescriptions.kernels.scores import PAIR_SENSITIVITY_COUNT, PAIR_SENSITIVITY_PAPER
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import SerenadeParams, TreeParams
 from dpcore.redescriptions.params import plan_budget as tree_plan
 from dpcore.redescriptions.regions import RegionMapParams, run_region_map
 from dpcore.redescriptions.serenade import miner as serenade_miner
@@ -287,7 +287,7 @@ def two_view(extra_row: bool) -> TwoViewDataset:
     return TwoViewDataset.from_arrays(schema, a[None, :], b[None, :])
 
 
-def _redescription_runner(params: MiningParams):
+def _redescription_runner(params: SerenadeParams | TreeParams):
     total = sum(s.epsilon_nano for s in tree_plan(params))
 
     def run(data, rng, accountant):
@@ -298,15 +298,15 @@ def _redescription_runner(params: MiningParams):
 #: Serenade runs three rounds: ε_ext (and CS's ε_Q) then split into slots that differ by one
 #: nano-ε, so a draw scored with any slot but the role's smallest is seen by the replay.
 TREE_PARAMS = {
-    MCMCTREEPAIR: MiningParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, depth=1,
+    MCMCTREEPAIR: TreeParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, depth=1,
                                mc_iter=10, tree_score=COUNT_SCORE),
-    ALTMCMC: MiningParams(algorithm=ALTMCMC, epsilon=1.0, in_tr=2, rm_iter=1, depth=1,
+    ALTMCMC: TreeParams(algorithm=ALTMCMC, epsilon=1.0, in_tr=2, rm_iter=1, depth=1,
                           mc_iter=10),
-    ALTEXPM: MiningParams(algorithm=ALTEXPM, epsilon=1.0, in_tr=2, rm_iter=1, depth=2),
-    SERENADE_ES: MiningParams(algorithm=SERENADE_ES, epsilon=1.0, init_pairs=1, es_rounds=3,
+    ALTEXPM: TreeParams(algorithm=ALTEXPM, epsilon=1.0, in_tr=2, rm_iter=1, depth=2),
+    SERENADE_ES: SerenadeParams(algorithm=SERENADE_ES, epsilon=1.0, init_pairs=1, es_rounds=3,
                               budget_ext=0.1, min_jaccard=0.0, max_pvalue=1.0, min_support=0.0,
                               max_support=1.0),
-    SERENADE_CS: MiningParams(algorithm=SERENADE_CS, epsilon=1.0, init_pairs=1, cs_rounds=3,
+    SERENADE_CS: SerenadeParams(algorithm=SERENADE_CS, epsilon=1.0, init_pairs=1, cs_rounds=3,
                               budget_ext=0.1, min_acc=0.0, min_jaccard=0.0, max_pvalue=1.0,
                               min_support=0.0, max_support=1.0),
 }

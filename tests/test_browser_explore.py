@@ -52,13 +52,13 @@ def prepared_app(tmp_path, clinic_dataset):
     """The app served on a ledger holding the samples and one seeded run on clinic."""
     from components.common.bootstrap import register_sample_datasets
     from dpcore.privacy.policy import Requester
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
     from dpcore.runs import charge_and_mine
 
     ledger_path = tmp_path / "ledger.sqlite"
     ledger = Ledger(ledger_path)
     register_sample_datasets(ledger)
-    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200)
     charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id=RUN_ID, seed=11,
                     requester=Requester())
     with streamlit_server(tmp_path, ledger_path) as url:

@@ -42,7 +42,7 @@ def walk_app(tmp_path_factory):
     from dpcore.data.loading import load_dataset
     from dpcore.privacy.policy import NEIGHBOURING_RELATION, Requester
     from dpcore.privacy.units import epsilon_to_nano
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
     from dpcore.registry import MCMCTREEPAIR
     from dpcore.runs import charge_and_mine, run_cost
 
@@ -52,9 +52,9 @@ def walk_app(tmp_path_factory):
     register_sample_datasets(ledger)
     clinic = load_dataset(REPO_ROOT / "sample_data" / "clinic")
     small = dict(algorithm=MCMCTREEPAIR, in_tr=2, mc_iter=200)
-    charge_and_mine(ledger, "clinic", MiningParams(epsilon=1.0, **small), data=clinic,
+    charge_and_mine(ledger, "clinic", TreeParams(epsilon=1.0, **small), data=clinic,
                     run_id=STORED_RUN, seed=11, requester=Requester())
-    killed = MiningParams(epsilon=KILLED_EPSILON, **small)
+    killed = TreeParams(epsilon=KILLED_EPSILON, **small)
     assert run_cost(killed) == epsilon_to_nano(KILLED_EPSILON)
     ledger.charge(KILLED_RUN, "clinic", MCMCTREEPAIR, [run_cost(killed)],
                   {**killed.to_dict(), "seed": 5, "neighbouring": NEIGHBOURING_RELATION},

@@ -474,18 +474,23 @@ def _changed(declared):
     return declared.kind(value)
 
 
-def test_every_declared_redescription_field_is_a_flag_that_reaches_the_parameters():
-    """The flags are generated from MiningParams.FIELDS: each one exists, says its range and
-    default in its help, and sets its field (nothing restated by hand can drift). The noise
-    kind has no flag: it follows the mode, so no command line asks for float noise."""
+@pytest.mark.parametrize("family", ["tree", "serenade"])
+def test_every_declared_redescription_field_is_a_flag_that_reaches_the_parameters(family):
+    """The flags are generated from each family type's FIELDS (TreeParams, SerenadeParams):
+    each one exists, says its range and default in its help, and sets its field of the
+    algorithm's own type (nothing restated by hand can drift). The noise kind has no flag:
+    it follows the mode, so no command line asks for float noise."""
     from dpcore.cli import build_parser
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import SerenadeParams, TreeParams
+    from dpcore.registry import ALTMCMC, SERENADE_CS
 
+    params_type, algorithm = {"tree": (TreeParams, ALTMCMC),
+                              "serenade": (SerenadeParams, SERENADE_CS)}[family]
     mine = build_parser()._subparsers._group_actions[0].choices["mine"]
     options = {o: a for a in mine._actions for o in a.option_strings}
-    assert MiningParams.FIELDS["noise"].flag not in options
-    declared = {n: f for n, f in MiningParams.FIELDS.items() if n not in ("algorithm", "noise")}
-    assert _mine_params() == MiningParams().validate()
+    assert params_type.FIELDS["noise"].flag not in options
+    declared = {n: f for n, f in params_type.FIELDS.items() if n not in ("algorithm", "noise")}
+    assert _mine_params("--algorithm", algorithm) == params_type(algorithm=algorithm).validate()
     flags, expected = [], {}
     for name, field in declared.items():
         assert field.flag in options, field.flag
@@ -495,21 +500,52 @@ def test_every_declared_redescription_field_is_a_flag_that_reaches_the_parameter
             continue                                # their values must go together
         expected[name] = _changed(field)
         flags += [field.flag, str(expected[name])]
-    params = _mine_params("--algorithm", "altmcmc", *flags)
+    if family == "serenade":
+        expected["budget_ext"] = 0.44             # keep the split below 1 with budget_init
+        flags[flags.index("--budget-ext") + 1] = "0.44"
+    params = _mine_params("--algorithm", algorithm, *flags)
+    assert type(params) is params_type
     assert {n: getattr(params, n) for n in expected} == expected
+
+
+@pytest.mark.parametrize(("algorithm", "flag", "value"), [
+    ("serenade_es", "--depth", "3"), ("serenade_cs", "--omega", "0.5"),
+    ("serenade_es", "--stable", "2"), ("altexpm", "--init-pairs", "5"),
+    ("mcmctreepair", "--steepness", "0.02")])
+def test_a_flag_of_the_other_redescription_family_is_refused_by_name(algorithm, flag, value):
+    """A tree miner's flag given to Serenade (or the reverse) is not silently ignored: it is
+    refused, naming the flag and the algorithm's own flags, even at its default value."""
+    from dpcore.errors import ParameterError
+    from dpcore.registry import algorithm_spec
+
+    label = algorithm_spec(algorithm).label
+    with pytest.raises(ParameterError, match=rf"^{flag}: not a parameter of {label}; its "
+                                             r"parameters: .*Nothing was charged"):
+        _mine_params("--algorithm", algorithm, flag, value)
+
+
+def test_a_foreign_flag_charges_nothing(ledger_path, monkeypatch, capsys):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", CLINIC, "--cap", "1"]) == 0
+    assert main(["mine", "--data", CLINIC, "--algorithm", "serenade_es", "--mc-iter",
+                 "100"]) == 2
+    assert "--mc-iter: not a parameter of SerenadeES" in capsys.readouterr().err
+    assert Ledger(ledger_path).budget("clinic").spent_nano == 0
 
 
 @pytest.mark.parametrize("name", ["in_tr", "depth", "mc_iter", "max_pvalue", "min_support",
                                   "steepness", "budget_ext", "max_attributes", "omega"])
 def test_a_value_out_of_its_declared_range_is_refused_by_name(name):
     from dpcore.errors import ParameterError
-    from dpcore.redescriptions.params import FIELDS
+    from dpcore.redescriptions.params import FIELDS, TreeParams
+    from dpcore.registry import ALTEXPM, SERENADE_ES
 
     declared = FIELDS[name]
+    algorithm = ALTEXPM if name in TreeParams.FIELDS else SERENADE_ES
     bad = declared.high + 1 if declared.high is not None else declared.low - 1
     with pytest.raises(ParameterError, match=rf"^{name}\b.*{re.escape(declared.bounds_text())}"
                                              rf".*got {bad!r}"):
-        _mine_params("--algorithm", "altexpm", declared.flag, str(bad))
+        _mine_params("--algorithm", algorithm, declared.flag, str(bad))
 
 
 def test_a_redescription_flag_of_another_family_is_refused_even_at_its_default():

@@ -52,7 +52,7 @@ from components.redescriptions.scatter import (
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import SerenadeParams, TreeParams, family_type
 from dpcore.redescriptions.results import AttributeTest, Query
 from dpcore.redescriptions.warmup import warmup_params
 from dpcore.registry import (
@@ -81,7 +81,7 @@ def serenade_results(clinic_dataset):
     out = {}
     for algorithm in ("serenade_es", "serenade_cs"):
         for mode in MODES:
-            params = MiningParams(algorithm=algorithm, mode=mode, **TINY)
+            params = SerenadeParams(algorithm=algorithm, mode=mode, **TINY)
             out[algorithm, mode] = mine(clinic_dataset, params, rng=np.random.default_rng(11),
                                         seed=11, run_id=f"{algorithm[-2:]}{mode[:2]}" * 8)
     return out
@@ -89,7 +89,7 @@ def serenade_results(clinic_dataset):
 
 @pytest.fixture(scope="module")
 def tree_result(clinic_dataset):
-    return mine(clinic_dataset, MiningParams(in_tr=2, mc_iter=200),
+    return mine(clinic_dataset, TreeParams(in_tr=2, mc_iter=200),
                 rng=np.random.default_rng(11), seed=11, run_id="t" * 32)
 
 
@@ -134,22 +134,43 @@ def test_params_from_state_reads_the_serenade_fields():
         7, 3, 0.03, 0.3, 0.5, 0.4, 2, "faithful")
 
 
+def test_the_form_holds_both_families_and_launches_the_algorithm_s_own_type():
+    """Session state keeps both families' widgets (their defaults from the one field table);
+    the configured run is the algorithm's family type with only its own fields, and the
+    Mine page's confirmed launch reads its stored dict back into that same type."""
+    from components.redescriptions.params_form import DEFAULT_STATE
+    from dpcore.redescriptions.params import FIELDS, read_params
+
+    assert all(DEFAULT_STATE[f"mine_{name}"] == f.default for name, f in FIELDS.items())
+    state = {"mine_algorithm": "altexpm", "mine_setting": "default", "mine_k": 3,
+             "mine_depth": 2, "mine_init_pairs": 9, "mine_steepness": 0.05}
+    tree = params_from_state(state).validate()
+    assert type(tree) is TreeParams and (tree.in_tr, tree.rm_iter, tree.depth) == (1, 3, 2)
+    assert set(tree.to_dict()) == set(TreeParams.FIELDS)
+    serenade = params_from_state({**state, "mine_algorithm": "serenade_es"}).validate()
+    assert type(serenade) is SerenadeParams and serenade.init_pairs == 9
+    assert set(serenade.to_dict()) == set(SerenadeParams.FIELDS)
+    for params in (tree, serenade):
+        assert read_params(params.to_dict()) == params
+
+
 # --------------------------------------------------------------------------- launcher
 
 def test_trial_bars_only_for_tree_miners_with_few_trials():
-    assert trial_bar_count(MiningParams(in_tr=4)) == 4
-    assert trial_bar_count(MiningParams(in_tr=MAX_TRIAL_BARS + 1)) == 0
-    assert trial_bar_count(MiningParams(algorithm="serenade_es", in_tr=4)) == 0
-    assert trial_bar_count(MiningParams(algorithm="serenade_cs", in_tr=1)) == 0
+    assert trial_bar_count(TreeParams(in_tr=4)) == 4
+    assert trial_bar_count(TreeParams(in_tr=MAX_TRIAL_BARS + 1)) == 0
+    # Serenade has no trials (its type has no InTr): one overall bar
+    assert trial_bar_count(SerenadeParams(algorithm="serenade_es")) == 0
+    assert trial_bar_count(SerenadeParams(algorithm="serenade_cs", init_pairs=1)) == 0
 
 
 def test_cost_breakdown_of_serenade_sums_to_the_charge():
-    strict = MiningParams(algorithm="serenade_es", epsilon=1.0)
+    strict = SerenadeParams(algorithm="serenade_es", epsilon=1.0)
     parts = dict(cost_breakdown(strict))
     assert list(parts) == ["the initial pairs", "the extensions", "the noisy row count",
                            "the noisy counts"]
     assert sum(parts.values()) == run_cost(strict) == epsilon_to_nano(1.0)
-    faithful = MiningParams(algorithm="serenade_cs", epsilon=2.0, mode="faithful")
+    faithful = SerenadeParams(algorithm="serenade_cs", epsilon=2.0, mode="faithful")
     assert "the noisy row count" not in dict(cost_breakdown(faithful))
     assert run_cost(faithful) == epsilon_to_nano(2.0)          # faithful costs exactly ε
     text = cost_text(faithful, run_cost(faithful))
@@ -160,7 +181,7 @@ def test_cost_breakdown_of_serenade_sums_to_the_charge():
 
 
 def test_cost_text_of_a_tree_run_is_unchanged():
-    params = MiningParams(in_tr=2, mode="faithful")
+    params = TreeParams(in_tr=2, mode="faithful")
     text = cost_text(params, run_cost(params))
     assert "for the trees and ε = " in text and "1.5×" in text
     assert [p for p, _ in cost_breakdown(params)] == ["the trees", "the noisy counts"]
@@ -347,13 +368,13 @@ def test_json_safe_replaces_non_finite_numbers():
 # --------------------------------------------------------------------------- runs page
 
 def test_parameter_summary_of_each_family():
-    es = MiningParams(algorithm="serenade_es", **TINY).to_dict()
+    es = SerenadeParams(algorithm="serenade_es", **TINY).to_dict()
     assert parameter_summary("serenade_es", es) == \
         "I 3, K 5, s 0.02, split init/ext/qual 0.45/0.45/0.10"
-    cs = {**MiningParams(algorithm="serenade_cs", **TINY).to_dict(), "seed": 4}
+    cs = {**SerenadeParams(algorithm="serenade_cs", **TINY).to_dict(), "seed": 4}
     assert parameter_summary("serenade_cs", cs) == \
         "I 3, L 2, s 0.02, split init/ext/qual 0.45/0.45/0.10, min_acc 0.3, demo seed 4"
-    tree = MiningParams(in_tr=2, mc_iter=200).to_dict()
+    tree = TreeParams(in_tr=2, mc_iter=200).to_dict()
     assert parameter_summary("mcmctreepair", tree) == \
         f"InTr 2, ω 0.1, d 4, MCIter 200, score {tree['tree_score']}"
     for score in TREE_SCORES:      # the strict-mode choice, before a demo seed
@@ -364,7 +385,7 @@ def test_parameter_summary_of_each_family():
     assert parameter_summary("mcmctreepair", old).endswith(f"score {PAPER_SCORE}")
     faithful = {**tree, "mode": FAITHFUL, "tree_score": COUNT_SCORE}
     assert parameter_summary("mcmctreepair", faithful).endswith(f"score {PAPER_SCORE}")
-    alt = MiningParams(algorithm="altmcmc", in_tr=2, mc_iter=200).to_dict()
+    alt = TreeParams(algorithm="altmcmc", in_tr=2, mc_iter=200).to_dict()
     assert "score" not in parameter_summary("altmcmc", alt)
 
 
@@ -409,8 +430,11 @@ def test_warmup_runs_are_tiny():
     for algorithm in ALGORITHMS:
         for mode in MODES:
             params = warmup_params(algorithm, mode).validate()
-            assert params.init_pairs == params.es_rounds == params.cs_rounds == 1
-            assert params.in_tr == params.rm_iter == 1 and params.mc_iter == 40
+            assert type(params) is family_type(algorithm)
+            if params.is_serenade:
+                assert params.init_pairs == params.es_rounds == params.cs_rounds == 1
+            else:
+                assert params.in_tr == params.rm_iter == 1 and params.mc_iter == 40
 
 
 # --------------------------------------------------------------------------- newcomer issue
@@ -424,7 +448,7 @@ def test_what_to_expect_is_computed_from_parameters_and_matches_the_suggestion(t
     from components.redescriptions.expectations import expectation_text, expected_noise
     from dpcore.redescriptions.pruning import suggest_threshold
 
-    params = MiningParams(in_tr=2, mc_iter=200)
+    params = TreeParams(in_tr=2, mc_iter=200)
     estimate = expected_noise(params).support_for(0.1)
     after = suggest_threshold([tree_result], 0.1)
     assert estimate <= 2.0 * after
@@ -433,7 +457,7 @@ def test_what_to_expect_is_computed_from_parameters_and_matches_the_suggestion(t
     assert "What to expect" in text and f"{estimate:.0f} rows" in text and "0 ε" in text
     for algorithm in ALGORITHMS:
         for mode in MODES:
-            noise = expected_noise(MiningParams(algorithm=algorithm, mode=mode))
+            noise = expected_noise(family_type(algorithm)(algorithm=algorithm, mode=mode))
             assert 0 < noise.count_sd < math.inf and 0 < noise.support_for() < math.inf
 
 
@@ -448,21 +472,21 @@ def test_mcmctreepair_at_a_large_epsilon_is_announced_and_never_told_to_raise_it
     hint said "try a larger ε"."""
     from components.redescriptions.expectations import empty_result_advice, miner_warnings
 
-    paper = MiningParams(tree_score="paper")
+    paper = TreeParams(tree_score="paper")
     assert miner_warnings(replace(paper, epsilon=1.0)) == []
     [warning] = miner_warnings(replace(paper, epsilon=10.0))
     assert "few or no" in warning and "does not help" in warning and "ω" in warning
     assert miner_warnings(replace(paper, epsilon=10.0, omega=0.9)) == []
     assert miner_warnings(replace(paper, algorithm="altexpm", epsilon=10.0)) == []
     # Faithful mode always samples by the paper's score; the count-scale score is steered.
-    assert miner_warnings(MiningParams(epsilon=10.0, mode="faithful"))
-    assert miner_warnings(MiningParams(epsilon=10.0, tree_score="count")) == []
+    assert miner_warnings(TreeParams(epsilon=10.0, mode="faithful"))
+    assert miner_warnings(TreeParams(epsilon=10.0, tree_score="count")) == []
     advice = empty_result_advice("mcmctreepair", replace(paper, epsilon=10.0).to_dict())
     assert "larger ε does not help" in advice and "try a larger ε" not in advice
     # A run stored before the choice existed ran the paper's score.
     old = {k: v for k, v in replace(paper, epsilon=10.0).to_dict().items() if k != "tree_score"}
     assert "larger ε does not help" in empty_result_advice("mcmctreepair", old)
-    counted = MiningParams(epsilon=10.0, tree_score="count").to_dict()
+    counted = TreeParams(epsilon=10.0, tree_score="count").to_dict()
     assert "try a larger ε" in empty_result_advice("mcmctreepair", counted)
     assert "try a larger ε" in empty_result_advice("altexpm", {"epsilon": 0.1})
 
@@ -861,7 +885,7 @@ def test_what_to_expect_at_a_large_epsilon_names_no_fraction_of_a_row():
     """Point 13: at ε = 50 the line spoke of "0.057 rows"."""
     from components.redescriptions.expectations import expectation_text, expected_noise
 
-    params = MiningParams(epsilon=50.0)
+    params = TreeParams(epsilon=50.0)
     assert expected_noise(params).support_for(0.1) < 1
     text = expectation_text(params)
     assert "What to expect" in text and "less than one row" in text

@@ -11,7 +11,7 @@ from dpcore.distributed.plan import PlanError, check_plan, parse_plan, read_plan
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester, content_digest
 from dpcore.privacy.units import epsilon_to_nano
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.registry import ALTEXPM, MCMCTREEPAIR
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def test_a_toml_plan_reads_with_defaults_and_parameters_by_name(tmp_path):
                     '[[runs]]\nalgorithm = "mcmctreepair"\nepsilon = 0.25\n', encoding="utf-8")
     first, second = read_plan(plan)
     assert (first.index, first.run_id, first.dataset) == (1, "a-1", "clinic")
-    assert first.params == MiningParams(algorithm=ALTEXPM, epsilon=0.5, in_tr=3).validate()
+    assert first.params == TreeParams(algorithm=ALTEXPM, epsilon=0.5, in_tr=3).validate()
     assert second.run_id is None and second.params.algorithm == MCMCTREEPAIR
     assert second.params.epsilon == 0.25
 

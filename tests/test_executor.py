@@ -15,7 +15,7 @@ from dpcore.errors import ParameterError
 from dpcore.executor import CheckedRun, check_params, execute_charged, plan_parts, run_sandbox
 from dpcore.family import Release
 from dpcore.privacy.units import epsilon_to_nano
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.registry import ALGORITHM_SPECS, FLOOR, MCGEN, algorithm_spec
 from dpcore.synthesis.params import SynthesisParams
 
@@ -87,7 +87,7 @@ def test_a_failure_after_the_charge_is_recorded_and_raised():
 
 def test_parameters_are_checked_by_type_value_and_plan():
     with pytest.raises(ParameterError, match="must be SynthesisParams"):
-        check_params(MiningParams(algorithm=MCGEN))
+        check_params(TreeParams(algorithm=MCGEN))
     with pytest.raises(ParameterError):
         check_params(SynthesisParams(algorithm=FLOOR, epsilon=-1.0))
     assert sum(plan_parts(SynthesisParams(algorithm=FLOOR, epsilon=0.5))) == \

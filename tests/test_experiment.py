@@ -164,7 +164,7 @@ def test_serenade_is_compared_with_the_tree_miners_at_equal_epsilon(tiny_data, t
         if spec.startswith("serenade"):
             assert all(r.trees == [] for r in results)
             assert results[0].params["init_pairs"] == 20
-            assert results[0].params["mc_iter"] == 10_000, "MCIter override is for trees only"
+            assert "mc_iter" not in results[0].params, "MCIter is the tree miners' only"
             assert cell["summary"]["n_before"] > 0, "Serenade released redescriptions"
             assert cell["summary"]["median_true_j"] is not None
     assert metrics["parameters"]["mining_params"]["serenade_cs"]["cs_rounds"] == 4
@@ -190,12 +190,12 @@ def test_faithful_serenade_nan_pvalues_do_not_break_the_metrics(tiny_data):
     from dpcore.experiments.metrics import compare_methods, score_run, summarize
     from dpcore.redescriptions.evaluate import evaluate
     from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import family_type
 
     dataset = load_dataset(tiny_data)
     runs = []
     for algorithm in ("serenade_es", "serenade_cs"):
-        result = mine(dataset, MiningParams(algorithm=algorithm, mode="faithful",
+        result = mine(dataset, family_type(algorithm)(algorithm=algorithm, mode="faithful",
                                             init_pairs=6, es_rounds=12, cs_rounds=2),
                       rng=np.random.default_rng(3), seed=3)
         scored = score_run(result, evaluate(result, dataset))
@@ -218,7 +218,7 @@ def test_a_tiny_faithful_grid_runs_and_its_report_says_faithful(tiny_data, tmp_p
     """experiment --mode faithful (issue 19): the paper's grid as the paper ran it. Every run
     is faithful (the paper's score for MCMCTreePair), charged its plan's honest cost by
     its sandbox accountant, and the report's title and metrics.json name the mode."""
-    from dpcore.redescriptions.params import MiningParams, run_cost_nano
+    from dpcore.redescriptions.params import read_params, run_cost_nano
     from dpcore.registry import FAITHFUL, MODE_LABELS, PAPER_SCORE
 
     out = tmp_path / "f"
@@ -240,7 +240,7 @@ def test_a_tiny_faithful_grid_runs_and_its_report_says_faithful(tiny_data, tmp_p
         for name in cell["run_files"]:
             result = RunResult.from_json((out / name).read_text(encoding="utf-8"))
             assert result.mode == FAITHFUL
-            params = MiningParams.from_dict(result.params)
+            params = read_params(result.params)
             assert result.epsilon == pytest.approx(run_cost_nano(params) * 1e-9)
             if cell["algorithm"] == "mcmctreepair":
                 assert result.params["tree_score"] == PAPER_SCORE

@@ -31,7 +31,7 @@ from dpcore.experiments.metrics import (
 from dpcore.redescriptions.evaluate import TrueStatistics, evaluate
 from dpcore.redescriptions.intervals import STATISTICS
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 
 SUMMARY_KEYS = {"share_with_output", "n_before", "n_after", "share_significant_kept",
                 "spearman_rho", "spearman_p", "median_true_j", "median_abs_error",
@@ -65,7 +65,7 @@ def small_dataset(n_rows: int = 300, seed: int = 11) -> TwoViewDataset:
 @pytest.fixture(scope="module")
 def mined():
     ds = small_dataset()
-    params = MiningParams(algorithm="mcmctreepair", epsilon=5.0, in_tr=2, mc_iter=50)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=5.0, in_tr=2, mc_iter=50)
     result = mine(ds, params, rng=np.random.default_rng(3), seed=3)
     return result, evaluate(result, ds)
 

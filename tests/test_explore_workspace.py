@@ -18,7 +18,7 @@ from components.redescriptions.scatter import redescription_rows
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.listing import list_entries
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.redescriptions.workspace import workspace_from_json
 from dpcore.runs import charge_and_mine, load_result
 
@@ -61,7 +61,7 @@ def stored(ledger_path, name: str = "analyst"):
 def explore(app, ledger_path, clinic_dataset):
     """The app on Explore after one seeded MCMCTreePair run on clinic, threshold 0."""
     ledger = Ledger(ledger_path)
-    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200,
+    params = TreeParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=200,
                           tree_score="paper")   # the seeded run these tests were written on
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r" * 32,
                              seed=11, requester=Requester())

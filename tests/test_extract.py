@@ -18,7 +18,7 @@ from dpcore.redescriptions.extract import (
     query_mask,
     query_text,
 )
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.redescriptions.results import Condition, Literal, TreeNode, TreeRecord
 
 # --------------------------------------------------------------------------- helpers
@@ -45,7 +45,7 @@ def run(table, params=None, *, left=None, right=None, **kw):
     table = np.asarray(table, dtype=float)
     m, k = table.shape
     return extract_redescriptions(
-        table, params=params or MiningParams(),
+        table, params=params or TreeParams(),
         left_tree=left or bool_tree(m, "L"), right_tree=right or bool_tree(k, "R", 1),
         left_tree_index=kw.pop("left_tree_index", 3),
         right_tree_index=kw.pop("right_tree_index", 4),
@@ -185,7 +185,7 @@ def test_statistics_reject_bad_shapes():
 # --------------------------------------------------------------------------- simple reds
 
 def test_simple_2x2_dedup_and_fields():
-    params = MiningParams(max_clauses=1)
+    params = TreeParams(max_clauses=1)
     reds = run([[40, 10], [10, 40]], params, first_id=7)
     # seeds (0,0)=(A0,B0) and (1,1)=(A1,B1); (0,1) picks ¬A0 ≡ A1, (1,0) picks ¬A1 ≡ A0:
     # duplicates of the first two, which are kept in their positive form.
@@ -210,7 +210,7 @@ TABLE_NEG = [[2, 40, 8],    # A0
 
 
 def test_best_sign_combination_hand_computed():
-    params = MiningParams(max_clauses=1, min_support=0)
+    params = TreeParams(max_clauses=1, min_support=0)
     reds = run(TABLE_NEG, params)
     first = reds[0]
     # pair (0,0): (A0,B0) J = 2/105, (¬A0,B0) J = 55/67, (A0,¬B0) J = 48/60, (¬A0,¬B0) J = 10/113
@@ -244,7 +244,7 @@ def test_pvalue_constraint_changes_the_chosen_combination():
     assert 0.1 < p_nb < 0.3 < 0.5 < p_nn
     assert noisy_query_statistics(table, [True, False, True], [True, False, True])[3] == \
         pytest.approx(45 / 95)
-    reds = run(table, MiningParams(**base, max_pvalue=0.5))
+    reds = run(table, TreeParams(**base, max_pvalue=0.5))
     from_11 = [r for r in reds if masks(r) == ((0, 2), (1,))]
     assert len(from_11) == 1
     assert from_11[0].left.literals == (Literal(1, True),)
@@ -252,7 +252,7 @@ def test_pvalue_constraint_changes_the_chosen_combination():
     assert from_11[0].pvalue == pytest.approx(p_nb, rel=1e-9)
     assert ((0, 2), (0, 2)) not in [masks(r) for r in reds]
     # at Γ.pval = 0.01 nothing from pair (1,1) is significant
-    reds = run(table, MiningParams(**base, max_pvalue=0.01))
+    reds = run(table, TreeParams(**base, max_pvalue=0.01))
     assert ((0, 2), (1,)) not in [masks(r) for r in reds]
     assert ((1,), (0, 2)) not in [masks(r) for r in reds]
     assert masks(reds[0]) == ((0,), (0,)) and reds[0].jaccard == 1.0
@@ -266,11 +266,11 @@ TABLE_EXT = [[20, 0, 0],
 
 
 def test_extension_grows_jaccard():
-    params = MiningParams(max_support=0.5, max_clauses=1)
+    params = TreeParams(max_support=0.5, max_clauses=1)
     simple = run(TABLE_EXT, params)
     assert masks(simple[0]) == ((0,), (0,))
     assert simple[0].jaccard == pytest.approx(0.5)
-    params2 = MiningParams(max_support=0.5, max_clauses=2)
+    params2 = TreeParams(max_support=0.5, max_clauses=2)
     ext = run(TABLE_EXT, params2)
     assert masks(ext[0]) == ((0, 1), (0,))
     assert ext[0].left.literals == (Literal(0), Literal(1))
@@ -292,7 +292,7 @@ def test_extension_respects_max_clauses_and_alternates():
                       3: (((0, 1, 2), (0, 1, 2)), 1.0),      # + A2 (J 80/100), then + B2
                       4: (((0, 1, 2), (0, 1, 2)), 1.0)}      # nothing improves any more
     for clauses, (first_masks, first_j) in expected_first.items():
-        params = MiningParams(max_clauses=clauses, min_support=0, min_jaccard=0.0,
+        params = TreeParams(max_clauses=clauses, min_support=0, min_jaccard=0.0,
                               max_support=0.5)
         reds = run(table, params)
         for r in reds:
@@ -306,7 +306,7 @@ def test_extension_respects_max_clauses_and_alternates():
 def test_extension_never_makes_a_tautology():
     # adding A1 to A0 would cover the whole 2-leaf tree
     table = [[30, 5], [25, 40]]
-    reds = run(table, MiningParams(max_clauses=3, min_support=0, min_jaccard=0.0,
+    reds = run(table, TreeParams(max_clauses=3, min_support=0, min_jaccard=0.0,
                                    max_support=1.0, max_pvalue=1.0))
     for r in reds:
         assert 0 < len(r.left.leaves) < 2 and 0 < len(r.right.leaves) < 2
@@ -317,35 +317,35 @@ def test_extension_never_makes_a_tautology():
 def test_gamma_filter_each_violation():
     table = [[40, 10], [10, 40]]
     base = dict(max_clauses=1)
-    assert len(run(table, MiningParams(**base))) == 2
+    assert len(run(table, TreeParams(**base))) == 2
     # min_jaccard (J = 2/3)
-    assert len(run(table, MiningParams(**base, min_jaccard=0.66))) == 2
-    assert run(table, MiningParams(**base, min_jaccard=0.67)) == []
+    assert len(run(table, TreeParams(**base, min_jaccard=0.66))) == 2
+    assert run(table, TreeParams(**base, min_jaccard=0.67)) == []
     # min_support (|E11| = 40)
-    assert len(run(table, MiningParams(**base, min_support=40))) == 2
-    assert run(table, MiningParams(**base, min_support=40.5)) == []
+    assert len(run(table, TreeParams(**base, min_support=40))) == 2
+    assert run(table, TreeParams(**base, min_support=40.5)) == []
     # |qL|, |qR| < max_support·Ñ (|q| = 50, Ñ = 100)
-    assert len(run(table, MiningParams(**base, max_support=0.51))) == 2
-    assert run(table, MiningParams(**base, max_support=0.5)) == []
+    assert len(run(table, TreeParams(**base, max_support=0.51))) == 2
+    assert run(table, TreeParams(**base, max_support=0.5)) == []
     # |E11| ≤ max_support·Ñ
-    assert run(table, MiningParams(**base, max_support=0.39)) == []
+    assert run(table, TreeParams(**base, max_support=0.39)) == []
     # p-value: N = 10, p = P[Bin(10, 1/4) ≥ 4] ≈ 0.224
     small = [[4, 1], [1, 4]]
-    assert run(small, MiningParams(**base, min_support=0)) == []
-    reds = run(small, MiningParams(**base, min_support=0, max_pvalue=0.3))
+    assert run(small, TreeParams(**base, min_support=0)) == []
+    reds = run(small, TreeParams(**base, min_support=0, max_pvalue=0.3))
     assert len(reds) == 2
     assert reds[0].pvalue == pytest.approx(exact_sf(4, 10, Fraction(1, 4)), rel=1e-9)
-    assert run(small, MiningParams(**base, min_support=0, max_pvalue=0.2)) == []
+    assert run(small, TreeParams(**base, min_support=0, max_pvalue=0.2)) == []
 
 
 def test_all_negative_noise_gives_nothing():
-    assert run([[-3.0, -1.0], [-2.0, -4.0]], MiningParams(max_pvalue=1.0, min_support=0,
+    assert run([[-3.0, -1.0], [-2.0, -4.0]], TreeParams(max_pvalue=1.0, min_support=0,
                                                          min_jaccard=0.0)) == []
 
 
 def test_clipping_with_negative_cells_in_extraction():
     table = np.array([[40.0, -6.0, 2.0], [-3.0, 35.0, 1.0], [1.0, -2.0, 30.0]])
-    reds = run(table, MiningParams(min_support=0))
+    reds = run(table, TreeParams(min_support=0))
     assert reds
     for r in reds:
         lm = np.isin(np.arange(3), r.left.leaves)
@@ -358,7 +358,7 @@ def test_clipping_with_negative_cells_in_extraction():
 
 def test_faithful_marginals_are_used():
     table = [[40, 10], [10, 40]]
-    params = MiningParams(max_clauses=1, max_support=0.9)
+    params = TreeParams(max_clauses=1, max_support=0.9)
     # strict: |A| = |B| = (50, 50) → both diagonal pairs with J = 40/60
     strict = run(table, params)
     assert [masks(r) for r in strict] == [((0,), (0,)), ((1,), (1,))]
@@ -377,18 +377,18 @@ def test_faithful_marginals_are_used():
 # --------------------------------------------------------------------------- tautologies etc.
 
 def test_single_leaf_trees_give_nothing():
-    assert run([[50.0, 50.0]], MiningParams(max_pvalue=1.0, min_support=0,
+    assert run([[50.0, 50.0]], TreeParams(max_pvalue=1.0, min_support=0,
                                             min_jaccard=0.0)) == []
-    assert run([[50.0], [50.0]], MiningParams(max_pvalue=1.0, min_support=0,
+    assert run([[50.0], [50.0]], TreeParams(max_pvalue=1.0, min_support=0,
                                               min_jaccard=0.0)) == []
-    assert run([[100.0]], MiningParams()) == []
+    assert run([[100.0]], TreeParams()) == []
 
 
 def test_duplicates_removed_and_ids_consecutive():
     rng = np.random.default_rng(3)
     table = rng.integers(0, 60, size=(6, 5)).astype(float)
     table[np.arange(5), np.arange(5)] += 200
-    reds = run(table, MiningParams(min_support=0), first_id=100)
+    reds = run(table, TreeParams(min_support=0), first_id=100)
     keys = [masks(r) for r in reds]
     assert len(keys) == len(set(keys))
     assert [r.id for r in reds] == list(range(100, 100 + len(reds)))
@@ -430,7 +430,7 @@ def test_released_text_uses_tree_leaves():
                       (Condition("A", "is", False),)])
     right = make_tree([(Condition("X", "=", "u"),), (Condition("X", "=", "v"),),
                        (Condition("X", "=", "w"),)], view=1)
-    reds = run(TABLE_EXT, MiningParams(max_support=0.5, max_clauses=2), left=left,
+    reds = run(TABLE_EXT, TreeParams(max_support=0.5, max_clauses=2), left=left,
                right=right)
     assert reds[0].left.text == "([A] ∧ [B > 1]) ∨ ([A] ∧ [B ≤ 1])"
     assert reds[0].right.text == "[X = u]"
@@ -504,7 +504,7 @@ tables = st.integers(1, 5).flatmap(lambda m: st.integers(1, 5).flatmap(
     lambda k: st.lists(st.lists(st.integers(0, 40), min_size=k, max_size=k),
                        min_size=m, max_size=m)))
 param_sets = st.builds(
-    MiningParams,
+    TreeParams,
     min_jaccard=st.sampled_from([0.0, 0.1, 0.4]),
     max_pvalue=st.sampled_from([0.01, 0.2, 1.0]),
     min_support=st.sampled_from([0.0, 5.0, 20.0]),

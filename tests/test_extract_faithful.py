@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dpcore.redescriptions.extract import _counts, _extend_side, _Side, extract_redescriptions
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams, family_type
 from dpcore.redescriptions.results import Condition, TreeNode, TreeRecord
 
 # A0, A1 ⊂ B0 (20 rows each); A2, A3 ⊂ B1 (30 rows each); N = 100
@@ -58,10 +58,10 @@ def test_only_faithful_mode_changes(seed):
     table = rng.integers(0, 60, size=(6, 5)).astype(float)
     kw = dict(left_tree=_bool_tree(6, "L", 0), right_tree=_bool_tree(5, "R", 1),
               left_tree_index=0, right_tree_index=1, trial=0, step=0, extraction=0)
-    strict = extract_redescriptions(table, params=MiningParams(max_clauses=3), **kw)
+    strict = extract_redescriptions(table, params=TreeParams(max_clauses=3), **kw)
     assert all(r.jaccard >= 0.1 and r.pvalue <= 0.01 for r in strict)
     marg = dict(noisy_left=table.sum(1), noisy_right=table.sum(0), noisy_n=table.sum())
-    faithful = extract_redescriptions(table, params=MiningParams(max_clauses=3,
+    faithful = extract_redescriptions(table, params=TreeParams(max_clauses=3,
                                                                  mode="faithful"), **kw, **marg)
     # with the Java rule no extension can use a leaf before the seed's: on each side the
     # seed's literal comes first and every added literal has a later leaf
@@ -81,9 +81,9 @@ def test_faithful_depth_counts_the_root_as_a_level(algorithm):
     data = tiny_dataset(n_rows=400, seed=2)
     longest = {}
     for mode in ("strict", "faithful"):
-        params = MiningParams(algorithm=algorithm, mode=mode, depth=3, mc_iter=300)
+        params = family_type(algorithm)(algorithm=algorithm, mode=mode, depth=3, mc_iter=300)
         result = mine(data, params, rng=np.random.default_rng(5), seed=5)
         longest[mode] = max(len(c) for t in result.trees for c in t.leaf_conditions)
         assert tree_depth(params) == (3 if mode == "strict" else 2)
     assert longest["faithful"] <= 2 and longest["strict"] == 3
-    assert tree_depth(MiningParams(mode="faithful", depth=1)) == 1
+    assert tree_depth(TreeParams(mode="faithful", depth=1)) == 1

@@ -22,7 +22,7 @@ from dpcore.family import algorithm, families
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.privacy.registration import register_folder
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.registry import (
     ALGORITHM_SPECS,
     FAMILIES,
@@ -87,7 +87,7 @@ def test_the_redescription_result_view_lists_every_released_redescription(tmp_pa
                                                                            clinic_dataset):
     ledger = Ledger(tmp_path / "ledger.sqlite")
     register_folder(ledger, str(REPO / "sample_data" / "clinic"), cap=5.0, actor="owner")
-    params = MiningParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, mc_iter=200)
+    params = TreeParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, mc_iter=200)
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r1",
                              seed=11, requester=Requester())
 

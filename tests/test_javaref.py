@@ -59,13 +59,13 @@ def test_settings_text_has_the_java_keys(tmp_path):
 def test_dpcore_alternating_runs_the_java_chain_setting():
     """The Java alternating miners run one chain of numIterations steps: dpcore gets InTr = 1,
     RMIter = numIterations (same trees, extractions and ε per tree); --alt-trials the other."""
-    from dpcore.redescriptions.params import MiningParams, plan_budget
+    from dpcore.redescriptions.params import TreeParams, plan_budget
 
     args = main_args(["--iterations", "4"])
     for alg in ("altmcmc", "altexpm"):
         p = dpcore_params(alg, args)
         assert (p["in_tr"], p["rm_iter"]) == (1, 4)
-        plan = plan_budget(MiningParams(**p))
+        plan = plan_budget(TreeParams(**p))
         trees = [s for s in plan if s.role == "tree"]
         assert len(trees) == 5                     # numIterations + 1 trees, as in Java
         assert {s.epsilon_nano for s in trees} <= {111_111_111, 111_111_112}   # ε/9 each
@@ -172,7 +172,7 @@ def test_speed_runs_dpcore_with_the_java_settings(alg, tmp_path):
     of a timing do the same work (the Alt* chain: InTr 1, RMIter = numIterations)."""
     from bench.javaref.speed import dpcore_mine_flags
     from dpcore.cli import _params, build_parser
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
 
     settings = JavaSettings("a.arff", "b.arff", "out.rr", epsilon=0.5, n_iterations=3,
                             depth=3, mc_iter=777, sigma=0.01)
@@ -180,7 +180,7 @@ def test_speed_runs_dpcore_with_the_java_settings(alg, tmp_path):
                                               *dpcore_mine_flags(alg, settings)]))
     args = main_args(["--iterations", "3", "--epsilon", "0.5", "--depth", "3",
                       "--mc-iter", "777", "--sigma", "0.01"])
-    assert cli == MiningParams(**dpcore_params(alg, args)).validate()
+    assert cli == TreeParams(**dpcore_params(alg, args)).validate()
     assert (cli.in_tr, cli.rm_iter) == ((3, 1) if alg == "mcmctreepair" else (1, 3))
     assert cli.mode == "faithful" and cli.mc_iter == 777 and cli.epsilon == 0.5
 
@@ -207,14 +207,14 @@ def test_chain_lengths_records_every_faithful_chain(alg):
     from bench.javaref.run import ChainLengths
     from dpcore.redescriptions import mining
     from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
 
     d = tiny_dataset(n_rows=120, seed=2)
     extra = {"in_tr": 2} if alg == "mcmctreepair" else {"in_tr": 1, "rm_iter": 2}
     base = dict(algorithm=alg, mode="faithful", epsilon=1.0, depth=3, mc_iter=3000, **extra)
     before = mining._Run.keep_trace
     with ChainLengths() as chains:
-        res = mine(d, MiningParams(**base, sigma=1e-9), rng=np.random.default_rng(5), seed=5)
+        res = mine(d, TreeParams(**base, sigma=1e-9), rng=np.random.default_rng(5), seed=5)
     assert mining._Run.keep_trace is before
     n = [c for _, c in chains.counts]
     assert len(n) == (2 if alg == "mcmctreepair" else 3)
@@ -222,7 +222,7 @@ def test_chain_lengths_records_every_faithful_chain(alg):
     assert sum(n) == res.diagnostics.mcmc_iterations
     if alg == "mcmctreepair":
         with ChainLengths() as chains:
-            mine(d, MiningParams(**base, sigma=0.5), rng=np.random.default_rng(5), seed=5)
+            mine(d, TreeParams(**base, sigma=0.5), rng=np.random.default_rng(5), seed=5)
         assert len(chains.counts) == 2
         assert all(500 <= c < 3000 for _, c in chains.counts)
 

@@ -23,7 +23,7 @@ from dpcore.privacy.ledger import SCHEMA_VERSION, BudgetStatus, Ledger, postgres
 from dpcore.privacy.ledger import migrations as sqlite_migrations
 from dpcore.privacy.ledger.postgres_backend import PgConnection
 from dpcore.privacy.units import NANO, epsilon_to_nano, split_evenly
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import TreeParams, plan_budget, read_params
 from dpcore.redescriptions.results import (
     Condition,
     ExtractionRecord,
@@ -479,9 +479,9 @@ def test_nine_ninths_fill_the_cap_exactly(ledger):
 
 
 @pytest.mark.parametrize("params", [
-    MiningParams(algorithm="mcmctreepair", epsilon=1 / 3, omega=0.1, in_tr=7),
-    MiningParams(algorithm="mcmctreepair", epsilon=0.7, omega=1 / 3, in_tr=3),
-    MiningParams(algorithm="altexpm", epsilon=1 / 9, in_tr=4, rm_iter=2),
+    TreeParams(algorithm="mcmctreepair", epsilon=1 / 3, omega=0.1, in_tr=7),
+    TreeParams(algorithm="mcmctreepair", epsilon=0.7, omega=1 / 3, in_tr=3),
+    TreeParams(algorithm="altexpm", epsilon=1 / 9, in_tr=4, rm_iter=2),
 ])
 def test_plan_budget_parts_sum_to_charge(ledger, params):
     parts = [s.epsilon_nano for s in plan_budget(params)]
@@ -490,7 +490,7 @@ def test_plan_budget_parts_sum_to_charge(ledger, params):
     assert list(rec.parts_nano) == parts
     entry = ledger.audit_log("clinic")[0]
     assert sum(entry.parts_nano) == entry.epsilon_nano == ledger.budget("clinic").spent_nano
-    assert MiningParams.from_dict(entry.params) == params
+    assert read_params(entry.params) == params
 
 
 def test_budget_exceeded_writes_nothing(ledger, db):
@@ -577,7 +577,7 @@ def make_result(run_id: str, epsilon_nano: int) -> RunResult:
                            noisy_left=(38.5, 61.25), noisy_right=(58.75, 41.0), noisy_n=99.75)
     return RunResult(
         run_id=run_id, dataset="clinic", algorithm="mcmctreepair", mode="strict",
-        params=MiningParams().to_dict(), version="0.1.0",
+        params=TreeParams().to_dict(), version="0.1.0",
         created_at="2025-01-01T00:00:00+00:00", epsilon_nano=epsilon_nano,
         redescriptions=[red], trees=[tree, rtree], extractions=[ext],
         mechanism_calls=[{"mechanism": "mcmc", "label": "trial 0 / tree pair",

@@ -276,12 +276,12 @@ def _app_server(url, server, data_folder, barrier, results):
     from concurrent.futures import ThreadPoolExecutor
 
     from dpcore.data.loading import load_dataset
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
     from dpcore.registry import ALTEXPM
     from dpcore.runs import charge_and_mine
 
     data = load_dataset(data_folder)
-    params = MiningParams(algorithm=ALTEXPM, epsilon=0.25, in_tr=2, mc_iter=300)
+    params = TreeParams(algorithm=ALTEXPM, epsilon=0.25, in_tr=2, mc_iter=300)
 
     def launch(i):
         run_id = f"{server}-{i}"

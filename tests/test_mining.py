@@ -18,7 +18,7 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams, nominal_budget, plan_budget
+from dpcore.redescriptions.params import TreeParams, family_type, nominal_budget, plan_budget
 from dpcore.redescriptions.results import RunResult
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
@@ -64,7 +64,7 @@ GRID = [(alg, eps, omega, in_tr, rm_iter)
 def test_charges_sum_exactly_to_epsilon_and_follow_the_split(algorithm, epsilon, omega, in_tr,
                                                              rm_iter):
     ds = toy_dataset()
-    params = MiningParams(algorithm=algorithm, epsilon=epsilon, omega=omega, in_tr=in_tr,
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=epsilon, omega=omega, in_tr=in_tr,
                           rm_iter=rm_iter, mc_iter=30)
     result = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED)
     spent = defaultdict(int)
@@ -88,7 +88,7 @@ def test_altexpm_level_epsilon_is_a_depth_share(mode):
     """Each drawn level of an AltExpM tree gets ε_tree/d (d = ``depth``). Faithful mode, as
     the authors' code, draws d − 1 levels and charges the d-th part as unused; strict draws
     d levels. A tree's records sum to its slot either way."""
-    params = MiningParams(algorithm="altexpm", mode=mode, epsilon=1.0, in_tr=1, rm_iter=1,
+    params = TreeParams(algorithm="altexpm", mode=mode, epsilon=1.0, in_tr=1, rm_iter=1,
                           depth=4)
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
     per_tree = defaultdict(list)
@@ -107,7 +107,7 @@ def test_altexpm_level_epsilon_is_a_depth_share(mode):
 
 
 def test_altexpm_charges_each_level_once_with_sensitivity_two():
-    params = MiningParams(algorithm="altexpm", epsilon=1.0, in_tr=2, rm_iter=1, depth=3)
+    params = TreeParams(algorithm="altexpm", epsilon=1.0, in_tr=2, rm_iter=1, depth=3)
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
     levels = [c for c in result.mechanism_calls if c["mechanism"] == "exponential"]
     assert len(levels) == 2 * 2 * 3  # trials × trees per trial × depth
@@ -117,7 +117,7 @@ def test_altexpm_charges_each_level_once_with_sensitivity_two():
 
 
 def test_faithful_mode_charges_the_true_cost_of_three_histograms():
-    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=30,
+    params = TreeParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=2, mc_iter=30,
                           mode="faithful")
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
     nominal = sum(s.epsilon_nano for s in nominal_budget(params))
@@ -155,7 +155,7 @@ def test_strict_release_ignores_raw_values_outside_the_schema(algorithm):
     ds = toy_dataset()
     changed = _with_new_maximum(ds, 1, 1)
     assert not np.array_equal(ds.views[1].values, changed.views[1].values, equal_nan=True)
-    params = MiningParams(algorithm=algorithm, epsilon=1.0, in_tr=2, mc_iter=200)
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=1.0, in_tr=2, mc_iter=200)
     a = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED)
     b = mine(changed, params, rng=np.random.default_rng(SEED), seed=SEED)
     assert _release(a) == _release(b)
@@ -164,7 +164,7 @@ def test_strict_release_ignores_raw_values_outside_the_schema(algorithm):
 def test_faithful_release_does_contain_raw_values():
     """The counterpart: faithful mode's split thresholds are raw data values (not ε-DP)."""
     ds = toy_dataset()
-    params = MiningParams(algorithm="altexpm", epsilon=1.0, in_tr=2, mode="faithful")
+    params = TreeParams(algorithm="altexpm", epsilon=1.0, in_tr=2, mode="faithful")
     result = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED)
     raw = {a.name: set(ds.views[1].values[i]) for i, a in enumerate(ds.views[1].attributes)}
     released = [(n.attribute, n.threshold) for t in result.trees for n in t.nodes
@@ -173,7 +173,7 @@ def test_faithful_release_does_contain_raw_values():
 
 
 def test_result_json_round_trip_keeps_everything_but_diagnostics():
-    result = mine(toy_dataset(), MiningParams(in_tr=2, mc_iter=100),
+    result = mine(toy_dataset(), TreeParams(in_tr=2, mc_iter=100),
                   rng=np.random.default_rng(SEED), seed=SEED)
     back = RunResult.from_json(result.to_json())
     assert back.to_dict() == result.to_dict()
@@ -190,7 +190,7 @@ def test_result_json_round_trip_keeps_everything_but_diagnostics():
     ({"max_support": 0.0}, "max_support"), ({"epsilon": "1"}, "epsilon"),
 ])
 def test_bad_parameters_are_refused_before_anything_is_spent(change, message):
-    params = dataclasses.replace(MiningParams(), **change)
+    params = dataclasses.replace(TreeParams(), **change)
     rng = np.random.default_rng(SEED)
     state = json.dumps(rng.bit_generator.state)
     with pytest.raises(ParameterError, match=message):
@@ -199,7 +199,7 @@ def test_bad_parameters_are_refused_before_anything_is_spent(change, message):
 
 
 def test_released_trees_use_only_public_thresholds(clinic_dataset):
-    result = mine(clinic_dataset, MiningParams(algorithm="altexpm", in_tr=2),
+    result = mine(clinic_dataset, TreeParams(algorithm="altexpm", in_tr=2),
                   rng=np.random.default_rng(SEED))
     grids = {a.name: set(clinic_dataset.schema.split_grid(a))
              for a in clinic_dataset.schema.attributes if a.type == "numeric"}
@@ -218,7 +218,7 @@ def _summary(dataset, algorithm, epsilon, seeds):
     """(runs with ≥ 1 redescription, runs recovering a planted rule, median gap of kept)."""
     found, recovered, gaps = 0, 0, []
     for seed in seeds:
-        params = MiningParams(algorithm=algorithm, epsilon=epsilon)
+        params = family_type(algorithm)(algorithm=algorithm, epsilon=epsilon)
         result = mine(dataset, params, rng=np.random.default_rng(seed), seed=seed)
         truth = {t.id: t for t in evaluate(result, dataset)}
         found += bool(result.redescriptions)
@@ -274,7 +274,7 @@ def test_true_statistics_match_noisy_ones_when_the_noise_vanishes():
     values they differ by design: the noisy table counts only rows that reach a leaf
     of both trees, while true supports count every row satisfying the query.)"""
     ds = toy_dataset(600, missing=False)
-    params = MiningParams(algorithm="altexpm", epsilon=1e6, in_tr=3, min_support=1)
+    params = TreeParams(algorithm="altexpm", epsilon=1e6, in_tr=3, min_support=1)
     result = mine(ds, params, rng=np.random.default_rng(SEED))
     truth = {t.id: t for t in evaluate(result, ds)}
     assert result.redescriptions
@@ -290,7 +290,8 @@ def test_true_statistics_match_noisy_ones_when_the_noise_vanishes():
 @pytest.mark.parametrize("mode", ["strict", "faithful"])
 def test_no_released_leaf_contradicts_itself(algorithm, mode):
     """Leaves like [5 < A ≤ 3] would be empty by logic and only ever release noise."""
-    params = MiningParams(algorithm=algorithm, epsilon=0.5, in_tr=3, mc_iter=400, mode=mode)
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=0.5, in_tr=3, mc_iter=400,
+                                    mode=mode)
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
     for tree in result.trees:
         for conditions in tree.leaf_conditions:
@@ -315,7 +316,7 @@ def test_target_classed_tree_view(alg, mode, monkeypatch):
     monkeypatch.setattr(M, "pick_attribute",
                         lambda ds, rng, exclude=None: (target_view, 0))   # D0, Boolean
     extra = {} if alg == "mcmctreepair" else {"rm_iter": 3}
-    res = mine(toy_dataset(), MiningParams(algorithm=alg, mode=mode, epsilon=1.0, in_tr=1,
+    res = mine(toy_dataset(), family_type(alg)(algorithm=alg, mode=mode, epsilon=1.0, in_tr=1,
                                            mc_iter=300, **extra),
                rng=np.random.default_rng(3), seed=3)
     first = target_view if mode == "faithful" else 1 - target_view
@@ -334,7 +335,7 @@ def test_faithful_extraction_counts_are_truncated_and_n_from_right_marginals():
     marginals; strict Ñ stays the sum of the noisy table."""
     ds = toy_dataset()
     for seed in (1, 2):
-        res = mine(ds, MiningParams(algorithm="altexpm", mode="faithful", epsilon=1.0,
+        res = mine(ds, TreeParams(algorithm="altexpm", mode="faithful", epsilon=1.0,
                                     in_tr=1, rm_iter=2), rng=np.random.default_rng(seed),
                    seed=seed)
         assert res.extractions
@@ -343,7 +344,7 @@ def test_faithful_extraction_counts_are_truncated_and_n_from_right_marginals():
             for x in (*cells, *ex.noisy_left, *ex.noisy_right):
                 assert x == int(x)
             assert ex.noisy_n == sum(max(0.0, x) for x in ex.noisy_right)
-    res = mine(ds, MiningParams(algorithm="altexpm", epsilon=1.0, in_tr=1, rm_iter=2),
+    res = mine(ds, TreeParams(algorithm="altexpm", epsilon=1.0, in_tr=1, rm_iter=2),
                rng=np.random.default_rng(1), seed=1)
     for ex in res.extractions:
         assert ex.noisy_n == max(sum(x for row in ex.noisy_table for x in row), 0)

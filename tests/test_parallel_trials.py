@@ -24,7 +24,7 @@ from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.randomness import child_generators, is_secure_generator, secure_generator
 from dpcore.redescriptions import mining
 from dpcore.redescriptions.mining import mine, trial_threads
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import TreeParams, family_type, plan_budget
 from dpcore.redescriptions.targets import make_target, pick_attribute
 from dpcore.redescriptions.trees import sample_tree_pair
 from tests.test_mining import SEED, toy_dataset
@@ -90,7 +90,7 @@ def test_a_bad_environment_value_is_refused_before_any_charge(monkeypatch, raw):
     monkeypatch.setenv(mining.TRIAL_THREADS_ENV, raw)
     accountant = PrivacyAccountant(10**12)
     with pytest.raises(ParameterError, match=mining.TRIAL_THREADS_ENV):
-        mine(toy_dataset(), MiningParams(in_tr=2, mc_iter=20), accountant=accountant,
+        mine(toy_dataset(), TreeParams(in_tr=2, mc_iter=20), accountant=accountant,
              rng=np.random.default_rng(SEED), seed=SEED)
     assert accountant.calls == []
 
@@ -116,7 +116,7 @@ CASES = [("mcmctreepair", "strict"), ("altmcmc", "strict"), ("altexpm", "strict"
 @pytest.mark.parametrize("algorithm,mode", CASES)
 def test_the_same_seed_gives_the_same_result_with_one_and_two_threads(algorithm, mode):
     ds = toy_dataset()
-    params = MiningParams(algorithm=algorithm, mode=mode, epsilon=2.0, in_tr=5, rm_iter=2,
+    params = family_type(algorithm)(algorithm=algorithm, mode=mode, epsilon=2.0, in_tr=5, rm_iter=2,
                           mc_iter=300)
     one = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED, threads=1)
     two = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED, threads=2)
@@ -128,7 +128,7 @@ def test_the_same_seed_gives_the_same_result_with_one_and_two_threads(algorithm,
 
 def test_a_private_run_with_two_threads_spends_the_plan_and_differs_each_time():
     ds = toy_dataset()
-    params = MiningParams(algorithm="altexpm", epsilon=1.0, in_tr=3, mc_iter=50)
+    params = TreeParams(algorithm="altexpm", epsilon=1.0, in_tr=3, mc_iter=50)
     a = mine(ds, params, threads=2)
     b = mine(ds, params, threads=2)
     total = sum(s.epsilon_nano for s in plan_budget(params))
@@ -145,7 +145,7 @@ def test_a_run_is_its_trials_run_one_by_one_with_their_own_streams():
     trees and noisy tables must be exactly the miner's: the parallel miner changes only
     which stream each trial draws from."""
     ds = toy_dataset()
-    params = MiningParams(algorithm="mcmctreepair", epsilon=2.0, in_tr=4, mc_iter=400)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=2.0, in_tr=4, mc_iter=400)
     result = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED, threads=2)
 
     rng = np.random.default_rng(SEED)
@@ -201,7 +201,8 @@ def test_every_tree_is_charged_before_any_kernel_runs(monkeypatch, algorithm):
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(mining, name, spy)
-    params = MiningParams(algorithm=algorithm, epsilon=1.0, in_tr=3, rm_iter=2, mc_iter=50)
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=1.0, in_tr=3, rm_iter=2,
+                                    mc_iter=50)
     mine(toy_dataset(), params, rng=np.random.default_rng(SEED), seed=SEED,
          accountant=accountant, threads=2)
     kinds = [kind for kind, _ in events]
@@ -216,7 +217,7 @@ def test_every_tree_is_charged_before_any_kernel_runs(monkeypatch, algorithm):
 
 
 def test_a_budget_too_small_for_the_trees_stops_the_run_before_any_kernel(monkeypatch):
-    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=3, mc_iter=50)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=3, mc_iter=50)
     drawn = []
     monkeypatch.setattr(mining, "draw_tree_pair", lambda *a, **k: drawn.append(1))
     tree_total = sum(s.epsilon_nano for s in plan_budget(params) if s.role == "tree")
@@ -235,7 +236,7 @@ def test_kernels_run_in_the_pool_and_progress_in_the_calling_thread(monkeypatch)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(mining, "draw_tree_pair", spy)
-    params = MiningParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=4, mc_iter=200)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=1.0, in_tr=4, mc_iter=200)
     mine(toy_dataset(), params, rng=np.random.default_rng(SEED), seed=SEED, threads=2,
          progress=lambda f, m: progress_threads.add(threading.current_thread().name))
     assert workers and all(name.startswith("dprm-trial") for name in workers)
@@ -248,7 +249,7 @@ def test_an_error_in_a_trial_reaches_the_caller(monkeypatch):
 
     monkeypatch.setattr(mining, "draw_mcmc_tree", boom)
     with pytest.raises(RuntimeError, match="kernel failed"):
-        mine(toy_dataset(), MiningParams(algorithm="altmcmc", in_tr=3, mc_iter=20),
+        mine(toy_dataset(), TreeParams(algorithm="altmcmc", in_tr=3, mc_iter=20),
              rng=np.random.default_rng(SEED), seed=SEED, threads=2)
 
 
@@ -269,7 +270,7 @@ def test_a_run_started_from_a_worker_thread_uses_the_pool_and_gives_the_same_res
     """The app mines in a worker thread of its own (components.common.jobs); the trial pool then
     starts from that thread. Same seed, same result as from the main thread."""
     ds = toy_dataset()
-    params = MiningParams(algorithm="altmcmc", epsilon=1.0, in_tr=4, mc_iter=200)
+    params = TreeParams(algorithm="altmcmc", epsilon=1.0, in_tr=4, mc_iter=200)
     here = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED, threads=1)
     out = {}
 

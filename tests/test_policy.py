@@ -31,7 +31,7 @@ from dpcore.privacy.policy import (
 )
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.mining import check_runnable
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams, family_type
 from dpcore.runs import charge_and_mine, load_result, readable_runs, run_cost
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def nothing_charged(led: Ledger, *names: str) -> bool:
 # ------------------------------------------------------------------------- 1. seeds
 
 def test_a_seed_is_refused_on_private_data_and_nothing_is_charged(ledger):
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL)
     with pytest.raises(PolicyError, match="public demo"):
         charge_and_mine(ledger, "private", params, seed=4242)
     assert nothing_charged(ledger, "private")
@@ -74,7 +74,7 @@ def test_a_seed_is_refused_on_private_data_and_nothing_is_charged(ledger):
 def test_private_runs_record_no_seed_and_never_repeat_their_noise(ledger):
     """The replay attack needs the noise of a release to be reproducible: on private data
     two runs of the same parameters draw different noise, and neither records a seed."""
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, in_tr=1, rm_iter=1)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, in_tr=1, rm_iter=1)
     first = charge_and_mine(ledger, "private", params)
     second = charge_and_mine(ledger, "private", params)
     assert first.seed is None and second.seed is None
@@ -87,7 +87,7 @@ def test_private_runs_record_no_seed_and_never_repeat_their_noise(ledger):
 
 
 def test_a_seed_on_public_demo_data_reproduces_the_run(ledger):
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL)
     a = charge_and_mine(ledger, "clinic", params, seed=7)
     b = charge_and_mine(ledger, "clinic", params, seed=7)
     assert a.seed == 7 and [r.jaccard for r in a.redescriptions] == \
@@ -100,7 +100,7 @@ def test_other_data_than_the_registered_are_refused(ledger, clinic_dataset):
     other = TwoViewDataset.from_arrays(clinic_dataset.schema,
                                        clinic_dataset.views[0].values[:, :-1],
                                        clinic_dataset.views[1].values[:, :-1])
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL)
     with pytest.raises(PolicyError, match="registered data"):
         charge_and_mine(ledger, "clinic", params, data=other)
     assert nothing_charged(ledger, "clinic", "private")
@@ -109,7 +109,7 @@ def test_other_data_than_the_registered_are_refused(ledger, clinic_dataset):
 def test_an_analyst_cannot_compare_a_guess_with_private_data(ledger, clinic_dataset):
     """Handing data for a private dataset would be an unpaid equality test: refused before
     any comparison, whether the guess is right or wrong (same message either way)."""
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL)
     other = TwoViewDataset.from_arrays(clinic_dataset.schema,
                                        clinic_dataset.views[0].values[:, :-1],
                                        clinic_dataset.views[1].values[:, :-1])
@@ -134,14 +134,14 @@ def test_first_use_records_the_registered_files_digest_not_the_data_given(tmp_pa
                                        clinic_dataset.views[0].values[:, :-1],
                                        clinic_dataset.views[1].values[:, :-1])
     with pytest.raises(PolicyError, match="registered data"):
-        charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL),
+        charge_and_mine(led, "clinic", TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL),
                         data=other, requester=owner(led))
     assert led._dataset_record("clinic").content_digest == content_digest(clinic_dataset)
     assert nothing_charged(led, "clinic")
 
 
 def test_without_data_the_registered_files_are_mined_with_the_confirmed_schema(ledger):
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL)
     result = charge_and_mine(ledger, "private", params)
     assert result.dataset == "private" and ledger.get_run(result.run_id).status == "done"
 
@@ -152,14 +152,14 @@ def test_a_dataset_registered_without_a_digest_records_one_at_its_first_run(tmp_
     led.register_dataset("clinic", clinic_dataset.schema, str(CLINIC), 2.0, actor="owner",
                          confirmed=True)
     assert led._dataset_record("clinic").content_digest is None
-    charge_and_mine(led, "clinic", MiningParams(algorithm="altexpm", epsilon=0.5, **SMALL))
+    charge_and_mine(led, "clinic", TreeParams(algorithm="altexpm", epsilon=0.5, **SMALL))
     assert led._dataset_record("clinic").content_digest == content_digest(clinic_dataset)
 
 
 # ------------------------------------------------------------------------- 3. faithful mode
 
 def test_faithful_mode_on_private_data_is_the_owners_and_so_is_its_result(ledger):
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, mode="faithful", **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, mode="faithful", **SMALL)
     with pytest.raises(PolicyError, match="owner only"):
         charge_and_mine(ledger, "private", params)
     assert nothing_charged(ledger, "private")
@@ -176,7 +176,7 @@ def test_faithful_mode_on_private_data_is_the_owners_and_so_is_its_result(ledger
 
 def test_owner_diagnostics_are_refused_to_analysts_on_private_data(ledger):
     result = charge_and_mine(ledger, "private",
-                             MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL))
+                             TreeParams(algorithm="altmcmc", epsilon=0.5, **SMALL))
     with pytest.raises(PolicyError, match="true data"):
         load_result(ledger, result.run_id, requester=Requester(), include_diagnostics=True)
     assert load_result(ledger, result.run_id, requester=owner(ledger),
@@ -186,7 +186,7 @@ def test_owner_diagnostics_are_refused_to_analysts_on_private_data(ledger):
 # ------------------------------------------------------------------------- 4. float noise
 
 def test_strict_mode_never_takes_float_noise(ledger):
-    params = MiningParams(algorithm="altexpm", epsilon=0.5, noise="continuous", **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.5, noise="continuous", **SMALL)
     with pytest.raises(ParameterError, match="Mironov"):
         charge_and_mine(ledger, "clinic", params, requester=owner(ledger))
     assert nothing_charged(ledger, "clinic")
@@ -211,7 +211,7 @@ def test_a_numeric_attribute_with_thresholds_but_no_domain_is_mined(tmp_path):
     led.register_dataset("t", schema, None, 5.0, actor="owner", confirmed=True,
                          content_digest=content_digest(data))
     assert schema.target_edges(schema.attributes[0]).tolist() == [2.0, 3.0, 4.0]
-    result = charge_and_mine(led, "t", MiningParams(algorithm="mcmctreepair", epsilon=1.0,
+    result = charge_and_mine(led, "t", TreeParams(algorithm="mcmctreepair", epsilon=1.0,
                                                     in_tr=4, mc_iter=100), data=data,
                              requester=owner(led))
     assert led.get_run(result.run_id).status == "done"
@@ -225,7 +225,7 @@ def test_a_schema_whose_grid_cannot_be_built_is_refused_before_the_charge(ledger
         replace(a, thresholds=None, domain=(1.0, 1.0)) if a.type == "numeric" else a
         for a in schema.attributes))
     with pytest.raises(DataError, match="public grid"):
-        check_runnable(SimpleNamespace(schema=broken), MiningParams())
+        check_runnable(SimpleNamespace(schema=broken), TreeParams())
 
 
 # ------------------------------------------------------------------------- the property
@@ -296,9 +296,10 @@ def test_every_request_is_refused_with_nothing_charged_or_charged_and_stored(
     except (DataError, ParameterError):
         event("schema refused at registration")
         return
-    params = MiningParams(algorithm=algorithm, mode=mode, epsilon=epsilon, omega=omega,
-                          in_tr=in_tr, depth=depth, noise=noise, mc_iter=50, init_pairs=3,
-                          es_rounds=3, cs_rounds=2)
+    family = family_type(algorithm)
+    drawn = dict(mode=mode, epsilon=epsilon, omega=omega, in_tr=in_tr, depth=depth,
+                 noise=noise, mc_iter=50, init_pairs=3, es_rounds=3, cs_rounds=2)
+    params = family(algorithm=algorithm, **{k: v for k, v in drawn.items() if k in family.FIELDS})
     try:
         requester = owner(led) if role == "owner" else Requester(role=role, actor=role)
         result = charge_and_mine(led, "prop", params, data=data, requester=requester,

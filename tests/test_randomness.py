@@ -22,7 +22,7 @@ from dpcore.privacy.randomness import (
     run_generator,
     secure_generator,
 )
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.runs import charge_and_mine
 
 
@@ -119,7 +119,7 @@ def test_private_run_mines_with_chacha_through_the_numba_kernels(ledger, monkeyp
         return rng
 
     monkeypatch.setattr(RunPermit, "rng", spy)
-    params = MiningParams(algorithm="mcmctreepair", epsilon=0.5, in_tr=2, mc_iter=200)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=0.5, in_tr=2, mc_iter=200)
     result = charge_and_mine(ledger, "private", params)
     assert len(handed) == 1 and is_secure_generator(handed[0])
     assert _counter(handed[0]) > 0, "the kernels consumed the ChaCha stream"
@@ -127,7 +127,7 @@ def test_private_run_mines_with_chacha_through_the_numba_kernels(ledger, monkeyp
 
 
 def test_public_demo_seeded_run_is_reproducible(ledger):
-    params = MiningParams(algorithm="mcmctreepair", epsilon=0.5, in_tr=2, mc_iter=200)
+    params = TreeParams(algorithm="mcmctreepair", epsilon=0.5, in_tr=2, mc_iter=200)
     a = charge_and_mine(ledger, "clinic", params, seed=11)
     b = charge_and_mine(ledger, "clinic", params, seed=11)
     assert a.trees == b.trees

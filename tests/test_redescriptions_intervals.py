@@ -23,7 +23,7 @@ from dpcore.redescriptions.intervals import (
     interval_columns,
     redescription_intervals,
 )
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import SerenadeParams, TreeParams
 from dpcore.redescriptions.pruning import expected_jaccard_errors, suggest_threshold
 from dpcore.redescriptions.results import ExtractionRecord, RunResult
 from dpcore.registry import ALTEXPM, SERENADE_CS, STRICT
@@ -33,9 +33,9 @@ SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
 
 
 def _release(truth: np.ndarray, epsilon: float, rng, run_id: str,
-             params: MiningParams | None = None) -> RunResult:
+             params: TreeParams | None = None) -> RunResult:
     """One strict extraction of ``truth`` at ``epsilon`` per cell, as a released run."""
-    params = params or MiningParams(min_support=0.0)
+    params = params or TreeParams(min_support=0.0)
     m, k = truth.shape
     p = 1 - math.exp(-epsilon)
     noisy = truth + rng.geometric(p, truth.shape) - rng.geometric(p, truth.shape)
@@ -62,11 +62,11 @@ def _true_jaccard(truth, red) -> float:
 def test_released_query_masks_match_extract_redescriptions():
     rng = np.random.default_rng(SEED)
     table = rng.integers(0, 40, size=(5, 4)).astype(float) + rng.laplace(0, 3, (5, 4))
-    reds = extract_redescriptions(table, params=MiningParams(min_support=0.0),
+    reds = extract_redescriptions(table, params=TreeParams(min_support=0.0),
                                   left_tree=bool_tree(5, "L"), right_tree=bool_tree(4, "R", 1),
                                   left_tree_index=0, right_tree_index=1, trial=0, step=0,
                                   extraction=0)
-    lm, rm, st = released_query_masks(table, params=MiningParams(min_support=0.0))
+    lm, rm, st = released_query_masks(table, params=TreeParams(min_support=0.0))
     assert len(reds) == len(st) > 0
     for red, lmask, rmask, row in zip(reds, lm, rm, st):
         assert tuple(np.flatnonzero(lmask)) == red.left.leaves
@@ -187,7 +187,7 @@ def test_serenade_bounds_hold_whatever_was_selected():
                   "quality table", "epsilon_nano": 10**8, "sensitivity": 1.0, "parallel": 4}
                  for i in range(n_measurements)]
         return RunResult(f"s{n_measurements}", "x", SERENADE_CS, STRICT,
-                         MiningParams(algorithm=SERENADE_CS).to_dict(), "t", "now", 10**9,
+                         SerenadeParams(algorithm=SERENADE_CS).to_dict(), "t", "now", 10**9,
                          [red], [], [], calls)
 
     one, many = redescription_intervals(run(1))[0], redescription_intervals(run(50))[0]

@@ -15,7 +15,7 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import PolicyError, Requester, content_digest
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions import mining
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams, family_type
 from dpcore.registry import FAITHFUL, FLOOR, MCGEN, PFS2, PFS2_BASELINE
 from dpcore.runs import (
     RESULT_FORMAT,
@@ -41,7 +41,7 @@ def ledger(ledger_location, clinic_dataset):
 
 
 def test_result_is_stored_before_it_is_returned(ledger, clinic_dataset):
-    params = MiningParams(algorithm="altmcmc", epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm="altmcmc", epsilon=0.5, **SMALL)
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="r1", seed=1)
     stored = load_result(ledger, "r1", requester=Requester())
     assert stored.to_dict() == result.to_dict()
@@ -52,7 +52,7 @@ def test_result_is_stored_before_it_is_returned(ledger, clinic_dataset):
 
 
 def test_a_replayed_run_id_charges_once_and_returns_the_stored_result(ledger, clinic_dataset):
-    params = MiningParams(algorithm="altexpm", epsilon=0.25, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.25, **SMALL)
     first = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="same")
     again = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="same")
     assert again.to_dict() == first.to_dict()
@@ -65,7 +65,7 @@ def test_a_failing_run_stays_charged_and_is_marked_failed(ledger, clinic_dataset
         raise RuntimeError("kernel exploded")
 
     monkeypatch.setattr("dpcore.redescriptions.mining.mine", broken)
-    params = MiningParams(epsilon=0.5, **SMALL)
+    params = TreeParams(epsilon=0.5, **SMALL)
     with pytest.raises(RuntimeError):
         charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="bad")
     run = ledger.get_run("bad")
@@ -80,7 +80,7 @@ def test_an_overspending_run_draws_no_noise(ledger, clinic_dataset, monkeypatch)
     called = []
     monkeypatch.setattr("dpcore.redescriptions.mining.mine", lambda *a, **k: called.append(1))
     with pytest.raises(BudgetExceededError, match="remains"):
-        charge_and_mine(ledger, "clinic", MiningParams(epsilon=3.5), data=clinic_dataset)
+        charge_and_mine(ledger, "clinic", TreeParams(epsilon=3.5), data=clinic_dataset)
     assert called == [] and ledger.budget("clinic").spent_nano == 0
 
 
@@ -91,7 +91,7 @@ def test_two_tabs_launching_at_once(ledger, clinic_dataset):
     outcomes, barrier = {}, threading.Barrier(4)
 
     def launch(name, run_id, algorithm, seed):
-        params = MiningParams(algorithm=algorithm, epsilon=1.0, **SMALL)
+        params = family_type(algorithm)(algorithm=algorithm, epsilon=1.0, **SMALL)
         barrier.wait()
         try:
             result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id=run_id,
@@ -118,7 +118,7 @@ def test_two_tabs_launching_at_once(ledger, clinic_dataset):
 def test_bad_parameters_charge_nothing(ledger, clinic_dataset):
     for bad in (dict(epsilon=0.0), dict(epsilon=float("nan")), dict(omega=1.5)):
         with pytest.raises(ValueError):
-            charge_and_mine(ledger, "clinic", MiningParams(**bad), data=clinic_dataset)
+            charge_and_mine(ledger, "clinic", TreeParams(**bad), data=clinic_dataset)
     assert ledger.budget("clinic").spent_nano == 0
     assert ledger.list_runs("clinic") == []
 
@@ -269,7 +269,7 @@ def test_a_seed_on_a_public_demo_table_reproduces_the_synthetic_table(family_led
 @pytest.mark.parametrize("dataset, params, kinds", [
     ("pima_demo", SequenceMiningParams(), "PFS2 mines a sequence dataset.*labelled table"),
     ("clicks", SynthesisParams(), "MC-GEN mines a labelled table.*sequence dataset"),
-    ("clicks", MiningParams(), "two-view table.*'clicks' is a sequence dataset"),
+    ("clicks", TreeParams(), "two-view table.*'clicks' is a sequence dataset"),
 ])
 def test_an_algorithm_on_the_wrong_kind_of_dataset_is_refused_and_charges_nothing(
         family_ledger, dataset, params, kinds):
@@ -381,7 +381,7 @@ def test_data_handed_in_must_be_of_the_dataset_s_kind(family_ledger, clinic_data
 def test_results_stored_before_the_envelope_still_read(ledger, clinic_dataset):
     """A redescription result stored as bare JSON (format 1, before other families) reads; a
     newer format or a family that contradicts the algorithm is refused by name."""
-    params = MiningParams(algorithm="altexpm", epsilon=0.25, **SMALL)
+    params = TreeParams(algorithm="altexpm", epsilon=0.25, **SMALL)
     fresh = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="new")
     for run_id, text in (("old", fresh.to_json()),
                          ("future", json.dumps({"result_format": RESULT_FORMAT + 1,

@@ -236,9 +236,9 @@ def test_prune_real_redescriptions(clinic_dataset):
     import numpy as np
 
     from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
 
-    result = mine(clinic_dataset, MiningParams(algorithm="altexpm", in_tr=2, depth=3),
+    result = mine(clinic_dataset, TreeParams(algorithm="altexpm", in_tr=2, depth=3),
                   rng=np.random.default_rng(3), seed=3)
     supports = sorted(r.support_both for r in result.redescriptions)
     if not supports:

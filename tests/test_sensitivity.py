@@ -31,7 +31,7 @@ from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import family_type, plan_budget
 
 SCHEMA = R.make_schema(grid_bins=6)
 MSG = R.SEED_MSG
@@ -223,7 +223,7 @@ def test_release_path_uses_the_proved_sensitivities(algorithm, mode):
     and exponential-mechanism splits Δ = 2; the calls add up to the planned budget."""
     rng = R.make_rng("release-" + algorithm + mode)
     ds = R.random_dataset(300, rng, missing=0.05)
-    params = MiningParams(algorithm=algorithm, mode=mode, epsilon=1.0, in_tr=2, rm_iter=1,
+    params = family_type(algorithm)(algorithm=algorithm, mode=mode, epsilon=1.0, in_tr=2, rm_iter=1,
                           depth=3, mc_iter=150, sigma_window=20, min_support=1.0)
     result = mine(ds, params, rng=rng)
     calls = result.mechanism_calls

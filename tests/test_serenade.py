@@ -24,7 +24,7 @@ from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.coding import code_dataset_strict, code_view_segments
 from dpcore.redescriptions.evaluate import evaluate
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import SerenadeParams, family_type, plan_budget
 from dpcore.redescriptions.results import AttributeTest, RunResult, formula_text
 from dpcore.redescriptions.serenade.kernels import (
     extension_scores,
@@ -196,7 +196,7 @@ def test_initial_pairs_follow_the_exponential_mechanism():
     per_call, calls, steep = 1000, 6, 0.05
     # ε per draw chosen so that ε'/(2Δf) ≈ 6: clearly non-uniform, yet many likely pairs.
     eps_draw = 12 * quality_sensitivity(200, steep)
-    params = MiningParams(algorithm="serenade_es", epsilon=eps_draw * per_call / 0.45,
+    params = SerenadeParams(algorithm="serenade_es", epsilon=eps_draw * per_call / 0.45,
                           init_pairs=per_call, steepness=steep)
     miner = _miner(ds, params)
     reds = [r for _ in range(calls) for r in miner.initial_pairs()]
@@ -216,7 +216,7 @@ def test_initial_pairs_follow_the_exponential_mechanism():
 @pytest.mark.slow
 def test_a_draw_over_the_union_of_extensions_follows_the_exponential_mechanism():
     ds = _coarse_toy()
-    params = MiningParams(algorithm="serenade_es", epsilon=50.0, init_pairs=3, es_rounds=1,
+    params = SerenadeParams(algorithm="serenade_es", epsilon=50.0, init_pairs=3, es_rounds=1,
                           steepness=0.05)
     miner = _miner(ds, params)
     reds = miner.initial_pairs()
@@ -248,7 +248,7 @@ def _spent_by_slot(result):
 @pytest.mark.parametrize("mode", ["strict", "faithful"])
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 7.0])
 def test_serenade_es_spends_exactly_its_plan(mode, epsilon):
-    params = MiningParams(algorithm="serenade_es", epsilon=epsilon, mode=mode, **TINY)
+    params = SerenadeParams(algorithm="serenade_es", epsilon=epsilon, mode=mode, **TINY)
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
     plan = plan_budget(params)
     assert sum(s.epsilon_nano for s in plan) == epsilon_to_nano(epsilon)
@@ -267,7 +267,7 @@ def test_serenade_es_spends_exactly_its_plan(mode, epsilon):
 
 @pytest.mark.parametrize("mode", ["strict", "faithful"])
 def test_serenade_cs_spends_its_plan_except_for_stopped_redescriptions(mode):
-    params = MiningParams(algorithm="serenade_cs", epsilon=2.0, mode=mode, init_pairs=5,
+    params = SerenadeParams(algorithm="serenade_cs", epsilon=2.0, mode=mode, init_pairs=5,
                           cs_rounds=3, min_acc=0.2)
     ds = toy_dataset()
     from dpcore.redescriptions.serenade.miner import mine_serenade
@@ -285,7 +285,7 @@ def test_serenade_cs_spends_its_plan_except_for_stopped_redescriptions(mode):
 
 
 def test_a_run_that_would_overspend_is_refused_before_any_draw():
-    params = MiningParams(algorithm="serenade_es", epsilon=1.0, **TINY)
+    params = SerenadeParams(algorithm="serenade_es", epsilon=1.0, **TINY)
     acc = PrivacyAccountant(epsilon_to_nano(0.5))
     with pytest.raises(BudgetExceededError):
         mine(toy_dataset(), params, rng=np.random.default_rng(SEED), accountant=acc)
@@ -308,7 +308,7 @@ def test_bad_serenade_parameters_name_the_problem_and_charge_nothing(tmp_path, c
     ledger.register_dataset("clinic", clinic_dataset.schema, None, 3.0, actor="owner",
                             confirmed=True)
     with pytest.raises(ParameterError, match=name):
-        charge_and_mine(ledger, "clinic", MiningParams(algorithm="serenade_es", **bad),
+        charge_and_mine(ledger, "clinic", SerenadeParams(algorithm="serenade_es", **bad),
                         data=clinic_dataset)
     assert ledger.budget("clinic").spent_nano == 0
     assert ledger.list_runs("clinic") == []
@@ -318,7 +318,7 @@ def test_a_charged_serenade_run_is_stored_and_round_trips(tmp_path, clinic_datas
     ledger = Ledger(tmp_path / "ledger.sqlite")
     ledger.register_dataset("clinic", clinic_dataset.schema, None, 3.0, actor="owner",
                             confirmed=True)
-    params = MiningParams(algorithm="serenade_es", epsilon=2.0, **TINY, **LOOSE)
+    params = SerenadeParams(algorithm="serenade_es", epsilon=2.0, **TINY, **LOOSE)
     result = charge_and_mine(ledger, "clinic", params, data=clinic_dataset, run_id="s1", seed=1)
     assert ledger.budget("clinic").spent_nano == epsilon_to_nano(2.0)
     stored = load_result(ledger, "s1", requester=Requester())
@@ -328,7 +328,7 @@ def test_a_charged_serenade_run_is_stored_and_round_trips(tmp_path, clinic_datas
 
 
 def test_faithful_results_mark_unreleased_statistics_and_serialise():
-    params = MiningParams(algorithm="serenade_es", epsilon=5.0, mode="faithful", **TINY,
+    params = SerenadeParams(algorithm="serenade_es", epsilon=5.0, mode="faithful", **TINY,
                           **LOOSE)
     result = mine(toy_dataset(), params, rng=np.random.default_rng(SEED))
     assert result.redescriptions
@@ -362,7 +362,7 @@ def test_strict_literals_are_the_public_grid_and_faithful_ones_are_not():
 def test_strict_release_ignores_raw_values_within_a_grid_cell(algorithm):
     ds = toy_dataset()
     changed = _with_new_maximum(ds, 1, 1)
-    params = MiningParams(algorithm=algorithm, epsilon=3.0, **TINY, **LOOSE)
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=3.0, **TINY, **LOOSE)
     a = mine(ds, params, rng=np.random.default_rng(SEED), seed=SEED)
     b = mine(changed, params, rng=np.random.default_rng(SEED), seed=SEED)
     assert a.redescriptions
@@ -371,7 +371,7 @@ def test_strict_release_ignores_raw_values_within_a_grid_cell(algorithm):
 
 @pytest.mark.parametrize("algorithm", ["serenade_es", "serenade_cs"])
 def test_every_released_threshold_is_a_grid_value(algorithm, clinic_dataset):
-    params = MiningParams(algorithm=algorithm, epsilon=5.0, **TINY, **LOOSE)
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=5.0, **TINY, **LOOSE)
     result = mine(clinic_dataset, params, rng=np.random.default_rng(SEED))
     grids = {a.name: set(clinic_dataset.schema.split_grid(a).tolist())
              for a in clinic_dataset.schema.attributes if a.type == "numeric"}
@@ -403,7 +403,7 @@ def test_evaluate_reads_serenade_queries_as_the_miner_built_them(algorithm, mode
                                                                  clinic_dataset):
     """True statistics from the released formulas (raw values, public thresholds) agree
     with the miner's own row masks (codes): the same queries, read two ways."""
-    params = MiningParams(algorithm=algorithm, epsilon=20.0, mode=mode, init_pairs=6,
+    params = family_type(algorithm)(algorithm=algorithm, epsilon=20.0, mode=mode, init_pairs=6,
                           es_rounds=12, cs_rounds=3, min_acc=0.0, steepness=0.02, **LOOSE)
     result = mine(clinic_dataset, params, rng=np.random.default_rng(SEED))
     assert result.redescriptions
@@ -428,7 +428,7 @@ def test_high_epsilon_recovers_a_planted_rule(algorithm, clinic_dataset):
     rules = clinic_planted_rules()
     hits = 0
     for seed in range(5):
-        result = mine(clinic_dataset, MiningParams(algorithm=algorithm, epsilon=100.0),
+        result = mine(clinic_dataset, family_type(algorithm)(algorithm=algorithm, epsilon=100.0),
                       rng=np.random.default_rng(seed))
         truth = {t.id: t for t in evaluate(result, clinic_dataset)}
         for red in result.redescriptions:
@@ -443,7 +443,7 @@ def test_high_epsilon_recovers_a_planted_rule(algorithm, clinic_dataset):
 
 @pytest.mark.slow
 def test_noisy_jaccard_tracks_the_true_one_at_moderate_epsilon(clinic_dataset):
-    result = mine(clinic_dataset, MiningParams(algorithm="serenade_es", epsilon=10.0),
+    result = mine(clinic_dataset, SerenadeParams(algorithm="serenade_es", epsilon=10.0),
                   rng=np.random.default_rng(SEED))
     truth = {t.id: t for t in evaluate(result, clinic_dataset)}
     errors = [abs(r.jaccard - truth[r.id].jaccard) for r in result.redescriptions]

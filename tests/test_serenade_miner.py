@@ -10,7 +10,7 @@ from scipy import stats
 from dpcore.errors import BudgetExceededError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions.coding import code_dataset_strict
-from dpcore.redescriptions.params import family_params, plan_budget
+from dpcore.redescriptions.params import plan_budget
 from dpcore.redescriptions.serenade.miner import SerenadeOutput, draw_from_union, mine_serenade
 from dpcore.redescriptions.warmup import tiny_dataset, warmup_params
 from dpcore.registry import SERENADE_ALGORITHMS, STRICT
@@ -31,7 +31,7 @@ def test_draw_from_union_follows_the_exponential_mechanism():
 
 def _run(algorithm, seed):
     data = tiny_dataset(n_rows=150, seed=1)
-    params = family_params(warmup_params(algorithm, STRICT))
+    params = warmup_params(algorithm, STRICT)
     cap = sum(s.epsilon_nano for s in plan_budget(params))
     acc = PrivacyAccountant(cap)
     out = mine_serenade(code_dataset_strict(data), params, np.random.default_rng(seed), acc)
@@ -51,7 +51,7 @@ def test_a_run_spends_its_charge_exactly_and_repeats_under_a_seed(algorithm):
 
 def test_a_run_over_its_accountant_is_refused():
     data = tiny_dataset(n_rows=120, seed=1)
-    params = family_params(warmup_params(SERENADE_ALGORITHMS[0], STRICT))
+    params = warmup_params(SERENADE_ALGORITHMS[0], STRICT)
     cap = sum(s.epsilon_nano for s in plan_budget(params))
     with pytest.raises(BudgetExceededError):
         mine_serenade(code_dataset_strict(data), params, np.random.default_rng(0),

@@ -10,7 +10,7 @@ import pytest
 
 from dpcore.redescriptions.intervals import exceedance_probabilities
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.redescriptions.pruning import (
     cell_noise_variance,
     expected_jaccard_errors,
@@ -74,7 +74,7 @@ def test_faithful_error_model_matches_simulation():
 def runs(clinic_dataset):
     out = {}
     for eps in (1.0, 0.1):
-        params = MiningParams(algorithm="altexpm", epsilon=eps)
+        params = TreeParams(algorithm="altexpm", epsilon=eps)
         out[eps] = mine(clinic_dataset, params, rng=np.random.default_rng(SEED), seed=SEED)
     return out
 

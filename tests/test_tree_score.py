@@ -30,7 +30,7 @@ from dpcore.redescriptions.kernels.scores import (
     PAIR_SENSITIVITY_PAPER,
 )
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import TreeParams, plan_budget, read_params
 from dpcore.redescriptions.results import RunResult
 from dpcore.redescriptions.trees import cands_matrix, child_bitsets
 from dpcore.registry import (
@@ -159,7 +159,7 @@ def test_count_score_is_n_times_the_paper_purities():
 
 def test_tree_score_is_validated_and_offered_in_strict_mode_only():
     with pytest.raises(ParameterError, match="tree_score"):
-        MiningParams(tree_score="normalised").validate()
+        TreeParams(tree_score="normalised").validate()
     spec = ALGORITHM_SPECS[MCMCTREEPAIR]
     assert "tree_score" in spec.parameters_used(STRICT)
     assert "tree_score" not in spec.parameters_used(FAITHFUL)
@@ -167,9 +167,9 @@ def test_tree_score_is_validated_and_offered_in_strict_mode_only():
 
 
 def test_old_results_without_tree_score_read_as_the_paper_score():
-    stored = MiningParams().to_dict()
+    stored = TreeParams().to_dict()
     stored.pop("tree_score")
-    assert MiningParams.from_dict(stored).tree_score == PAPER_SCORE
+    assert read_params(stored).tree_score == PAPER_SCORE
     assert tree_score_of(stored) == PAPER_SCORE
     assert tree_score_of({**stored, "tree_score": COUNT_SCORE}) == COUNT_SCORE
     assert tree_score_of({**stored, "tree_score": COUNT_SCORE, "mode": FAITHFUL}) == PAPER_SCORE
@@ -186,7 +186,7 @@ def _two_view(n_rows: int, seed: int) -> TwoViewDataset:
 
 @pytest.mark.parametrize("score", [COUNT_SCORE, PAPER_SCORE])
 def test_a_run_charges_the_pair_at_the_score_sensitivity_and_spends_the_plan(score):
-    params = MiningParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, depth=2,
+    params = TreeParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=2, depth=2,
                           mc_iter=200, tree_score=score)
     total = sum(s.epsilon_nano for s in plan_budget(params))
     result = mine(_two_view(300, 1), params, rng=np.random.default_rng(5),
@@ -199,7 +199,7 @@ def test_a_run_charges_the_pair_at_the_score_sensitivity_and_spends_the_plan(sco
 
 
 def test_faithful_mode_keeps_the_paper_score():
-    params = MiningParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=1, depth=2,
+    params = TreeParams(algorithm=MCMCTREEPAIR, epsilon=1.0, in_tr=1, depth=2,
                           mc_iter=100, mode=FAITHFUL, noise="continuous",
                           tree_score=COUNT_SCORE)
     total = sum(s.epsilon_nano for s in plan_budget(params))
@@ -217,7 +217,7 @@ def test_count_score_chain_prefers_the_matching_pair():
     data = _two_view(300, 3)
     means = {}
     for score in (COUNT_SCORE,):
-        params = MiningParams(algorithm=MCMCTREEPAIR, epsilon=4.0, omega=0.5, in_tr=2,
+        params = TreeParams(algorithm=MCMCTREEPAIR, epsilon=4.0, omega=0.5, in_tr=2,
                               depth=1, mc_iter=300, tree_score=score)
         finals, firsts = [], []
         for seed in range(4):

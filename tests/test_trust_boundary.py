@@ -29,7 +29,7 @@ from dpcore.privacy.accounts import sign_in
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import PolicyError, Requester, authorize_run, content_digest
 from dpcore.privacy.roles import LOGIN_FREE_FAILURES, hash_password
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import TreeParams
 from dpcore.registry import ALTEXPM, FAITHFUL
 from dpcore.runs import charge_and_mine, run_cost
 
@@ -61,7 +61,7 @@ def spent(led: Ledger, name: str = "private") -> int:
 # ------------------------------------------------------------------ 1. anonymous spending
 
 def test_1_an_anonymous_caller_cannot_spend_a_private_dataset(ledger):
-    params = MiningParams(algorithm=ALTEXPM, epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm=ALTEXPM, epsilon=0.5, **SMALL)
     with pytest.raises(PolicyError, match="is private: sign in"):
         charge_and_mine(ledger, "private", params)
     with pytest.raises(ParameterError, match="must name the signed-in account"):
@@ -77,7 +77,7 @@ def test_1_an_anonymous_caller_cannot_spend_a_private_dataset(ledger):
 
 
 def test_1_an_analysts_quota_is_enforced_on_the_run_path(ledger):
-    params = MiningParams(algorithm=ALTEXPM, epsilon=0.5, **SMALL)
+    params = TreeParams(algorithm=ALTEXPM, epsilon=0.5, **SMALL)
     ledger.set_quota("private", "alice", 0.75, actor="boss")
     alice = signed_in(ledger, "alice", "analyst")
     charge_and_mine(ledger, "private", params, requester=alice)
@@ -133,7 +133,7 @@ def test_3_a_self_made_hash_in_the_callers_environment_unlocks_nothing(ledger, t
     # the owner's own password, checked against the ledger's hash, does work
     monkeypatch.setenv("DPRM_PASSWORD", "the owner's own")
     assert main(args) == 0 and spent(ledger) == run_cost(
-        MiningParams(algorithm=ALTEXPM, epsilon=0.5, mode=FAITHFUL, **SMALL))
+        TreeParams(algorithm=ALTEXPM, epsilon=0.5, mode=FAITHFUL, **SMALL))
     assert ledger.list_runs("private")[0].account == "boss"
 
 
@@ -145,7 +145,7 @@ def test_4a_the_owner_role_is_never_taken_on_the_callers_word(ledger):
     alice = signed_in(ledger, "alice", "analyst")
     with pytest.raises(PolicyError):
         Requester(role="owner", session=alice.session)
-    params = MiningParams(algorithm=ALTEXPM, epsilon=0.5, mode=FAITHFUL, **SMALL)
+    params = TreeParams(algorithm=ALTEXPM, epsilon=0.5, mode=FAITHFUL, **SMALL)
     with pytest.raises(PolicyError, match="owner only"):
         charge_and_mine(ledger, "private", params, requester=alice)
     assert spent(ledger) == 0
@@ -157,7 +157,7 @@ def test_4b_the_worker_function_mines_only_for_a_charge_the_ledger_holds(ledger)
     assert not hasattr(batch, "mine_charged_run")
     assert "_mine_charged_run" not in batch.__all__
     boss = signed_in(ledger, "boss", "owner", "the owner's own")
-    params = MiningParams(algorithm=ALTEXPM, epsilon=5.0, **SMALL)
+    params = TreeParams(algorithm=ALTEXPM, epsilon=5.0, **SMALL)
     record = ledger._dataset_record("private")
     permit = authorize_run(record, params, boss)
     job = batch.WorkerJob(run_id="free", permit=permit, charged_nano=run_cost(params),
@@ -165,7 +165,7 @@ def test_4b_the_worker_function_mines_only_for_a_charge_the_ledger_holds(ledger)
     with pytest.raises(PolicyError, match="no charge came with this job"):
         batch._mine_charged_run(job)
     # a real charge of cheaper, other parameters cannot carry this permit
-    cheap = MiningParams(algorithm=ALTEXPM, epsilon=0.25, **SMALL)
+    cheap = TreeParams(algorithm=ALTEXPM, epsilon=0.25, **SMALL)
     cheap_permit = authorize_run(record, cheap, boss)
     from dpcore.privacy.policy import recorded_params
 
@@ -225,7 +225,7 @@ def test_6_a_run_id_resumes_only_with_its_own_parameters_and_account(ledger):
 
     alice = signed_in(ledger, "alice", "analyst")
     bob = signed_in(ledger, "bob", "analyst")
-    victim = MiningParams(algorithm=ALTEXPM, epsilon=0.5, in_tr=1, rm_iter=1)
+    victim = TreeParams(algorithm=ALTEXPM, epsilon=0.5, in_tr=1, rm_iter=1)
     permit = authorize_run(ledger._dataset_record("private"), victim, alice)
     from dpcore.privacy.policy import recorded_params
 
@@ -242,7 +242,7 @@ def test_6_a_run_id_resumes_only_with_its_own_parameters_and_account(ledger):
     assert check_plan(ledger, parse_plan(same), alice)[0].state == "charged"
     # the ledger itself refuses the same, whoever skips the plan check
     attacker = recorded_params(authorize_run(ledger._dataset_record("private"),
-                                             MiningParams(algorithm=ALTEXPM, epsilon=0.5,
+                                             TreeParams(algorithm=ALTEXPM, epsilon=0.5,
                                                           in_tr=2, rm_iter=1), alice))
     with pytest.raises(ParameterError, match="other parameters"):
         ledger.charge("victim-run", "private", ALTEXPM, [run_cost(victim)], attacker,
@@ -252,6 +252,55 @@ def test_6_a_run_id_resumes_only_with_its_own_parameters_and_account(ledger):
                       recorded_params(permit), account="bob")
     assert ledger.get_run("victim-run").params["in_tr"] == 1
     assert spent(ledger) == run_cost(victim)
+
+
+def _old_form(params) -> dict:
+    """``params`` as every redescription run recorded them before each family's type was the
+    boundary: the 26 keys of both families' fields (the other family's at their defaults)."""
+    from dpcore.redescriptions.params import FIELDS
+
+    return {"algorithm": params.algorithm, **{k: f.default for k, f in FIELDS.items()},
+            **params.to_dict()}
+
+
+def test_6b_a_run_charged_with_the_old_26_key_params_resumes_and_finishes(ledger):
+    """A run charged before the per-family types (its ledger row holds the 26-key dict and
+    that dict's digest) is still the same run: the batch check, a worker's binding, the
+    charge's replay and finish_charged_run all accept it, at no further cost. A different
+    value of its own family is still refused."""
+    from dpcore.distributed.batch import WorkerJob, _check_bound
+    from dpcore.distributed.plan import PlanError, check_plan, parse_plan
+    from dpcore.privacy.ledger import digest_params
+    from dpcore.privacy.policy import NEIGHBOURING_RELATION, recorded_params
+    from dpcore.runs import finish_charged_run
+
+    alice = signed_in(ledger, "alice", "analyst")
+    params = TreeParams(algorithm=ALTEXPM, epsilon=0.5, **SMALL)
+    old = {**_old_form(params), "seed": None, "neighbouring": NEIGHBOURING_RELATION}
+    assert len(old) == 28 and "init_pairs" in old and "init_pairs" not in params.to_dict()
+    charge = ledger.charge("old-run", "private", ALTEXPM, [run_cost(params)], old,
+                           account="alice")
+    assert charge.params_digest == digest_params(old)
+    permit = authorize_run(ledger._dataset_record("private"), params, alice)
+    assert digest_params(recorded_params(permit)) != charge.params_digest   # today's form
+    assert recorded_params(permit, old) == old                             # the same run
+
+    entry = {"run_id": "old-run", "dataset": "private", "algorithm": ALTEXPM,
+             "epsilon": 0.5, **SMALL}
+    assert check_plan(ledger, parse_plan({"runs": [entry]}), alice)[0].state == "charged"
+    _check_bound(WorkerJob(run_id="old-run", permit=permit, charged_nano=run_cost(params),
+                           relay_messages=False, charge=charge))    # no PolicyError
+    with pytest.raises(PlanError, match="other parameters"):
+        check_plan(ledger, parse_plan({"runs": [{**entry, "in_tr": 2}]}), alice)
+    changed = {**old, "depth": 3}                 # its own family's value differs
+    assert recorded_params(permit, changed) != changed
+
+    result = finish_charged_run(ledger, "old-run", requester=alice)
+    assert result.params == params.to_dict() and result.epsilon_nano == run_cost(params)
+    again = charge_and_mine(ledger, "private", params, requester=alice, run_id="old-run")
+    assert again.redescriptions == result.redescriptions
+    assert spent(ledger) == run_cost(params)      # one charge, never a second one
+    assert ledger.get_run("old-run").params == old
 
 
 def test_load_dataset_still_matches_the_registered_digest(ledger):

@@ -490,9 +490,9 @@ def run_dpcore(dataset, algorithm: str, args, seed: int):
     from dpcore.experiments.metrics import score_run
     from dpcore.redescriptions.evaluate import evaluate
     from dpcore.redescriptions.mining import mine
-    from dpcore.redescriptions.params import MiningParams
+    from dpcore.redescriptions.params import TreeParams
 
-    params = MiningParams(**dpcore_params(algorithm, args))
+    params = TreeParams(**dpcore_params(algorithm, args))
     t0 = time.perf_counter()
     res = mine(dataset, params, rng=np.random.default_rng(seed), seed=seed)
     dt = time.perf_counter() - t0

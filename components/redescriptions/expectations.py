@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dpcore.errors import DpcoreError
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import RedescriptionParams, plan_budget
 from dpcore.redescriptions.pruning import cell_noise_variance, jaccard_error_sd
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, MCMCTREEPAIR, PAPER_SCORE, STRICT
 
@@ -69,7 +69,7 @@ class ExpectedNoise:
         return self.error_at_one / tolerance
 
 
-def expected_noise(params: MiningParams) -> ExpectedNoise:
+def expected_noise(params: RedescriptionParams) -> ExpectedNoise:
     """The noise a run of ``params`` adds, from its budget plan (public; validates).
 
     Tree miners: the smallest extraction budget ε_x of the plan; strict mode adds
@@ -105,7 +105,7 @@ def _rows(x: float) -> str:
     return f"{x:.2g}" if x < 10 else f"{x:.0f}"
 
 
-def expectation_text(params: MiningParams, tolerance: float = DEFAULT_TOLERANCE) -> str:
+def expectation_text(params: RedescriptionParams, tolerance: float = DEFAULT_TOLERANCE) -> str:
     """The pre-launch "what to expect" line (public parameters only, 0 ε)."""
     noise = expected_noise(params)
     support = noise.support_for(tolerance)
@@ -155,9 +155,11 @@ def _starved_text(epsilon: float, omega: float, in_tr: int) -> str:
             f"get more of the budget), or use AltMCMC or AltExpM.")
 
 
-def miner_warnings(params: MiningParams) -> list[str]:
+def miner_warnings(params: RedescriptionParams) -> list[str]:
     """Warnings, from public parameters only, where a miner is known to return little."""
     out = []
+    if params.is_serenade:
+        return out                         # no tree pair to starve
     if tree_pair_starved(params.algorithm, params.epsilon, params.omega, params.in_tr,
                          params.mode, params.tree_score):
         out.append(_starved_text(params.epsilon, params.omega, params.in_tr))

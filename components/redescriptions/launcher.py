@@ -25,7 +25,7 @@ from dpcore.errors import DataError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.intervals import interval_expectation_text
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import RedescriptionParams, read_params
 from dpcore.registry import ALGORITHM_LABELS
 from dpcore.runs import charge_and_mine, run_cost
 
@@ -46,7 +46,7 @@ _RESULT_WHERE = "on the Runs and Explore pages"
 MAX_TRIAL_BARS = 8
 
 
-def trial_bar_count(params: MiningParams) -> int:
+def trial_bar_count(params: RedescriptionParams) -> int:
     """How many per-trial progress bars a run shows under its overall bar.
 
     Tree miners report progress trial by trial, so up to :data:`MAX_TRIAL_BARS`
@@ -74,7 +74,7 @@ class Job(jobs.Job):
         return self.outcome
 
 
-def start_job(ledger: Ledger, dataset: str, data: TwoViewDataset, params: MiningParams,
+def start_job(ledger: Ledger, dataset: str, data: TwoViewDataset, params: RedescriptionParams,
               run_id: str, *, requester: Requester, seed: int | None) -> Job:
     """Start mining ``run_id`` in a worker thread, or return the worker already on it.
 
@@ -160,7 +160,7 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
             return
         state = {**state, "stage": "running"}
         st.session_state[LAUNCH_KEY] = state
-        start_job(ledger, record.name, data, MiningParams.from_dict(state["params"]),
+        start_job(ledger, record.name, data, read_params(state["params"]),
                   state["run_id"], requester=current_requester(), seed=state["seed"])
         _follow(ledger, record, state)
 

@@ -22,7 +22,8 @@ import streamlit as st
 from dpcore.errors import DpcoreError
 from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.policy import allowed_modes
-from dpcore.redescriptions.params import HELP, MiningParams
+from dpcore.redescriptions.params import FIELDS as DECLARED
+from dpcore.redescriptions.params import HELP, RedescriptionParams, family_type
 from dpcore.registry import (
     ALGORITHM_LABELS,
     ALGORITHMS,
@@ -43,7 +44,6 @@ __all__ = ["EPSILON_GRID", "DEFAULT_STATE", "ALGORITHM_GUIDE", "FAITHFUL_TREE_WA
            "demo_seed_from_state", "nearest_grid_epsilon", "quality_share", "fields_in_use",
            "form_problems", "render_params_form"]
 
-_D = MiningParams()
 
 #: The ε slider's log grid (1-2-3-5 per decade, 0.01 … 10).
 EPSILON_GRID = (0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
@@ -55,37 +55,15 @@ _SETTING_LABELS = {"stable": "stable: InTr = k, RMIter = 1",
                    "default": "default: InTr = 1, RMIter = k",
                    "custom": "custom InTr and RMIter"}
 
-#: Widget keys and their starting values (the paper's defaults, from MiningParams).
+#: Widget keys and their starting values: the paper's defaults, from the declared fields
+#: of both families (:data:`dpcore.redescriptions.params.FIELDS`). Session state holds
+#: both families' values; the run reads its own family's (:func:`params_from_state`).
 DEFAULT_STATE: dict[str, object] = {
-    "mine_algorithm": _D.algorithm,
-    "mine_epsilon": _D.epsilon,
-    "mine_epsilon_slider": _D.epsilon,
-    "mine_omega": _D.omega,
-    "mine_mode": _D.mode,
+    **{f"mine_{name}": declared.default for name, declared in DECLARED.items()},
+    "mine_algorithm": ALGORITHMS[0],
+    "mine_epsilon_slider": DECLARED["epsilon"].default,
     "mine_setting": "stable",
-    "mine_k": _D.in_tr,
-    "mine_in_tr": _D.in_tr,
-    "mine_rm_iter": _D.rm_iter,
-    "mine_depth": _D.depth,
-    "mine_mc_iter": _D.mc_iter,
-    "mine_sigma": _D.sigma,
-    "mine_sigma_window": _D.sigma_window,
-    "mine_min_jaccard": _D.min_jaccard,
-    "mine_max_pvalue": _D.max_pvalue,
-    "mine_min_support": _D.min_support,
-    "mine_max_support": _D.max_support,
-    "mine_max_clauses": _D.max_clauses,
-    "mine_noise": _D.noise,
-    "mine_tree_score": _D.tree_score,
-    "mine_init_pairs": _D.init_pairs,
-    "mine_es_rounds": _D.es_rounds,
-    "mine_cs_rounds": _D.cs_rounds,
-    "mine_steepness": _D.steepness,
-    "mine_budget_init": _D.budget_init,
-    "mine_budget_ext": _D.budget_ext,
-    "mine_min_acc": _D.min_acc,
-    "mine_memo_age": _D.memo_age,
-    "mine_max_attributes": _D.max_attributes,
+    "mine_k": DECLARED["in_tr"].default,
     "mine_demo_seed_on": False,
     "mine_demo_seed": 20231,
 }
@@ -126,7 +104,7 @@ FAITHFUL_SERENADE_WARNING = (
     "only to compare with the original.")
 
 _SHARE = "a share of ε: the three shares sum to 1"
-_DECLARED = MiningParams.FIELDS
+_DECLARED = DECLARED
 
 
 def _box(label: str, name: str, why: str = "") -> tuple[str, Bounds, str]:
@@ -217,7 +195,7 @@ def nearest_grid_epsilon(value: float) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
-        return _D.epsilon
+        return float(DECLARED["epsilon"].default)
     if not math.isfinite(v) or v <= 0:
         return EPSILON_MIN
     return min(EPSILON_GRID, key=lambda g: abs(math.log(g) - math.log(v)))
@@ -232,11 +210,14 @@ def persist_state(state: MutableMapping | None = None) -> None:
         state["mine_epsilon_slider"] = nearest_grid_epsilon(state["mine_epsilon"])
 
 
-def params_from_state(state: MutableMapping | None = None) -> MiningParams:
-    """The run configured on the Mine page (not validated: call ``.validate()``).
+def params_from_state(state: MutableMapping | None = None) -> RedescriptionParams:
+    """The run configured on the Mine page, in its algorithm's family type (not
+    validated: call ``.validate()``).
 
-    Missing keys take the paper's defaults, so the meter can price a run before the
-    Mine page was ever opened.
+    Each field of the family type is read from its ``mine_<field>`` key, converted to the
+    field's declared kind; InTr and RMIter of the alternating miners come from the
+    setting (stable / default / custom). Missing keys take the paper's defaults, so the
+    meter can price a run before the Mine page was ever opened.
     """
     state = st.session_state if state is None else state
 
@@ -244,30 +225,24 @@ def params_from_state(state: MutableMapping | None = None) -> MiningParams:
         return state[key] if key in state else DEFAULT_STATE[key]
 
     algorithm = str(get("mine_algorithm"))
+    family = family_type(algorithm)
+    values = {name: declared.kind(get(f"mine_{name}"))
+              for name, declared in family.FIELDS.items() if name != "algorithm"}
+    if "rm_iter" in values:
+        values["in_tr"], values["rm_iter"] = _trials(algorithm, get)
+    return family(algorithm=algorithm, **values)
+
+
+def _trials(algorithm: str, get) -> tuple[int, int]:
+    """InTr and RMIter of a tree miner from the form's setting."""
     if "rm_iter" not in algorithm_spec(algorithm).parameters_used(STRICT):
-        in_tr, rm_iter = int(get("mine_in_tr")), 1
-    else:
-        setting = get("mine_setting")
-        if setting == "stable":
-            in_tr, rm_iter = int(get("mine_k")), 1
-        elif setting == "default":
-            in_tr, rm_iter = 1, int(get("mine_k"))
-        else:
-            in_tr, rm_iter = int(get("mine_in_tr")), int(get("mine_rm_iter"))
-    return MiningParams(
-        algorithm=algorithm, epsilon=float(get("mine_epsilon")), omega=float(get("mine_omega")),
-        mode=str(get("mine_mode")), in_tr=in_tr, rm_iter=rm_iter, depth=int(get("mine_depth")),
-        mc_iter=int(get("mine_mc_iter")), sigma=float(get("mine_sigma")),
-        sigma_window=int(get("mine_sigma_window")),
-        min_jaccard=float(get("mine_min_jaccard")), max_pvalue=float(get("mine_max_pvalue")),
-        min_support=float(get("mine_min_support")), max_support=float(get("mine_max_support")),
-        max_clauses=int(get("mine_max_clauses")), noise=str(get("mine_noise")),
-        tree_score=str(get("mine_tree_score")),
-        init_pairs=int(get("mine_init_pairs")), es_rounds=int(get("mine_es_rounds")),
-        cs_rounds=int(get("mine_cs_rounds")), steepness=float(get("mine_steepness")),
-        budget_init=float(get("mine_budget_init")), budget_ext=float(get("mine_budget_ext")),
-        min_acc=float(get("mine_min_acc")), memo_age=int(get("mine_memo_age")),
-        max_attributes=int(get("mine_max_attributes")))
+        return int(get("mine_in_tr")), 1
+    setting = get("mine_setting")
+    if setting == "stable":
+        return int(get("mine_k")), 1
+    if setting == "default":
+        return 1, int(get("mine_k"))
+    return int(get("mine_in_tr")), int(get("mine_rm_iter"))
 
 
 def demo_seed_from_state(record: DatasetRecord | None,

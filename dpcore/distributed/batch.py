@@ -50,7 +50,7 @@ from dpcore.executor import execute_charged, plan_parts, prepare_run
 from dpcore.privacy.ledger import ChargeRecord, Ledger, digest_params
 from dpcore.privacy.policy import PolicyError, RunPermit, content_digest, recorded_params
 from dpcore.privacy.roles import can_see_true_statistics
-from dpcore.runs import load_registered, load_result
+from dpcore.runs import earlier_params, load_registered, load_result
 
 # The worker function (_mine_charged_run) is internal: it mines only for a job that carries
 # the ledger's charge of the run, bound to the permit's parameters and ε.
@@ -139,7 +139,7 @@ def _check_bound(job: WorkerJob) -> None:
             or charge.algorithm != permit.params.algorithm
             or charge.epsilon_nano != cost or job.charged_nano != cost
             or charge.params_digest is None
-            or charge.params_digest != digest_params(recorded_params(permit))):
+            or charge.params_digest != digest_params(recorded_params(permit, charge.params))):
         raise PolicyError(f"run {job.run_id}: the job's permit does not match the ledger's "
                           "charge of the run (run id, dataset, ε or parameters differ); "
                           "nothing was mined")
@@ -215,7 +215,8 @@ def _charge(ledger: Ledger, run: PlannedRun):
     id charged before replays only with the same parameters and account)."""
     permit = run.permit
     return ledger.charge(run.run_id, permit.dataset.name, permit.params.algorithm,
-                         list(run.parts_nano), recorded_params(permit),
+                         list(run.parts_nano),
+                         recorded_params(permit, earlier_params(ledger, run.run_id)),
                          actor=permit.requester.actor, audience=permit.audience,
                          account=permit.requester.account)
 

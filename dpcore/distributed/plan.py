@@ -399,7 +399,8 @@ def _earlier_state(ledger: Ledger, run: PlannedRun) -> str:
                                        f"{e.params.algorithm} ({hint})")
     # The ledger's record of a run is what ran: a run id resumes only with the very
     # parameters and the account it was charged with.
-    if digest_params(earlier.params) != digest_params(recorded_params(run.permit)):
+    if digest_params(earlier.params) != digest_params(recorded_params(run.permit,
+                                                                      earlier.params)):
         raise _fail(e.label, "run_id", "already charged with other parameters; a run id "
                                        "resumes only with the very same ones (use a new run "
                                        "id)")

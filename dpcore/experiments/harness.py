@@ -79,7 +79,7 @@ from dpcore.redescriptions.intervals import (
     EXCEEDANCE_RATE,
     redescription_intervals,
 )
-from dpcore.redescriptions.params import MiningParams
+from dpcore.redescriptions.params import RedescriptionParams, TreeParams, family_type
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.redescriptions.results import RunResult
 from dpcore.registry import ALTEXPM, FAITHFUL, MODE_LABELS, MODES, PAPER_SCORE, STRICT, presets
@@ -129,8 +129,9 @@ def _check_mode(mode) -> str:
 
 
 def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None,
-                     mode: str = STRICT) -> MiningParams:
-    """The validated :class:`MiningParams` of one algorithm spec at ``epsilon``.
+                     mode: str = STRICT) -> RedescriptionParams:
+    """The validated parameters (the algorithm's family type) of one algorithm spec at
+    ``epsilon``.
 
     Parameters
     ----------
@@ -155,19 +156,22 @@ def algorithm_params(spec: str, epsilon: float, *, mc_iter: int | None = None,
         raise ParameterError(f"{spec!r} sets tree_score = {setting.overrides['tree_score']!r}, "
                              f"a {STRICT}-mode choice; {FAITHFUL} mode always samples by the "
                              f"paper's score ({PAPER_SCORE!r})")
-    params = replace(MiningParams(algorithm=algorithm.key), epsilon=float(epsilon),
+    family = family_type(algorithm.key)
+    params = replace(family(algorithm=algorithm.key), epsilon=float(epsilon),
                      **setting.overrides)
     if mode == FAITHFUL:
-        params = replace(params, mode=FAITHFUL, tree_score=PAPER_SCORE)
+        params = replace(params, mode=FAITHFUL)
+        if "tree_score" in family.FIELDS:
+            params = replace(params, tree_score=PAPER_SCORE)
     if mc_iter is not None and not params.is_serenade:
         params = replace(params, mc_iter=int(mc_iter))
     return params.validate()
 
 
-def reference_params() -> MiningParams:
+def reference_params() -> TreeParams:
     """AltExpM (InTr = 4, RMIter = 1) at ε = 10⁹: greedy trees, exact counts in practice."""
-    return MiningParams(algorithm=ALTEXPM, epsilon=REFERENCE_EPSILON, in_tr=4,
-                        rm_iter=1).validate()
+    return TreeParams(algorithm=ALTEXPM, epsilon=REFERENCE_EPSILON, in_tr=4,
+                      rm_iter=1).validate()
 
 
 def nonprivate_reference(dataset: TwoViewDataset, seed: int) -> RunResult:
@@ -454,7 +458,7 @@ def _check_run_options(dataset, processes, mc_iter, scheduler) -> None:
     if not isinstance(processes, int) or processes < 1:
         raise ParameterError(f"processes must be an integer ≥ 1; got {processes!r}")
     if mc_iter is not None:
-        MiningParams(mc_iter=mc_iter).validate()  # MCIter range (used by tree specs only)
+        TreeParams(mc_iter=mc_iter).validate()  # MCIter range (used by tree specs only)
     if scheduler is not None:
         if not isinstance(dataset, (str, Path)):
             raise ParameterError("a Dask scheduler needs the dataset's path, not a loaded "

@@ -20,7 +20,7 @@ Rules (each is refused with :class:`PolicyError` before any charge)
   :func:`can_read` refuses it to analysts everywhere.
 * **No float noise in strict mode.** Textbook floating-point Laplace noise at full
   precision is open to Mironov's (2012) attack; strict mode draws integer noise
-  only (:meth:`dpcore.redescriptions.params.MiningParams.validate` refuses ``noise="continuous"``
+  only (the redescription types' ``validate()`` refuses ``noise="continuous"``
   with ``mode="strict"``).
 * **The data mined is the registered data.** Registration records a SHA-256
   digest of the dataset's content (:func:`content_digest`); a run whose data
@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.kinds import kind_of_data
-from dpcore.errors import ParameterError
+from dpcore.errors import DpcoreError, ParameterError
 from dpcore.privacy.accounts import SignedIn
 from dpcore.privacy.ledger import DatasetRecord
 from dpcore.privacy.randomness import run_generator
@@ -158,10 +159,38 @@ class RunPermit:
         return run_generator(public_demo=self.dataset.public_demo is True, seed=self.seed)
 
 
-def recorded_params(permit: RunPermit) -> dict:
-    """What the ledger records with a permit's charge (and digests: the run's identity)."""
-    return {**permit.params.to_dict(), "seed": permit.seed,
-            "neighbouring": NEIGHBOURING_RELATION}
+def recorded_params(permit: RunPermit, earlier: Mapping | None = None) -> dict:
+    """What the ledger records with a permit's charge (and digests: the run's identity).
+
+    ``earlier``: what the ledger already records for this run id, if it was charged before.
+    When a family's stored form of its parameters changed since (the redescription miners
+    stored the 26 keys of both families' fields before each family's type was the
+    boundary), the earlier dict digests differently although it is the very same run. It
+    is returned verbatim, so the run replays with the digest it was charged with, exactly
+    when it reads back (through the parameter type's own ``from_dict``) as this permit's
+    parameters, seed and neighbouring relation. Any other difference keeps today's dict,
+    and the ledger refuses the replay as before: a run id only ever mines the parameters
+    it was charged for.
+    """
+    current = {**permit.params.to_dict(), "seed": permit.seed,
+               "neighbouring": NEIGHBOURING_RELATION}
+    if earlier is None or dict(earlier) == current or not _same_run(earlier, permit):
+        return current
+    return dict(earlier)
+
+
+def _same_run(earlier: Mapping, permit: RunPermit) -> bool:
+    """Whether recorded parameters ``earlier`` read as the permit's run (same values,
+    seed and neighbouring relation; an older stored form of the parameters is fine)."""
+    if not isinstance(earlier, Mapping) or earlier.get("seed") != permit.seed \
+            or earlier.get("neighbouring") != NEIGHBOURING_RELATION:
+        return False
+    stored = {k: v for k, v in earlier.items() if k not in ("seed", "neighbouring")}
+    read = getattr(type(permit.params), "from_dict", None)
+    try:
+        return read is not None and read(stored) == permit.params
+    except (DpcoreError, TypeError, ValueError):
+        return False
 
 
 def check_account_needed(record, requester: Requester, ledger_has_accounts: bool,

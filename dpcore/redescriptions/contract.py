@@ -40,9 +40,11 @@ class RedescriptionMiner(_RedescriptionAlgorithm):
 
     @property
     def params_type(self) -> type:
-        from dpcore.redescriptions.params import MiningParams
+        """:class:`~dpcore.redescriptions.params.TreeParams` (MCMCTreePair, AltMCMC,
+        AltExpM) or :class:`~dpcore.redescriptions.params.SerenadeParams` (SerenadeES/CS)."""
+        from dpcore.redescriptions.params import family_type
 
-        return MiningParams
+        return family_type(self.key)
 
     @property
     def help_texts(self):

@@ -49,7 +49,6 @@ from dpcore.redescriptions.params import (
     RedescriptionParams,
     SerenadeParams,
     TreeParams,
-    family_params,
     plan_budget,
 )
 from dpcore.redescriptions.results import ExtractionRecord, OwnerDiagnostics, RunResult
@@ -473,10 +472,9 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
     dataset : TwoViewDataset
         Private data; only DP releases leave this function (plus owner-only
         ``diagnostics``).
-    params : MiningParams, TreeParams or SerenadeParams
-        Validated here; ``plan_budget(params)`` is what gets spent. The miner reads the
-        family's type (:func:`~dpcore.redescriptions.params.family_params`); the result
-        stores ``params.to_dict()``.
+    params : TreeParams or SerenadeParams
+        The algorithm's family type; validated here; ``plan_budget(params)`` is what gets
+        spent. The result stores ``params.to_dict()``.
     rng : numpy.random.Generator, optional
         Source of all randomness. Default: fresh ChaCha20 keyed from the OS (real releases).
         Pass a seeded generator only in tests and labelled demos, and give the
@@ -509,7 +507,6 @@ def mine(dataset: TwoViewDataset, params: RedescriptionParams, *,
     if rng is None:
         rng = secure_generator()   # no generator given: the private-data source
     stored = params.to_dict()
-    params = family_params(params)
     codes = prepared.strict_codes if prepared is not None and prepared.dataset is dataset \
         else None
     if params.is_serenade:

@@ -175,6 +175,16 @@ class _Checked:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: Mapping):
+        """Stored parameters of this family, read by :func:`read_params` (ParameterError if
+        they are another family's)."""
+        params = read_params(data)
+        if not isinstance(params, cls):
+            raise ParameterError(f"{params.algorithm} is not an algorithm of {cls.__name__}; "
+                                 f"its parameters are {type(params).__name__}")
+        return params
+
 
 @params_from_fields(_table(TREE_ALGORITHMS), ("algorithm", *_TREE))
 class TreeParams(_Checked):
@@ -200,45 +210,52 @@ class SerenadeParams(_Checked):
     is_serenade = True
 
 
-@params_from_fields(_table(ALGORITHMS), ("algorithm", *_TREE, *_SERENADE_OWN))
-class MiningParams(_Checked):
-    """The redescription miners' parameters at the boundary: what the Mine form, the command
-    line and a stored run give (the registry's parameter type of every redescription
-    miner). The miners use :meth:`family_params`, a :class:`TreeParams` or a
-    :class:`SerenadeParams`, which has only the fields its algorithm reads.
+#: Any redescription miner's parameters: a tree miner's or Serenade's (what the registry's
+#: ``params_type`` of each algorithm is, and what a run stores, as ``to_dict()``).
+RedescriptionParams = TreeParams | SerenadeParams
 
-    It keeps the fields of both families because a run stores ``to_dict()``: every stored
-    run has these 26 keys, and its parameter digest, its replay and the comparison of runs
-    read them as they are. ``validate()`` checks every field, whatever the algorithm, so a
-    value out of range is refused even where the algorithm ignores it.
+#: Keys a run of either family ever stored, before its family type was the boundary: the
+#: 26 of the union of both families (every key but the algorithm's own family's was
+#: ignored by the miner).
+_STORED_KEYS = frozenset({"algorithm", *_TREE, *_SERENADE_OWN})
+
+
+def family_type(algorithm: str) -> type[TreeParams] | type[SerenadeParams]:
+    """The parameter type of redescription miner ``algorithm`` (ParameterError otherwise)."""
+    if algorithm in SERENADE_ALGORITHMS:
+        return SerenadeParams
+    if algorithm in TREE_ALGORITHMS:
+        return TreeParams
+    raise ParameterError(f"algorithm must be one of {', '.join(ALGORITHMS)}; "
+                         f"got {algorithm!r}")
+
+
+def read_params(data: Mapping) -> RedescriptionParams:
+    """A redescription run's stored ``params`` dict, read into its family's type.
+
+    Reads every form a run ever stored: the family type's own ``to_dict()`` (runs stored
+    since the family types are the boundary) and the 26-key dicts of earlier runs, which
+    hold both families' fields (the other family's were never read by the miner, so they
+    are dropped here). A run stored before the ``tree_score`` choice existed ran the
+    paper's score, so a missing ``tree_score`` reads as ``paper`` (not today's default);
+    any other missing field takes its default. A key neither family ever had is refused.
+    The result is not validated (call ``validate()``).
+
+    Raises
+    ------
+    ParameterError
+        ``data`` is not a mapping, names an unknown algorithm, or has an unknown key.
     """
+    if not isinstance(data, Mapping):
+        raise ParameterError(f"stored parameters must be a mapping; got {type(data).__name__}")
+    unknown = set(data) - _STORED_KEYS
+    if unknown:
+        raise ParameterError(f"unknown parameter(s) {', '.join(sorted(unknown))}: not a "
+                             "parameter of any redescription miner")
+    family = family_type(data.get("algorithm", MCMCTREEPAIR))
+    values = {"tree_score": PAPER_SCORE, **data} if family is TreeParams else dict(data)
+    return family(**{name: value for name, value in values.items() if name in family.FIELDS})
 
-    @property
-    def is_serenade(self) -> bool:
-        return self.algorithm in SERENADE_ALGORITHMS
-
-    def family_params(self) -> TreeParams | SerenadeParams:
-        """The fields of this algorithm's family, in the family's own type."""
-        family = SerenadeParams if self.is_serenade else TreeParams
-        return family(**{name: getattr(self, name) for name in family.FIELDS})
-
-    @classmethod
-    def from_dict(cls, data: dict) -> MiningParams:
-        """Read stored parameters. Runs stored before the ``tree_score`` choice existed ran
-        the paper's score, so a missing ``tree_score`` reads as ``paper`` (not the default)."""
-        unknown = set(data) - set(cls.FIELDS)
-        if unknown:
-            raise ParameterError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
-        return cls(**{"tree_score": PAPER_SCORE, **data})
-
-
-#: Any redescription parameter object: the form's :class:`MiningParams` or a family's type.
-RedescriptionParams = MiningParams | TreeParams | SerenadeParams
-
-
-def family_params(params: RedescriptionParams) -> TreeParams | SerenadeParams:
-    """``params`` in its family's type (a family type is returned as it is)."""
-    return params.family_params() if isinstance(params, MiningParams) else params
 
 
 def plan_budget(params: RedescriptionParams) -> list[BudgetSlot]:
@@ -267,7 +284,7 @@ def faithful_extraction_cost(nominal_nano: int) -> int:
 
 def nominal_budget(params: RedescriptionParams) -> list[BudgetSlot]:
     """The paper's split of ε (what ``plan_budget`` charges in strict mode)."""
-    params = family_params(params.validate())
+    params = params.validate()
     total = epsilon_to_nano(params.epsilon, name="epsilon (ε)")
     if params.is_serenade:
         return serenade_budget(params, total)

@@ -17,7 +17,7 @@ from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import Attribute, Schema, ViewSpec
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions.mining import mine
-from dpcore.redescriptions.params import MiningParams, plan_budget
+from dpcore.redescriptions.params import RedescriptionParams, family_type, plan_budget
 from dpcore.registry import ALGORITHMS, MODES
 
 __all__ = ["tiny_dataset", "warmup_params", "warm_kernels"]
@@ -45,15 +45,20 @@ def tiny_dataset(n_rows: int = 120, seed: int = 0) -> TwoViewDataset:
     return TwoViewDataset.from_arrays(schema, np.vstack([b1, c1, x1]), np.vstack([b2, x2, x3]))
 
 
-def warmup_params(algorithm: str, mode: str) -> MiningParams:
+#: The smallest settings of both families (each algorithm's type takes its own).
+_SMALLEST = {"in_tr": 1, "rm_iter": 1, "depth": 2, "mc_iter": 40, "sigma_window": 10,
+             "init_pairs": 1, "es_rounds": 1, "cs_rounds": 1}
+
+
+def warmup_params(algorithm: str, mode: str) -> RedescriptionParams:
     """The smallest run of ``algorithm`` that still calls every kernel it uses.
 
     Tree miners: one trial, one alternation, depth 2, 40 MCMC iterations.
     Serenade: one initial pair and one extension round (ES and CS).
     """
-    return MiningParams(algorithm=algorithm, epsilon=1.0, mode=mode, in_tr=1, rm_iter=1,
-                        depth=2, mc_iter=40, sigma_window=10, init_pairs=1, es_rounds=1,
-                        cs_rounds=1)
+    family = family_type(algorithm)
+    return family(algorithm=algorithm, epsilon=1.0, mode=mode,
+                  **{k: v for k, v in _SMALLEST.items() if k in family.FIELDS})
 
 
 def warm_kernels() -> dict:
