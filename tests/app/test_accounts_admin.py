@@ -9,16 +9,16 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from accounts_support import PASSWORD, make_account
-from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
+from tests.support.accounts_support import PASSWORD, make_account
+from tests.support.apptest_support import APP
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
-CLINIC = Path(__file__).resolve().parent.parent / "sample_data" / "clinic"
+CLINIC = Path(__file__).resolve().parents[2] / "sample_data" / "clinic"
 
 
 @pytest.fixture

@@ -12,8 +12,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from accounts_support import owner_in_env_ledger, role_of, select_dataset, signed_in
-from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
 from components.common.budget_meter import fmt_eps
@@ -22,10 +20,12 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.runs import charge_and_mine, load_result
+from tests.support.accounts_support import owner_in_env_ledger, role_of, select_dataset, signed_in
+from tests.support.apptest_support import APP
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PAGES = ["pages/workbench/data.py", "pages/redescriptions/mine.py",
          "pages/redescriptions/explore.py", "pages/workbench/runs.py",
          "pages/workbench/teaching.py"]

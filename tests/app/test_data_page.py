@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from accounts_support import owner_in_env_ledger, role_of, sign_in_app, signed_in
 from streamlit.testing.v1 import AppTest
 
 from components.common.budget_meter import fmt_eps
@@ -24,6 +23,7 @@ from dpcore.privacy.units import epsilon_to_nano
 from dpcore.registry import ALGORITHM_SPECS, SEQUENCES, family_algorithms
 from dpcore.runs import charge_and_mine
 from dpcore.sequences.samples import generate_clickstream, write_sample
+from tests.support.accounts_support import owner_in_env_ledger, role_of, sign_in_app, signed_in
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
@@ -202,7 +202,7 @@ def test_a_sequence_declaration_the_data_do_not_fit_is_not_confirmed(ledger_path
                                                                      tmp_path_factory,
                                                                      monkeypatch):
     """The refusal names the file and line, not the server folder (outside the ledger's)."""
-    from apptest_support import APP
+    from tests.support.apptest_support import APP
 
     folder = tmp_path_factory.mktemp("hidden-mount") / "visits"
     data = _write_visits(folder)

@@ -10,7 +10,6 @@ import math
 
 import pandas as pd
 import pytest
-from apptest_support import APP
 from streamlit.testing.v1 import AppTest
 
 from components.redescriptions.export import export_csv, export_json
@@ -21,6 +20,7 @@ from dpcore.redescriptions.listing import list_entries
 from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.workspace import workspace_from_json
 from dpcore.runs import charge_and_mine, load_result
+from tests.support.apptest_support import APP
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 

@@ -15,7 +15,6 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from accounts_support import owner_in_env_ledger, role_of, select_dataset, sign_in_app
 
 from components.common.family_ui import cost_breakdown, cost_text, family_ui
 from components.common.family_ui import launch_blockers as shared_launch_blockers
@@ -48,6 +47,7 @@ from dpcore.registry import (
 from dpcore.runs import run_cost
 from dpcore.sequences.evaluate import exact_frequent_sequences
 from dpcore.sequences.samples import generate_clickstream
+from tests.support.accounts_support import owner_in_env_ledger, role_of, select_dataset, sign_in_app
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from accounts_support import owner_in_env_ledger, role_of, select_dataset
 
 from components.synthesis.synthesis_charts import (
     HIGH_COLUMN,
@@ -36,10 +35,11 @@ from dpcore.privacy.policy import Requester
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 from dpcore.synthesis.results import PARQUET_METADATA_KEY, SynthesisResult
+from tests.support.accounts_support import owner_in_env_ledger, role_of, select_dataset
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- core results

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from accounts_support import owner_in_env_ledger
 from streamlit.testing.v1 import AppTest
 
 from dpcore.data.kinds import load_any_dataset
@@ -21,6 +20,7 @@ from dpcore.errors import DataError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import content_digest
 from dpcore.registry import KIND_SEQUENCES, KIND_TABLE
+from tests.support.accounts_support import owner_in_env_ledger
 
 pytestmark = pytest.mark.usefixtures("apptest_workarounds")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference as R
 
 from bench import numpy_reference as ref
 from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.trees import cands_matrix
+from tests.support import reference as R
 
 DEPTH = 3
 

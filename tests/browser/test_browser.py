@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -417,9 +417,8 @@ def sequence_kernels():
 def _sign_in(page, ledger_path: Path, name: str = "analyst") -> None:
     """Create analyst ``name`` in the served ledger and sign in through the sidebar form
     (the private samples are for signed-in accounts only)."""
-    from accounts_support import PASSWORD, make_account
-
     from dpcore.privacy.ledger import Ledger
+    from tests.support.accounts_support import PASSWORD, make_account
 
     make_account(Ledger(ledger_path), name, role="analyst")
     side = page.get_by_test_id("stSidebar")

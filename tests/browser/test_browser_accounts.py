@@ -16,8 +16,12 @@ import re
 from pathlib import Path
 
 import pytest
-from accounts_support import PASSWORD, make_account
-from test_browser import (
+
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import content_digest
+from dpcore.privacy.units import epsilon_to_nano
+from dpcore.redescriptions.workspace import Workspace, workspace_from_json
+from tests.browser.test_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     REPO_ROOT,
@@ -27,11 +31,7 @@ from test_browser import (
     _wait_idle,
     streamlit_server,
 )
-
-from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import content_digest
-from dpcore.privacy.units import epsilon_to_nano
-from dpcore.redescriptions.workspace import Workspace, workspace_from_json
+from tests.support.accounts_support import PASSWORD, make_account
 
 CLINIC = REPO_ROOT / "sample_data" / "clinic"
 DATASET = "wards"

@@ -24,7 +24,13 @@ import time
 from pathlib import Path
 
 import pytest
-from test_browser import (
+
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.policy import Requester
+from dpcore.redescriptions.listing import ListFilter, filter_entries, list_entries, sort_entries
+from dpcore.redescriptions.workspace import workspace_from_json
+from dpcore.runs import load_result
+from tests.browser.test_browser import (
     CHROMIUM,
     REPO_ROOT,
     _metric,
@@ -33,12 +39,6 @@ from test_browser import (
     app_page,
     streamlit_server,
 )
-
-from dpcore.privacy.ledger import Ledger
-from dpcore.privacy.policy import Requester
-from dpcore.redescriptions.listing import ListFilter, filter_entries, list_entries, sort_entries
-from dpcore.redescriptions.workspace import workspace_from_json
-from dpcore.runs import load_result
 
 RUN_ID = "e" * 32
 WORKSPACE = "tester"

@@ -13,7 +13,15 @@ import re
 import time
 
 import pytest
-from test_browser import REPO_ROOT, _metric, _scroll_to, _wait_idle, app_page, served_app
+
+from tests.browser.test_browser import (
+    REPO_ROOT,
+    _metric,
+    _scroll_to,
+    _wait_idle,
+    app_page,
+    served_app,
+)
 
 __all__ = ["served_app"]  # the fixture, imported so pytest finds it here
 

@@ -15,7 +15,9 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import (
+
+from dpcore.privacy.ledger import Ledger
+from tests.browser.test_browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     REPO_ROOT,
@@ -25,8 +27,6 @@ from test_browser import (
     _wait_idle,
     streamlit_server,
 )
-
-from dpcore.privacy.ledger import Ledger
 
 STORED_RUN = "a" * 32
 KILLED_RUN = "b" * 32

@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.units import epsilon_to_nano
+from tests.support.accounts_support import owner_in_env_ledger
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLINIC = str(REPO / "sample_data" / "clinic")
 
 
@@ -402,10 +402,9 @@ def test_workspaces_are_listed_and_shared_as_the_signed_in_account(ledger_path, 
     a colleague opens it only once shared (0 ε: nothing is charged)."""
     import dataclasses
 
-    from accounts_support import PASSWORD, make_account
-
     from dpcore.errors import ParameterError
     from dpcore.privacy.policy import content_digest
+    from tests.support.accounts_support import PASSWORD, make_account
 
     ledger = Ledger(ledger_path)
     private = dataclasses.replace(clinic_dataset.schema, name="wards", public_demo=False)

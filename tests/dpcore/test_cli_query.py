@@ -11,13 +11,13 @@ import io
 import json
 
 import pytest
-from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.data.kinds import load_any_schema, sample_data_dir
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.units import epsilon_to_nano
 from dpcore.registry import CUSTOM_QUERY, REGION_MAP
+from tests.support.accounts_support import owner_in_env_ledger
 
 SITES = str(sample_data_dir() / "sites")
 CLINIC = str(sample_data_dir() / "clinic")

@@ -17,11 +17,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from accounts_support import make_account
-
 from dpcore.privacy.ledger import Ledger
+from tests.support.accounts_support import make_account
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CMS_SMALL = str(REPO / "sample_data" / "cms_small")
 
 #: Heavy libraries no command needs just to start.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dpcore
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_version_is_semantic():

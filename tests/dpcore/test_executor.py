@@ -134,7 +134,7 @@ def sample_ledger(tmp_path_factory):
     from dpcore.privacy.ledger import Ledger
     from dpcore.privacy.registration import register_folder
 
-    samples = Path(__file__).resolve().parent.parent / "sample_data"
+    samples = Path(__file__).resolve().parents[2] / "sample_data"
     ledger = Ledger(tmp_path_factory.mktemp("charged") / "ledger.sqlite")
     for folder in ("clinic", "house_power", "pima_like", "sites"):
         register_folder(ledger, samples / folder, cap=1e6, actor="test")

@@ -21,7 +21,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DPCORE = REPO / "dpcore"
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from dpcore.__main__ import BLAS_THREAD_VARIABLES, one_blas_thread_unless_chosen
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 #: ``python -m dpcore`` as a test can watch it: the entry point runs, then the BLAS libraries

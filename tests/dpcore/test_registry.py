@@ -10,7 +10,7 @@ import pytest
 from dpcore import registry
 from dpcore.errors import ParameterError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCANNED = ["dpcore", "components", "pages", "bench", "app.py"]
 NAMES = set(registry.ALL_ALGORITHMS) | set(registry.MODES)
 

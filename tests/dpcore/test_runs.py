@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from accounts_support import signed_in
 
 from dpcore.errors import BudgetExceededError, DataError, DpcoreError, ParameterError
 from dpcore.privacy.ledger import Ledger
@@ -27,6 +26,7 @@ from dpcore.runs import (
 )
 from dpcore.sequences.params import SequenceMiningParams
 from dpcore.synthesis.params import SynthesisParams
+from tests.support.accounts_support import signed_in
 
 SMALL = dict(in_tr=2, mc_iter=300)
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from accounts_support import signed_in
 
 from dpcore import family as families
 from dpcore.cli import main
@@ -42,9 +41,10 @@ from dpcore.registry import (
     register_family,
 )
 from dpcore.runs import charge_and_mine, load_result, run_cost
+from tests.support.accounts_support import signed_in
 
-PIMA = str(Path(__file__).resolve().parent.parent / "sample_data" / "pima_like")
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PIMA = str(Path(__file__).resolve().parents[2] / "sample_data" / "pima_like")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 TOY, HISTOGRAM = "toy_histograms", "class_histogram"
 LABEL = "class histogram"
 
@@ -342,7 +342,8 @@ def toy_ui(toy, tmp_path):
     from components.common.family_ui import register_family_ui
 
     script = tmp_path / "toy_page.py"
-    script.write_text("from test_toy_family import render_toy_page\n\nrender_toy_page()\n",
+    script.write_text("from tests.dpcore.test_toy_family import render_toy_page\n\n"
+                      "render_toy_page()\n",
                       encoding="utf-8")
     ui = ToyUI(script)
     undo = register_family_ui(ui)
@@ -424,8 +425,9 @@ def test_the_toy_family_is_in_the_apps_navigation_and_launches_a_charged_run(
     """The done-when of issue 34 for the app: registered in this test only, the toy family's
     page is part of the app's navigation, and its Launch charges the ledger and shows the
     stored release."""
-    from accounts_support import select_dataset
     from streamlit.testing.v1 import AppTest
+
+    from tests.support.accounts_support import select_dataset
 
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MAX_LINES = 100
 
 #: ``path::function`` → its length (lines) when the budget came in. Only shrinks.

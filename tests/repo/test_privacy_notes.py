@@ -14,7 +14,7 @@ import pytest
 
 from dpcore.registry import FAMILIES
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 #: "As of SHA-256 `<hex>` of:" followed by a blank line and one "- `path`" line per file.
 AS_OF = re.compile(r"As of SHA-256 `([0-9a-f]{64})` of:\n\n((?:- `[^`\n]+`\n)+)")

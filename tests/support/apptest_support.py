@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 #: The app's entry point, as AppTest wants it (an absolute path).
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 @pytest.fixture

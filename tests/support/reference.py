@@ -381,10 +381,9 @@ def grow_random_tree(coded, y: np.ndarray, depth: int, rng: np.random.Generator,
     """``row_chains_reference.random_tree``: a random tree over all rows (grow from a GROW
     root, then one relayout). Returns (nodes, perm, leaf_of_row, hist) with
     ``hist[leaf, class]`` the kernel's per-leaf class histogram."""
-    import row_chains_reference as RC
-
     from dpcore.redescriptions import kernels as K
     from dpcore.redescriptions.trees import cands_matrix
+    from tests.support import row_chains_reference as RC
 
     fanout = coded.fanout
     n = coded.codes.shape[1]

@@ -37,7 +37,7 @@ from dpcore.registry import (
 )
 from dpcore.runs import charge_and_mine, run_cost
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_each_built_in_family_has_one_ui_fulfilling_the_contract():

@@ -261,7 +261,7 @@ print("ok")
 def _workers(folder, *starts_and_rounds) -> list[subprocess.Popen]:
     script = folder.parent / "worker.py"
     script.write_text(_WORKER)
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return [subprocess.Popen([sys.executable, str(script), str(folder), str(s), str(r)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

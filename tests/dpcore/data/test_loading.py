@@ -121,7 +121,7 @@ def test_sample_datasets_load(name):
 
 
 def test_list_sample_datasets_is_repo_relative():
-    assert sample_data_dir() == Path(__file__).resolve().parent.parent / "sample_data"
+    assert sample_data_dir() == Path(__file__).resolve().parents[3] / "sample_data"
     assert [p.name for p in list_sample_datasets()] == sorted(p.name for p in
                                                              list_sample_datasets())
 

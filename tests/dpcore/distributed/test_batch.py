@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_distributed_plan import private_clinic, register
 
 from dpcore.distributed.batch import _mine_charged_run as mine_charged_run
 from dpcore.distributed.batch import run_batch
@@ -22,6 +21,7 @@ from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.registry import ALTMCMC, MCMCTREEPAIR
 from dpcore.runs import load_result
+from tests.dpcore.distributed.test_plan import private_clinic, register
 
 pytestmark = pytest.mark.slow
 

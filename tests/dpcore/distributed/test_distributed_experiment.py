@@ -8,12 +8,12 @@ import os
 import signal
 
 import pytest
-from accounts_support import owner_in_env_ledger
 
 from dpcore import cli
 from dpcore.data.samples import generate_clinic, write_dataset
 from dpcore.distributed.cluster import open_client
 from dpcore.experiments.harness import run_experiment
+from tests.support.accounts_support import owner_in_env_ledger
 
 pytestmark = pytest.mark.slow
 

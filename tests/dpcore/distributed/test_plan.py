@@ -14,7 +14,7 @@ from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.params import MiningParams
 from dpcore.registry import ALTEXPM, MCMCTREEPAIR
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 def private_clinic(root: Path) -> Path:

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_distributed_plan import private_clinic, register
 
 from dpcore.distributed.batch import run_batch
 from dpcore.distributed.plan import check_plan, parse_plan
@@ -33,8 +32,9 @@ from dpcore.distributed.preflight import (
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.policy import Requester
 from dpcore.registry import MCMCTREEPAIR
+from tests.dpcore.distributed.test_plan import private_clinic, register
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 DASK = Path(sys.executable).parent / "dask"
 SMALL = {"in_tr": 1, "mc_iter": 300, "rm_iter": 1}
 

@@ -4,13 +4,13 @@ fast checks."""
 import json
 
 import pytest
-from accounts_support import owner_in_env_ledger
 
 from dpcore import cli
 from dpcore.data.samples import generate_clinic, write_dataset
 from dpcore.experiments.harness import algorithm_params, run_experiment
 from dpcore.redescriptions.pruning import suggest_threshold
 from dpcore.redescriptions.results import RunResult
+from tests.support.accounts_support import owner_in_env_ledger
 
 HTML = ("noisy_vs_true.html", "true_j_hist.html", "abs_error_box.html")
 

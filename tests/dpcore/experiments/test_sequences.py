@@ -7,7 +7,6 @@ import math
 import sqlite3
 
 import pytest
-from accounts_support import owner_in_env_ledger
 
 from dpcore.cli import main
 from dpcore.errors import ParameterError
@@ -23,6 +22,7 @@ from dpcore.experiments.sequences import (
 from dpcore.privacy.ledger import store
 from dpcore.registry import PFS2, PFS2_BASELINE
 from dpcore.sequences.evaluate import exact_frequent_sequences
+from tests.support.accounts_support import owner_in_env_ledger
 
 #: 0.0003 of the MSNBC shape: 297 records (a run takes well under a second).
 TINY = 0.0003

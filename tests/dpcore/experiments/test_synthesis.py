@@ -17,7 +17,7 @@ from dpcore.privacy.ledger import store
 from dpcore.registry import FAITHFUL, FLOOR, STRICT
 from dpcore.synthesis.utility import CLASSIFIERS, REAL
 
-DIABETES = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / \
+DIABETES = Path(__file__).resolve().parents[4] / "shared" / "data" / \
     "mcgen_diabetes" / "diabetes_scale.csv"
 
 

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pytest
-import reference as R
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import BOOLEAN, Attribute, Schema, ViewSpec
@@ -82,6 +81,7 @@ from dpcore.synthesis import moments as moments_module
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
+from tests.support import reference as R
 
 MSG = R.SEED_MSG
 EPSILON = 1.0

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 import pytest
-import reference as R
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import BOOLEAN, NUMERIC, Attribute, Location, Schema, ViewSpec
@@ -80,6 +79,7 @@ from dpcore.synthesis.mcgen import correlation_noise
 from dpcore.synthesis.miner import synthesize
 from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
+from tests.support import reference as R
 
 MSG = R.SEED_MSG
 

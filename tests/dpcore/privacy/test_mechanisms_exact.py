@@ -30,11 +30,11 @@ import math
 from fractions import Fraction
 
 import numpy as np
-import reference as R
-from test_mechanisms import _GRID, _exact_em_probabilities, _float_em_counts
 
 from dpcore.privacy import mechanisms as m
 from dpcore.privacy.accountant import PrivacyAccountant
+from tests.dpcore.privacy.test_mechanisms import _GRID, _exact_em_probabilities, _float_em_counts
+from tests.support import reference as R
 
 MSG = R.SEED_MSG
 

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from accounts_support import make_account, signed_in
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -33,8 +32,9 @@ from dpcore.privacy.units import epsilon_to_nano
 from dpcore.redescriptions.mining import check_runnable
 from dpcore.redescriptions.params import MiningParams
 from dpcore.runs import charge_and_mine, load_result, readable_runs, run_cost
+from tests.support.accounts_support import make_account, signed_in
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 CLINIC = REPO / "sample_data" / "clinic"
 DIABETES = REPO / "sample_data" / "diabetes"
 SMALL = dict(in_tr=2, mc_iter=200)

@@ -15,9 +15,10 @@ import time
 from collections import Counter
 
 import pytest
-import test_audit_replay as replay
-import test_mechanisms_exact as exact
-from privacy_mutants import CATALOGUE, MECHANISMS, Mutant
+
+from tests.dpcore.privacy import test_audit_replay as replay
+from tests.dpcore.privacy import test_mechanisms_exact as exact
+from tests.support.privacy_mutants import CATALOGUE, MECHANISMS, Mutant
 
 FAMILIES = list(replay.REPLAY_CASES) + [MECHANISMS]
 

@@ -104,7 +104,7 @@ def ledger(tmp_path, clinic_dataset):
 
 
 def clinic_dataset_path():
-    return Path(__file__).resolve().parent.parent / "sample_data" / "clinic"
+    return Path(__file__).resolve().parents[3] / "sample_data" / "clinic"
 
 
 def test_private_run_mines_with_chacha_through_the_numba_kernels(ledger, monkeypatch):
@@ -156,7 +156,7 @@ def test_randomgen_is_loaded_by_the_first_secure_generator_only():
         "         all(is_secure_generator(k) for k in kids),\n"
         "         type(kids[0].bit_generator).__name__]\n"
         "print(json.dumps([before, after]))\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3],
                          capture_output=True, text=True, check=True).stdout
     before, after = json.loads(out.strip().splitlines()[-1])
     assert before == [False, False, False]

@@ -329,7 +329,7 @@ def test_cli_hash_from_stdin_refuses_empty_or_several_lines(monkeypatch, capsys,
 
 def test_python_m_dpcore_owner_hash_reads_a_pipe():
     """The short form, as a real subprocess with the password piped in (no terminal)."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[3]
     done = subprocess.run([sys.executable, "-m", "dpcore", "owner-hash", "--stdin"],
                           input="pipe d pw", capture_output=True, text=True, cwd=repo,
                           timeout=120)

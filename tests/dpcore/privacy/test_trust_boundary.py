@@ -20,7 +20,6 @@ import json
 from pathlib import Path
 
 import pytest
-from accounts_support import PASSWORD, make_account, signed_in
 
 from dpcore.cli import main
 from dpcore.data.loading import load_dataset
@@ -32,8 +31,9 @@ from dpcore.privacy.roles import LOGIN_FREE_FAILURES, hash_password
 from dpcore.redescriptions.params import MiningParams
 from dpcore.registry import ALTEXPM, FAITHFUL
 from dpcore.runs import charge_and_mine, run_cost
+from tests.support.accounts_support import PASSWORD, make_account, signed_in
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 CLINIC = REPO / "sample_data" / "clinic"
 SMALL = dict(in_tr=1, rm_iter=1)
 

@@ -12,7 +12,6 @@ import os
 
 import numpy as np
 import pytest
-import row_chains_reference as RC
 
 from dpcore.data.dataset import TwoViewDataset
 from dpcore.data.schema import Attribute, Schema, ViewSpec
@@ -20,6 +19,7 @@ from dpcore.redescriptions import bitset_mcmc as B
 from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
 from dpcore.redescriptions.trees import cands_matrix, child_bitsets
+from tests.support import row_chains_reference as RC
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "11"))
 DEPTH = 3

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference as R
 
 import dpcore.redescriptions.coding as C
 import dpcore.redescriptions.mining as mining
@@ -20,6 +19,7 @@ from dpcore.redescriptions.kernels import MULTIWAY, THRESHOLD
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import TreeParams
 from dpcore.registry import TREE_ALGORITHMS
+from tests.support import reference as R
 
 
 def test_strict_coding_does_not_depend_on_the_data():

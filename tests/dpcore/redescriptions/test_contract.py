@@ -14,7 +14,7 @@ from dpcore.redescriptions.contract import QueryAlgorithm, RedescriptionMiner
 from dpcore.redescriptions.params import MiningParams
 from dpcore.registry import ALTEXPM, CUSTOM_QUERY, FAITHFUL, KIND_TWO_VIEW, SERENADE_ES
 
-CLINIC = Path(__file__).resolve().parent.parent / "sample_data" / "clinic"
+CLINIC = Path(__file__).resolve().parents[3] / "sample_data" / "clinic"
 
 
 def test_the_kind_reads_and_round_trips_the_two_view_schema():

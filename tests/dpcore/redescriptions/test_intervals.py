@@ -27,7 +27,7 @@ from dpcore.redescriptions.params import MiningParams
 from dpcore.redescriptions.pruning import expected_jaccard_errors, suggest_threshold
 from dpcore.redescriptions.results import ExtractionRecord, RunResult
 from dpcore.registry import ALTEXPM, SERENADE_CS, STRICT
-from tests.test_extract import bool_tree
+from tests.dpcore.redescriptions.test_extract import bool_tree
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
 

@@ -32,8 +32,6 @@ from functools import cache
 
 import numpy as np
 import pytest
-import reference as R
-import row_chains_reference as RC
 from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
@@ -44,6 +42,8 @@ from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
 from dpcore.redescriptions.kernels.moves import valid_move
 from dpcore.redescriptions.trees import cands_matrix, child_bitsets
+from tests.support import reference as R
+from tests.support import row_chains_reference as RC
 
 MSG = R.SEED_MSG
 DEPTH = 2

@@ -27,7 +27,7 @@ from dpcore.redescriptions.mining import mine, trial_threads
 from dpcore.redescriptions.params import MiningParams, plan_budget
 from dpcore.redescriptions.targets import make_target, pick_attribute
 from dpcore.redescriptions.trees import sample_tree_pair
-from tests.test_mining import SEED, toy_dataset
+from tests.dpcore.redescriptions.test_mining import SEED, toy_dataset
 
 # ---------------------------------------------------------------- child streams
 

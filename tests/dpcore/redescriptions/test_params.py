@@ -7,7 +7,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-from test_mining import SEED, toy_dataset
 
 from dpcore.errors import ParameterError
 from dpcore.redescriptions.mining import mine
@@ -21,6 +20,7 @@ from dpcore.redescriptions.params import (
     plan_budget,
 )
 from dpcore.registry import ALGORITHMS, MODES, SERENADE_ALGORITHMS, SERENADE_ES, TREE_ALGORITHMS
+from tests.dpcore.redescriptions.test_mining import SEED, toy_dataset
 
 
 def _names(cls) -> set[str]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference as R
 from hypothesis import HealthCheck, given, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -32,6 +31,7 @@ from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.mining import mine
 from dpcore.redescriptions.params import MiningParams, plan_budget
+from tests.support import reference as R
 
 SCHEMA = R.make_schema(grid_bins=6)
 MSG = R.SEED_MSG

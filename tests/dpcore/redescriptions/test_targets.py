@@ -8,7 +8,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import reference as R
 from scipy import stats
 
 from dpcore.data.schema import BOOLEAN, CATEGORICAL, NUMERIC
@@ -19,6 +18,7 @@ from dpcore.redescriptions.targets import (
     pick_attribute,
 )
 from dpcore.registry import FAITHFUL, STRICT
+from tests.support import reference as R
 
 
 def test_pick_attribute_is_uniform_over_the_unused_attributes():

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference as R
-import row_chains_reference as RC
 
 from dpcore.data.schema import NUMERIC
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
+from tests.support import reference as R
+from tests.support import row_chains_reference as RC
 
 N_ROWS = 300
 N_CLASSES = 3

@@ -114,7 +114,7 @@ def test_saved_in_the_ledger_per_analyst_and_read_back(ledger_location):
     schema = Schema(name="clinic", attributes=(Attribute("DX_CHF", 0, "boolean"),
                                                Attribute("LAB", 1, "numeric", domain=(0.0, 9.0))),
                     views=(ViewSpec("d", "d.csv"), ViewSpec("l", "l.csv")), id_column="id")
-    from accounts_support import make_account
+    from tests.support.accounts_support import make_account
 
     led = Ledger(ledger_location)
     led.register_dataset("clinic", schema, None, 1.0, actor="owner", confirmed=True)

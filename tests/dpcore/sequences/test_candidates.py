@@ -7,7 +7,6 @@ import itertools
 
 import numpy as np
 import pytest
-import sequences_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from dpcore.sequences.candidates import (
     generate_candidates,
     one_item_candidates,
 )
+from tests.support import sequences_reference as ref
 
 
 @settings(deadline=None, max_examples=60)

@@ -16,7 +16,7 @@ from dpcore.sequences.contract import SequenceMiner
 from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.results import SequenceRunResult
 
-HOUSE_POWER = Path(__file__).resolve().parent.parent / "sample_data" / "house_power"
+HOUSE_POWER = Path(__file__).resolve().parents[3] / "sample_data" / "house_power"
 
 
 def test_the_kind_reads_the_sample_and_round_trips_its_schema():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import sequences_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +18,7 @@ from dpcore.sequences.evaluate import (
     support_threshold,
     true_supports,
 )
+from tests.support import sequences_reference as ref
 
 SCHEMA = SequenceSchema(name="s", alphabet=("a", "b", "c", "d"), l1=6,
                         files={"format": "lines", "records": "r.txt"})

@@ -27,7 +27,7 @@ from dpcore.sequences.intervals import (
 from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.results import SequenceRunResult, pattern_key
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample_data"
+SAMPLES = Path(__file__).resolve().parents[3] / "sample_data"
 
 
 def test_the_tails_are_the_noise_laws():

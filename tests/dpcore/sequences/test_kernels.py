@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sequences_reference as ref
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from dpcore.sequences.candidates import (
 )
 from dpcore.sequences.evaluate import exact_frequent_sequences, true_supports
 from dpcore.sequences.shrinking import candidate_supports, shrink_records
+from tests.support import sequences_reference as ref
 
 N_ITEMS = 5
 records_st = st.lists(st.lists(st.integers(0, N_ITEMS - 1), min_size=0, max_size=12),
@@ -272,7 +272,7 @@ def test_occurrence_runs_hold_every_position_once():
 
 def test_exact_mining_equals_prefixspan_on_the_sample_data():
     prefixspan = pytest.importorskip("prefixspan")
-    ds = load_sequence_dataset(Path(__file__).resolve().parent.parent / "sample_data"
+    ds = load_sequence_dataset(Path(__file__).resolve().parents[3] / "sample_data"
                                / "clickstream")
     ours = exact_frequent_sequences(ds, min_support=300)
     theirs = {tuple(p): s for s, p in prefixspan.PrefixSpan(ds.to_lists()).frequent(300)}

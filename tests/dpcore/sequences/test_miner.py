@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from sequences_reference import replay_level_calls
 
 from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.data.sequences.loading import load_sequence_dataset
@@ -52,9 +51,10 @@ from dpcore.sequences.relaxation import (
     relaxed_threshold,
 )
 from dpcore.sequences.results import SequenceRunResult
+from tests.support.sequences_reference import replay_level_calls
 
 SEED = 20241124
-SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
+SAMPLE_DATA = Path(__file__).resolve().parents[3] / "sample_data"
 
 
 def ladder_dataset(n_records=2000, n_items=10) -> SequenceDataset:

@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 import pytest
-import sequences_reference as ref
 
 from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.data.sequences.schema import SequenceSchema
@@ -35,6 +34,7 @@ from dpcore.sequences.params import (
     plan_budget,
 )
 from dpcore.sequences.strategy import TARGET_SCALE, level_budget, release_cap
+from tests.support import sequences_reference as ref
 
 SEED = 20241124
 

@@ -4,13 +4,13 @@ stay as they are, and the support counter agrees with a plain-Python count."""
 from __future__ import annotations
 
 import numpy as np
-import sequences_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpcore.data.sequences.dataset import csr_from_lists
 from dpcore.sequences.candidates import build_candidate_trie, generate_candidates
 from dpcore.sequences.shrinking import candidate_supports, relevant_items, shrink_records
+from tests.support import sequences_reference as ref
 
 N_ITEMS = 5
 RECORDS = st.lists(st.lists(st.integers(0, N_ITEMS - 1), max_size=14), min_size=1, max_size=25)

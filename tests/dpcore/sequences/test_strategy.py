@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from sequences_reference import replay_level_calls
 
 from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.data.sequences.schema import SequenceSchema
@@ -39,6 +38,7 @@ from dpcore.sequences.strategy import (
     verify_budget,
     wants_length_histogram,
 )
+from tests.support.sequences_reference import replay_level_calls
 
 SEED = 20241126
 EPS = 10**8  # 0.1 ε in nano-ε

@@ -18,7 +18,7 @@ from dpcore.synthesis.accuracy import accuracy_text, expected_accuracy
 from dpcore.synthesis.floor import feature_bins, noisy_marginals
 from dpcore.synthesis.params import SynthesisParams, run_cost_nano
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 SEED = int(os.environ.get("DPRM_TEST_SEED", 20231126))
 
 

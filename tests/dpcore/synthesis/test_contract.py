@@ -16,7 +16,7 @@ from dpcore.synthesis.contract import Synthesizer
 from dpcore.synthesis.params import SynthesisParams
 from dpcore.synthesis.results import SynthesisResult
 
-PIMA = Path(__file__).resolve().parent.parent / "sample_data" / "pima_like"
+PIMA = Path(__file__).resolve().parents[3] / "sample_data" / "pima_like"
 
 
 def test_the_kind_reads_the_sample_and_the_floor_runs_through_the_executor():

@@ -30,7 +30,7 @@ from dpcore.synthesis.params import (
 from dpcore.synthesis.results import SynthesisResult
 from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 L = half_range(16)
 
 

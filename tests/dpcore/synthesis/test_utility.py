@@ -19,7 +19,7 @@ from dpcore.synthesis.utility import (
     utility_report,
 )
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from dpcore.data.sequences.schema import (
 )
 from dpcore.errors import DataError
 
-SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
+SAMPLE_DATA = Path(__file__).resolve().parents[4] / "sample_data"
 SCHEMA = SequenceSchema("web", ("home", "news", "sports"), l1=5)
 
 

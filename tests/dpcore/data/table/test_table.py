@@ -157,7 +157,7 @@ def test_decoding_rounds_clips_and_takes_the_argmax_level():
 def test_pima_like_sample_ships_and_regenerates_identically(tmp_path):
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parent.parent / "sample_data" / "pima_like"
+    folder = Path(__file__).resolve().parents[4] / "sample_data" / "pima_like"
     table = load_synthesis_dataset(folder)
     assert table.n_rows == 768 and table.schema.public_demo
     np.testing.assert_array_equal(table.class_counts(), [500, 268])

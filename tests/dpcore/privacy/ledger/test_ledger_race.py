@@ -313,7 +313,7 @@ def test_two_app_servers_race_launches_on_one_postgresql_ledger(postgres_server,
     ledger = Ledger(url)
     ledger.register_dataset("clinic", clinic_dataset.schema, None, 1.0, actor="owner",
                             confirmed=True)
-    folder = Path(__file__).resolve().parent.parent / "sample_data" / "clinic"
+    folder = Path(__file__).resolve().parents[4] / "sample_data" / "clinic"
     out, _ = _in_processes(_app_server, [(url, name, str(folder))
                                          for name in ("server-a", "server-b")],
                            n_results=8, timeout=4 * TIMEOUT)

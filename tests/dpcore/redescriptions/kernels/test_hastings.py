@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from row_chains_reference import mcmc_single_tree
 from scipy import stats
 
 from dpcore.redescriptions.coding import code_view_strict
@@ -22,6 +21,7 @@ from dpcore.redescriptions.kernels.layout import ABSENT, SPLIT, node_depths, tre
 from dpcore.redescriptions.kernels.moves import apply_move, propose_move, valid_move
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
+from tests.support.row_chains_reference import mcmc_single_tree
 
 DEPTH = 3
 

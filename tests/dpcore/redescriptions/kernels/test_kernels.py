@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import reference as R
 from scipy import stats
 
 from dpcore.privacy.accountant import PrivacyAccountant
@@ -23,6 +22,7 @@ from dpcore.redescriptions import bitset_mcmc as B
 from dpcore.redescriptions import kernels as K
 from dpcore.redescriptions import trees as T
 from dpcore.redescriptions.coding import code_view_faithful, code_view_strict
+from tests.support import reference as R
 
 N_ROWS = 400
 N_CLASSES = 3

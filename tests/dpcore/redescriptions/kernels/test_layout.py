@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from row_chains_reference import mcmc_single_tree
 
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.kernels.layout import (
@@ -30,6 +29,7 @@ from dpcore.redescriptions.kernels.layout import (
 )
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
+from tests.support.row_chains_reference import mcmc_single_tree
 
 DEPTH = 2
 

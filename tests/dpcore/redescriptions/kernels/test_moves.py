@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from row_chains_reference import mcmc_single_tree
 
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.kernels.layout import (
@@ -29,6 +28,7 @@ from dpcore.redescriptions.kernels.moves import (
 )
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
+from tests.support.row_chains_reference import mcmc_single_tree
 
 DEPTH = 3
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from row_chains_reference import mcmc_single_tree
 
 from dpcore.redescriptions.coding import code_view_strict
 from dpcore.redescriptions.kernels.layout import (
@@ -18,6 +17,7 @@ from dpcore.redescriptions.kernels.layout import (
 )
 from dpcore.redescriptions.trees import cands_matrix
 from dpcore.redescriptions.warmup import tiny_dataset
+from tests.support.row_chains_reference import mcmc_single_tree
 
 DEPTH, N_CLASSES = 2, 3
 

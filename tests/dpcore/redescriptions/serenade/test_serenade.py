@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from test_mining import SEED, _release, _with_new_maximum, toy_dataset
 
 from dpcore.data.samples import clinic_planted_rules
 from dpcore.errors import BudgetExceededError, ParameterError
@@ -40,6 +39,7 @@ from dpcore.redescriptions.serenade.quality import (
     quality_sensitivity,
 )
 from dpcore.runs import charge_and_mine, load_result
+from tests.dpcore.redescriptions.test_mining import SEED, _release, _with_new_maximum, toy_dataset
 
 TINY = dict(init_pairs=4, es_rounds=6, cs_rounds=2)
 LOOSE = dict(min_support=0.0, min_jaccard=0.0, max_pvalue=1.0, max_support=1.0)
