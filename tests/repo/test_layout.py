@@ -1,7 +1,7 @@
 """The layout rules a newcomer relies on (docs/ARCHITECTURE.md): dpcore's top level holds
 only its entry points, every other module lives in a layer package with a docstring,
-dpcore never imports Streamlit, the Streamlit pages stay thin, and tests mirror modules
-(every dpcore module has a test module of its own, named after it)."""
+dpcore never imports Streamlit, the Streamlit pages stay thin, and tests mirror the package
+folders (every dpcore module ``dpcore/a/b.py`` has its own ``tests/dpcore/a/test_b.py``)."""
 
 from __future__ import annotations
 
@@ -96,42 +96,20 @@ def test_pages_folder_holds_only_section_packages_and_deep_link_shims():
         assert len(body) == 3 and [c.value.func.id for c in calls] == ["run_app"], shim.name
 
 
-# ------------------------------------------------------------ tests mirror modules
+# ------------------------------------------------------------ tests mirror the package folders
 
 TESTS = REPO / "tests"
 
-#: Family packages whose module names repeat across families (dataset, params, results,
-#: samples, schema, miner, evaluate): their test modules always carry the family prefix,
-#: ``dpcore/sequences/kernels.py`` → ``tests/test_sequences_kernels.py``.
-PREFIXED_FAMILIES = {"sequences", "synthesis"}
-
-#: Test modules whose name looks like a module's but that test something else.
-NOT_MODULE_TESTS = {
-    "test_layout": "the repository's layout (this module), not redescriptions/kernels/layout.py",
-}
-
-#: Test modules named before the convention; kept rather than renamed.
-NAMED_BEFORE_THE_CONVENTION = {
-    "dpcore/experiments/harness.py": "test_experiment",
-    "dpcore/experiments/metrics.py": "test_experiment_metrics",
-    "dpcore/experiments/sequences.py": "test_experiment_sequences",
-    "dpcore/experiments/synthesis.py": "test_experiment_synthesis",
-    # test_kernels would also name serenade/kernels.py, so the suffix rule leaves it to none.
-    "dpcore/redescriptions/kernels/__init__.py": "test_kernels",
-    # test___main__ would also name data/samples/__main__.py, so the suffix rule leaves it
-    # to none.
-    "dpcore/__main__.py": "test_main",
-    # named after the Explore page these modules serve
-    "dpcore/redescriptions/listing.py": "test_explore_listing",
-    "dpcore/redescriptions/workspace.py": "test_explore_workspace",
-}
+#: What may sit at the top of tests/: the suite's configuration, not tests.
+TESTS_TOP_LEVEL = {"__init__.py", "conftest.py", "run.sh"}
 
 #: Modules without a test module of their own, and why. Each ``__init__.py`` listed here
 #: must stay a pure re-export (docstring, imports, ``__all__``) and each ``__main__.py`` a
 #: shim of at most three statements: the check below fails if code moves into them.
 EXEMPT = {
     "dpcore/data/samples/__main__.py":
-        "shim: `python -m dpcore.data.samples` calls write.main (test_samples_write)",
+        "shim: `python -m dpcore.data.samples` calls write.main "
+        "(tests/dpcore/data/samples/test_write.py)",
     "dpcore/data/__init__.py": "package docstring only",
     "dpcore/data/sequences/__init__.py": "package docstring only",
     "dpcore/data/table/__init__.py": "package docstring only",
@@ -139,10 +117,11 @@ EXEMPT = {
     "dpcore/distributed/__init__.py": "package docstring only",
     "dpcore/experiments/__init__.py": "package docstring only",
     "dpcore/privacy/__init__.py": "package docstring only",
-    "dpcore/redescriptions/__init__.py": "re-exports FAMILY (test_contract)",
+    "dpcore/redescriptions/__init__.py":
+        "re-exports FAMILY (tests/dpcore/redescriptions/test_contract.py)",
     "dpcore/redescriptions/serenade/__init__.py": "package docstring only",
-    "dpcore/sequences/__init__.py": "re-exports FAMILY (test_sequences_contract)",
-    "dpcore/synthesis/__init__.py": "re-exports FAMILY (test_synthesis_contract)",
+    "dpcore/sequences/__init__.py": "re-exports FAMILY (tests/dpcore/sequences/test_contract.py)",
+    "dpcore/synthesis/__init__.py": "re-exports FAMILY (tests/dpcore/synthesis/test_contract.py)",
 }
 
 
@@ -151,14 +130,14 @@ def _dotted(path: Path, root: Path = REPO) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _mirror_names(path: Path, root: Path = REPO) -> list[str]:
-    """Test module names that may cover the dpcore module at ``path`` by the convention:
-    ``test_`` + any tail of its dotted name joined by ``_`` (``dpcore/privacy/ledger/store.py``
-    → ``test_store``, ``test_ledger_store``, ``test_privacy_ledger_store``); family
-    packages' tails must start at the family; ``dpcore/__init__.py`` → ``test_dpcore``."""
-    parts = _dotted(path, root).split(".")[1:] or ["dpcore"]
-    starts = [0] if parts[0] in PREFIXED_FAMILIES else range(len(parts))
-    return ["test_" + "_".join(parts[i:]) for i in starts]
+def mirror_test(module: Path, root: Path = REPO) -> Path:
+    """The test module of the code module at ``module``: its folders under ``tests/`` and
+    ``test_`` before its name (``dpcore/privacy/ledger/store.py`` →
+    ``tests/dpcore/privacy/ledger/test_store.py``). A package's ``__init__.py`` is mirrored by
+    ``test_<package>.py`` in the package's folder, a ``__main__.py`` by ``test_main.py``."""
+    rel = module.relative_to(root)
+    name = rel.parent.name if rel.name == "__init__.py" else rel.stem.strip("_")
+    return root / "tests" / rel.parent / f"test_{name}.py"
 
 
 def _imports_module(test_path: Path, dotted: str) -> bool:
@@ -186,84 +165,93 @@ def _is_pure_reexport(path: Path) -> bool:
     return True
 
 
-def _mirror_table(root: Path = REPO) -> dict[str, str | None]:
-    """dpcore module (path relative to ``root``, exemptions left out) → the test module that
-    mirrors it, or None. A name that two modules could claim covers neither."""
-    modules = sorted((root / "dpcore").rglob("*.py"))
-    tests = {p.stem for p in (root / "tests").glob("test_*.py")} - set(NOT_MODULE_TESTS)
-    claims: dict[str, int] = {}
-    for path in modules:
-        for name in _mirror_names(path, root):
-            claims[name] = claims.get(name, 0) + 1
-    table = {}
-    for path in modules:
-        key = str(path.relative_to(root))
-        if key in EXEMPT:
-            continue
-        names = [NAMED_BEFORE_THE_CONVENTION[key]] if key in NAMED_BEFORE_THE_CONVENTION \
-            else [n for n in _mirror_names(path, root) if claims[n] == 1]
-        table[key] = next((n for n in names if n in tests), None)
-    return table
+def _mirror_table(root: Path = REPO) -> dict[str, Path]:
+    """dpcore module (path relative to ``root``, exemptions left out) → its mirror test path."""
+    return {str(p.relative_to(root)): mirror_test(p, root)
+            for p in sorted((root / "dpcore").rglob("*.py"))
+            if str(p.relative_to(root)) not in EXEMPT}
 
 
-def _suggested_name(module: str) -> str:
-    names = _mirror_names(REPO / module)
-    return names[-2] if len(names) > 2 else names[-1]  # ledger/store.py → test_ledger_store
+def _shared_mirrors(table: dict[str, Path]) -> dict[Path, list[str]]:
+    """Mirror test paths that two modules would claim (``x/__init__.py`` and ``x/x.py``)."""
+    by_test: dict[Path, list[str]] = {}
+    for module, test in table.items():
+        by_test.setdefault(test, []).append(module)
+    return {test: modules for test, modules in by_test.items() if len(modules) > 1}
 
 
 def test_every_dpcore_module_has_its_own_test_module():
-    table = _mirror_table()
-    missing = [f"{module} (name it tests/{_suggested_name(module)}.py)"
-               for module, test in table.items() if test is None]
+    missing = [f"{module} (write {test.relative_to(REPO)})"
+               for module, test in _mirror_table().items() if not test.is_file()]
     assert not missing, "dpcore modules without a test module of their own:\n" + "\n".join(
         missing)
 
 
+def test_no_two_dpcore_modules_share_a_test_path():
+    shared = _shared_mirrors(_mirror_table())
+    assert not shared, f"modules whose mirror test paths coincide (rename one): {shared}"
+
+
 def test_each_mirror_test_module_imports_its_module():
-    table = _mirror_table()
-    unrelated = [f"tests/{test}.py does not import {_dotted(REPO / module)}"
-                 for module, test in table.items()
-                 if test and not _imports_module(TESTS / f"{test}.py", _dotted(REPO / module))]
+    unrelated = [f"{test.relative_to(REPO)} does not import {_dotted(REPO / module)}"
+                 for module, test in _mirror_table().items()
+                 if test.is_file() and not _imports_module(test, _dotted(REPO / module))]
     assert not unrelated, "\n".join(unrelated)
 
 
 def test_the_exemptions_are_still_exempt():
     stale = [m for m in EXEMPT if not (REPO / m).exists()]
     assert not stale, f"EXEMPT lists modules that no longer exist: {stale}"
-    stale = [m for m in NAMED_BEFORE_THE_CONVENTION if not (REPO / m).exists()]
-    assert not stale, f"NAMED_BEFORE_THE_CONVENTION lists modules that no longer exist: {stale}"
     grown = [m for m in EXEMPT if not _is_pure_reexport(REPO / m)]
     assert not grown, f"these exempt modules now hold code, so they need tests: {grown}"
 
 
-def test_the_mirror_names_follow_the_convention():
-    def names(p):
-        return _mirror_names(REPO / p)
-    assert names("dpcore/privacy/ledger/store.py") == [
-        "test_privacy_ledger_store", "test_ledger_store", "test_store"]
-    assert names("dpcore/sequences/kernels.py") == ["test_sequences_kernels"]
-    assert names("dpcore/redescriptions/kernels/__init__.py") == [
-        "test_redescriptions_kernels", "test_kernels"]
-    assert names("dpcore/__init__.py") == ["test_dpcore"]
-    probe = TESTS / "test_layout.py"
+def test_no_test_module_is_left_at_the_top_of_tests():
+    """A test belongs in the folder of what it tests: ``tests/<code path>/test_<module>.py``,
+    or tests/app/ (AppTests), tests/browser/ (real browser), tests/repo/ (whole repository)."""
+    strays = sorted(p.name for p in TESTS.iterdir()
+                    if p.is_file() and p.name not in TESTS_TOP_LEVEL)
+    assert not strays, f"move these into the folder of what they test: {strays}"
+
+
+def test_every_test_folder_is_a_package():
+    """Test modules of one name in two folders import as two modules only inside packages
+    (pytest's default import mode); a folder without ``__init__.py`` breaks collection."""
+    folders = {p.parent for p in TESTS.rglob("*.py")} | {TESTS}
+    missing = sorted(str(f.relative_to(REPO)) for f in folders
+                     if not (f / "__init__.py").is_file())
+    assert not missing, f"test folders without an __init__.py: {missing}"
+
+
+def test_the_mirror_path_follows_the_code():
+    def mirror(p):
+        return mirror_test(REPO / p).relative_to(REPO).as_posix()
+    assert mirror("dpcore/privacy/ledger/store.py") == "tests/dpcore/privacy/ledger/test_store.py"
+    assert mirror("dpcore/sequences/kernels.py") == "tests/dpcore/sequences/test_kernels.py"
+    assert mirror("dpcore/redescriptions/kernels/__init__.py") == \
+        "tests/dpcore/redescriptions/kernels/test_kernels.py"
+    assert mirror("dpcore/__init__.py") == "tests/dpcore/test_dpcore.py"
+    assert mirror("dpcore/__main__.py") == "tests/dpcore/test_main.py"
+    probe = TESTS / "repo" / "test_layout.py"
     assert _imports_module(probe, "pytest") and not _imports_module(probe, "dpcore.cli")
 
 
-def test_the_mirror_check_sees_a_missing_or_ambiguous_test(tmp_path):
+def test_the_mirror_check_sees_a_missing_or_shared_test(tmp_path):
     for module in ("dpcore/x/store.py", "dpcore/x/kernels.py", "dpcore/y/kernels.py",
-                   "dpcore/sequences/schema.py", "dpcore/sequences/params.py"):
+                   "dpcore/y/__init__.py", "dpcore/y/y.py"):
         (tmp_path / module).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / module).write_text('"""m"""\n', encoding="utf-8")
-    (tmp_path / "tests").mkdir()
-    for test in ("test_store", "test_kernels", "test_schema", "test_sequences_params"):
-        (tmp_path / "tests" / f"{test}.py").write_text("", encoding="utf-8")
-    assert _mirror_table(tmp_path) == {
-        "dpcore/sequences/params.py": "test_sequences_params",
-        "dpcore/sequences/schema.py": None,      # a family module needs its prefix
-        "dpcore/x/kernels.py": None,             # test_kernels could be either kernels.py
-        "dpcore/x/store.py": "test_store",
-        "dpcore/y/kernels.py": None,
-    }
+    for test in ("tests/dpcore/x/test_store.py", "tests/dpcore/x/test_kernels.py",
+                 "tests/dpcore/test_kernels.py"):     # a flat name mirrors no kernels.py
+        (tmp_path / test).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / test).write_text("", encoding="utf-8")
+    table = _mirror_table(tmp_path)
+    present = {m for m, test in table.items() if test.is_file()}
+    assert present == {"dpcore/x/store.py", "dpcore/x/kernels.py"}
+    assert set(table) - present == {"dpcore/y/kernels.py", "dpcore/y/__init__.py",
+                                    "dpcore/y/y.py"}
+    assert _shared_mirrors(table) == {
+        tmp_path / "tests/dpcore/y/test_y.py": ["dpcore/y/__init__.py", "dpcore/y/y.py"]}
 
 
 # ------------------------------------------------------------ import graph
