@@ -171,7 +171,8 @@ def ledger_location(request, tmp_path):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Print the privacy mutation score (tests/test_privacy_mutants.py) even under ``-q``."""
+    """Print the privacy mutation score (tests/dpcore/privacy/test_privacy_mutants.py) even
+    under ``-q``."""
     import sys
 
     module = sys.modules.get("tests.dpcore.privacy.test_privacy_mutants")

@@ -5,7 +5,7 @@ analyst who opens the first one's workspace by a deep link is refused, and finds
 empty workspace of their own under the same name.
 
 One server and one browser for the whole walk (each analyst in a browser context of its
-own, i.e. a session of its own). As ``tests/test_browser.py``: Debian's chromium
+own, i.e. a session of its own). As ``tests/browser/test_browser.py``: Debian's chromium
 (``/usr/bin/chromium``) driven by Playwright; it FAILS without chromium.
 """
 

@@ -2,7 +2,7 @@
 redescriptions in the editable table, reload the page (a new session) and find the
 workspace intact.
 
-As ``tests/test_browser.py``: Debian's chromium (``/usr/bin/chromium``) driven by
+As ``tests/browser/test_browser.py``: Debian's chromium (``/usr/bin/chromium``) driven by
 Playwright against ``streamlit run app.py`` on a free port with a temporary ledger; it
 FAILS without chromium. The ledger is prepared before the server starts — the sample
 datasets and one seeded MCMCTreePair run on ``clinic`` through :func:`dpcore.runs.charge_and_mine`

@@ -3,7 +3,7 @@ declared location grid): a custom query is written, paid after a confirm, its no
 appears and its charge shows in the budget meter; then a noisy map of the same pair is
 paid and drawn (filled cell polygons, offline: no tile server).
 
-Same approach as ``tests/test_browser.py`` (Debian's chromium driven by Playwright against
+Same approach as ``tests/browser/test_browser.py`` (Debian's chromium driven by Playwright against
 ``streamlit run app.py`` with a temporary ledger; fails without chromium).
 """
 

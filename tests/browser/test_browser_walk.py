@@ -5,7 +5,7 @@ datasets, one seeded MCMCTreePair run on ``clinic`` (stored) and one run charged
 ``clinic`` whose process "was killed" (charged, never stored). The very first request to
 that server is a deep link (``/explore``), as after a restart.
 
-As ``tests/test_browser.py``: Debian's chromium (``/usr/bin/chromium``) driven by
+As ``tests/browser/test_browser.py``: Debian's chromium (``/usr/bin/chromium``) driven by
 Playwright; it FAILS without chromium. Screenshots go to ``artifacts/walk_*.png``.
 """
 

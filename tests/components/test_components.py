@@ -415,7 +415,7 @@ def test_warmup_runs_are_tiny():
 
 # --------------------------------------------------------------------------- newcomer issue
 # "What a newcomer trips over": each point's pure part (the app-level behaviour is in
-# tests/test_app.py, the box selection and the diagram in a real browser).
+# tests/app/test_app.py, the box selection and the diagram in a real browser).
 
 def test_what_to_expect_is_computed_from_parameters_and_matches_the_suggestion(tree_result):
     """Point 1: a pre-launch estimate of the noisy-J error, from public parameters only.

@@ -6,7 +6,7 @@ imported and which numba kernels it loaded. ``import dpcore.cli`` (what ``--help
 scikit-learn, psycopg, pyarrow, Streamlit or tqdm; a redescription ``mine`` of registered
 data pays for numba, its own kernels and ``scipy.special`` (the p-values), never for
 pandas (the data come from the columnar cache written at registration), ``scipy.stats`` or
-another family's modules. (``python -m dpcore``'s BLAS thread count: test_main.py.)
+another family's modules. (``python -m dpcore``'s BLAS thread count: tests/dpcore/test_main.py.)
 """
 
 from __future__ import annotations

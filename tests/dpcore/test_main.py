@@ -1,5 +1,5 @@
 """``python -m dpcore`` (dpcore/__main__.py): one OpenBLAS thread unless the caller chose a
-count (issue 19), then the command line. The commands themselves: test_cli*.py."""
+count (issue 19), then the command line. The commands themselves: tests/dpcore/test_cli*.py."""
 
 from __future__ import annotations
 

@@ -5,10 +5,10 @@ Each mutant is a named context manager that monkeypatches one Python-level thing
 arguments a family passes to a mechanism (ε, Δ, the generator), the ε it hands a numba
 kernel, a choice it makes before drawing, or a sampler of ``mechanisms`` — and restores it on
 exit. The run still works and still charges its plan: every mutant is a *silent* bug that
-only a privacy test can see. ``tests/test_privacy_mutants.py`` runs each family's cheap
-detectors (``tests/test_audit_replay.py::DETECTORS`` and the exact sampler checks) under
-every mutant and asserts that at least one fails; the privacy mutation score is caught /
-planted and must be 100 %.
+only a privacy test can see. ``tests/dpcore/privacy/test_privacy_mutants.py`` runs each family's
+cheap detectors (``tests/dpcore/privacy/test_audit_replay.py::DETECTORS`` and the exact sampler
+checks) under every mutant and asserts that at least one fails; the privacy mutation score is
+caught / planted and must be 100 %.
 
 Numba kernels called from other jitted code cannot be patched, so nothing here changes a
 kernel's body: a hotter chain or exponential mechanism is planted where the family passes

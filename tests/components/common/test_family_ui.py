@@ -1,6 +1,6 @@
 """The built-in families' UIs (components/*/ui.py) fulfil the FamilyUI contract, and the one
 cost line, launch blockers, meter reading and result view driven by it (the toy family's UI,
-registered at run time, is in tests/test_toy_family.py)."""
+registered at run time, is in tests/dpcore/test_toy_family.py)."""
 
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ def s(support=10.0, nj=0.5, tj=0.5, tp=0.001, np_=0.001, run="r") -> ScoredRedes
 
 
 def small_dataset(n_rows: int = 300, seed: int = 11) -> TwoViewDataset:
-    """Two views with a planted rule D0 ∨ D1 ⇔ L0 > 60 (pattern of test_mining.toy_dataset)."""
+    """Two views with a planted rule D0 ∨ D1 ⇔ L0 > 60 (pattern of toy_dataset in
+    tests/dpcore/redescriptions/test_mining.py)."""
     rng = np.random.default_rng(seed)
     left = (rng.random((4, n_rows)) < 0.3).astype(float)
     right = rng.random((3, n_rows)) * 100

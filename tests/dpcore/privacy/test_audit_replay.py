@@ -16,9 +16,10 @@ every release forced to the output recorded on D. A private run then:
   ε the accountant was charged, with the sensitivity of the score (2 for Gini, 1 or 3 for the
   pair scores, Δf at the released N̂) and the Hastings correction on.
 
-Every check here is a plain function of no arguments, so ``tests/test_privacy_mutants.py``
-can run the same checks under each planted bug. The designs are tiny (20–45 rows): the whole
-module takes a few seconds once the kernels are compiled.
+Every check here is a plain function of no arguments, so
+``tests/dpcore/privacy/test_privacy_mutants.py`` can run the same checks under each planted bug.
+The designs are tiny (20–45 rows): the whole module takes a few seconds once the kernels are
+compiled.
 """
 
 from __future__ import annotations
@@ -456,7 +457,7 @@ def test_the_recorder_is_off_by_default_and_refuses_to_nest():
 
 def test_the_replay_checks_see_a_too_small_scale_a_reused_stream_and_a_branch():
     """Each check fails on a mechanism built to fail it (the catalogue of
-    tests/privacy_mutants.py plants such bugs in the real miners)."""
+    tests/support/privacy_mutants.py plants such bugs in the real miners)."""
     rng = np.random.default_rng(1)
     acc = PrivacyAccountant(10**10)
     with NoiseRecorder() as rec:
@@ -492,7 +493,7 @@ def _copy(rng):
 # =========================================================================== checks by family
 
 #: The cheap detectors of each family (fixture-free callables), what
-#: tests/test_privacy_mutants.py runs under every planted bug of that family.
+#: tests/dpcore/privacy/test_privacy_mutants.py runs under every planted bug of that family.
 DETECTORS: dict[str, list[Callable[[], None]]] = {
     name: [(lambda n=name: check_replay(n))] for name in REPLAY_CASES}
 for _name in (CUSTOM_QUERY, REGION_MAP):

@@ -534,7 +534,7 @@ def test_noise_beyond_the_float_cut_is_reachable(eps_over_delta, v, expected):
     successes of Bernoulli(e^-1) before the first failure, a loop without a cap: a path with
     V = 45 gives noise 1, V = 130 at ε/Δ = 41 gives 3. So P(noise ≠ 0) is P(V ≥ ε/Δ)·(sign
     acceptance) = 2a/(1 + a) with a = e^{−ε/Δ} (the V law is tested statistically in
-    test_mechanisms_statistical.py), not 0 as with the float sampler."""
+    tests/dpcore/privacy/test_mechanisms_statistical.py), not 0 as with the float sampler."""
     s, t = eps_over_delta, 1
     # U = 0 (t = 1) and Bernoulli(exp(−0/1)) = 1 take no draw; then V, then the sign.
     script = _EXP1_TRUE * v + _EXP1_FALSE

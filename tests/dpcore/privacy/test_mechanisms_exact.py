@@ -19,8 +19,8 @@
   stated TV bound (4n + 2)·2⁻⁵³, and ``exponential_choice`` draws exactly the inversion at
   ε/(2Δ) on the same stream.
 
-Each check is a fixture-free function, so ``tests/test_privacy_mutants.py`` reruns them under
-the planted bugs of the sampling cores.
+Each check is a fixture-free function, so ``tests/dpcore/privacy/test_privacy_mutants.py``
+reruns them under the planted bugs of the sampling cores.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The privacy mutation score: every planted bug of ``tests/privacy_mutants.py`` must make
-at least one privacy test fail (docs/PRIVACY.md §13, "Mutants").
+"""The privacy mutation score: every planted bug of ``tests/support/privacy_mutants.py`` must
+make at least one privacy test fail (docs/PRIVACY.md §13, "Mutants").
 
-For each mutant the family's cheap detectors run in-process with the mutant applied — the
-replay checks of ``tests/test_audit_replay.py`` (the mutant's family, two seeds) and, for
-the sampling cores, the exact checks of ``tests/test_mechanisms_exact.py``. A mutant is
-caught when a detector raises ``AssertionError``; any other exception means the mutant broke
-the run instead of planting a silent bug, and fails this test. The table of which check
+For each mutant the family's cheap detectors run in-process with the mutant applied — the replay
+checks of ``tests/dpcore/privacy/test_audit_replay.py`` (the mutant's family, two seeds) and,
+for the sampling cores, the exact checks of ``tests/dpcore/privacy/test_mechanisms_exact.py``. A
+mutant is caught when a detector raises ``AssertionError``; any other exception means the mutant
+broke the run instead of planting a silent bug, and fails this test. The table of which check
 caught which mutant and the score caught / planted are printed; the score must be 100 %.
 """
 

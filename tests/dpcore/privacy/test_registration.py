@@ -1,6 +1,6 @@
 """dpcore.privacy.registration: the one registration path of the CLI's ``register``, the
 Data page's upload and the API — all or nothing, schema confirmed, content digest recorded.
-(The Data page's use of it is tested in ``tests/test_upload_kinds.py``.)"""
+(The Data page's use of it is tested in ``tests/app/test_upload_kinds.py``.)"""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
 4. the Python API trusted its caller: ``Requester(role="owner")`` without a password, the
    Dask worker function mining for a bare permit, the data's path and digest for anyone;
 5. one global login back-off let any stranger lock the owner out (see also
-   tests/test_accounts.py);
+   tests/dpcore/privacy/test_accounts.py);
 6. a batch resumed another client's charged run id with other parameters.
 
 Nothing refused here is charged.

@@ -3,7 +3,7 @@
 Both implementations draw the same proposals from the same random stream, so
 with one seed they must visit the same trees and record the same score trace
 (to float rounding). The row-based kernels are themselves checked against
-naive references in test_kernels.py.
+naive references in tests/dpcore/redescriptions/kernels/test_kernels.py.
 """
 
 from __future__ import annotations

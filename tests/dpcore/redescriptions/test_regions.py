@@ -1,6 +1,6 @@
 """Noisy maps (dpcore/redescriptions/regions.py) and the schema's location grid: validation
 with clear messages, cell assignment, the charged and stored map, the calibration of its
-noise (the ``sites`` sample itself: tests/test_samples_sites.py)."""
+noise (the ``sites`` sample itself: tests/dpcore/data/samples/test_sites.py)."""
 
 from __future__ import annotations
 

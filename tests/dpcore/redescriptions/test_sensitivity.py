@@ -3,7 +3,7 @@ and of the leaf×leaf table that gets noise.
 
 For random neighbouring datasets D, D′ (D′ = D with one row added or removed) and a FIXED
 tree structure (built on D by the kernels, then D′'s rows routed through the same
-structure by the naive router of tests/reference.py):
+structure by the naive router of tests/support/reference.py):
 
 * Gini tree score S(T) = −Σ_leaves |leaf|·gini(leaf):           |S(D) − S(D′)| ≤ 2
 * split utility q = −Σ_children |child|·gini(child), every node: |q(D) − q(D′)| ≤ 2

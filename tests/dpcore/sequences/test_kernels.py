@@ -1,4 +1,4 @@
-"""Sequence kernels against the plain-Python references of tests/sequences_reference.py:
+"""Sequence kernels against the plain-Python references of tests/support/sequences_reference.py:
 containment, support counting (both counters), candidate generation and the trie,
 consecutive-pattern compression, reconstruction, shrinking (every record ≤ lmax; its
 lossless steps lossless) and the prefix-projected search (exact mining, existence)."""

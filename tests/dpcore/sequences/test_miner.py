@@ -1,8 +1,8 @@
-"""PFS2: parameters and the budget plan, the relaxed threshold (the published values),
-exact accounting, strict mode's data-independence (declared alphabet, N̂ everywhere,
-hard truncation; the per-level choices are in test_sequences_strategy.py), faithful mode's
-labels and partition, the baseline, the result's JSON round trip, progress, and recovery
-of the true frequent sequences at large ε."""
+"""PFS2: parameters and the budget plan, the relaxed threshold (the published values), exact
+accounting, strict mode's data-independence (declared alphabet, N̂ everywhere, hard truncation;
+the per-level choices are in tests/dpcore/sequences/test_strategy.py), faithful mode's labels
+and partition, the baseline, the result's JSON round trip, progress, and recovery of the true
+frequent sequences at large ε."""
 
 from __future__ import annotations
 

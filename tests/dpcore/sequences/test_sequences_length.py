@@ -5,7 +5,8 @@ cell); L_f read from exact counts is never below the exact longest frequent leng
 upper bound); one call of sensitivity 1 paying exactly ε3; neighbouring datasets that release
 the same values get the same L_f; and a House_Power-shaped run at θ = 0.02 finishes with the
 work stated in the test (no maximal-support search; candidates bounded level by level).
-The noise's calibration is in tests/test_sequences_statistical.py (χ², with a power check).
+The noise's calibration is in tests/dpcore/sequences/test_sequences_statistical.py (χ², with a
+power check).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""dpcore.privacy.ledger.store: the Ledger's own contract on a SQLite file — open by
-location, charge before noise (idempotent, capped, nothing written on refusal), results
-once, failures never refunded. tests/test_ledger.py runs the full story on both backends."""
+"""dpcore.privacy.ledger.store: the Ledger's own contract on a SQLite file — open by location,
+charge before noise (idempotent, capped, nothing written on refusal), results once, failures
+never refunded. tests/dpcore/privacy/ledger/test_ledger.py runs the full story on both
+backends."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every numba kernel of dpcore.redescriptions.kernels (and the strict-mode bitset kernels of
-dpcore.redescriptions.bitset_mcmc) against the naive references in tests/reference.py.
+dpcore.redescriptions.bitset_mcmc) against the naive references in tests/support/reference.py.
 
 Random two-view data with missing values, a ≤4-category (multiway) and a >4-category
 (one-vs-rest) categorical attribute per view, numeric values on grid thresholds, coded in
