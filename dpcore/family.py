@@ -25,7 +25,7 @@ more **algorithms** (:class:`Algorithm`). An algorithm is five things:
 The built-in families live in ``dpcore.redescriptions``, ``dpcore.sequences`` and
 ``dpcore.synthesis``; each package exports one ``FAMILY``. Further families are registered at
 run time with :func:`dpcore.registry.register_family` (the test suite's toy family is the
-worked example: ``tests/test_toy_family.py``). :func:`family`, :func:`algorithm` and
+worked example: ``tests/dpcore/test_toy_family.py``). :func:`family`, :func:`algorithm` and
 :func:`dataset_kind` are the only way the run path (:mod:`dpcore.executor`,
 :mod:`dpcore.runs`, :mod:`dpcore.distributed`) reaches family code.
 """

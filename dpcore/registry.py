@@ -14,7 +14,7 @@ import cycle. :func:`register_family` adds a family at run time, and
 :data:`ALGORITHM_SPECS` is a live view of every registered algorithm.
 
 How to add a miner or a family: see ``docs/ARCHITECTURE.md`` (the worked example of a
-family is ``tests/test_toy_family.py``).
+family is ``tests/dpcore/test_toy_family.py``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 #: The AppTest fixtures (``apptest_workarounds``, ``ledger_path``, ``app``) of the page tests.
-pytest_plugins = ["apptest_support"]
+pytest_plugins = ["tests.support.apptest_support"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -171,10 +171,11 @@ def ledger_location(request, tmp_path):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Print the privacy mutation score (tests/test_privacy_mutants.py) even under ``-q``."""
+    """Print the privacy mutation score (tests/dpcore/privacy/test_privacy_mutants.py) even
+    under ``-q``."""
     import sys
 
-    module = sys.modules.get("test_privacy_mutants")
+    module = sys.modules.get("tests.dpcore.privacy.test_privacy_mutants")
     line = config.stash.get(module.SCORE_KEY, None) if module else None
     if line:
         terminalreporter.write_sep("=", line)

@@ -21,7 +21,7 @@ kinds:
 Everything here reads public parameters and budget plans only (0 ε); the privacy rules stay
 in ``dpcore`` (the ledger charges, the policy refuses). Further families are registered at
 run time with :func:`register_family_ui` (the test suite's toy family,
-``tests/test_toy_family.py``, is the worked example).
+``tests/dpcore/test_toy_family.py``, is the worked example).
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ points, or a dragged box (its x *and* y ranges, and the points Plotly found in i
   support among them, so each of them is kept. A box that covers none leaves the
   threshold as it was, and says so.
 
-No Streamlit here: this is unit-tested (``tests/test_selection.py``). It reads only
-released noisy statistics and the user's gesture, so it costs 0 ε.
+No Streamlit here: this is unit-tested (``tests/components/redescriptions/test_selection.py``).
+It reads only released noisy statistics and the user's gesture, so it costs 0 ε.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ confidence 1 − α, not ε-DP on those data. The method is that of the statisti
 testers (Ding et al. 2018; Bichsel et al. 2021, "DP-Sniper"; Jagielski et al. 2020).
 
 Everything here is plain statistics on counts supplied by the caller (runs on public or
-synthetic data, a throwaway accountant): it reads no ledger and releases nothing, so it
-spends no budget. Used by ``tests/test_audit.py`` (every miner on neighbouring datasets)
+synthetic data, a throwaway accountant): it reads no ledger and releases nothing, so it spends
+no budget. Used by ``tests/dpcore/privacy/test_audit.py`` (every miner on neighbouring datasets)
 and usable by owners and teachers on their own mechanisms.
 
 **Replay with frozen randomness** (white box; the idea of record-and-replay DP checkers):

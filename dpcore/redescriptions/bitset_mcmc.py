@@ -20,8 +20,9 @@ so it costs O(N/64 × leaves under h) word operations with no per-row gathers.
   σ rule (``kernels.hastings.scores_stabilised``) and accepts without the proposal ratio, as the
   paper and the authors' code do.
 
-Same chains as the test suite's row-based reference chains (``tests/row_chains_reference.py``),
-which they are tested against (tests/test_bitset_mcmc.py): the same moves and step
+Same chains as the test suite's row-based reference chains
+(``tests/support/row_chains_reference.py``), which they are tested against
+(tests/dpcore/redescriptions/test_bitset_mcmc.py): the same moves and step
 (``kernels.moves``, then ``kernels.hastings.hastings_accept``), scores and sensitivities,
 drawing the same random numbers in the same order; faithful chains also keep the row
 chains' integer counts and float arithmetic, so they return the same trees, traces and

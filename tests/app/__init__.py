@@ -1,0 +1,1 @@
+"""AppTests of the Streamlit app and its pages (no browser)."""

@@ -1,0 +1,1 @@
+"""Tests of bench/ (the benchmark and oracle tooling)."""

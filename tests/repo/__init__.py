@@ -1,0 +1,1 @@
+"""Checks of the repository as a whole: layout, complexity budget, privacy notes."""

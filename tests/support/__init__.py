@@ -1,0 +1,1 @@
+"""Helpers the tests share (reference implementations, fixtures, planted mutants); no tests."""
