@@ -53,6 +53,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 #: The public sample each dataset kind's miners run on (all three are public demos, so a
 #: seed is accepted and the release is reproducible).
 SAMPLES = {"two_view": "cms_small", "sequences": "house_power", "table": "pima_like"}
+OWNER_NAME = "bench-owner"
 OWNER_PASSWORD = "bench-compile-times"
 
 
@@ -77,32 +78,36 @@ def release_digest(path: Path) -> str:
 
 
 def _env(work: Path, cache: str | None) -> dict:
+    """The environment of every child: the private ledger in ``work`` and its owner account
+    signed in from ``$DPRM_USER`` / ``$DPRM_PASSWORD`` (a script's secret, as ``dpcore.cli``
+    reads it); ``cache`` the numba cache folder (None: the default)."""
     env = dict(os.environ)
     env["DPRM_LEDGER"] = str(work / "ledger.sqlite")
-    env["DPRM_OWNER_PASSWORD"] = OWNER_PASSWORD
+    env["DPRM_USER"] = OWNER_NAME
+    env["DPRM_PASSWORD"] = OWNER_PASSWORD
     if cache is not None:
         env["NUMBA_CACHE_DIR"] = cache
-    hash_file = work / "owner_hash"
-    if not hash_file.exists():
-        out = subprocess.run([sys.executable, "-m", "dpcore", "owner-hash", "--stdin"],
-                             input=OWNER_PASSWORD, capture_output=True, text=True, check=True,
-                             env=env, cwd=REPO_ROOT)
-        hash_file.write_text(out.stdout.strip().splitlines()[0])
-    env["DPRM_OWNER_PASSWORD_HASH"] = hash_file.read_text().strip()
     return env
 
 
 def prepare_ledger(work: Path) -> None:
-    """A private ledger in ``work`` with the three public samples registered."""
+    """A private ledger in ``work`` with an owner account and the three public samples
+    registered (``register`` needs the owner signed in: accounts live in the ledger)."""
     work.mkdir(parents=True, exist_ok=True)
     if (work / "ledger.sqlite").exists():
         return
     env = _env(work, None)
-    for name in SAMPLES.values():
-        subprocess.run([sys.executable, "-m", "dpcore", "register", "--data",
-                        str(REPO_ROOT / "sample_data" / name), "--cap", "1000000000"],
-                       env=env, cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+    steps = [(["users", "add", OWNER_NAME, "--role", "owner", "--password-stdin"],
+              OWNER_PASSWORD + "\n")]
+    steps += [(["register", "--data", str(REPO_ROOT / "sample_data" / name),
+                "--cap", "1000000000"], None) for name in SAMPLES.values()]
+    for argv, stdin in steps:
+        done = subprocess.run([sys.executable, "-m", "dpcore", *argv], input=stdin, env=env,
+                              cwd=REPO_ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            (work / "ledger.sqlite").unlink(missing_ok=True)
+            raise SystemExit(f"bench.compile_times: `dpcore {' '.join(argv)}` failed "
+                             f"({done.returncode}): {done.stderr.strip()}")
 
 
 def mine_argv(algorithm: str, mode: str, out: Path, seed: int = 1) -> list[str]:
