@@ -77,6 +77,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from dpcore.data.kinds import load_any_dataset
+from dpcore.data.loading import join_view_ids, read_table
+from dpcore.data.names import check_dataset_name
+from dpcore.data.prefill import prefill
+from dpcore.data.schema import save_schema
 from dpcore.errors import (
     DataError,
     DpcoreError,
@@ -979,6 +983,37 @@ def _add_account_commands(sub) -> None:
     wsp.set_defaults(func=cmd_workspaces)
 
 
+def cmd_prefill_schema(args) -> int:
+    """Guess a two-view dataset's schema from its two view files and write it for review.
+
+    OWNER ONLY: the guess (observed categories and ranges) and the notes on columns left out
+    (they quote cell values) are derived from the private data. Nothing is registered and
+    no ε is spent; the owner edits the written file and then runs ``register`` on its
+    folder, which declares it public. An existing file is never overwritten.
+    """
+    _owner_or_exit(args)
+    out = Path(args.out)
+    if out.exists():
+        raise DataError(f"{str(out)!r} exists; prefill never overwrites a schema (move it or "
+                        "give another --out)")
+    if not out.parent.is_dir():
+        raise DataError(f"the folder of --out does not exist: {str(out.parent)!r}")
+    name = check_dataset_name(args.name)
+    left, right = (read_table(args.left), read_table(args.right))
+    files = (Path(args.left).name, Path(args.right).name)
+    if files[0] == files[1]:
+        raise DataError("the two view files must have different names", file=files[1])
+    join_view_ids(left, right, args.id_column, left_file=files[0], right_file=files[1])
+    result = prefill(left, right, name, args.id_column, files=files)
+    save_schema(result.schema, out)
+    print(f"wrote {str(out)!r}: {len(result.schema.attributes)} attributes guessed from the "
+          "data (OWNER ONLY: review every type and domain, then put the view files beside it "
+          "and run `register` on that folder)", file=sys.stderr)
+    for note in result.notes:
+        print(f"  left out {note.column!r} ({note.file or '?'}): {note.reason}", file=sys.stderr)
+    return 0
+
+
 def _add_dataset_commands(sub) -> None:
     """``register`` (owner) and ``budget``."""
     reg = sub.add_parser("register", help="owner: register a dataset folder with a budget cap; "
@@ -991,6 +1026,17 @@ def _add_dataset_commands(sub) -> None:
     reg.add_argument("--name", help="dataset name in the ledger (default: the schema's name)")
     reg.add_argument("--cap", type=float, required=True, help="total ε the dataset may spend")
     reg.set_defaults(func=cmd_register)
+
+    pre = sub.add_parser("prefill-schema", help="owner: guess a two-view dataset's schema "
+                                                "from its view files and write it for review "
+                                                "(reads private data; registers nothing)")
+    pre.add_argument("--left", required=True, help="left view file (CSV, TSV or Parquet)")
+    pre.add_argument("--right", required=True, help="right view file")
+    pre.add_argument("--id-column", required=True, help="the column joining the two views")
+    pre.add_argument("--name", required=True, help="dataset name")
+    pre.add_argument("--out", required=True, help="schema file to write (never overwritten), "
+                                                  "e.g. DATASET_FOLDER/schema.json")
+    pre.set_defaults(func=cmd_prefill_schema)
 
     bud = sub.add_parser("budget", help="show a dataset's cap, spent and remaining ε")
     bud.add_argument("name")

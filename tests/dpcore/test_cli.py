@@ -556,3 +556,38 @@ def test_a_redescription_flag_of_another_family_is_refused_even_at_its_default()
         _mine_params("--algorithm", "pfs2", "--stable", "2")
     assert (_mine_params("--algorithm", "altexpm", "--stable", "3").in_tr,
             _mine_params("--algorithm", "altexpm", "--stable", "3").rm_iter) == (3, 1)
+
+
+def test_prefill_schema_writes_a_reviewable_schema_that_registers(ledger_path, monkeypatch,
+                                                                   tmp_path, capsys):
+    """Point 11 of the first-minutes walk: the command line prefills a two-view schema from
+    the view files (owner only, nothing charged, never overwriting), and the written file
+    registers once the view files sit beside it."""
+    import shutil
+
+    folder = tmp_path / "clinic_copy"
+    folder.mkdir()
+    for view in ("diagnoses.csv", "labs.csv"):
+        shutil.copy(Path(CLINIC) / view, folder / view)
+    out = folder / "schema.json"
+    args = ["prefill-schema", "--left", str(folder / "diagnoses.csv"), "--right",
+            str(folder / "labs.csv"), "--id-column", "patient_id", "--name", "clinic_copy",
+            "--out", str(out)]
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "wrong")
+    with pytest.raises(SystemExit, match="wrong account name or password"):
+        main(args)
+    assert not out.exists()
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(args) == 0
+    written = json.loads(out.read_text())
+    assert written["name"] == "clinic_copy" and written["id_column"] == "patient_id"
+    names = {a["name"] for a in written["attributes"]}
+    assert {"SEX", "DX_DIABETES", "LAB_HBA1C"} <= names and "patient_id" not in names
+    assert "review" in capsys.readouterr().err
+    before = out.read_text()
+    assert main(args) == 2                       # never overwrites the owner's edits
+    assert "exists" in capsys.readouterr().err and out.read_text() == before
+    bad = [*args[:-1], str(tmp_path / "missing" / "schema.json")]
+    assert main(bad) == 2 and "does not exist" in capsys.readouterr().err
+    assert main(["register", "--data", str(folder), "--cap", "1"]) == 0
+    assert Ledger(ledger_path).budget("clinic_copy").spent_nano == 0
