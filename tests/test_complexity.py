@@ -16,7 +16,6 @@ MAX_LINES = 100
 STILL_LONG = {
     "dpcore/cli.py::build_parser": 216,
     "dpcore/experiments/synthesis.py::run_synthesis_experiment": 110,
-    "dpcore/privacy/ledger/store.py::charge": 114,
     "dpcore/redescriptions/bitset_mcmc.py::mcmc_tree_pair_bits": 110,
     "dpcore/redescriptions/bitset_mcmc.py::mcmc_tree_pair_faithful_bits": 168,
     "dpcore/sequences/miner.py::mine_frequent_sequences": 248,
