@@ -17,7 +17,6 @@ STILL_LONG = {
     "dpcore/cli.py::build_parser": 216,
     "dpcore/redescriptions/bitset_mcmc.py::mcmc_tree_pair_bits": 110,
     "dpcore/redescriptions/bitset_mcmc.py::mcmc_tree_pair_faithful_bits": 168,
-    "dpcore/sequences/miner.py::mine_frequent_sequences": 248,
 }
 
 
