@@ -369,6 +369,44 @@ def _check(epsilons, rounds, k, faithful_rows) -> None:
         raise ParameterError(f"faithful_rows must be an integer ≥ 0; got {faithful_rows!r}")
 
 
+def _experiment_tables(tables: Sequence, generated: Sequence[str], rows: int | None
+                       ) -> list[tuple[str, SynthesisTable, str]]:
+    """``(name, table, source)`` of every table to measure: ``tables`` read in place (or
+    given loaded as ``(name, table)``), then the ``generated`` ones (``rows`` rows each).
+    ParameterError if there is none."""
+    loaded: list[tuple[str, SynthesisTable, str]] = []
+    for t in tables:
+        if isinstance(t, tuple):
+            loaded.append((t[0], t[1], "given"))
+        else:
+            loaded.append((Path(t).stem, load_experiment_table(t), str(t)))
+    for name in generated:
+        loaded.append((name, generated_table(name, rows), "generated (no real record)"))
+    if not loaded:
+        raise ParameterError("give at least one table (--table) or generated table "
+                             "(--generated)")
+    return loaded
+
+
+def _table_report(table: SynthesisTable, methods: Mapping[str, Synthesizer],
+                  info: Mapping[str, dict], *, scenarios, rounds: int, seed: int,
+                  progress) -> dict:
+    """One table's :func:`utility_report`, each row with its method's ``info`` and mean
+    seconds per synthesis: ``{"results": rows, "seconds": wall time}`` (NOT private)."""
+    seconds = {m: [] for m in methods}
+    timed = {m: _timed(f, seconds[m]) for m, f in methods.items()}
+    started = time.perf_counter()
+    frame = utility_report(table, timed, scenarios=scenarios, rounds=rounds, seed=seed,
+                           progress=progress)
+    rows_out = []
+    for rec in frame.to_dict("records"):
+        meta = info[rec["method"]]
+        rows_out.append({**rec, **meta,
+                         "seconds_per_synthesis": float(np.mean(seconds[rec["method"]]))
+                         if seconds[rec["method"]] else None})
+    return {"results": rows_out, "seconds": time.perf_counter() - started}
+
+
 def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Sequence[str] = (),
                              epsilons: Sequence[float] = (0.1, 1.0, 10.0), rounds: int = 3,
                              k: int = 100, rows: int | None = None, faithful_rows: int = 5000,
@@ -415,17 +453,7 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
     if not scenarios or any(x not in SCENARIOS for x in scenarios):
         raise ParameterError(f"scenarios must be among {', '.join(map(str, SCENARIOS))}; "
                              f"got {scenarios!r}")
-    loaded: list[tuple[str, SynthesisTable, str]] = []
-    for t in tables:
-        if isinstance(t, tuple):
-            loaded.append((t[0], t[1], "given"))
-        else:
-            loaded.append((Path(t).stem, load_experiment_table(t), str(t)))
-    for name in generated:
-        loaded.append((name, generated_table(name, rows), "generated (no real record)"))
-    if not loaded:
-        raise ParameterError("give at least one table (--table) or generated table "
-                             "(--generated)")
+    loaded = _experiment_tables(tables, generated, rows)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     started_all = time.perf_counter()
@@ -442,32 +470,23 @@ def run_synthesis_experiment(out_dir, *, tables: Sequence = (), generated: Seque
     done_before = 0
     reports = []
     for name, table, source, methods, info in plans:
-        seconds = {m: [] for m in methods}
-        timed = {m: _timed(f, seconds[m]) for m, f in methods.items()}
         steps = len(scenarios) * rounds * len(methods)
 
         def step(fraction, message, _base=done_before, _steps=steps, _name=name):
             if progress:
                 progress(_base + round(fraction * _steps), total, f"{_name}: {message}")
-        started = time.perf_counter()
-        frame = utility_report(table, timed, scenarios=scenarios, rounds=rounds, seed=seed,
-                               progress=step)
+        report = _table_report(table, methods, info, scenarios=scenarios, rounds=rounds,
+                               seed=seed, progress=step)
         done_before += steps
-        rows_out = []
-        for rec in frame.to_dict("records"):
-            meta = info[rec["method"]]
-            rows_out.append({**rec, **meta,
-                             "seconds_per_synthesis": float(np.mean(seconds[rec["method"]]))
-                             if seconds[rec["method"]] else None})
         reports.append({"table": name, "source": source, "rows": table.n_rows,
                         "features": table.schema.n_features,
                         "columns_one_hot": table.schema.width,
                         "classes": [str(c) for c in table.schema.classes],
                         "faithful_run": table.n_rows <= faithful_rows,
-                        "seconds": time.perf_counter() - started,
+                        "seconds": report["seconds"],
                         "paper_table_1": PAPER_TABLE_1 if name.startswith("diabetes") else None,
-                        "results": rows_out,
-                        "floor_comparison": _floor_comparison(rows_out)})
+                        "results": report["results"],
+                        "floor_comparison": _floor_comparison(report["results"])})
     metrics = {"note": NOT_PRIVATE_NOTE, "command": command,
                "parameters": {"epsilons": epsilons, "rounds": rounds, "k": k, "rows": rows,
                               "faithful_rows": faithful_rows, "peers": bool(environments),

@@ -854,8 +854,119 @@ def _grow_i32(arr, need):
     return new
 
 
+# The two searches below walk the same tree of prefix projections: a node is a prefix, its
+# projection the (record, position of the prefix's greedy match) pairs of the records
+# containing it, kept on one stack (``proj_rec``/``proj_pos``); a node's frequent children
+# are kept on a second stack (``ch_items``/``ch_cnt``). The helpers are that shared walk;
+# each search keeps only its own decision per child (emit or stop; bound or prune).
+
 @njit(cache=True, nogil=True)
-def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,  # noqa: C901, PLR0912, PLR0915
+def _root_projection(indptr, min_length):
+    """The root's projection: every record of at least ``min_length`` items, matched before
+    its first position. Returns ``(proj_rec, proj_pos, n_root)`` (the stacks, with room)."""
+    n_rec = indptr.shape[0] - 1
+    cap = max(16, 2 * n_rec)
+    proj_rec = np.empty(cap, dtype=np.int64)
+    proj_pos = np.empty(cap, dtype=np.int64)
+    top = 0
+    for r in range(n_rec):
+        if indptr[r + 1] - indptr[r] >= min_length:
+            proj_rec[top] = r
+            proj_pos[top] = -1
+            top += 1
+    return proj_rec, proj_pos, top
+
+
+@njit(cache=True, nogil=True)
+def _frequent_item_runs(run_ptr, run_item, run_bound, run_pos, proj_rec, proj_pos, n_root,
+                        n_items, min_support):
+    """The runs (:func:`_runs_of_items`) of the items whose support in the root's projection
+    ``[0, n_root)`` is ≥ min_support: every item of a frequent sequence is frequent."""
+    all_items = np.ones(n_items, dtype=np.bool_)
+    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
+    cnt = np.zeros(n_items, dtype=np.int64)
+    touched = np.empty(n_items, dtype=np.int32)
+    nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
+                           np.int64(0), n_root, cnt, touched)
+    keep = np.zeros(n_items, dtype=np.bool_)
+    for t in range(nt):
+        if cnt[touched[t]] >= min_support:
+            keep[touched[t]] = True
+    return _runs_of_items(run_ptr, run_item, run_bound, keep)
+
+
+@njit(cache=True, nogil=True)
+def _push_children(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, a, b, cnt,
+                   touched, min_support, ch_items, ch_cnt, ch_top, by_support):
+    """Push the frequent children of the node whose projection is [a, b) onto the child
+    stack, in decreasing support (``by_support``) or increasing item code (stable).
+
+    ``cnt`` must be zero on entry and is zero on return. Returns ``(ch_items, ch_cnt,
+    ch_top)`` (the stacks may have grown); the children are ``[old ch_top, ch_top)``.
+    """
+    nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
+                           a, b, cnt, touched)
+    ch_items = _grow_i32(ch_items, ch_top + nt)
+    ch_cnt = _grow_i64(ch_cnt, ch_top + nt)
+    start = ch_top
+    for t in range(nt):
+        x = touched[t]
+        if cnt[x] >= min_support:
+            ch_items[ch_top] = x
+            ch_cnt[ch_top] = cnt[x]
+            ch_top += 1
+        cnt[x] = 0
+    nch = ch_top - start
+    if nch > 1:
+        if by_support:
+            order = np.argsort(-ch_cnt[start:ch_top], kind="mergesort")
+        else:
+            order = np.argsort(ch_items[start:ch_top], kind="mergesort")
+        its = ch_items[start:ch_top].copy()
+        cns = ch_cnt[start:ch_top].copy()
+        for t in range(nch):
+            ch_items[start + t] = its[order[t]]
+            ch_cnt[start + t] = cns[order[t]]
+    return ch_items, ch_cnt, ch_top
+
+
+@njit(cache=True, nogil=True)
+def _project(indptr, f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, a, b, top,
+             x, s, needed):
+    """Push the projection on item x of the node whose projection is [a, b) (x's support
+    there is s) onto the projection stack from ``top``: each record holding x after its
+    position, matched at x's first occurrence there, if at least ``needed`` items follow
+    that occurrence (0: every such record). Returns ``(proj_rec, proj_pos, new top)``."""
+    need = top + s
+    if need > proj_rec.shape[0]:
+        proj_rec = _grow_i64(proj_rec, need)
+        proj_pos = _grow_i64(proj_pos, need)
+    for e in range(a, b):
+        r = proj_rec[e]
+        q = _run_next(f_ptr, f_item, f_start, f_end, run_pos, r, x, proj_pos[e])
+        if q >= 0 and indptr[r + 1] - indptr[r] - 1 - q >= needed:
+            proj_rec[top] = r
+            proj_pos[top] = q
+            top += 1
+    return proj_rec, proj_pos, top
+
+
+@njit(cache=True, nogil=True)
+def _append_pattern(out_ptr, out_items, out_sup, n_pat, prefix, length, s):
+    """Write pattern ``prefix[:length]`` (support s) as pattern n_pat; returns the (maybe
+    grown) ``(out_ptr, out_items, out_sup)``."""
+    out_ptr = _grow_i64(out_ptr, n_pat + 2)
+    out_sup = _grow_i64(out_sup, n_pat + 1)
+    out_items = _grow_i32(out_items, out_ptr[n_pat] + length)
+    for t in range(length):
+        out_items[out_ptr[n_pat] + t] = prefix[t]
+    out_sup[n_pat] = s
+    out_ptr[n_pat + 1] = out_ptr[n_pat] + length
+    return out_ptr, out_items, out_sup
+
+
+@njit(cache=True, nogil=True)
+def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,
                   max_length, stop_length):
     """Depth-first search of the sequences with support ≥ min_support (PrefixSpan style,
     pseudo-projection).
@@ -882,31 +993,12 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
         the patterns ``pattern_items[pattern_ptr[i]:pattern_ptr[i + 1]]`` with their exact
         supports (enumeration mode; empty in existence mode).
     """
-    n_rec = indptr.shape[0] - 1
     depth_cap = max_length + 1
-    cap = max(16, 2 * n_rec)
-    proj_rec = np.empty(cap, dtype=np.int64)
-    proj_pos = np.empty(cap, dtype=np.int64)
-    top = 0
-    for r in range(n_rec):
-        # existence mode: a record shorter than stop_length cannot hold the sequence
-        if stop_length == 0 or indptr[r + 1] - indptr[r] >= stop_length:
-            proj_rec[top] = r
-            proj_pos[top] = -1
-            top += 1
-    n_root = top
-    # Every item of a frequent sequence is frequent: keep only those items' runs.
-    keep = np.zeros(n_items, dtype=np.bool_)
-    all_items = np.ones(n_items, dtype=np.bool_)
-    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
-    cnt0 = np.zeros(n_items, dtype=np.int64)
-    touched0 = np.empty(n_items, dtype=np.int32)
-    nt0 = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
-                            np.int64(0), n_root, cnt0, touched0)
-    for t in range(nt0):
-        if cnt0[touched0[t]] >= min_support:
-            keep[touched0[t]] = True
-    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, keep)
+    # existence mode: a record shorter than stop_length cannot hold the sequence
+    proj_rec, proj_pos, n_root = _root_projection(indptr, stop_length)
+    f_ptr, f_item, f_start, f_end = _frequent_item_runs(run_ptr, run_item, run_bound, run_pos,
+                                                        proj_rec, proj_pos, n_root, n_items,
+                                                        min_support)
     seg_a = np.zeros(depth_cap, dtype=np.int64)
     seg_b = np.zeros(depth_cap, dtype=np.int64)
     ch_a = np.zeros(depth_cap, dtype=np.int64)
@@ -915,47 +1007,22 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
     prefix = np.zeros(depth_cap, dtype=np.int32)
     ch_items = np.empty(max(16, n_items), dtype=np.int32)
     ch_cnt = np.empty(max(16, n_items), dtype=np.int64)
-    ch_top = 0
     cnt = np.zeros(n_items, dtype=np.int64)
     touched = np.empty(n_items, dtype=np.int32)
     out_ptr = np.zeros(1024, dtype=np.int64)
     out_items = np.empty(1024, dtype=np.int32)
     out_sup = np.empty(1024, dtype=np.int64)
-    n_pat = 0
-    found = False
-
-    # children of the root
+    n_pat, found, ch_top, top = 0, False, 0, n_root
     seg_a[0], seg_b[0] = 0, n_root
     depth = 0
-    a, b = 0, n_root
-    while True:
-        # expand the node at `depth` whose projection is [a, b): collect frequent children
-        nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
-                               a, b, cnt, touched)
-        ch_items = _grow_i32(ch_items, ch_top + nt)
-        ch_cnt = _grow_i64(ch_cnt, ch_top + nt)
+    while depth >= 0:
+        # expand the node at `depth`: its frequent children
         start = ch_top
-        for t in range(nt):
-            x = touched[t]
-            if cnt[x] >= min_support:
-                ch_items[ch_top] = x
-                ch_cnt[ch_top] = cnt[x]
-                ch_top += 1
-            cnt[x] = 0
-        nch = ch_top - start
-        if nch > 1:
-            if stop_length > 0:
-                order = np.argsort(-ch_cnt[start:ch_top], kind="mergesort")
-            else:
-                order = np.argsort(ch_items[start:ch_top], kind="mergesort")
-            its = ch_items[start:ch_top].copy()
-            cns = ch_cnt[start:ch_top].copy()
-            for t in range(nch):
-                ch_items[start + t] = its[order[t]]
-                ch_cnt[start + t] = cns[order[t]]
+        ch_items, ch_cnt, ch_top = _push_children(
+            f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, seg_a[depth],
+            seg_b[depth], cnt, touched, min_support, ch_items, ch_cnt, ch_top, stop_length > 0)
         ch_a[depth], ch_b[depth], ch_i[depth] = start, ch_top, start
         # advance to the next child to expand, popping exhausted nodes
-        descended = False
         while depth >= 0:
             if ch_i[depth] == ch_b[depth]:
                 ch_top = ch_a[depth]
@@ -964,55 +1031,43 @@ def prefix_search(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_su
                 continue
             c = ch_i[depth]
             ch_i[depth] = c + 1
-            x = ch_items[c]
-            s = ch_cnt[c]
-            length = depth + 1
+            x, s, length = ch_items[c], ch_cnt[c], depth + 1
             prefix[depth] = x
             if stop_length > 0:
                 if length == stop_length:
-                    found = True
-                    depth = -1
-                    break
+                    return True, out_ptr[:1].copy(), out_items[:0].copy(), out_sup[:0].copy()
             else:
                 found = True
-                out_ptr = _grow_i64(out_ptr, n_pat + 2)
-                out_sup = _grow_i64(out_sup, n_pat + 1)
-                out_items = _grow_i32(out_items, out_ptr[n_pat] + length)
-                for t in range(length):
-                    out_items[out_ptr[n_pat] + t] = prefix[t]
-                out_sup[n_pat] = s
-                out_ptr[n_pat + 1] = out_ptr[n_pat] + length
+                out_ptr, out_items, out_sup = _append_pattern(out_ptr, out_items, out_sup,
+                                                              n_pat, prefix, length, s)
                 n_pat += 1
             if length >= max_length:
                 continue
-            # project on x
-            need = top + s
-            if need > proj_rec.shape[0]:
-                proj_rec = _grow_i64(proj_rec, need)
-                proj_pos = _grow_i64(proj_pos, need)
+            needed = stop_length - length if stop_length > 0 else 0  # items still to match
             na = top
-            needed = stop_length - length  # items still to match after x (existence)
-            for e in range(seg_a[depth], seg_b[depth]):
-                r = proj_rec[e]
-                q = _run_next(f_ptr, f_item, f_start, f_end, run_pos, r, x, proj_pos[e])
-                if q >= 0 and (stop_length == 0
-                               or indptr[r + 1] - indptr[r] - 1 - q >= needed):
-                    proj_rec[top] = r
-                    proj_pos[top] = q
-                    top += 1
+            proj_rec, proj_pos, top = _project(indptr, f_ptr, f_item, f_start, f_end, run_pos,
+                                               proj_rec, proj_pos, seg_a[depth], seg_b[depth],
+                                               top, x, s, needed)
             depth += 1
             seg_a[depth], seg_b[depth] = na, top
-            a, b = na, top
-            descended = True
-            break
-        if not descended:
             break
     return found, out_ptr[:n_pat + 1].copy(), out_items[:out_ptr[n_pat]].copy(), \
         out_sup[:n_pat].copy()
 
 
 @njit(cache=True, nogil=True)
-def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,  # noqa: PLR0915
+def _subtree_bound(best, floor, length, s, max_length):
+    """The smallest best support of a length beyond ``length`` (or ``floor`` where that is
+    higher) that a subtree of root support s could raise; s itself if none is lower."""
+    bound = s
+    for y in range(length + 1, max_length + 1):
+        if max(best[y], floor) < bound:
+            bound = max(best[y], floor)
+    return bound
+
+
+@njit(cache=True, nogil=True)
+def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_items, min_support,
                            max_length):
     """β_y = the largest support of any y-sequence, for y = 1..max_length, where ≥ min_support.
 
@@ -1026,29 +1081,13 @@ def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_item
     numpy.ndarray of int64, shape (max_length + 1,)
         ``out[y]`` = β_y if β_y ≥ min_support, else 0 (``out[0]`` unused).
     """
-    n_rec = indptr.shape[0] - 1
     depth_cap = max_length + 1
     best = np.zeros(depth_cap, dtype=np.int64)
     floor = min_support - 1
-    cap = max(16, 2 * n_rec)
-    proj_rec = np.empty(cap, dtype=np.int64)
-    proj_pos = np.empty(cap, dtype=np.int64)
-    for r in range(n_rec):
-        proj_rec[r] = r
-        proj_pos[r] = -1
-    top = n_rec
-    keep = np.zeros(n_items, dtype=np.bool_)
-    all_items = np.ones(n_items, dtype=np.bool_)
-    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, all_items)
-    cnt = np.zeros(n_items, dtype=np.int64)
-    touched = np.empty(n_items, dtype=np.int32)
-    nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
-                           np.int64(0), n_rec, cnt, touched)
-    for t in range(nt):
-        if cnt[touched[t]] >= min_support:
-            keep[touched[t]] = True
-        cnt[touched[t]] = 0
-    f_ptr, f_item, f_start, f_end = _runs_of_items(run_ptr, run_item, run_bound, keep)
+    proj_rec, proj_pos, n_root = _root_projection(indptr, np.int64(0))
+    f_ptr, f_item, f_start, f_end = _frequent_item_runs(run_ptr, run_item, run_bound, run_pos,
+                                                        proj_rec, proj_pos, n_root, n_items,
+                                                        min_support)
     seg_a = np.zeros(depth_cap, dtype=np.int64)
     seg_b = np.zeros(depth_cap, dtype=np.int64)
     ch_a = np.zeros(depth_cap, dtype=np.int64)
@@ -1056,71 +1095,37 @@ def max_supports_by_length(indptr, run_ptr, run_item, run_bound, run_pos, n_item
     ch_i = np.zeros(depth_cap, dtype=np.int64)
     ch_items = np.empty(max(16, n_items), dtype=np.int32)
     ch_cnt = np.empty(max(16, n_items), dtype=np.int64)
-    ch_top = 0
-    seg_a[0], seg_b[0] = 0, n_rec
+    cnt = np.zeros(n_items, dtype=np.int64)
+    touched = np.empty(n_items, dtype=np.int32)
+    ch_top, top = 0, n_root
+    seg_a[0], seg_b[0] = 0, n_root
     depth = 0
-    a, b = 0, n_rec
-    while True:
-        nt = _extension_counts(f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos,
-                               a, b, cnt, touched)
-        ch_items = _grow_i32(ch_items, ch_top + nt)
-        ch_cnt = _grow_i64(ch_cnt, ch_top + nt)
+    while depth >= 0:
         start = ch_top
-        for t in range(nt):
-            x = touched[t]
-            if cnt[x] >= min_support:
-                ch_items[ch_top] = x
-                ch_cnt[ch_top] = cnt[x]
-                ch_top += 1
-            cnt[x] = 0
-        nch = ch_top - start
-        if nch > 1:
-            order = np.argsort(-ch_cnt[start:ch_top], kind="mergesort")
-            its = ch_items[start:ch_top].copy()
-            cns = ch_cnt[start:ch_top].copy()
-            for t in range(nch):
-                ch_items[start + t] = its[order[t]]
-                ch_cnt[start + t] = cns[order[t]]
+        ch_items, ch_cnt, ch_top = _push_children(
+            f_ptr, f_item, f_start, f_end, run_pos, proj_rec, proj_pos, seg_a[depth],
+            seg_b[depth], cnt, touched, min_support, ch_items, ch_cnt, ch_top, np.bool_(True))
         ch_a[depth], ch_b[depth], ch_i[depth] = start, ch_top, start
-        descended = False
         while depth >= 0:
             if ch_i[depth] == ch_b[depth]:
                 ch_top = ch_a[depth]
-                top = seg_a[depth] if depth > 0 else n_rec
+                top = seg_a[depth] if depth > 0 else n_root
                 depth -= 1
                 continue
             c = ch_i[depth]
-            x = ch_items[c]
-            s = ch_cnt[c]
-            length = depth + 1
+            x, s, length = ch_items[c], ch_cnt[c], depth + 1
             if s > best[length]:
                 best[length] = s
-            bound = s  # the smallest best of a longer length this subtree could beat
-            for y in range(length + 1, max_length + 1):
-                if max(best[y], floor) < bound:
-                    bound = max(best[y], floor)
-            if length >= max_length or s <= bound:
+            if length >= max_length or s <= _subtree_bound(best, floor, length, s, max_length):
                 # siblings come in decreasing support: none of them can do better
                 ch_i[depth] = ch_b[depth]
                 continue
             ch_i[depth] = c + 1
-            need = top + s
-            if need > proj_rec.shape[0]:
-                proj_rec = _grow_i64(proj_rec, need)
-                proj_pos = _grow_i64(proj_pos, need)
             na = top
-            for e in range(seg_a[depth], seg_b[depth]):
-                r = proj_rec[e]
-                q = _run_next(f_ptr, f_item, f_start, f_end, run_pos, r, x, proj_pos[e])
-                if q >= 0:
-                    proj_rec[top] = r
-                    proj_pos[top] = q
-                    top += 1
+            proj_rec, proj_pos, top = _project(indptr, f_ptr, f_item, f_start, f_end, run_pos,
+                                               proj_rec, proj_pos, seg_a[depth], seg_b[depth],
+                                               top, x, s, np.int64(0))
             depth += 1
             seg_a[depth], seg_b[depth] = na, top
-            a, b = na, top
-            descended = True
-            break
-        if not descended:
             break
     return best

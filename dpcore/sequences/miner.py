@@ -80,6 +80,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -515,7 +516,261 @@ def _measure(run: _Run, data: SequenceDataset, runs, vtrie, share: int, delta: i
     return support, noisy
 
 
-def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams, *,  # noqa: C901, PLR0912, PLR0915
+@dataclass
+class _Levels:
+    """The level loop's state, carried from level to level: the strict pool, the relevant-
+    length bound and its item weights, the released sequences and level records (public,
+    from DP outputs), and the owner-only diagnostics (true supports, shrinking statistics).
+    """
+
+    run: _Run
+    runs: tuple
+    plan: dict
+    lmax: int
+    l_f: int
+    n_hat: float
+    #: verification threshold (records): θ·N̂ (strict), θ·|D| (faithful, NOT DP)
+    threshold: float
+    #: strict: the pool (nano-ε) left for the levels, each level's budget chosen from it
+    remaining: int
+    #: faithful: each level's verification share (nano-ε)
+    verify_shares: list
+    #: faithful PFS2: the L_f sample databases, and N̂/L_f (records per database)
+    parts: list
+    n_db: float
+    #: the latest relevant-length bound read (items) and the summed released level-1
+    #: supports of that level's relevant items: lmax and the declared alphabet (each item
+    #: not released at level 1 counted at θ·N̂) until a level reads one
+    ref_length: int
+    ref_weight: float
+    item_support: np.ndarray
+    previous: list | None = None
+    patterns: list = field(default_factory=list)
+    levels: list = field(default_factory=list)
+    true_supports: dict = field(default_factory=dict)
+    shrinking: list = field(default_factory=list)
+
+    def record(self, step: _Step, kept: int, v_delta: int, v_nano: int, frequent: int,
+               note: str = "", *, verify_length: bool = True) -> None:
+        """Append level ``step``'s record (``verify_length``: with its verification plan's
+        histogram ε and length bound)."""
+        vplan = step.vplan[2:] if verify_length and step.vplan is not None else (0, 0)
+        self.levels.append(LevelRecord(
+            step.k, step.trie.n_cand, step.delta_k, step.scale, step.theta_prime, kept,
+            v_delta, v_nano, self.threshold if self.run.strict else None, frequent,
+            step.capped, note, step.prune_spent, step.prune_length, step.length_spent,
+            step.read_length, *vplan))
+
+
+@dataclass
+class _Step:
+    """What one level k has chosen and spent so far (public: from DP outputs and public
+    values); :meth:`_Levels.record` turns it into the level's :class:`LevelRecord`."""
+
+    k: int
+    trie: object
+    #: the verification's ε (nano-ε)
+    share: int | None
+    #: strict PFS2: the level's cap M_k
+    cap: int | None
+    #: |FS_{k−1}| (None at level 1)
+    released_before: int | None
+    delta_k: int = 0
+    scale: float = 0.0
+    theta_prime: float | None = None
+    capped: int = 0
+    prune_spent: int = 0
+    prune_length: int = 0
+    length_spent: int = 0
+    read_length: int = 0
+    #: the verification plan ``(ε nano, Δ, histogram ε nano, length bound or 0)``
+    vplan: tuple | None = None
+
+
+def _relevant_length(lv: _Levels, step: _Step, prune_part: int, verify_part: int
+                     ) -> tuple[int, np.ndarray, int]:
+    """Strict PFS2: the level's relevant-length bound l_k (items), the mask of C_k's items
+    and what is left of the pruning part (nano-ε): the carried bound, or one read from a
+    noisy histogram of the records' relevant lengths (sensitivity 1) where
+    :func:`~dpcore.sequences.strategy.wants_length_histogram` says it may pay. Every
+    choice reads public or released values only (strategy module, PRIVACY.md)."""
+    run, data, k, trie = lv.run, lv.run.data, step.k, step.trie
+    # relevant lengths only shrink from level to level (C_k's items are items of
+    # FS_{k−1}), so an earlier level's bound is reused free (hard truncation)
+    level_length = max(k, lv.ref_length)   # a record with a k-candidate holds ≥ k
+    length_nano = int(prune_part * LENGTH_SHARE)
+    mask = relevant_items(trie, data.schema.n_items)
+    weight = float(lv.item_support[mask].sum())
+    best = plausible_length(level_length, weight, lv.ref_weight, k) if k > 1 else k
+    if wants_length_histogram(trie.n_cand, k, lv.lmax, prune_part, verify_part,
+                              lv.threshold, float(run.params.zeta), length_nano, lv.n_hat,
+                              run.params.eta, carried=level_length, plausible=best):
+        # pruning pays only with a shorter bound than the carried one, and the
+        # histogram may plausibly give it: read it from a noisy histogram of the
+        # records' relevant lengths (sensitivity 1)
+        relevant = relevant_length_histogram(data.indptr, data.items, mask, lv.lmax)
+        noisy_relevant = run.counts_noise(
+            relevant, sensitivity=1, epsilon_nano=length_nano,
+            label=f"level {k}: records holding 1..{lv.lmax} items of the candidates "
+                  f"(more in cell {lv.lmax})")
+        step.length_spent, prune_part = length_nano, prune_part - length_nano
+        lv.remaining -= step.length_spent
+        level_length = max(k, min(level_length,
+                                  pruning_length(noisy_relevant, lv.n_hat, run.params.eta)))
+        step.read_length = level_length
+        lv.ref_length, lv.ref_weight = level_length, weight
+    return level_length, mask, prune_part
+
+
+def _strict_pfs2_choice(lv: _Levels, step: _Step, level_nano: int) -> np.ndarray | None:
+    """Strict PFS2's level plan, and its pruning if the plan prunes: the candidates to
+    verify, or None if the level stops the run (its record appended)."""
+    run, k, trie = lv.run, step.k, step.trie
+    # the level's choice: public inputs only (strategy module, PRIVACY.md)
+    prune_part, verify_part = split_level_budget(level_nano, lv.plan[PRUNE], lv.plan[VERIFY])
+    level_length, mask, prune_part = _relevant_length(lv, step, prune_part, verify_part)
+    lp = plan_level(trie.n_cand, k, level_length, prune_part, verify_part, lv.threshold,
+                    float(run.params.zeta))
+    step.share = lp.verify_nano
+    if not lp.prune and lv.ref_length < lv.lmax:
+        # a bound read for these items' records (relevant lengths only shrink): reuse
+        delta_v, bound_v = verify_sensitivity(trie.n_cand, k, level_length)
+        step.vplan = (step.share, delta_v, 0, bound_v)
+    if not lp.prune:
+        v_delta = trie.n_cand if step.vplan is None else step.vplan[1]
+        if too_noisy(v_delta / nano_to_epsilon(step.share), trie.n_cand, lv.threshold,
+                     step.cap, previous=step.released_before):
+            lv.record(step, 0, 0, 0, 0, NOISY_STOP, verify_length=False)
+            return None
+        return trie.cands
+    step.prune_length = level_length
+    noisy_local = _strict_prune(run, run.data, trie, step.prune_length, lp, lv.shrinking)
+    started = time.perf_counter()
+    step.delta_k, step.scale, step.theta_prime = lp.sensitivity, lp.scale, lp.threshold
+    step.prune_spent = lp.prune_nano
+    lv.remaining -= step.prune_spent
+    passed = np.flatnonzero(noisy_local >= step.theta_prime)
+    kept_idx = keep_largest(passed, noisy_local, step.cap)
+    step.capped += int(passed.size - kept_idx.size)
+    kept = trie.cands[kept_idx]
+    run.timed("prune", started)
+    if kept_idx.size:
+        step.vplan = _plan_verification(run, run.data, kept, k, level_length, lv.lmax,
+                                        lp.verify_nano, lv.threshold, lv.l_f - k + 1,
+                                        lv.n_hat, int(mask.sum()))
+        step.share, lv.remaining = step.vplan[0], lv.remaining - step.vplan[2]
+        if too_noisy(step.vplan[1] / nano_to_epsilon(step.share), int(kept_idx.size),
+                     lv.threshold, step.cap, previous=step.released_before):
+            lv.record(step, int(kept_idx.size), 0, 0, 0, NOISY_STOP)
+            return None
+    return kept
+
+
+def _verify_level(lv: _Levels, step: _Step, kept: np.ndarray) -> bool:
+    """The verification of C′_k (``kept``) and the release of FS_k; whether to go on."""
+    run, k, pfs2 = lv.run, step.k, lv.run.params.algorithm == PFS2
+    schema = run.data.schema
+    started = time.perf_counter()
+    vtrie = build_candidate_trie(kept, k)
+    if step.vplan is None:   # not a pruned strict level: all records as they are
+        step.vplan = (step.share, vtrie.n_cand, 0, 0)
+    vplan = step.vplan
+    support, noisy = _measure(run, run.data, lv.runs, vtrie, step.share, vplan[1], vplan[3],
+                              continuous=pfs2 and not run.strict)
+    if run.strict:
+        lv.remaining -= step.share
+    frequent = np.flatnonzero(noisy >= lv.threshold)
+    if step.cap is not None:
+        capped_frequent = keep_largest(frequent, noisy, step.cap)
+        step.capped += int(frequent.size - capped_frequent.size)
+        frequent = capped_frequent
+    for i in frequent:
+        items = tuple(int(x) for x in vtrie.cands[i])
+        lv.patterns.append(FrequentSequence(items, tuple(schema.alphabet[x] for x in items),
+                                            float(noisy[i]), k))
+        lv.true_supports[pattern_key(items)] = int(support[i])
+    lv.record(step, vtrie.n_cand, vplan[1], step.share, int(frequent.size))
+    lv.previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
+    if k == 1:
+        lv.item_support[:] = lv.threshold
+        lv.item_support[vtrie.cands[frequent, 0]] = noisy[frequent]
+        lv.ref_weight = float(lv.item_support.sum())
+    if vplan[2]:   # a bound read for the survivors: FS_k ⊆ C′_k bounds later levels too
+        lv.ref_length = vplan[3]
+        lv.ref_weight = float(lv.item_support[np.unique(vtrie.cands[frequent])].sum())
+    run.timed("verify", started)
+    return bool(lv.previous)
+
+
+def _mine_level(lv: _Levels, k: int) -> bool:
+    """Level k: candidates, (strict) the level's budget and plan, pruning, verification.
+    Returns whether the next level is mined."""
+    run, data = lv.run, lv.run.data
+    strict, pfs2 = run.strict, run.params.algorithm == PFS2
+    started = time.perf_counter()
+    if k == 1:
+        codes = range(data.schema.n_items) if strict else np.unique(data.items)
+        cands = one_item_candidates(codes)
+    else:
+        cands = generate_candidates(lv.previous, k)
+    run.timed("candidates", started)
+    if cands.shape[0] == 0 or cands.shape[0] > MAX_CANDIDATES:
+        return False
+    trie = build_candidate_trie(cands, k)
+    step = _Step(k, trie, share=None if strict else lv.verify_shares[k - 1],
+                 cap=release_cap(lv.lmax, k, float(run.params.theta)) if pfs2 and strict
+                 else None,
+                 released_before=None if lv.previous is None else len(lv.previous))
+    if strict:
+        # the level's budget: public and released values only (strategy module, PRIVACY.md)
+        level_nano = level_budget(lv.remaining, lv.l_f - k + 1, trie.n_cand, lv.threshold)
+        step.share = level_nano
+        if level_nano < 2:
+            lv.record(step, 0, 0, 0, 0, NO_BUDGET_STOP)
+            return False
+    if pfs2 and strict:
+        kept = _strict_pfs2_choice(lv, step, level_nano)
+        if kept is None:
+            return False
+    elif pfs2:
+        kept, step.delta_k, step.scale, step.theta_prime = _faithful_prune(
+            run, lv.parts[k - 1], trie, k, lv.lmax, lv.plan[PRUNE], lv.n_db, lv.shrinking)
+    else:
+        kept = trie.cands
+    if kept.shape[0] == 0:
+        lv.record(step, 0, 0, 0, 0)
+        return False
+    return _verify_level(lv, step, kept)
+
+
+def _result(lv: _Levels, params: SequenceMiningParams, total: int, n_calls_before: int,
+            spent_before: int, *, n_hat: float, noisy_hist, l1: int, l2: int,
+            probes: list[dict], run_id: str | None, seed: int | None) -> SequenceRunResult:
+    """The run's result: the released sequences, every mechanism call of this run, what is
+    not DP (faithful mode) and, apart, the owner-only diagnostics."""
+    run, data, accountant = lv.run, lv.run.data, lv.run.accountant
+    calls = accountant.to_records()[n_calls_before:]
+    spent = accountant.spent_nano - spent_before
+    not_dp = []
+    if not run.strict:
+        keys = ["max_length", "threshold", "alphabet"] + (
+            ["partition", "shrinking", "noise"] if params.algorithm == PFS2 else [])
+        not_dp = [NOT_DP_STEPS[key] for key in keys]
+    return with_intervals(SequenceRunResult(
+        run_id=run_id or uuid.uuid4().hex, dataset=data.schema.name,
+        algorithm=params.algorithm, mode=params.mode, params=params.to_dict(),
+        version=__version__, created_at=datetime.now(UTC).isoformat(), epsilon_nano=total,
+        spent_nano=spent, unspent_nano=total - spent, patterns=lv.patterns, levels=lv.levels,
+        noisy_records=n_hat, noisy_length_histogram=[float(x) for x in noisy_hist], l1=l1,
+        l2=l2, lmax=lv.lmax, max_frequent_length=lv.l_f, length_probes=probes,
+        mechanism_calls=calls, part_calls=run.part_calls, not_dp=not_dp, seed=seed,
+        diagnostics=SequenceDiagnostics(
+            true_records=data.n_records, true_supports=lv.true_supports,
+            sample_sizes=[p.n_records for p in lv.parts], shrinking=lv.shrinking,
+            phase_seconds=dict(run.timers))))
+
+
+def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams, *,
                             rng: np.random.Generator | None = None,
                             accountant: PrivacyAccountant | None = None,
                             run_id: str | None = None, seed: int | None = None,
@@ -558,8 +813,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         rng = secure_generator()   # no generator given: the private-data source
     n_calls_before, spent_before = len(accountant.calls), accountant.spent_nano
     run = _Run(data, params, rng, accountant, progress)
-    strict, pfs2 = run.strict, params.algorithm == PFS2
-    schema, n_items = data.schema, data.schema.n_items
+    strict = run.strict
     l1 = resolve_l1(data, params)
     theta = float(params.theta)
 
@@ -572,189 +826,32 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     # ---- L_f
     started = time.perf_counter()
     run.progress(0.05, f"longest frequent length (lmax = {lmax})")
-    runs = build_occurrence_runs(data.indptr, data.items, n_items)
+    runs = build_occurrence_runs(data.indptr, data.items, data.schema.n_items)
     l_f, probes = _longest_frequent_length(run, data, runs, lmax, theta * n_base,
                                            plan[MAX_LENGTH])
     shares = mechanism_shares(params, lmax, l_f)
-    verify_shares = [s.epsilon_nano for s in shares if s.phase == VERIFY]
     run.timed("max_length", started)
 
     # ---- faithful: sample databases and the one pruning charge (parallel composition)
     started = time.perf_counter()
     parts: list[SequenceDataset] = []
-    if pfs2 and not strict:
-        prune_nano = plan[PRUNE]
-        parts = _faithful_sample_databases(data, l_f, lmax, prune_nano, rng, accountant)
-    # strict: one pool for the levels, each level's budget chosen from released values
-    remaining = (plan.get(PRUNE, 0) + plan[VERIFY]) if strict else 0
+    if params.algorithm == PFS2 and not strict:
+        parts = _faithful_sample_databases(data, l_f, lmax, plan[PRUNE], rng, accountant)
     run.timed("partition", started)
 
-    # ---- levels
-    patterns: list[FrequentSequence] = []
-    levels: list[LevelRecord] = []
-    true_supports: dict[str, int] = {}
-    shrinking: list[dict] = []
-    n_db = n_base / l_f
-    threshold = theta * n_base if strict else theta * data.n_records
-    previous = None
-    # the latest relevant-length bound read (items) and the summed released level-1
-    # supports of that level's relevant items: lmax and the declared alphabet (each item
-    # not released at level 1 counted at θ·N̂) until a level reads one
-    ref_length, ref_weight, item_support = lmax, 0.0, np.zeros(n_items)
+    # ---- levels; strict: one pool for the levels, each level's budget chosen from
+    # released values
+    lv = _Levels(run, runs, plan, lmax, l_f, n_hat,
+                 threshold=theta * n_base if strict else theta * data.n_records,
+                 remaining=(plan.get(PRUNE, 0) + plan[VERIFY]) if strict else 0,
+                 verify_shares=[s.epsilon_nano for s in shares if s.phase == VERIFY],
+                 parts=parts, n_db=n_base / l_f, ref_length=lmax, ref_weight=0.0,
+                 item_support=np.zeros(data.schema.n_items))
     for k in range(1, l_f + 1):
         run.progress(0.1 + 0.9 * (k - 1) / l_f, f"level {k}/{l_f}")
-        started = time.perf_counter()
-        if k == 1:
-            codes = range(n_items) if strict else np.unique(data.items)
-            cands = one_item_candidates(codes)
-        else:
-            cands = generate_candidates(previous, k)
-        run.timed("candidates", started)
-        if cands.shape[0] == 0 or cands.shape[0] > MAX_CANDIDATES:
+        if not _mine_level(lv, k):
             break
-        trie = build_candidate_trie(cands, k)
-        released_before = None if previous is None else len(previous)
-        delta_k, scale, theta_prime, capped, prune_spent = 0, 0.0, None, 0, 0
-        prune_length, length_spent, read_length, vplan = 0, 0, 0, None
-        share = None if strict else verify_shares[k - 1]
-        cap = release_cap(lmax, k, theta) if pfs2 and strict else None
-        if strict:
-            # the level's budget: public and released values only (strategy module, PRIVACY.md)
-            level_nano = level_budget(remaining, l_f - k + 1, trie.n_cand, threshold)
-            share = level_nano
-            if level_nano < 2:
-                levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
-                                          0, NO_BUDGET_STOP))
-                break
-        if pfs2 and strict:
-            # the level's choice: public inputs only (strategy module, PRIVACY.md)
-            prune_part, verify_part = split_level_budget(level_nano, plan[PRUNE], plan[VERIFY])
-            # relevant lengths only shrink from level to level (C_k's items are items of
-            # FS_{k−1}), so an earlier level's bound is reused free (hard truncation)
-            level_length = max(k, ref_length)   # a record with a k-candidate holds ≥ k
-            length_nano = int(prune_part * LENGTH_SHARE)
-            mask = relevant_items(trie, n_items)
-            weight = float(item_support[mask].sum())
-            best = plausible_length(level_length, weight, ref_weight, k) if k > 1 else k
-            if wants_length_histogram(trie.n_cand, k, lmax, prune_part, verify_part,
-                                      threshold, float(params.zeta), length_nano, n_hat,
-                                      params.eta, carried=level_length, plausible=best):
-                # pruning pays only with a shorter bound than the carried one, and the
-                # histogram may plausibly give it: read it from a noisy histogram of the
-                # records' relevant lengths (sensitivity 1)
-                relevant = relevant_length_histogram(data.indptr, data.items, mask, lmax)
-                noisy_relevant = run.counts_noise(
-                    relevant, sensitivity=1, epsilon_nano=length_nano,
-                    label=f"level {k}: records holding 1..{lmax} items of the candidates "
-                          f"(more in cell {lmax})")
-                length_spent, prune_part = length_nano, prune_part - length_nano
-                remaining -= length_spent
-                level_length = max(k, min(level_length,
-                                          pruning_length(noisy_relevant, n_hat, params.eta)))
-                read_length = level_length
-                ref_length, ref_weight = level_length, weight
-            lp = plan_level(trie.n_cand, k, level_length, prune_part, verify_part, threshold,
-                            float(params.zeta))
-            share = lp.verify_nano
-            if not lp.prune and ref_length < lmax:
-                # a bound read for these items' records (relevant lengths only shrink): reuse
-                delta_v, bound_v = verify_sensitivity(trie.n_cand, k, level_length)
-                vplan = (share, delta_v, 0, bound_v)
-            v_delta = trie.n_cand if vplan is None else vplan[1]
-            if not lp.prune and too_noisy(v_delta / nano_to_epsilon(share), trie.n_cand,
-                                          threshold, cap, previous=released_before):
-                levels.append(LevelRecord(k, trie.n_cand, 0, 0.0, None, 0, 0, 0, threshold, 0,
-                                          0, NOISY_STOP, 0, 0, length_spent,
-                                          read_length))
-                break
-            if lp.prune:
-                prune_length = level_length
-                noisy_local = _strict_prune(run, data, trie, prune_length, lp, shrinking)
-                started = time.perf_counter()
-                delta_k, scale, theta_prime = lp.sensitivity, lp.scale, lp.threshold
-                prune_spent = lp.prune_nano
-                remaining -= prune_spent
-                passed = np.flatnonzero(noisy_local >= theta_prime)
-                kept_idx = keep_largest(passed, noisy_local, cap)
-                capped += int(passed.size - kept_idx.size)
-                kept = trie.cands[kept_idx]
-                run.timed("prune", started)
-                if kept_idx.size:
-                    vplan = _plan_verification(run, data, kept, k, level_length, lmax,
-                                               lp.verify_nano, threshold, l_f - k + 1,
-                                               n_hat, int(mask.sum()))
-                    share, remaining = vplan[0], remaining - vplan[2]
-                    if too_noisy(vplan[1] / nano_to_epsilon(share), int(kept_idx.size),
-                                 threshold, cap, previous=released_before):
-                        levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime,
-                                                  int(kept_idx.size), 0, 0, threshold, 0,
-                                                  capped, NOISY_STOP, prune_spent,
-                                                  prune_length, length_spent,
-                                                  read_length, *vplan[2:]))
-                        break
-            else:
-                kept = trie.cands
-        elif pfs2:
-            kept, delta_k, scale, theta_prime = _faithful_prune(
-                run, parts[k - 1], trie, k, lmax, prune_nano, n_db, shrinking)
-        else:
-            kept = trie.cands
-        if kept.shape[0] == 0:
-            levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, 0, 0, 0,
-                                      threshold if strict else None, 0, capped, "",
-                                      prune_spent, prune_length, length_spent, read_length))
-            break
-        started = time.perf_counter()
-        vtrie = build_candidate_trie(kept, k)
-        if vplan is None:   # not a pruned strict level: all records as they are
-            vplan = (share, vtrie.n_cand, 0, 0)
-        support, noisy = _measure(run, data, runs, vtrie, share, vplan[1], vplan[3],
-                                  continuous=pfs2 and not strict)
-        if strict:
-            remaining -= share
-        frequent = np.flatnonzero(noisy >= threshold)
-        if cap is not None:
-            capped_frequent = keep_largest(frequent, noisy, cap)
-            capped += int(frequent.size - capped_frequent.size)
-            frequent = capped_frequent
-        for i in frequent:
-            items = tuple(int(x) for x in vtrie.cands[i])
-            patterns.append(FrequentSequence(items, tuple(schema.alphabet[x] for x in items),
-                                             float(noisy[i]), k))
-            true_supports[pattern_key(items)] = int(support[i])
-        levels.append(LevelRecord(k, trie.n_cand, delta_k, scale, theta_prime, vtrie.n_cand,
-                                  vplan[1], share, threshold if strict else None,
-                                  int(frequent.size), capped, "", prune_spent, prune_length,
-                                  length_spent, read_length, *vplan[2:]))
-        previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
-        if k == 1:
-            item_support[:] = threshold
-            item_support[vtrie.cands[frequent, 0]] = noisy[frequent]
-            ref_weight = float(item_support.sum())
-        if vplan[2]:   # a bound read for the survivors: FS_k ⊆ C′_k bounds later levels too
-            ref_length = vplan[3]
-            ref_weight = float(item_support[np.unique(vtrie.cands[frequent])].sum())
-        run.timed("verify", started)
-        if not previous:
-            break
-
-    run.progress(1.0, f"PFS2: {len(patterns)} frequent sequences")
-    calls = accountant.to_records()[n_calls_before:]
-    spent = accountant.spent_nano - spent_before
-    not_dp = []
-    if not strict:
-        keys = ["max_length", "threshold", "alphabet"] + (
-            ["partition", "shrinking", "noise"] if pfs2 else [])
-        not_dp = [NOT_DP_STEPS[key] for key in keys]
-    return with_intervals(SequenceRunResult(
-        run_id=run_id or uuid.uuid4().hex, dataset=schema.name, algorithm=params.algorithm,
-        mode=params.mode, params=params.to_dict(), version=__version__,
-        created_at=datetime.now(UTC).isoformat(), epsilon_nano=total,
-        spent_nano=spent, unspent_nano=total - spent, patterns=patterns, levels=levels,
-        noisy_records=n_hat, noisy_length_histogram=[float(x) for x in noisy_hist], l1=l1,
-        l2=l2, lmax=lmax, max_frequent_length=l_f, length_probes=probes,
-        mechanism_calls=calls, part_calls=run.part_calls, not_dp=not_dp, seed=seed,
-        diagnostics=SequenceDiagnostics(
-            true_records=data.n_records, true_supports=true_supports,
-            sample_sizes=[p.n_records for p in parts], shrinking=shrinking,
-            phase_seconds=dict(run.timers))))
+    run.progress(1.0, f"PFS2: {len(lv.patterns)} frequent sequences")
+    return _result(lv, params, total, n_calls_before, spent_before, n_hat=n_hat,
+                   noisy_hist=noisy_hist, l1=l1, l2=l2, probes=probes, run_id=run_id,
+                   seed=seed)

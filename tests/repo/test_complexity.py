@@ -14,13 +14,8 @@ MAX_LINES = 100
 
 #: ``path::function`` → its length (lines) when the budget came in. Only shrinks.
 STILL_LONG = {
-    "dpcore/experiments/synthesis.py::run_synthesis_experiment": 110,
-    "dpcore/privacy/ledger/store.py::charge": 114,
     "dpcore/redescriptions/bitset_mcmc.py::mcmc_tree_pair_bits": 110,
     "dpcore/redescriptions/bitset_mcmc.py::mcmc_tree_pair_faithful_bits": 168,
-    "dpcore/sequences/kernels.py::prefix_search": 154,
-    "dpcore/sequences/kernels.py::max_supports_by_length": 112,
-    "dpcore/sequences/miner.py::mine_frequent_sequences": 248,
 }
 
 

@@ -158,6 +158,23 @@ def _dumps(value, what: str) -> str:
         raise ParameterError(f"{what} must be JSON-serialisable without NaN/inf: {exc}") from None
 
 
+def _check_charge_input(run_id, dataset, algorithm, actor, audience, params,
+                        account) -> None:
+    """:meth:`Ledger.charge`'s checks of its arguments' form (ParameterError naming the bad
+    one; nothing read or written)."""
+    _check_text(run_id, "run_id")
+    _check_name(dataset)
+    _check_text(algorithm, "algorithm")
+    _check_text(actor, "actor")
+    if account is not None:
+        check_account_name(account)
+    if audience not in AUDIENCES:
+        raise ParameterError(f"audience must be one of {', '.join(AUDIENCES)}; "
+                             f"got {audience!r}")
+    if not isinstance(params, dict):
+        raise ParameterError(f"params must be a dict; got {type(params).__name__}")
+
+
 def _check_parts(epsilon_parts) -> tuple[int, ...]:
     if isinstance(epsilon_parts, (str, bytes)) or not hasattr(epsilon_parts, "__iter__"):
         raise ParameterError("epsilon_parts must be a list of integer nano-ε parts; "
@@ -759,17 +776,7 @@ class Ledger:
             no account where one is needed, or the run id was already charged with a
             different total, dataset, parameters or account.
         """
-        _check_text(run_id, "run_id")
-        _check_name(dataset)
-        _check_text(algorithm, "algorithm")
-        _check_text(actor, "actor")
-        if account is not None:
-            check_account_name(account)
-        if audience not in AUDIENCES:
-            raise ParameterError(f"audience must be one of {', '.join(AUDIENCES)}; "
-                                 f"got {audience!r}")
-        if not isinstance(params, dict):
-            raise ParameterError(f"params must be a dict; got {type(params).__name__}")
+        _check_charge_input(run_id, dataset, algorithm, actor, audience, params, account)
         parts = _check_parts(epsilon_parts)
         total = sum(parts)
         parts_json = json.dumps(list(parts))
@@ -779,7 +786,8 @@ class Ledger:
             # The dataset's row lock (PostgreSQL) is held from before the cap, the quota and
             # the sums of charges are read until the new charge commits: no two charges of
             # one dataset overlap, so neither the cap nor any account's quota can be
-            # exceeded by racing charges (docs/PRIVACY.md).
+            # exceeded by racing charges (docs/PRIVACY.md). The helpers below all run on
+            # this one connection, inside this one transaction.
             ds = self._dataset_row(con, dataset, self._lock)
             old = con.execute("SELECT * FROM charges WHERE run_id = ?", (run_id,)).fetchone()
             if old is not None:
@@ -788,29 +796,8 @@ class Ledger:
             if not ds["confirmed"]:
                 raise ParameterError(f"the public schema of dataset {dataset!r} is not "
                                      "confirmed by its owner yet; no run may start")
-            quota = None
-            if account is not None:
-                acc = self._account_row(con, account)
-                if acc["disabled_at"] is not None:
-                    raise ParameterError(f"account {account!r} is disabled; it cannot spend")
-                if acc["role"] != "owner":
-                    quota = self._quota(con, dataset, account)
-            elif not ds["public_demo"] and self._has_accounts(con):
-                raise ParameterError(
-                    f"dataset {dataset!r} is private and this ledger has accounts: every run "
-                    "on it must name the signed-in account that spends. Nothing was charged")
-            status = self._budget(con, dataset)
-            if total > status.remaining_nano:
-                raise BudgetExceededError(nano_to_epsilon(total),
-                                          nano_to_epsilon(max(status.remaining_nano, 0)),
-                                          what=f"run {run_id!r} on dataset {dataset!r}")
-            if quota is not None:
-                left = quota - self._account_spent(con, dataset, account)
-                if total > left:
-                    raise BudgetExceededError(
-                        nano_to_epsilon(total), nano_to_epsilon(max(left, 0)),
-                        what=f"run {run_id!r}: account {account!r}'s share of dataset "
-                             f"{dataset!r} (ε = {nano_to_epsilon(quota):.9g})")
+            quota = self._spender_quota(con, ds, dataset, account)
+            self._check_room(con, run_id, dataset, total, account, quota)
             now = _stamp(_now())
             con.execute("INSERT INTO charges (run_id, dataset, algorithm, epsilon_nano, "
                         "parts_json, params_json, actor, created_at, account, params_digest) "
@@ -823,6 +810,40 @@ class Ledger:
                         (run_id, dataset, algorithm, params_json, now, audience))
             row = con.execute("SELECT * FROM charges WHERE run_id = ?", (run_id,)).fetchone()
         return self._charge_record(row, replayed=False)
+
+    def _spender_quota(self, con, ds, dataset: str, account: str | None) -> int | None:
+        """The spending account's quota on ``dataset`` (nano-ε), None if it has none (an
+        owner, public demo data, a ledger without accounts). Raises ParameterError for a
+        disabled account, or no account where one is needed. Call inside :meth:`charge`'s
+        transaction."""
+        if account is not None:
+            acc = self._account_row(con, account)
+            if acc["disabled_at"] is not None:
+                raise ParameterError(f"account {account!r} is disabled; it cannot spend")
+            return None if acc["role"] == "owner" else self._quota(con, dataset, account)
+        if not ds["public_demo"] and self._has_accounts(con):
+            raise ParameterError(
+                f"dataset {dataset!r} is private and this ledger has accounts: every run "
+                "on it must name the signed-in account that spends. Nothing was charged")
+        return None
+
+    def _check_room(self, con, run_id: str, dataset: str, total: int, account: str | None,
+                    quota: int | None) -> None:
+        """Raise BudgetExceededError unless ``total`` (nano-ε) fits what remains of the
+        dataset's cap and, with a quota, of the account's share. Call inside
+        :meth:`charge`'s transaction, which holds the lock the sums are read under."""
+        status = self._budget(con, dataset)
+        if total > status.remaining_nano:
+            raise BudgetExceededError(nano_to_epsilon(total),
+                                      nano_to_epsilon(max(status.remaining_nano, 0)),
+                                      what=f"run {run_id!r} on dataset {dataset!r}")
+        if quota is not None:
+            left = quota - self._account_spent(con, dataset, account)
+            if total > left:
+                raise BudgetExceededError(
+                    nano_to_epsilon(total), nano_to_epsilon(max(left, 0)),
+                    what=f"run {run_id!r}: account {account!r}'s share of dataset "
+                         f"{dataset!r} (ε = {nano_to_epsilon(quota):.9g})")
 
     @staticmethod
     def _check_replay(old, run_id: str, dataset: str, total: int, digest: str,
