@@ -388,7 +388,58 @@ def _purity_l(nodes_l, hist, n_rows):
 
 
 @njit(cache=True, nogil=True)
-def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,  # noqa: PLR0912
+def _fill_pair_leaves(nodes_l, bits_l, nodes_r, bits_r, cls, hist, table, size_r):
+    """Class histograms of every T_L leaf, sizes and table rows of every T_R leaf."""
+    for u in range(nodes_l.shape[1]):
+        if nodes_l[SPLIT, u] == LEAF:
+            _leaf_hist(u, bits_l, cls, hist)
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] == LEAF:
+            size_r[j] = count_bits(bits_r[j])
+            _pair_row(j, nodes_l, bits_r, bits_l, table)
+
+
+@njit(cache=True, nogil=True)
+def _pair_g_r(nodes_r, nodes_l, table, size_r, hist, divisor, n_rows, count_scale):
+    """g(T_R) of the strict chain: the purity over T_L's leaves, less Q(root) on the count
+    scale (see :func:`mcmc_tree_pair_bits`)."""
+    g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
+    if count_scale:
+        g_r -= _root_purity(nodes_l, hist, n_rows)
+    return g_r
+
+
+@njit(cache=True, nogil=True)
+def _clear_moved_leaves(h, on_left, nodes_l, fanout_l, nodes_r, fanout_r, hist, table, size_r):
+    """Zero the counts of the leaves below the moved node ``h``: their histograms and table
+    columns (a T_L move) or their table rows and sizes (a T_R move)."""
+    if on_left:
+        for u in subtree_leaves(h, nodes_l, fanout_l):
+            zero_1d(hist[u])
+            zero_1d(table[:, u])
+    else:
+        for j in subtree_leaves(h, nodes_r, fanout_r):
+            zero_1d(table[j])
+            size_r[j] = 0
+
+
+@njit(cache=True, nogil=True)
+def _count_moved_leaves(h, on_left, nodes_l, fanout_l, bits_l, nodes_r, fanout_r, bits_r, cls,
+                        hist, table, size_r):
+    """Recount the leaves below the moved node ``h`` from their new bitsets (the columns of a
+    T_L move, the rows and sizes of a T_R move)."""
+    if on_left:
+        for u in subtree_leaves(h, nodes_l, fanout_l):
+            _leaf_hist(u, bits_l, cls, hist)
+            _pair_column(u, nodes_r, bits_r, bits_l, table)
+    else:
+        for j in subtree_leaves(h, nodes_r, fanout_r):
+            size_r[j] = count_bits(bits_r[j])
+            _pair_row(j, nodes_l, bits_r, bits_l, table)
+
+
+@njit(cache=True, nogil=True)
+def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, nodes_l,
                         cands_r, child_bits_r, offset_r, fanout_r, depth_r, nodes_r,
                         y, n_classes, n_rows, max_depth, epsilon, mc_iter, rng, trace,
                         stats=None, hastings=True, count_scale=False):
@@ -421,17 +472,9 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
     hist = np.zeros((cap_l, n_classes), dtype=np.int64)
     table = np.zeros((cap_r, cap_l), dtype=np.int64)
     size_r = np.zeros(cap_r, dtype=np.int64)
-    for u in range(cap_l):
-        if nodes_l[SPLIT, u] == LEAF:
-            _leaf_hist(u, bits_l, cls, hist)
-    for j in range(cap_r):
-        if nodes_r[SPLIT, j] == LEAF:
-            size_r[j] = count_bits(bits_r[j])
-            _pair_row(j, nodes_l, bits_r, bits_l, table)
+    _fill_pair_leaves(nodes_l, bits_l, nodes_r, bits_r, cls, hist, table, size_r)
     g_l = _purity_l(nodes_l, hist, divisor)
-    g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
-    if count_scale:
-        g_r -= _root_purity(nodes_l, hist, n_rows)
+    g_r = _pair_g_r(nodes_r, nodes_l, table, size_r, hist, divisor, n_rows, count_scale)
     score = pair_score(g_l, g_r, count_scale)
     saved_l = nodes_l.copy()
     saved_r = nodes_r.copy()
@@ -462,29 +505,16 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         copy_2d(saved_hist, hist)
         copy_2d(saved_table, table)
         copy_1d(saved_size, size_r)
-        if on_left:
-            for u in subtree_leaves(h, nodes_l, fanout_l):
-                zero_1d(hist[u])
-                zero_1d(table[:, u])
-        else:
-            for j in subtree_leaves(h, nodes_r, fanout_r):
-                zero_1d(table[j])
-                size_r[j] = 0
+        _clear_moved_leaves(h, on_left, nodes_l, fanout_l, nodes_r, fanout_r, hist, table,
+                            size_r)
         apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng,
                    np.bool_(False), no_perm, no_codes, y, np.int64(0))
         fill_node_bits(h, nodes, cands, fanout, child_bits, offset, bits)
-        if on_left:
-            for u in subtree_leaves(h, nodes_l, fanout_l):
-                _leaf_hist(u, bits_l, cls, hist)
-                _pair_column(u, nodes_r, bits_r, bits_l, table)
-        else:
-            for j in subtree_leaves(h, nodes_r, fanout_r):
-                size_r[j] = count_bits(bits_r[j])
-                _pair_row(j, nodes_l, bits_r, bits_l, table)
+        _count_moved_leaves(h, on_left, nodes_l, fanout_l, bits_l, nodes_r, fanout_r, bits_r,
+                            cls, hist, table, size_r)
         new_g_l = _purity_l(nodes_l, hist, divisor) if on_left else g_l
-        new_g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
-        if count_scale:
-            new_g_r -= _root_purity(nodes_l, hist, n_rows)
+        new_g_r = _pair_g_r(nodes_r, nodes_l, table, size_r, hist, divisor, n_rows,
+                            count_scale)
         new_score = pair_score(new_g_l, new_g_r, count_scale)
         if hastings_accept(new_score - score, epsilon, sensitivity, hastings, h, saved, nodes,
                            other_nodes, cands, fanout, depth_of, max_depth, np.bool_(True), work,
@@ -798,7 +828,146 @@ def _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows):
 
 
 @njit(cache=True, nogil=True)
-def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  # noqa: C901, PLR0912, PLR0915
+def _grow_pair_side(on_left, h, nodes, depth_of, max_depth, fanout, cands, rng, codes,
+                    split_of, gbits, bits, min_rows, y, cls, no_y, no_cls, nodes_l, bits_l,
+                    nodes_r, bits_r):
+    """:func:`grow_bits` below ``h`` in one tree of the faithful pair: T_L stops on pure
+    nodes of the classes ``y``, T_R on pure nodes with T_L's leaves as classes."""
+    if on_left:
+        grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
+                  bits, min_rows, y, cls, nodes_r, bits_r, np.bool_(False))
+    else:
+        grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
+                  bits, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
+
+
+@njit(cache=True, nogil=True)
+def _save_node_split(h, split_of, gbits, saved_g):
+    """Copy node ``h``'s cached split children into ``saved_g``; returns its cached split."""
+    copy_2d(saved_g[:gbits.shape[1]], gbits[h])
+    return split_of[h]
+
+
+@njit(cache=True, nogil=True)
+def _undo_tree_move(h, nodes, saved, codes, cands, fanout, split_of, gbits, bits, saved_g,
+                    saved_split):
+    """Put a faithful tree back as before a rejected move at ``h``: its nodes, ``h``'s
+    cached split and the bitsets below ``h``."""
+    copy_2d(nodes, saved)
+    copy_2d(gbits[h], saved_g[:gbits.shape[1]])
+    split_of[h] = saved_split
+    refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, bits)
+
+
+@njit(cache=True, nogil=True)
+def _plant_pair_tree(on_left, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
+                     gbits, bits, min_rows, y, cls, no_y, no_cls, nodes_l, bits_l, nodes_r,
+                     bits_r):
+    """A faithful pair's initial tree: the root over all rows, grown as
+    :func:`_grow_pair_side`."""
+    perm = np.empty(1, dtype=np.int64)
+    leaf = np.empty(1, dtype=np.int64)
+    init_tree(nodes, perm, leaf, np.int64(1))
+    copy_1d(bits[0], all_rows(codes.shape[1]))
+    _grow_pair_side(on_left, np.int64(0), nodes, depth_of, max_depth, fanout, cands, rng, codes,
+                    split_of, gbits, bits, min_rows, y, cls, no_y, no_cls, nodes_l, bits_l,
+                    nodes_r, bits_r)
+
+
+@njit(cache=True, nogil=True)
+def _count_faithful_pair(nodes_l, bits_l, nodes_r, bits_r, cls, hist, contrib_l, table, size_r,
+                         sumsq, n_rows):
+    """Histograms and purity contributions of every T_L leaf, sizes, table rows and Σ² of
+    every T_R leaf; returns g(T_L) (summed in leaf order, as the row chain)."""
+    g_l = 0.0
+    for u in range(nodes_l.shape[1]):
+        if nodes_l[SPLIT, u] == LEAF:
+            _leaf_hist(u, bits_l, cls, hist)
+            contrib_l[u] = purity_contribution(hist[u], n_rows)
+            g_l += contrib_l[u]
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] == LEAF:
+            size_r[j] = count_bits(bits_r[j])
+            _pair_row(j, nodes_l, bits_r, bits_l, table)
+            sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+    return g_l
+
+
+@njit(cache=True, nogil=True)
+def _drop_faithful_leaves(on_left, leaves, contrib_l, saved_contrib, hist, saved_hist, table,
+                          saved_table, size_r, saved_size, sumsq, saved_sumsq):
+    """Save, then zero, the counts of the moved tree's ``leaves`` (histograms, contributions
+    and table columns of T_L; table rows and sizes of T_R); save every Σ². Returns the T_L
+    contributions dropped (0 for a T_R move)."""
+    old_part = 0.0
+    if on_left:
+        copy_1d(saved_contrib, contrib_l)
+        for u in leaves:
+            old_part += contrib_l[u]
+            contrib_l[u] = 0.0
+            copy_1d(saved_hist[u], hist[u])
+            copy_1d(saved_table[:, u], table[:, u])
+            zero_1d(hist[u])
+            zero_1d(table[:, u])
+    else:
+        for j in leaves:
+            copy_1d(saved_table[j], table[j])
+            saved_size[j] = size_r[j]
+            zero_1d(table[j])
+            size_r[j] = 0
+    copy_1d(saved_sumsq, sumsq)
+    return old_part
+
+
+@njit(cache=True, nogil=True)
+def _add_faithful_leaves(on_left, leaves, g_l, old_part, nodes_l, bits_l, nodes_r, bits_r, cls,
+                         hist, contrib_l, table, size_r, sumsq, n_rows):
+    """Count the moved tree's new ``leaves`` from their bitsets and update Σ² (of every T_R
+    leaf after a T_L move: each gained new columns). Returns the new g(T_L)."""
+    if on_left:
+        new_part = 0.0
+        for u in leaves:
+            _leaf_hist(u, bits_l, cls, hist)
+            _pair_column(u, nodes_r, bits_r, bits_l, table)
+            contrib_l[u] = purity_contribution(hist[u], n_rows)
+            new_part += contrib_l[u]
+        for j in range(nodes_r.shape[1]):
+            if nodes_r[SPLIT, j] == LEAF:
+                sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+        return g_l - old_part + new_part
+    for j in leaves:
+        size_r[j] = count_bits(bits_r[j])
+        _pair_row(j, nodes_l, bits_r, bits_l, table)
+        sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+    return g_l
+
+
+@njit(cache=True, nogil=True)
+def _restore_faithful_leaves(on_left, old_leaves, new_leaves, contrib_l, saved_contrib, hist,
+                             saved_hist, table, saved_table, size_r, saved_size, sumsq,
+                             saved_sumsq):
+    """Undo a rejected move's counts: zero the new leaves', restore the old leaves' and
+    every Σ²."""
+    if on_left:
+        copy_1d(contrib_l, saved_contrib)
+        for u in new_leaves:
+            zero_1d(hist[u])
+            zero_1d(table[:, u])
+        for u in old_leaves:
+            copy_1d(hist[u], saved_hist[u])
+            copy_1d(table[:, u], saved_table[:, u])
+    else:
+        for j in new_leaves:
+            zero_1d(table[j])
+            size_r[j] = 0
+        for j in old_leaves:
+            copy_1d(table[j], saved_table[j])
+            size_r[j] = saved_size[j]
+    copy_1d(sumsq, saved_sumsq)
+
+
+@njit(cache=True, nogil=True)
+def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,
                                  codes_r, cands_r, fanout_r, depth_r, nodes_r,
                                  y, n_classes, max_depth, epsilon, mc_iter, sigma, window,
                                  min_rows, rng, trace, stats=None, hastings=False):
@@ -817,10 +986,8 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  
     changed node.
     """
     n_rows = codes_l.shape[1]
-    cap_l = nodes_l.shape[1]
-    cap_r = nodes_r.shape[1]
+    cap_l, cap_r = nodes_l.shape[1], nodes_r.shape[1]
     words = (n_rows + 63) // 64
-    root = all_rows(n_rows)
     bits_l = np.zeros((cap_l, words), dtype=np.uint64)
     bits_r = np.zeros((cap_r, words), dtype=np.uint64)
     cls = class_bits(y, n_classes, n_rows)
@@ -828,47 +995,29 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  
     split_r, g_bits_r = _split_cache(nodes_r, fanout_r, depth_r, max_depth, words)
     no_cls = np.zeros((1, 1), dtype=np.uint64)
     no_y = np.zeros(1, dtype=np.int64)
-    perm = np.empty(1, dtype=np.int64)
-    leaf = np.empty(1, dtype=np.int64)
-    init_tree(nodes_l, perm, leaf, np.int64(1))
-    copy_1d(bits_l[0], root)
-    grow_bits(np.int64(0), nodes_l, depth_l, max_depth, fanout_l, cands_l, rng, codes_l,
-              split_l, g_bits_l, bits_l, min_rows, y, cls, nodes_r, bits_r, np.bool_(False))
-    init_tree(nodes_r, perm, leaf, np.int64(1))
-    copy_1d(bits_r[0], root)
-    grow_bits(np.int64(0), nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, codes_r,
-              split_r, g_bits_r, bits_r, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
+    _plant_pair_tree(np.bool_(True), nodes_l, depth_l, max_depth, fanout_l, cands_l, rng,
+                     codes_l, split_l, g_bits_l, bits_l, min_rows, y, cls, no_y, no_cls, nodes_l,
+                     bits_l, nodes_r, bits_r)
+    _plant_pair_tree(np.bool_(False), nodes_r, depth_r, max_depth, fanout_r, cands_r, rng,
+                     codes_r, split_r, g_bits_r, bits_r, min_rows, y, cls, no_y, no_cls, nodes_l,
+                     bits_l, nodes_r, bits_r)
     hist = np.zeros((cap_l, n_classes), dtype=np.int64)
     contrib_l = np.zeros(cap_l, dtype=np.float64)
-    g_l = 0.0
-    for u in range(cap_l):
-        if nodes_l[SPLIT, u] == LEAF:
-            _leaf_hist(u, bits_l, cls, hist)
-            contrib_l[u] = purity_contribution(hist[u], n_rows)
-            g_l += contrib_l[u]
     table = np.zeros((cap_r, cap_l), dtype=np.int64)
     size_r = np.zeros(cap_r, dtype=np.int64)
     sumsq = np.zeros(cap_r, dtype=np.int64)
-    for j in range(cap_r):
-        if nodes_r[SPLIT, j] == LEAF:
-            size_r[j] = count_bits(bits_r[j])
-            _pair_row(j, nodes_l, bits_r, bits_l, table)
-            sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+    g_l = _count_faithful_pair(nodes_l, bits_l, nodes_r, bits_r, cls, hist, contrib_l, table,
+                               size_r, sumsq, n_rows)
     g_r = _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows)
     score = g_l * (1.0 + g_r) / 2.0
-    saved_l = nodes_l.copy()
-    saved_r = nodes_r.copy()
-    saved_contrib = contrib_l.copy()
-    saved_hist = hist.copy()
-    saved_table = table.copy()
-    saved_size = size_r.copy()
-    saved_sumsq = sumsq.copy()
+    saved_l, saved_r, saved_contrib = nodes_l.copy(), nodes_r.copy(), contrib_l.copy()
+    saved_hist, saved_table = hist.copy(), table.copy()
+    saved_size, saved_sumsq = size_r.copy(), sumsq.copy()
     saved_g = np.zeros((max(fanout_l, fanout_r), words), dtype=np.uint64)
     work_l = hastings_workspace(cands_l)
     work_r = hastings_workspace(cands_r)
     ring = np.zeros(window, dtype=np.float64)
-    n_acc = 0
-    done = 0
+    n_acc, done = 0, 0
     for it in range(mc_iter):
         done = it + 1
         on_left, h, s_new = propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r,
@@ -886,53 +1035,20 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  
             bits, split_of, gbits, other_nodes, work = bits_r, split_r, g_bits_r, nodes_l, work_r
         if stats is not None:
             stats[0] += count_bits(bits[h])
-        nc = gbits.shape[1]
-        copy_2d(saved_g[:nc], gbits[h])
-        saved_split = split_of[h]
+        saved_split = _save_node_split(h, split_of, gbits, saved_g)
         old_leaves = subtree_leaves(h, nodes, fanout)
-        old_part = 0.0
-        if on_left:
-            copy_1d(saved_contrib, contrib_l)
-            for u in old_leaves:
-                old_part += contrib_l[u]
-                contrib_l[u] = 0.0
-                copy_1d(saved_hist[u], hist[u])
-                copy_1d(saved_table[:, u], table[:, u])
-                zero_1d(hist[u])
-                zero_1d(table[:, u])
-        else:
-            for j in old_leaves:
-                copy_1d(saved_table[j], table[j])
-                saved_size[j] = size_r[j]
-                zero_1d(table[j])
-                size_r[j] = 0
-        copy_1d(saved_sumsq, sumsq)
+        old_part = _drop_faithful_leaves(on_left, old_leaves, contrib_l, saved_contrib, hist,
+                                         saved_hist, table, saved_table, size_r, saved_size,
+                                         sumsq, saved_sumsq)
         copy_2d(saved, nodes)
         replace_split(h, s_new, nodes, cands, fanout)
-        if on_left:
-            grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
-                      gbits, bits, min_rows, y, cls, nodes_r, bits_r, np.bool_(False))
-        else:
-            grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
-                      gbits, bits, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
+        _grow_pair_side(on_left, h, nodes, depth_of, max_depth, fanout, cands, rng, codes,
+                        split_of, gbits, bits, min_rows, y, cls, no_y, no_cls, nodes_l, bits_l,
+                        nodes_r, bits_r)
         new_leaves = subtree_leaves(h, nodes, fanout)
-        new_g_l = g_l
-        if on_left:
-            new_part = 0.0
-            for u in new_leaves:
-                _leaf_hist(u, bits_l, cls, hist)
-                _pair_column(u, nodes_r, bits_r, bits_l, table)
-                contrib_l[u] = purity_contribution(hist[u], n_rows)
-                new_part += contrib_l[u]
-            new_g_l = g_l - old_part + new_part
-            for j in range(cap_r):
-                if nodes_r[SPLIT, j] == LEAF:
-                    sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
-        else:
-            for j in new_leaves:
-                size_r[j] = count_bits(bits_r[j])
-                _pair_row(j, nodes_l, bits_r, bits_l, table)
-                sumsq[j] = _table_sumsq(j, nodes_l, table, size_r)
+        new_g_l = _add_faithful_leaves(on_left, new_leaves, g_l, old_part, nodes_l, bits_l,
+                                       nodes_r, bits_r, cls, hist, contrib_l, table, size_r,
+                                       sumsq, n_rows)
         new_g_r = _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows)
         new_score = new_g_l * (1.0 + new_g_r) / 2.0
         if hastings_accept(new_score - score, epsilon, 1.0, hastings, h, saved, nodes,
@@ -942,26 +1058,11 @@ def mcmc_tree_pair_faithful_bits(codes_l, cands_l, fanout_l, depth_l, nodes_l,  
             ring[n_acc % window] = score
             n_acc += 1
         else:
-            copy_2d(nodes, saved)
-            copy_2d(gbits[h], saved_g[:nc])
-            split_of[h] = saved_split
-            refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, bits)
-            if on_left:
-                copy_1d(contrib_l, saved_contrib)
-                for u in new_leaves:
-                    zero_1d(hist[u])
-                    zero_1d(table[:, u])
-                for u in old_leaves:
-                    copy_1d(hist[u], saved_hist[u])
-                    copy_1d(table[:, u], saved_table[:, u])
-            else:
-                for j in new_leaves:
-                    zero_1d(table[j])
-                    size_r[j] = 0
-                for j in old_leaves:
-                    copy_1d(table[j], saved_table[j])
-                    size_r[j] = saved_size[j]
-            copy_1d(sumsq, saved_sumsq)
+            _undo_tree_move(h, nodes, saved, codes, cands, fanout, split_of, gbits, bits, saved_g,
+                            saved_split)
+            _restore_faithful_leaves(on_left, old_leaves, new_leaves, contrib_l, saved_contrib,
+                                     hist, saved_hist, table, saved_table, size_r, saved_size,
+                                     sumsq, saved_sumsq)
         trace[it] = score
         if scores_stabilised(ring, n_acc, window, sigma):
             break
