@@ -77,10 +77,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from dpcore.data.kinds import load_any_dataset
-from dpcore.data.loading import join_view_ids, read_table
-from dpcore.data.names import check_dataset_name
-from dpcore.data.prefill import prefill
-from dpcore.data.schema import save_schema
 from dpcore.errors import (
     DataError,
     DpcoreError,
@@ -991,6 +987,12 @@ def cmd_prefill_schema(args) -> int:
     no ε is spent; the owner edits the written file and then runs ``register`` on its
     folder, which declares it public. An existing file is never overwritten.
     """
+    # pandas is imported here, not at the top: `--help`, `budget` and a mine stay light
+    from dpcore.data.loading import join_view_ids, read_table
+    from dpcore.data.names import check_dataset_name
+    from dpcore.data.prefill import prefill
+    from dpcore.data.schema import save_schema
+
     _owner_or_exit(args)
     out = Path(args.out)
     if out.exists():
