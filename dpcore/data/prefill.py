@@ -103,6 +103,8 @@ def nice_domain(lo: float, hi: float, bins: int | None = None) -> tuple[float, f
         for m in (1, 2, 5):
             step = m * 10.0 ** e
             a = math.floor(lo / step) * step
+            if a > lo:          # lo / step underflowed to -0.0 (a subnormal lo): one step down
+                a -= step
             if a + n * step >= hi and a + n * step > lo:
                 return (_clean(a), _clean(a + n * step))
         e += 1

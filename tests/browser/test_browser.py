@@ -209,18 +209,7 @@ def test_click_a_point_on_the_scatter_prunes(served_app):
     with app_page(served_app) as page:
         assert _metric(page, "Spent ε") == "0"
 
-        # Mine: a small seeded MCMCTreePair run on the public demo clinic data.
-        page.get_by_role("link", name="Mine").click()
-        page.get_by_label("InTr (trials)", exact=True).wait_for()
-        _set_number(page, "InTr (trials)", "2")
-        _set_number(page, "MCIter", "200")
-        page.get_by_text(re.compile("^Demo seed")).click()
-        _wait_idle(page)
-        _set_number(page, "Seed", "11")
-        page.get_by_role("button", name=re.compile(r"^Launch MCMCTreePair")).click()
-        page.get_by_role("button", name="Confirm and run").click()
-        page.get_by_text(re.compile(r"is stored: \d+ redescriptions")).wait_for()
-        _wait_idle(page)
+        _mine_small_tree_pair_run(page)
         assert _metric(page, "Spent ε") == "1"
 
         # Explore: click a point → threshold = its noisy support → fewer kept.
