@@ -779,7 +779,7 @@ class FlowNoise:
         continuous Laplace's 90 % quantile is b·ln 10 ≈ 1.628 sd < 1.645 sd, and sums of a
         few terms come closer to normal. Above 90 % it is not (at 95 % the Laplace tails
         are heavier than the normal's), so higher coverages are refused.
-        ``tests/test_redescriptions_intervals.py`` checks the bound against the exact law
+        ``tests/dpcore/redescriptions/test_intervals.py`` checks the bound against the exact law
         of discrete sums and simulated continuous ones.
         """
         from dpcore.privacy.count_intervals import noise_halfwidth
