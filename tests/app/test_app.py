@@ -86,14 +86,26 @@ def walk(node):
             yield from walk(child)
 
 
-def page_text(at: AppTest) -> tuple[str, str]:
-    """(all element texts incl. table cells and metrics, all Plotly chart specs) of one render."""
+# The list's noisy 2×2 columns: a released |E00| = Ñ − |q_L ∪ q_R| is a noisy count near the
+# row count, so it legitimately equals 442 on diabetes now and then (CI saw it once in ~20 runs).
+NOISY_CELL_COLUMNS = ("table", "cells")
+
+
+def page_text(at: AppTest, *, without_noisy_cells: bool = False) -> tuple[str, str]:
+    """(all element texts incl. table cells and metrics, all Plotly chart specs) of one render.
+
+    ``without_noisy_cells`` leaves out the list's noisy 2×2 columns (see NOISY_CELL_COLUMNS).
+    """
     texts, charts = [], []
     for root in (at.main, at.sidebar):
         for node in walk(root):
             kind = getattr(node, "type", None)
             if kind == "dataframe":
-                texts.append(node.value.to_csv())
+                frame = node.value
+                if without_noisy_cells:
+                    frame = frame.drop(columns=[c for c in NOISY_CELL_COLUMNS
+                                                if c in frame.columns])
+                texts.append(frame.to_csv())
             elif kind == "plotly_chart":
                 charts.append(node.proto.spec)
             elif kind == "metric":
@@ -385,8 +397,9 @@ def test_analyst_sees_nothing_private_on_diabetes(app, ledger_path):
     assert [r.status for r in Ledger(ledger_path).list_runs("diabetes")] == ["done"]
     for page in PAGES:
         run_page(app, page)
+        assert not re.search(r"\b442\b", page_text(app, without_noisy_cells=True)[0]), \
+            f"row count leaked on {page}"
         text, charts = page_text(app)
-        assert not re.search(r"\b442\b", text), f"row count leaked on {page}"
         lowered = (text + "\n" + charts).lower()
         for phrase in FORBIDDEN:
             assert phrase not in lowered, f"{phrase!r} shown to an analyst on {page}"
