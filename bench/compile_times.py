@@ -185,6 +185,8 @@ def child(spec: dict) -> int:
     recorder = CompileRecorder()
     if spec.get("warmup"):
         return _warmup_child(spec, recorder)
+    if spec.get("launch"):
+        return _launch_child(spec)
     from dpcore.cli import main
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -215,6 +217,72 @@ def _warmup_child(spec: dict, recorder: CompileRecorder) -> int:
         "cpu_s": time.process_time() - c0, "compile_s": sum(recorder.kernels.values()),
         "lock_s": recorder.lock_s, "kernels": len(recorder.kernels)}))
     return 0
+
+
+def _launch_child(spec: dict) -> int:
+    """The app's warm-up as the server runs it on a first start (``run_warmup`` with its
+    compile workers, ``spec['workers']``): when each family is ready, the whole wall, and
+    the CPU of this process and its workers."""
+    import resource
+
+    from components.common.warmup import WarmupState, WarmupStep, run_warmup, warmup_steps
+
+    t0 = time.perf_counter()
+    ready_at: dict[str, float] = {}
+
+    def timed(step):
+        def action():
+            step.action()
+            ready_at[step.key] = time.perf_counter() - t0
+        return WarmupStep(step.key, step.label, step.family, action, step.group)
+
+    steps = [timed(s) for s in warmup_steps()]
+    state = WarmupState(steps=steps, cold=True)
+    run_warmup(state, workers=spec["workers"])
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    families = {}
+    for step in steps:
+        families[step.family] = max(families.get(step.family, 0.0), ready_at[step.key])
+    Path(spec["report"]).write_text(json.dumps({
+        "rc": 0 if state.error is None else 1, "error": state.error,
+        "wall_s": time.perf_counter() - t0, "family_ready_s": families,
+        "cpu_s": own.ru_utime + own.ru_stime, "workers_cpu_s": kids.ru_utime + kids.ru_stime,
+        "workers": spec["workers"]}))
+    return 0
+
+
+def launch_figures(work: Path, workers: list[int]) -> list[dict]:
+    """A first start's warm-up, from an empty numba cache each time, per worker count."""
+    out = []
+    for n in workers:
+        cache = tempfile.mkdtemp(prefix="dpcore-cold-numba-")
+        try:
+            spec = {"launch": True, "workers": n, "report": str(work / f"launch-{n}.json")}
+            load = os.getloadavg()[0]
+            proc = subprocess.run([sys.executable, "-m", "bench.compile_times", "--child",
+                                   json.dumps(spec)], env=_env(work, cache), cwd=REPO_ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if proc.returncode != 0:
+                raise RuntimeError(f"launch ({n} workers) failed: {proc.stderr[-800:]}")
+            out.append({**json.loads(Path(spec["report"]).read_text()), "load_before": load,
+                        "load_after": os.getloadavg()[0]})
+        finally:
+            subprocess.run(["rm", "-rf", cache], check=False)
+    return out
+
+
+def launch_markdown(rows: list[dict]) -> str:
+    families = list(rows[0]["family_ready_s"])
+    lines = ["| compile workers | " + " | ".join(f"{f} ready s" for f in families)
+             + " | every miner ready s | CPU s (server + workers) | load before → after |",
+             "|---" * (len(families) + 4) + "|"]
+    for r in rows:
+        lines.append(f"| {r['workers']} | " + " | ".join(
+            f"{r['family_ready_s'][f]:.1f}" for f in families)
+            + f" | **{r['wall_s']:.1f}** | {r['cpu_s']:.1f} + {r['workers_cpu_s']:.1f} | "
+              f"{r['load_before']:.1f} → {r['load_after']:.1f} |")
+    return "\n".join(lines)
 
 
 def warmup_figures(work: Path) -> dict:
@@ -365,10 +433,22 @@ def main(argv=None) -> int:
                     help="only print the seeded release digests (default numba cache)")
     ap.add_argument("--warmup", action="store_true",
                     help="time the app's warm-up steps, cold and cached")
+    ap.add_argument("--launch", metavar="WORKERS", default=None,
+                    help="time the app's first-start warm-up from an empty cache with each "
+                         "comma-separated number of compile workers (e.g. 1,2)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(json.loads(args.child))
+    if args.launch:
+        work = Path(args.work or tempfile.mkdtemp(prefix="dpcore-compile-times-"))
+        work.mkdir(parents=True, exist_ok=True)
+        rows = launch_figures(work, [int(n) for n in args.launch.split(",")])
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+        print(f"{os.cpu_count()} cores\n")
+        print(launch_markdown(rows))
+        return 0
     if args.warmup:
         work = Path(args.work or tempfile.mkdtemp(prefix="dpcore-compile-times-"))
         work.mkdir(parents=True, exist_ok=True)

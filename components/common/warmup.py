@@ -19,6 +19,16 @@ miners on a generated clickstream, the synthesis miners on a generated Pima-shap
 with a throwaway accountant: it never touches the ledger, spends no budget of any
 dataset, and its output is discarded (it is not a release of any real data).
 
+On a first start (empty numba cache) on a machine with more than one core, the steps are
+compiled by worker processes (:mod:`components.common.warmup_worker`, one per core, at most
+:data:`MAX_COMPILE_WORKERS`): numba compiles under one lock per process, so threads cannot
+share the work, but processes can, and they write the kernels to the shared numba cache.
+Steps that share kernels (one *compile group*: a family's algorithms with the same
+parameter type) stay on one worker, so no kernel is compiled twice. As each worker finishes
+a step, the server runs that step itself, which now only loads the kernels from the cache,
+and only then counts it done. A worker that fails or dies leaves its steps to the server,
+which compiles them itself as before.
+
 The time left is estimated from each step's measured compile CPU
 (:data:`STEP_SECONDS`, cold and cached), scaled by how fast the steps done so far went
 on this machine; a step that overruns its share raises the estimate of every step after
@@ -28,6 +38,10 @@ it, so a loaded machine shows a growing estimate rather than "1 s left" for minu
 from __future__ import annotations
 
 import logging
+import os
+import queue
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -43,7 +57,8 @@ from dpcore.registry import ALGORITHM_LABELS, ALGORITHM_SPECS, REDESCRIPTIONS, f
 
 from .family_ui import family_ui, family_uis
 
-__all__ = ["WarmupStep", "WarmupState", "STEP_SECONDS", "registry_steps", "family_steps",
+__all__ = ["WarmupStep", "WarmupState", "STEP_SECONDS", "MAX_COMPILE_WORKERS",
+           "compile_group", "compile_workers", "registry_steps", "family_steps",
            "warmup_steps", "run_warmup", "start_warmup", "warmup_state", "progress_text",
            "render_warmup_progress"]
 
@@ -75,6 +90,9 @@ STEP_SECONDS: dict[str, tuple[float, float]] = {
 }
 #: A step missing from :data:`STEP_SECONDS` (a new miner): this many CPU seconds.
 DEFAULT_STEP_SECONDS = (5.0, 0.2)
+#: At most this many compile worker processes on a first start (one per core up to it).
+MAX_COMPILE_WORKERS = 2
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -82,17 +100,29 @@ class WarmupStep:
     """One warm-up run: ``action`` compiles (or loads) the kernels of one miner × mode.
 
     ``key`` is ``algorithm/mode`` (the :data:`STEP_SECONDS` key); ``family`` the mining
-    family whose pages wait for it.
+    family whose pages wait for it; ``group`` the steps sharing its kernels
+    (:func:`compile_group`; empty: the family), which one compile worker takes together.
     """
 
     key: str
     label: str
     family: str
     action: Callable[[], None]
+    group: str = ""
+
+    @property
+    def compile_group(self) -> str:
+        return self.group or self.family
 
     def seconds(self, cold: bool) -> float:
         cold_s, cached_s = STEP_SECONDS.get(self.key, DEFAULT_STEP_SECONDS)
         return cold_s if cold else cached_s
+
+
+def compile_group(family: str, params) -> str:
+    """The compile group of a step: its family and parameter type (the algorithms of one
+    family with one parameter type run the same kernels, e.g. the three tree miners)."""
+    return f"{family}:{type(params).__name__}"
 
 
 def registry_steps(family: str, data, make_params) -> list[WarmupStep]:
@@ -110,7 +140,7 @@ def registry_steps(family: str, data, make_params) -> list[WarmupStep]:
                               accountant=PrivacyAccountant(budget))
 
             steps.append(WarmupStep(f"{key}/{mode}", f"{ALGORITHM_LABELS[key]} ({mode})",
-                                    family, action))
+                                    family, action, compile_group(family, params)))
     return steps
 
 
@@ -138,21 +168,23 @@ class WarmupState:
     """Progress of the warm-up (written by its thread, read by the pages).
 
     ``seconds``: each step's expected CPU seconds on the reference machine; the estimate
-    of the time left scales them by this machine's observed speed.
+    of the time left scales them by this machine's observed speed. ``running``: the steps
+    being compiled now with their start (``time.monotonic``); ``durations``: the wall
+    seconds each finished step took; ``workers``: how many steps compile at once.
     """
 
     steps: list[WarmupStep]
     cold: bool
     done_keys: list[str] = field(default_factory=list)
-    step: str = "starting"
     error: str | None = None
     finished: bool = False
     started: float = field(default_factory=time.monotonic)
-    step_started: float | None = None
     ended: float | None = None
     #: Set by a page waiting for a family: its pending steps run next.
     wanted: str | None = None
-    _current: WarmupStep | None = None
+    running: list[tuple[WarmupStep, float]] = field(default_factory=list)
+    durations: dict[str, float] = field(default_factory=dict)
+    workers: int = 1
 
     @property
     def total(self) -> int:
@@ -161,6 +193,12 @@ class WarmupState:
     @property
     def done(self) -> int:
         return len(self.done_keys)
+
+    @property
+    def step(self) -> str:
+        """What compiles now (the running steps' labels)."""
+        running = list(self.running)
+        return " and ".join(s.label for s, _ in running) if running else "starting"
 
     @property
     def ready(self) -> bool:
@@ -189,31 +227,30 @@ class WarmupState:
 
         Expected CPU seconds of the steps left, times this machine's pace: the wall
         seconds the finished steps took per expected second (1 before any step ends),
-        raised to the running step's own pace once it overruns its expectation.
+        raised to a running step's own pace once it overruns its expectation. Every step
+        left is divided among the workers; a family's steps are not (its kernels compile
+        on one worker).
         """
         if self.finished:
             return 0.0
         now = time.monotonic() if now is None else now
         done = set(self.done_keys)
-        expected_done = sum(s.seconds(self.cold) for s in self.steps if s.key in done)
-        step_start = self.step_started if self.step_started is not None else self.started
-        pace = (step_start - self.started) / expected_done if expected_done > 0 else 1.0
+        expected_done = sum(s.seconds(self.cold) for s in self.steps if s.key in self.durations)
+        pace = sum(self.durations.values()) / expected_done if expected_done > 0 else 1.0
         pace = max(pace, 0.05)
-        in_step = max(0.0, now - step_start)
-        current = self._current
-        if current is not None:
-            expected_now = current.seconds(self.cold)
+        running = list(self.running)
+        for step, started in running:
+            expected_now = step.seconds(self.cold)
             if expected_now > 0:
-                pace = max(pace, in_step / expected_now)
-        left = 0.0
-        if current is not None:
-            left += max(0.0, current.seconds(self.cold) * pace - in_step)
-        for s in self.steps:
-            if s.key in done or s is current:
-                continue
-            if family is None or s.family in (family, ""):
-                left += s.seconds(self.cold) * pace
-        return max(1.0, left)
+                pace = max(pace, (now - started) / expected_now)
+        counted = (lambda s: True) if family is None else (lambda s: s.family in (family, ""))
+        left = sum(max(0.0, step.seconds(self.cold) * pace - (now - started))
+                   for step, started in running if counted(step))
+        running_keys = {step.key for step, _ in running}
+        left += sum(s.seconds(self.cold) * pace for s in self.steps
+                    if s.key not in done and s.key not in running_keys and counted(s))
+        lanes = max(1, self.workers) if family is None else 1
+        return max(1.0, left / lanes)
 
 
 def _cache_is_cold() -> bool:
@@ -226,32 +263,159 @@ def _cache_is_cold() -> bool:
         return True
 
 
+def _wanted_first(state: WarmupState, candidates: list[WarmupStep]) -> WarmupStep | None:
+    wanted = [s for s in candidates if state.wanted and s.family == state.wanted]
+    return (wanted or candidates or [None])[0]
+
+
+def _pending(state: WarmupState) -> list[WarmupStep]:
+    taken = set(state.done_keys) | {s.key for s, _ in state.running}
+    return [s for s in state.steps if s.key not in taken]
+
+
 def _next_step(state: WarmupState) -> WarmupStep | None:
-    done = set(state.done_keys)
-    pending = [s for s in state.steps if s.key not in done]
-    if not pending:
-        return None
-    wanted = [s for s in pending if state.wanted and s.family == state.wanted]
-    return (wanted or pending)[0]
+    return _wanted_first(state, _pending(state))
 
 
-def run_warmup(state: WarmupState, steps: Sequence | None = None) -> None:
+def _next_step_for(state: WarmupState, own: set[str], taken: set[str]) -> WarmupStep | None:
+    """The next step for a compile worker owning the groups ``own`` (``taken``: every
+    worker's): the wanted family first, then its own groups, then a group nobody has."""
+    pending = _pending(state)
+    mine = [s for s in pending if s.compile_group in own]
+    free = [s for s in pending if s.compile_group not in taken]
+    for candidates in ([s for s in mine + free if state.wanted and s.family == state.wanted],
+                       mine, free):
+        if candidates:
+            return candidates[0]
+    return None
+
+
+def _run_step(state: WarmupState, step: WarmupStep) -> None:
+    """Run ``step`` in this process and count it done."""
+    entry = (step, time.monotonic())
+    state.running.append(entry)
+    try:
+        step.action()
+    finally:
+        state.running.remove(entry)
+    state.durations.setdefault(step.key, time.monotonic() - entry[1])
+    state.done_keys.append(step.key)
+
+
+def compile_workers() -> int:
+    """How many compile worker processes a first start uses (1: compile in the server)."""
+    return max(1, min(MAX_COMPILE_WORKERS, os.cpu_count() or 1))
+
+
+class _Workers:
+    """The compile worker processes and the queue their output lines arrive on."""
+
+    def __init__(self, n: int):
+        self.events: queue.Queue = queue.Queue()
+        self.procs = []
+        for i in range(n):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "components.common.warmup_worker"], cwd=_REPO_ROOT,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True, bufsize=1)
+            threading.Thread(target=self._forward, args=(i, proc.stdout), daemon=True,
+                             name=f"dprm-warmup-worker-{i}").start()
+            self.procs.append(proc)
+
+    def _forward(self, i: int, stream) -> None:
+        with stream:
+            for line in stream:
+                self.events.put((i, line.strip()))
+        self.events.put((i, None))                       # the worker ended
+
+    def send(self, i: int, key: str) -> bool:
+        try:
+            self.procs[i].stdin.write(key + "\n")
+            self.procs[i].stdin.flush()
+            return True
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        for proc in self.procs:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        for proc in self.procs:                          # each ends at end of input
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _compile_in_workers(state: WarmupState, n: int) -> None:
+    """Have ``n`` worker processes compile the steps into the numba cache; as each step
+    ends there, run it here (a cache load) and count it done. A worker that fails a step
+    or dies gets no more work; what it left is done by the caller in this process."""
+    workers = _Workers(n)
+    state.workers = n
+    own: list[set[str]] = [set() for _ in range(n)]
+    busy: dict[int, tuple[WarmupStep, float]] = {}
+    alive = set(range(n))
+    try:
+        while True:
+            for i in sorted(alive - set(busy)):
+                taken = set().union(*own)
+                step = _next_step_for(state, own[i], taken)
+                if step is None:
+                    continue
+                if not workers.send(i, step.key):
+                    alive.discard(i)
+                    own[i].clear()
+                    continue
+                own[i].add(step.compile_group)
+                busy[i] = (step, time.monotonic())
+                state.running.append(busy[i])
+            if not busy:
+                return
+            i, line = workers.events.get()
+            if i not in busy:
+                continue
+            entry = busy.pop(i)
+            state.running.remove(entry)
+            verb, _, rest = (line or "").partition(" ")
+            key, _, seconds = rest.partition(" ")
+            if verb != "done" or key != entry[0].key:
+                alive.discard(i)                         # failed or died: no more work
+                own[i].clear()
+                _log.warning("warm-up worker %d stopped at %s: %s", i, entry[0].key, line)
+                continue
+            state.durations[key] = float(seconds)
+            _run_step(state, entry[0])                   # loads what the worker compiled
+    finally:
+        state.workers = 1
+        workers.close()
+
+
+def run_warmup(state: WarmupState, steps: Sequence | None = None, *,
+               workers: int | None = None) -> None:
     """Run the steps (those of ``state`` unless given), recording progress in ``state``;
-    a family a page waits for (``state.wanted``) goes first. A failure ends the warm-up:
-    the kernels then compile on first use."""
+    a family a page waits for (``state.wanted``) goes first. On a cold cache with
+    ``workers`` > 1 (default :func:`compile_workers`), worker processes compile first.
+    A failure ends the warm-up: the kernels then compile on first use."""
     if steps is not None:
         state.steps = [_as_step(s) for s in steps]
+    workers = compile_workers() if workers is None else workers
     try:
+        if state.cold and workers > 1:
+            try:
+                _compile_in_workers(state, workers)
+            except OSError:
+                _log.exception("warm-up workers could not start; compiling here")
         while (step := _next_step(state)) is not None:
-            state.step, state._current = step.label, step
-            state.step_started = time.monotonic()
-            step.action()
-            state.done_keys.append(step.key)
+            _run_step(state, step)
     except Exception as exc:  # noqa: BLE001 - a failed warm-up must not stop the app
         _log.exception("numba warm-up failed")
         state.error = f"{type(exc).__name__}: {exc}"
     finally:
-        state._current = None
+        state.running.clear()
         state.ended = time.monotonic()
         state.finished = True
 

@@ -27,7 +27,7 @@ from ..common.data_locations import hide_server_paths
 from ..common.dataset_upload import render_two_view_upload
 from ..common.family_ui import NavPage
 from ..common.session import current_requester
-from ..common.warmup import WarmupStep
+from ..common.warmup import WarmupStep, compile_group
 from .explore_view import kept_display_frame
 from .params_form import params_from_state
 from .scatter import redescription_rows
@@ -115,7 +115,8 @@ class RedescriptionsUI:
 
                 steps.append(WarmupStep(f"{algorithm}/{mode}",
                                         f"{ALGORITHM_LABELS[algorithm]} ({mode})",
-                                        REDESCRIPTIONS, action))
+                                        REDESCRIPTIONS, action,
+                                        compile_group(REDESCRIPTIONS, params)))
         return steps
 
     def render_upload(self, ledger: Ledger) -> None:

@@ -706,8 +706,9 @@ def test_warmup_reports_progress_and_an_estimate(monkeypatch):
     assert WarmupState(steps=steps, cold=False, started=0.0).seconds_left(now=0.0) == 3.0
     # the first step took 20 s for its expected 10: the machine runs at half speed
     cold.done_keys.append("a/x")
-    cold.step_started = 20.0
-    cold._current = steps[1]
+    cold.durations["a/x"] = 20.0
+    cold.running.append((steps[1], 20.0))
+    assert "(b/x)" in progress_text(cold)
     assert cold.seconds_left(now=20.0) == pytest.approx(2 * (30 + 20))
     # the second step overruns even that pace (90 s for 30 expected): 3x, and growing
     assert cold.seconds_left(now=110.0) == pytest.approx(20 * 3.0 + 1.0, abs=1.0)
@@ -718,7 +719,7 @@ def test_warmup_reports_progress_and_an_estimate(monkeypatch):
     state = WarmupState(steps=[_step(s.key, s.family, lambda k=s.key: order.append(k))
                                for s in steps], cold=False)
     state.wanted = "fam2"                             # a page waits for fam2: it goes first
-    run_warmup(state)
+    run_warmup(state, workers=1)
     assert order == ["c/y", "a/x", "b/x"] and state.ready and state.fraction == 1.0
     assert progress_text(state) == "Mining engine ready."
 
@@ -726,7 +727,7 @@ def test_warmup_reports_progress_and_an_estimate(monkeypatch):
         raise RuntimeError("no compiler")
 
     failed = WarmupState(steps=[], cold=True)
-    run_warmup(failed, [("x", boom)])
+    run_warmup(failed, [("x", boom)], workers=1)
     assert failed.ready and "RuntimeError" in failed.error
     assert "compile on first use" in progress_text(failed)
 
