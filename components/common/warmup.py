@@ -24,10 +24,10 @@ compiled by worker processes (:mod:`components.common.warmup_worker`, one per co
 :data:`MAX_COMPILE_WORKERS`): numba compiles under one lock per process, so threads cannot
 share the work, but processes can, and they write the kernels to the shared numba cache.
 Steps that share kernels (one *compile group*: a family's algorithms with the same
-parameter type) stay on one worker, so no kernel is compiled twice. As each worker finishes
-a step, the server runs that step itself, which now only loads the kernels from the cache,
-and only then counts it done. A worker that fails or dies leaves its steps to the server,
-which compiles them itself as before.
+parameter type and privacy mode) stay on one worker, so few kernels compile twice. As each
+worker finishes a step, the server runs that step itself, which now only loads the kernels
+from the cache, and only then counts it done. A worker that fails or dies leaves its steps
+to the server, which compiles them itself as before.
 
 The time left is estimated from each step's measured compile CPU
 (:data:`STEP_SECONDS`, cold and cached), scaled by how fast the steps done so far went
@@ -119,10 +119,12 @@ class WarmupStep:
         return cold_s if cold else cached_s
 
 
-def compile_group(family: str, params) -> str:
-    """The compile group of a step: its family and parameter type (the algorithms of one
-    family with one parameter type run the same kernels, e.g. the three tree miners)."""
-    return f"{family}:{type(params).__name__}"
+def compile_group(family: str, params, mode: str) -> str:
+    """The compile group of a step: its family, parameter type and privacy mode. The
+    algorithms of one family with one parameter type run mostly the same kernels (e.g. the
+    three tree miners); the two modes mostly different ones (strict draws exact discrete
+    noise, faithful the paper's floating-point noise), so they may compile side by side."""
+    return f"{family}:{type(params).__name__}:{mode}"
 
 
 def registry_steps(family: str, data, make_params) -> list[WarmupStep]:
@@ -140,7 +142,7 @@ def registry_steps(family: str, data, make_params) -> list[WarmupStep]:
                               accountant=PrivacyAccountant(budget))
 
             steps.append(WarmupStep(f"{key}/{mode}", f"{ALGORITHM_LABELS[key]} ({mode})",
-                                    family, action, compile_group(family, params)))
+                                    family, action, compile_group(family, params, mode)))
     return steps
 
 

@@ -116,7 +116,7 @@ class RedescriptionsUI:
                 steps.append(WarmupStep(f"{algorithm}/{mode}",
                                         f"{ALGORITHM_LABELS[algorithm]} ({mode})",
                                         REDESCRIPTIONS, action,
-                                        compile_group(REDESCRIPTIONS, params)))
+                                        compile_group(REDESCRIPTIONS, params, mode)))
         return steps
 
     def render_upload(self, ledger: Ledger) -> None:
