@@ -100,17 +100,34 @@ def dpcore_mine_flags(algorithm: str, settings: JavaSettings) -> list[str]:
     return out
 
 
+OWNER_NAME = "javaref-owner"
+
+
 def dpcore_env(work: Path) -> dict:
+    """Every dpcore child's environment: the private ledger in ``work``, its owner account
+    signed in from ``$DPRM_USER`` / ``$DPRM_PASSWORD`` (a script's secret)."""
     env = dict(os.environ)
     env["DPRM_LEDGER"] = str(work / "ledger.sqlite")
-    env["DPRM_OWNER_PASSWORD"] = OWNER_PASSWORD
-    if "DPRM_OWNER_PASSWORD_HASH" not in os.environ or not (work / "owner_hash").exists():
-        h = subprocess.run([sys.executable, "-m", "dpcore", "owner-hash", "--stdin"],
-                           input=OWNER_PASSWORD, capture_output=True, text=True, check=True,
-                           env=env).stdout.strip().splitlines()[0]
-        (work / "owner_hash").write_text(h)
-    env["DPRM_OWNER_PASSWORD_HASH"] = (work / "owner_hash").read_text().strip()
+    env["DPRM_USER"] = OWNER_NAME
+    env["DPRM_PASSWORD"] = OWNER_PASSWORD
     return env
+
+
+def prepare_ledger(work: Path, folder: Path, env: dict) -> None:
+    """A new ledger in ``work`` with the owner account and ``folder`` registered (register
+    needs an owner signed in: accounts live in the ledger)."""
+    if (work / "ledger.sqlite").exists():
+        return
+    steps = [(["users", "add", OWNER_NAME, "--role", "owner", "--password-stdin"],
+              OWNER_PASSWORD + "\n"),
+             (["register", "--data", str(folder), "--cap", "1000000"], None)]
+    for argv, stdin in steps:
+        done = subprocess.run([sys.executable, "-m", "dpcore", *argv], input=stdin, env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            (work / "ledger.sqlite").unlink(missing_ok=True)
+            raise SystemExit(f"bench.javaref.speed: `dpcore {' '.join(argv)}` failed "
+                             f"({done.returncode}): {done.stderr.strip()}")
 
 
 def main(argv=None) -> int:
@@ -140,9 +157,7 @@ def main(argv=None) -> int:
     write_arff(dataset, 0, work / "view1.arff")
     write_arff(dataset, 1, work / "view2.arff")
     env = dpcore_env(work)
-    if not (work / "ledger.sqlite").exists():
-        subprocess.run([sys.executable, "-m", "dpcore", "register", "--data", str(folder),
-                        "--cap", "1000000"], env=env, check=True, stdout=subprocess.DEVNULL)
+    prepare_ledger(work, folder, env)
     # a seed only on public demo data (the policy refuses it on private data, e.g. DE-SynPUF)
     def seed(k: int) -> list[str]:
         return ["--seed", str(k)] if dataset.schema.public_demo else []

@@ -4,6 +4,8 @@ small constructed text and a tiny dataset."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -163,6 +165,25 @@ def test_timed_process_measures_the_child_alone():
     assert 0 < busy["cpu_s"] <= busy["wall_s"] * 2 + 0.5
     failed = timed_process([sys.executable, "-c", "import sys; sys.exit(3)"])
     assert failed["rc"] == 3
+
+
+def test_speed_prepares_a_ledger_whose_owner_can_mine_faithfully(tmp_path):
+    """The speed bench's dpcore side signs in as the owner of its own ledger (it had kept
+    the environment of before accounts, and its register exited 1)."""
+    import subprocess
+    import sys
+
+    from bench.javaref.speed import dpcore_env, prepare_ledger
+    from dpcore.privacy.ledger import Ledger
+
+    env = dpcore_env(tmp_path)
+    clinic = Path(__file__).resolve().parents[2] / "sample_data" / "clinic"
+    prepare_ledger(tmp_path, clinic, env)
+    assert [c.name for c in Ledger(tmp_path / "ledger.sqlite").list_dataset_cards()] == ["clinic"]
+    done = subprocess.run([sys.executable, "-m", "dpcore", "users", "list"],   # owner-only
+                          env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "javaref-owner" in done.stdout, done.stderr
+    prepare_ledger(tmp_path, clinic, env)                                 # idempotent
 
 
 @pytest.mark.parametrize("alg", ["mcmctreepair", "altmcmc", "altexpm"])
