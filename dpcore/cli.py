@@ -1224,7 +1224,13 @@ def _add_maintenance_commands(sub) -> None:
     copy.add_argument("--to", dest="target", required=True,
                       help="target ledger, empty: postgresql://user:password@host:port/db "
                            "or sqlite:PATH")
-    copy.set_defaults(func=lambda args: copy_command(args.source, args.target))
+    for flag, side in (("--from-results", "source"), ("--to-results", "target")):
+        copy.add_argument(flag, dest=f"{side}_results", default=None,
+                          help=f"the {side} ledger's results store, if it is PostgreSQL "
+                               "(default $DPRM_RESULTS_DIR; a SQLite ledger's is FILE.results/)")
+    copy.set_defaults(func=lambda args: copy_command(
+        args.source, args.target, source_results=args.source_results,
+        target_results=args.target_results))
 
 
 def build_parser() -> argparse.ArgumentParser:
