@@ -32,10 +32,11 @@ from dpcore.privacy.ledger.store import Ledger
 
 __all__ = ["TABLES", "copy_ledger", "copy_command"]
 
-#: Tables in insertion order, with their columns (schema version 7) and read order.
+#: Tables in insertion order, with their columns (schema version 8) and read order.
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "datasets": (("name", "schema_json", "source_path", "public_demo", "confirmed",
-                  "sandbox_of", "created_by", "created_at", "content_digest", "kind"), "name"),
+                  "sandbox_of", "created_by", "created_at", "content_digest", "kind", "row_bound"),
+                 "name"),
     "accounts": (("name", "role", "password_hash", "external_identity", "created_by",
                   "created_at", "disabled_at"), "name"),
     "budgets": (("id", "dataset", "cap_nano", "actor", "created_at"), "id"),

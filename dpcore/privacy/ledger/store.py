@@ -333,7 +333,7 @@ class Ledger:
                              sandbox_of=row["sandbox_of"],
                              created_at=row["created_at"],
                              content_digest=row["content_digest"],
-                             kind=row["kind"])
+                             kind=row["kind"], row_bound=row["row_bound"])
 
     def register_dataset(self, name: str, schema, source_path: str | None,
                          cap_epsilon, *, actor: str, confirmed: bool = False,
@@ -465,6 +465,32 @@ class Ledger:
                             "AND content_digest IS NULL", (digest, name))
             elif row["content_digest"] != digest:
                 raise ParameterError(f"dataset {name!r} already has another content digest")
+            row = self._dataset_row(con, name)
+        return self._record(row)
+
+    def declare_row_bound(self, name: str, rows: int | None, *, actor: str) -> DatasetRecord:
+        """Record the owner's public upper bound on a dataset's rows (items for sequences).
+
+        The bound is public metadata, like the schema: the Dask preflight sizes a run's
+        memory from it, never from the private row count (docs/PRIVACY.md §15). The owner
+        (the entry point checks the role) declares a bound the registered data meet; a bound
+        below the true size only makes the memory estimate too small. None withdraws it.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, or ``rows`` not a positive integer (nothing changed).
+        """
+        _check_name(name)
+        _check_text(actor, "actor")
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, numbers.Integral)
+                                 or not 0 < rows < _MAX_NANO):
+            raise ParameterError(f"a row bound must be a positive whole number of rows; got "
+                                 f"{rows!r}")
+        with self._write() as con:
+            self._dataset_row(con, name, self._lock)
+            con.execute("UPDATE datasets SET row_bound = ? WHERE name = ?",
+                        (None if rows is None else int(rows), name))
             row = self._dataset_row(con, name)
         return self._record(row)
 
