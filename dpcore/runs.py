@@ -357,7 +357,7 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     """
     requester = requester or Requester()
     run = ledger.get_run(run_id)
-    if run.status != "charged" or ledger.get_result(run_id) is not None:
+    if run.status != "charged" or ledger.has_result(run_id):
         raise ParameterError(f"run {run_id} is {run.status}, not a charged run without a "
                              "result; only such a run can be finished. Nothing was charged")
     if not can_read(run.audience, requester.role):

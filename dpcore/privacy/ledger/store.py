@@ -1094,6 +1094,16 @@ class Ledger:
             text = json.dumps(self._resolved(run_id, text), ensure_ascii=False)
         return text, diagnostics_json
 
+    def has_result(self, run_id: str) -> bool:
+        """Whether a run has a stored result (reads no stored table; ParameterError for an
+        unknown run id)."""
+        _check_text(run_id, "run_id")
+        with self._read() as con:
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise ParameterError(f"unknown run {run_id!r}")
+            return con.execute("SELECT 1 FROM results WHERE run_id = ?",
+                               (run_id,)).fetchone() is not None
+
     def get_result_data(self, run_id: str) -> tuple[object, str | None] | None:
         """As :meth:`get_result`, the release parsed (saves a JSON round trip of its tables)."""
         row = self._result_row(run_id)

@@ -96,7 +96,7 @@ def test_the_ledger_keeps_a_small_row_and_reads_the_whole_release_back(tmp_path)
     got, diagnostics = led.get_result("r1")
     assert json.loads(got) == _release() and diagnostics == '{"true_rows": 5000}'
     assert led.get_result_data("r1") == (_release(), '{"true_rows": 5000}')
-    assert led.get_run("r1").status == "done"
+    assert led.get_run("r1").status == "done" and led.has_result("r1")
     led.store_result("r1", text, '{"true_rows": 5000}')         # the same again: a no-op
     with pytest.raises(ParameterError, match="already has a stored result"):
         led.store_result("r1", json.dumps({**_release(), "values": []}))
@@ -138,6 +138,7 @@ def test_the_files_are_written_before_the_run_is_marked_done(tmp_path, monkeypat
     with pytest.raises(OSError, match="No space"):
         led.store_result("r1", json.dumps(_release()))
     assert led.get_run("r1").status == "charged" and led.get_result("r1") is None
+    assert not led.has_result("r1")
     monkeypatch.undo()
     led.store_result("r1", json.dumps(_release()))
     assert led.get_run("r1").status == "done"
