@@ -325,12 +325,30 @@ def cmd_register(args) -> int:
     _owner_or_exit(args)
     # The schema file is the owner's written declaration of what is public; registering
     # it from the command line confirms it (the same path as the Data page's upload).
-    kind, record = register_folder(Ledger(args.ledger), args.data, cap=args.cap,
-                                   name=args.name or None)
+    ledger = Ledger(args.ledger)
+    kind, record = register_folder(ledger, args.data, cap=args.cap, name=args.name or None)
+    if args.max_rows is not None:
+        _declare_row_bound(ledger, record, args.max_rows)
     print(f"registered {record.name!r} ({dataset_kind_spec(kind).label}) with a budget of "
           f"ε = {args.cap}; its schema file is now its confirmed public declaration",
           file=sys.stderr)
     return 0
+
+
+def _declare_row_bound(ledger: Ledger, record, rows: int) -> None:
+    """The owner's public row bound, checked against the registered data (the owner sees
+    them; nobody else reads this check)."""
+    from dpcore.distributed.preflight import true_size
+    from dpcore.runs import load_registered
+
+    if rows <= 0:
+        raise ParameterError(f"--max-rows must be a positive whole number; got {rows}")
+    size = true_size(load_registered(record))
+    if size > rows:
+        raise ParameterError(f"dataset {record.name!r} holds {size:,} rows (items for "
+                             f"sequences), more than --max-rows {rows:,}; it is registered "
+                             "without a row bound")
+    ledger.declare_row_bound(record.name, rows, actor="owner")
 
 
 def cmd_budget(args) -> int:
@@ -1027,6 +1045,10 @@ def _add_dataset_commands(sub) -> None:
                           "(labelled table)")
     reg.add_argument("--name", help="dataset name in the ledger (default: the schema's name)")
     reg.add_argument("--cap", type=float, required=True, help="total ε the dataset may spend")
+    reg.add_argument("--max-rows", type=int, default=None,
+                     help="a public upper bound on the dataset's rows (items for sequences), "
+                          "checked against the data; the Dask preflight sizes workers' memory "
+                          "from it, never from the private row count")
     reg.set_defaults(func=cmd_register)
 
     pre = sub.add_parser("prefill-schema", help="owner: guess a two-view dataset's schema "
@@ -1224,7 +1246,13 @@ def _add_maintenance_commands(sub) -> None:
     copy.add_argument("--to", dest="target", required=True,
                       help="target ledger, empty: postgresql://user:password@host:port/db "
                            "or sqlite:PATH")
-    copy.set_defaults(func=lambda args: copy_command(args.source, args.target))
+    for flag, side in (("--from-results", "source"), ("--to-results", "target")):
+        copy.add_argument(flag, dest=f"{side}_results", default=None,
+                          help=f"the {side} ledger's results store, if it is PostgreSQL "
+                               "(default $DPRM_RESULTS_DIR; a SQLite ledger's is FILE.results/)")
+    copy.set_defaults(func=lambda args: copy_command(
+        args.source, args.target, source_results=args.source_results,
+        target_results=args.target_results))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -357,7 +357,7 @@ def finish_charged_run(ledger: Ledger, run_id: str, requester: Requester | None 
     """
     requester = requester or Requester()
     run = ledger.get_run(run_id)
-    if run.status != "charged" or ledger.get_result(run_id) is not None:
+    if run.status != "charged" or ledger.has_result(run_id):
         raise ParameterError(f"run {run_id} is {run.status}, not a charged run without a "
                              "result; only such a run can be finished. Nothing was charged")
     if not can_read(run.audience, requester.role):
@@ -436,14 +436,16 @@ def load_result(ledger: Ledger, run_id: str, *, requester: Requester,
     ParameterError
         Unknown run id.
     DataError
-        The stored result is of a newer format, or of another family than its algorithm.
+        The stored result is of a newer format, or of another family than its algorithm,
+        or one of its tables is missing from the ledger's results store or does not match
+        its digest.
     """
     role = checked_requester(requester, ledger.location).role
     run = ledger.get_run(run_id)
     if not can_read(run.audience, role):
         raise PolicyError(f"run {run_id} is a faithful run on private data; its result is "
                           "for the data owner only")
-    stored = ledger.get_result(run_id)
+    stored = ledger.get_result_data(run_id)
     if stored is None:
         if run.status == "failed":
             raise DpcoreError(f"run {run_id} failed and has no result ({run.error}); its "
@@ -464,10 +466,11 @@ def load_result(ledger: Ledger, run_id: str, *, requester: Requester,
     return result
 
 
-def _read_release(text: str, run: RunRecord) -> Result:
-    """Parse a stored release: the envelope (format 2) or a bare redescription result (1)."""
+def _read_release(release: dict, run: RunRecord) -> Result:
+    """Read a stored release (parsed): the envelope (format 2) or a bare redescription
+    result (1)."""
     spec = algorithm_spec(run.algorithm)
-    release = json.loads(text)
+    release = dict(release)
     fmt = release.pop("result_format", 1)
     family = release.pop("family", REDESCRIPTIONS)
     if not isinstance(fmt, int) or not 1 <= fmt <= RESULT_FORMAT:

@@ -157,7 +157,17 @@ def postgres_server():
         if _running_in_ci():
             pytest.fail(f"PostgreSQL ledger tests need a server, and it did not start: {exc}")
         pytest.skip(f"no PostgreSQL server for the ledger tests: {exc}")
+    # A PostgreSQL ledger refuses charges without a results store; every test database
+    # (and every process a test starts) shares this one, as an operator's app servers would.
+    results = Path(tempfile.mkdtemp(prefix="dprm-results-"))
+    before = os.environ.get("DPRM_RESULTS_DIR")
+    os.environ["DPRM_RESULTS_DIR"] = str(results)
     yield server
+    if before is None:
+        os.environ.pop("DPRM_RESULTS_DIR", None)
+    else:
+        os.environ["DPRM_RESULTS_DIR"] = before
+    shutil.rmtree(results, ignore_errors=True)
     server.stop()
 
 

@@ -46,7 +46,7 @@ def unfinished_runs(ledger: Ledger, dataset: str, requester: Requester) -> list[
     return [r for r in reversed(ledger.list_runs(dataset))
             if r.status == "charged" and can_read(r.audience, requester.role)
             and (requester.role == OWNER or r.account == requester.account)
-            and not _running_here(r.run_id) and ledger.get_result(r.run_id) is None]
+            and not _running_here(r.run_id) and not ledger.has_result(r.run_id)]
 
 
 def status_text(run: RunRecord) -> str:

@@ -37,6 +37,7 @@ started, e.g. a worker could not unpickle it).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -51,6 +52,8 @@ from dpcore.privacy.ledger import ChargeRecord, Ledger, digest_params
 from dpcore.privacy.policy import PolicyError, RunPermit, content_digest, recorded_params
 from dpcore.privacy.roles import can_see_true_statistics
 from dpcore.runs import earlier_params, load_registered, load_result
+
+_LOG = logging.getLogger(__name__)
 
 # The worker function (_mine_charged_run) is internal: it mines only for a job that carries
 # the ledger's charge of the run, bound to the permit's parameters and ε.
@@ -272,6 +275,10 @@ def run_batch(ledger: Ledger, planned: list[PlannedRun], client, *,
     if to_mine:
         # Before the first charge: a cluster that cannot mine the plan costs no ε.
         cluster = check_cluster(client, to_mine)
+        for name in cluster.unchecked:
+            _LOG.warning("memory not checked for dataset %r: it is private and has no "
+                         "declared row bound (the owner declares one: register --max-rows); "
+                         "a worker too small for it would lose the run's ε", name)
         wave = wave or max(1, cluster.threads)
     batch = _Batch(ledger, planned, client, progress, task)
     batch.run_in_waves(wave or 1)

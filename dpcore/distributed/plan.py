@@ -126,8 +126,8 @@ class PlannedRun:
         automatic run id whose earlier run failed (reported failed again, its charge kept;
         a run id given in the plan that failed is refused instead).
     footprint : Footprint or None
-        The dataset's size as the client loaded it and a run's estimated peak memory
-        (:func:`dpcore.distributed.preflight.data_footprint`; private figures: owner-only).
+        The dataset's public size and a run's estimated peak memory
+        (:func:`dpcore.distributed.preflight.data_footprint`; from public sizes only).
     """
 
     entry: PlanEntry
@@ -313,8 +313,10 @@ def check_plan(ledger: Ledger, entries: list[PlanEntry], requester: Requester
                         str(exc)) from None
         if record.name not in data_by_dataset:
             data_by_dataset[record.name] = _registered_data(ledger, record, requester, e)
-            footprints[record.name] = data_footprint(record.name,
-                                                     data_by_dataset[record.name])
+            # from the public size only: the declared bound, or public-demo data's own
+            footprints[record.name] = data_footprint(
+                record.name, data_by_dataset[record.name], row_bound=record.row_bound,
+                public_demo=record.public_demo)
         data = data_by_dataset[record.name]
         try:
             # The executor's check, as a local run makes it; what it builds is dropped here

@@ -12,16 +12,24 @@ refuses the whole batch (:class:`PreflightError`, nothing charged) when
   mine with other kernels or store another result format);
 - a worker cannot see a dataset's registered files at the path the ledger records;
 - a worker's memory limit is below the run's **estimated** peak memory
-  (:func:`estimate_peak`), so the worker would be killed mid-run.
+  (:func:`estimate_peak`) on the dataset's public size, so the worker would be killed
+  mid-run.
 
 The probe sent to the cluster is compiled here from source, so it is shipped by value and
 runs on a node where ``dpcore`` is not importable: such a node is reported by name, not
 lost in a failed run.
 
-What the refusal may say (docs/PRIVACY.md, "Runs on a Dask cluster"): the number of rows
-of a private dataset is private. The memory figures derive from it, so only a requester
-who may see true statistics (the owner, or anyone on public-demo data) reads them; an
-analyst reads which worker is too small and for which dataset, not the figures.
+The memory check never reads a private size (docs/PRIVACY.md §15, "What the memory check
+reveals"): the number of rows of a private dataset is private, and a yes/no computed from it
+would answer "N > threshold?" to whoever chooses the workers' limits. The estimate uses a
+**public size**: the owner's declared row bound (:attr:`DatasetRecord.row_bound
+<dpcore.privacy.ledger.DatasetRecord.row_bound>`, declared with
+:meth:`Ledger.declare_row_bound <dpcore.privacy.ledger.Ledger.declare_row_bound>`), or, on
+public-demo data, the true size (public there). The bytes per row come from the schema's
+column counts and the arrays' types (:func:`bytes_per_row`), public too. A private dataset
+without a declared bound is not checked for memory: the report lists it in ``unchecked``
+(the run may still be killed for memory, as before this check existed). Every figure in a
+refusal is thus public and shown to every requester.
 """
 
 from __future__ import annotations
@@ -34,8 +42,8 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.roles import can_see_true_statistics
 
 __all__ = ["FIXED_BYTES", "PEAK_FACTOR", "PreflightError", "Footprint", "NodeReport",
-           "ClusterReport", "client_identity", "data_footprint", "estimate_peak",
-           "check_cluster"]
+           "ClusterReport", "client_identity", "bytes_per_row", "true_size", "data_footprint",
+           "estimate_peak", "check_cluster"]
 
 #: Memory of a worker process before it holds any data: Python, NumPy, numba with the
 #: kernels loaded, Dask (measured 215–278 MB in one process with the kernels warmed and
@@ -60,47 +68,89 @@ class PreflightError(ParameterError):
 
 @dataclass(frozen=True)
 class Footprint:
-    """The size of one dataset as loaded, and a run's estimated peak memory on it.
+    """A run's estimated memory on one dataset, from a public size only.
 
     Attributes
     ----------
     dataset : str
-    rows, columns : int
-        Rows (records) and columns of the loaded arrays (private unless public demo).
-    data_bytes : int
-        Bytes of the loaded arrays (two-view: both views as float64 and the ids).
-    peak_bytes : int
-        :func:`estimate_peak` for one run at a time.
+    rows : int or None
+        The public size the estimate uses — the owner's declared row bound (items for
+        sequences), or the true size of public-demo data — or None: no public size (a
+        private dataset without a declared bound), no estimate.
+    columns : int
+        Values per row (public: from the schema).
+    data_bytes, peak_bytes : int or None
+        ``rows`` × :func:`bytes_per_row`, and :func:`estimate_peak` of it for one run;
+        None without a public size.
+    basis : str
+        ``"declared bound"``, ``"public demo"`` or ``""`` (none).
     """
 
     dataset: str
-    rows: int
+    rows: int | None
     columns: int
-    data_bytes: int
-    peak_bytes: int
+    data_bytes: int | None
+    peak_bytes: int | None
+    basis: str = ""
 
 
-def data_footprint(name: str, data) -> Footprint:
-    """Rows, columns and bytes of a loaded dataset of any kind, and a run's estimated peak.
+def bytes_per_row(data) -> tuple[int, int]:
+    """``(bytes, values)`` per row of a loaded dataset of any kind, public.
+
+    Both follow from the schema (columns per view, numeric and categorical features) and
+    the arrays' types, never from the number of rows: two-view data hold every attribute as
+    float64 plus an id; other kinds count each array's bytes per element of its first axis
+    (a labelled table's per-feature clip counts are counted as if per row, and a sequence
+    dataset's record boundaries as if every item started a record: both over-estimate).
+    """
+    views = getattr(data, "views", None)
+    if views is not None:
+        columns = sum(int(v.values.shape[0]) for v in views)
+        size = sum(int(v.values.shape[0]) * v.values.itemsize for v in views)
+        return size + np.asarray(data.ids).itemsize, columns
+    size = columns = 0
+    for _, array in data.content_arrays():
+        array = np.asarray(array)
+        width = int(np.prod(array.shape[1:], dtype=np.int64)) if array.ndim > 1 else 1
+        size += width * array.itemsize
+        columns += width
+    return size, columns
+
+
+def true_size(data) -> int:
+    """The size a row bound counts: rows (two-view, labelled table) or items (sequences).
+    Private unless public demo: for the owner's check of a bound and public-demo data only."""
+    if getattr(data, "views", None) is not None:
+        return int(data.n_rows)
+    if hasattr(data, "indptr"):                # sequences: the bound counts items
+        return int(np.asarray(data.items).size)
+    return int(data.n_rows) if hasattr(data, "n_rows") else int(data.n_records)
+
+
+def data_footprint(name: str, data, *, row_bound: int | None = None,
+                   public_demo: bool = False) -> Footprint:
+    """A run's estimated memory on a loaded dataset, from its public size.
 
     Parameters
     ----------
     name : str
         The dataset's registered name (for messages).
     data : TwoViewDataset, SequenceDataset or SynthesisTable
-        As :func:`dpcore.runs.load_registered` returns it.
+        As :func:`dpcore.runs.load_registered` returns it; only its public shape is used.
+    row_bound : int, optional
+        The owner's declared bound (``DatasetRecord.row_bound``).
+    public_demo : bool
+        Public-demo data: without a bound, the true size (public) is used.
     """
-    views = getattr(data, "views", None)
-    if views is not None:  # two-view: (attributes, rows) float64 per view
-        arrays = [v.values for v in views] + [np.asarray(data.ids)]
-        rows = int(data.n_rows)
-        columns = sum(int(v.values.shape[0]) for v in views)
+    per_row, columns = bytes_per_row(data)
+    if row_bound is not None:
+        rows, basis = int(row_bound), "declared bound"
+    elif public_demo:
+        rows, basis = true_size(data), "public demo"
     else:
-        arrays = [a for _, a in data.content_arrays()]
-        rows = int(data.n_rows) if hasattr(data, "n_rows") else int(data.n_records)
-        columns = sum(1 if a.ndim == 1 else int(a.shape[1]) for a in arrays)
-    data_bytes = int(sum(np.asarray(a).nbytes for a in arrays))
-    return Footprint(name, rows, columns, data_bytes, estimate_peak(data_bytes))
+        return Footprint(name, None, columns, None, None)
+    data_bytes = rows * per_row
+    return Footprint(name, rows, columns, data_bytes, estimate_peak(data_bytes), basis)
 
 
 def estimate_peak(data_bytes: int, runs_at_once: int = 1) -> int:
@@ -194,6 +244,8 @@ class ClusterReport:
     footprints : list of Footprint
     problems : list of str
         One message per problem found (empty: the cluster can mine the plan).
+    unchecked : list of str
+        Datasets whose memory was not checked: private, without a declared row bound.
     threads : int
         Worker threads in the cluster (a batch's default wave size).
     """
@@ -203,6 +255,7 @@ class ClusterReport:
     nodes: list[NodeReport] = field(default_factory=list)
     footprints: list[Footprint] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
 
     @property
     def threads(self) -> int:
@@ -234,8 +287,8 @@ def check_cluster(client, planned, *, footprints: dict | None = None,
     PreflightError
         No worker; a node that cannot import dpcore or runs another version of it; a worker
         that cannot see a dataset's files; a worker whose memory limit is below a run's
-        estimated peak. The message names the node and, for memory, the dataset, the limit
-        and the estimate (figures only for a requester who may see true statistics).
+        estimated peak (from the dataset's public size). The message names the node and,
+        for memory, the dataset, the public size, the limit and the estimate.
     """
     version, digest = client_identity()
     report = ClusterReport(version=version, digest=digest)
@@ -310,22 +363,21 @@ def _judge(report: ClusterReport, records: dict, audiences: dict, by_path: dict)
             problems.append(f"{where} cannot see the files of dataset {name!r}{shown} "
                             "(workers read the registered files from shared storage)")
     for fp in report.footprints:
+        if fp.data_bytes is None:
+            report.unchecked.append(fp.dataset)
+            continue
         for node in report.nodes:
             if node.role != "worker" or node.memory_limit <= 0 or node.error is not None:
                 continue
             need = estimate_peak(fp.data_bytes, node.nthreads)
             if need <= node.usable_bytes:
                 continue
-            if audiences.get(fp.dataset):
-                problems.append(
-                    f"worker {node.address} has a memory limit of {_gb(node.memory_limit)} "
-                    f"(a run is killed above {_gb(node.usable_bytes)}); dataset "
-                    f"{fp.dataset!r} ({fp.rows:,} rows × {fp.columns:,} columns, "
-                    f"{_gb(fp.data_bytes)} loaded) needs ≈ {_gb(need)} for "
-                    f"{max(1, node.nthreads)} run(s) at once (estimate: {_gb(FIXED_BYTES)} + "
-                    f"{PEAK_FACTOR:g} × the loaded data per run)")
-            else:
-                # The figures derive from the private row count: not for analysts.
-                problems.append(f"worker {node.address}'s memory limit is below what a run "
-                                f"on dataset {fp.dataset!r} is estimated to need; ask the "
-                                "operator to give workers more memory")
+            # Every figure here is public (a declared bound or public-demo data, the
+            # schema's columns, the operator's limits): shown to every requester.
+            problems.append(
+                f"worker {node.address} has a memory limit of {_gb(node.memory_limit)} "
+                f"(a run is killed above {_gb(node.usable_bytes)}); dataset "
+                f"{fp.dataset!r} ({fp.basis}: {fp.rows:,} rows × {fp.columns:,} columns, "
+                f"{_gb(fp.data_bytes)} loaded) needs ≈ {_gb(need)} for "
+                f"{max(1, node.nthreads)} run(s) at once (estimate: {_gb(FIXED_BYTES)} + "
+                f"{PEAK_FACTOR:g} × the loaded data per run)")

@@ -591,3 +591,15 @@ def test_prefill_schema_writes_a_reviewable_schema_that_registers(ledger_path, m
     assert main(bad) == 2 and "does not exist" in capsys.readouterr().err
     assert main(["register", "--data", str(folder), "--cap", "1"]) == 0
     assert Ledger(ledger_path).budget("clinic_copy").spent_nano == 0
+
+
+def test_register_declares_a_public_row_bound_checked_against_the_data(ledger_path,
+                                                                        monkeypatch, capsys):
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", CLINIC, "--cap", "2", "--max-rows", "100000"]) == 0
+    assert Ledger(ledger_path)._dataset_record("clinic").row_bound == 100_000
+    capsys.readouterr()
+    assert main(["register", "--data", PIMA, "--cap", "2", "--max-rows", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "more than --max-rows 3; it is registered without a row bound" in err
+    assert Ledger(ledger_path)._dataset_record("pima_like").row_bound is None

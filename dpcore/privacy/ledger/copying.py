@@ -4,10 +4,12 @@
 from one machine's file to a database several app servers share. Everything is copied as
 it is — datasets (schemas, sources, flags, digests, kinds), the cap history, every charge
 with its id and parts, runs with their status and audience, refunds, stored results (releases and
-owner diagnostics), the accounts (with their password hashes and identities) and the
-analysts' quotas, the sign-in log and the workspaces (with their revisions and shares) —
-so budgets, audit trails, results and workspaces read the same afterwards; nothing is
-re-charged or refunded.
+owner diagnostics; the large tables a release keeps in the source's results store,
+:mod:`~dpcore.privacy.ledger.result_store`, are checked against their digests and written to
+the target's store before the target's rows commit), the accounts (with their password
+hashes and identities) and the analysts' quotas, the sign-in log and the workspaces (with
+their revisions and shares) — so budgets, audit trails, results and workspaces read the same
+afterwards; nothing is re-charged or refunded.
 
 The copy is one transaction on the target: it either holds everything or nothing. A
 target that holds anything is refused (a copy never merges two ledgers' budgets). The
@@ -22,15 +24,19 @@ holds every ledger row (owner-only ones too), so no owner password is asked.
 
 from __future__ import annotations
 
+import json
+
 from dpcore.errors import ParameterError
+from dpcore.privacy.ledger.result_store import MARKER, references
 from dpcore.privacy.ledger.store import Ledger
 
 __all__ = ["TABLES", "copy_ledger", "copy_command"]
 
-#: Tables in insertion order, with their columns (schema version 7) and read order.
+#: Tables in insertion order, with their columns (schema version 8) and read order.
 TABLES: dict[str, tuple[tuple[str, ...], str]] = {
     "datasets": (("name", "schema_json", "source_path", "public_demo", "confirmed",
-                  "sandbox_of", "created_by", "created_at", "content_digest", "kind"), "name"),
+                  "sandbox_of", "created_by", "created_at", "content_digest", "kind", "row_bound"),
+                 "name"),
     "accounts": (("name", "role", "password_hash", "external_identity", "created_by",
                   "created_at", "disabled_at"), "name"),
     "budgets": (("id", "dataset", "cap_nano", "actor", "created_at"), "id"),
@@ -88,12 +94,18 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
     dict
         Table name → number of rows copied (``datasets``, ``accounts``, ``budgets`` (caps),
         ``quotas``, ``charges``, ``runs``, ``results``, ``refunds``, ``auth_events`` (sign-ins),
-        ``workspaces``, ``workspace_shares``).
+        ``workspaces``, ``workspace_shares``), and ``result_tables``: the files of the
+        results store the copied results refer to.
 
     Raises
     ------
     ParameterError
-        ``target`` is ``source``, or holds any row already; nothing is written.
+        ``target`` is ``source``, or holds any row already; nothing is written. A
+        :class:`~dpcore.privacy.ledger.result_store.ResultStoreMissing` when a result refers
+        to stored tables and either ledger has no results store.
+    DataError
+        A stored table is missing from the source's store or does not match its digest;
+        no row is written (files already copied stay in the target's store, unreferenced).
     """
     if source.location == target.location:
         raise ParameterError(f"source and target are the same ledger ({source.location}); "
@@ -110,6 +122,9 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
             raise ParameterError(f"the target ledger {target.location} is not empty ({listed});"
                                  " a copy only goes into a new, empty ledger; nothing was "
                                  "copied")
+        # The files first: the target's rows commit only once every table they refer to
+        # is in the target's store (as store_result writes them).
+        tables = _copy_result_tables(source, target, rows["results"])
         for row in _parents_first(rows["datasets"]):
             _insert(con, "datasets", row)
         for table in ("accounts", "budgets", "quotas", "charges"):
@@ -133,12 +148,34 @@ def copy_ledger(source: Ledger, target: Ledger) -> dict[str, int]:
             for row in rows[table]:
                 _insert(con, table, row)
         target._backend.reset_identities(con)
-    return {table: len(found) for table, found in rows.items()}
+    return {**{table: len(found) for table, found in rows.items()}, "result_tables": tables}
 
 
-def copy_command(source: str, target: str) -> int:
-    """``ledger copy --from SOURCE --to TARGET``: copy and print what was copied (exit 0)."""
-    copied = copy_ledger(Ledger.open(source), Ledger.open(target))
+def _copy_result_tables(source: Ledger, target: Ledger, results: list[dict]) -> int:
+    """Copy every stored table the ``results`` rows refer to, each checked against its
+    digest; the number of distinct tables."""
+    digests: dict[str, str] = {}
+    for row in results:
+        if MARKER in row["result_json"]:
+            for digest in references(json.loads(row["result_json"])):
+                digests.setdefault(digest, row["run_id"])
+    if not digests:
+        return 0
+    source_store, target_store = source.results_store, target.results_store
+    for digest, run_id in digests.items():
+        data = source_store.get_bytes(digest, what=f"the result of run {run_id!r}")
+        target_store.put_bytes(data)
+    return len(digests)
+
+
+def copy_command(source: str, target: str, *, source_results: str | None = None,
+                 target_results: str | None = None) -> int:
+    """``ledger copy --from SOURCE --to TARGET``: copy and print what was copied (exit 0).
+
+    ``source_results`` / ``target_results``: the results store of a PostgreSQL source or
+    target (default ``$DPRM_RESULTS_DIR``).
+    """
+    copied = copy_ledger(_opened(source, source_results), _opened(target, target_results))
     from_, to = Ledger.open(source).location, Ledger.open(target).location
     print(f"copied {copied['datasets']} datasets, {copied['accounts']} accounts, "
           f"{copied['budgets']} caps, {copied['quotas']} quotas, "
@@ -146,5 +183,17 @@ def copy_command(source: str, target: str) -> int:
           f"{copied['results']} results, "
           f"{copied['auth_events']} sign-in events, {copied['workspaces']} workspaces and "
           f"{copied['workspace_shares']} workspace shares "
+          f"(with {copied['result_tables']} stored result tables) "
           f"from {from_} to {to}")
     return 0
+
+
+def _opened(location: str, results_dir: str | None) -> Ledger:
+    ledger = Ledger.open(location)
+    if results_dir is None or ledger.path is not None:
+        if results_dir is not None:
+            raise ParameterError(f"{ledger.location} is a SQLite ledger: its results store is "
+                                 f"{ledger.path}.results beside it; --from-results and "
+                                 "--to-results are for PostgreSQL ledgers")
+        return ledger
+    return Ledger.open(location, results_dir=results_dir)

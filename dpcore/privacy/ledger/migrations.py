@@ -350,10 +350,22 @@ def _migrate_v7(con: sqlite3.Connection) -> None:
         con.execute(sql)
 
 
+def _migrate_v8(con: sqlite3.Connection) -> None:
+    """Version 8: a dataset's declared row bound, public metadata set by its owner.
+
+    ``datasets.row_bound``: at most this many rows (two-view data, labelled tables) or items
+    (sequences: all records' items together), declared public by the owner; NULL when none
+    was declared. The Dask preflight sizes a run's memory from it instead of the private
+    row count (docs/PRIVACY.md §15).
+    """
+    con.execute("ALTER TABLE datasets ADD COLUMN row_bound INTEGER "
+                "CHECK (row_bound IS NULL OR (typeof(row_bound) = 'integer' AND row_bound > 0))")
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
                                                           _migrate_v4, _migrate_v5, _migrate_v6,
-                                                          _migrate_v7]
+                                                          _migrate_v7, _migrate_v8]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

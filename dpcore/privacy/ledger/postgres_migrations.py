@@ -307,9 +307,15 @@ def _migrate_v7(con) -> None:
         con.execute(sql)
 
 
+def _migrate_v8(con) -> None:
+    """Version 8: a dataset's declared row bound (see SQLite's version 8)."""
+    con.execute("ALTER TABLE datasets ADD COLUMN row_bound BIGINT "
+                "CHECK (row_bound IS NULL OR row_bound > 0)")
+
+
 #: Migration functions; ``MIGRATIONS[k]`` brings a database from version k to k + 1.
 MIGRATIONS: list[Callable[[object], None]] = [_migrate_v1, _migrate_v2, _migrate_v3,
                                               _migrate_v4, _migrate_v5, _migrate_v6,
-                                              _migrate_v7]
+                                              _migrate_v7, _migrate_v8]
 SCHEMA_VERSION = len(MIGRATIONS)
 assert SCHEMA_VERSION == SQLITE_SCHEMA_VERSION, "both backends must have every version"

@@ -55,6 +55,10 @@ class DatasetRecord:
     kind : str
         The dataset kind (:data:`dpcore.registry.DATASET_KINDS`): which family's algorithms
         may mine it. Fixed at registration.
+    row_bound : int or None
+        Public: the owner's declared upper bound on the rows (two-view, labelled table) or
+        items (sequences) of the registered data (:meth:`Ledger.declare_row_bound`); None if
+        none was declared. What the Dask preflight sizes memory from.
     """
 
     name: str
@@ -66,6 +70,7 @@ class DatasetRecord:
     created_at: str
     content_digest: str | None = None
     kind: str = KIND_TWO_VIEW
+    row_bound: int | None = None
 
     @property
     def is_sandbox(self) -> bool:

@@ -36,6 +36,16 @@ from dpcore.privacy.ledger.records import (
     RunRecord,
     WorkspaceRecord,
 )
+from dpcore.privacy.ledger.result_store import (
+    ENV_VAR as RESULTS_ENV_VAR,
+)
+from dpcore.privacy.ledger.result_store import (
+    MARKER,
+    ResultStore,
+    ResultStoreMissing,
+    externalise,
+    resolve,
+)
 from dpcore.privacy.ledger.schemas import schema_from_json, stored_schema
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.registry import DATASET_KINDS, dataset_kind_spec
@@ -207,6 +217,12 @@ class Ledger:
         ``$DPRM_LEDGER``, else ``~/.local/share/dprm/ledger.sqlite``. The tables are created
         (or migrated) on first use. The object holds the location only, never a
         connection: it is cheap to keep and may be shared between threads.
+    results_dir : str or os.PathLike, optional
+        The results store of a PostgreSQL ledger (large tables of results as Parquet files,
+        :mod:`~dpcore.privacy.ledger.result_store`): an existing directory every app server
+        and batch client shares. Default ``$DPRM_RESULTS_DIR``; without either a PostgreSQL
+        ledger refuses every charge. A SQLite ledger's store is always the folder
+        ``<file>.results/`` beside its file (this argument is refused for one).
 
     Attributes
     ----------
@@ -216,17 +232,47 @@ class Ledger:
         ``"sqlite"`` or ``"postgresql"``.
     """
 
-    def __init__(self, location: str | os.PathLike | None = None):
+    def __init__(self, location: str | os.PathLike | None = None, *,
+                 results_dir: str | os.PathLike | None = None):
         if location is None:
             location = os.environ.get(ENV_VAR) or DEFAULT_PATH
         self._backend = backend_for(location)
         self.path: Path | None = getattr(self._backend, "path", None)
         self.backend: str = self._backend.name
+        if results_dir is not None and self.path is not None:
+            raise ParameterError("a SQLite ledger keeps its results store beside its file "
+                                 f"({self.path}.results); results_dir is for PostgreSQL")
+        self._results_dir = results_dir
 
     @classmethod
-    def open(cls, location: str | os.PathLike | None = None) -> Ledger:
+    def open(cls, location: str | os.PathLike | None = None, *,
+             results_dir: str | os.PathLike | None = None) -> Ledger:
         """The ledger at ``location`` (as the constructor; ``sqlite:PATH`` or a URL)."""
-        return cls(location)
+        return cls(location, results_dir=results_dir)
+
+    @property
+    def results_store(self) -> ResultStore:
+        """Where large tables of results are kept (:mod:`~dpcore.privacy.ledger.result_store`).
+
+        Raises
+        ------
+        ResultStoreMissing
+            A PostgreSQL ledger without ``results_dir`` or ``$DPRM_RESULTS_DIR``.
+        """
+        if self.path is not None:
+            return ResultStore(self.path.with_name(self.path.name + ".results"), create=True)
+        folder = self._results_dir or os.environ.get(RESULTS_ENV_VAR, "").strip()
+        if not folder:
+            raise ResultStoreMissing(
+                f"the PostgreSQL ledger {self.location} has no results store: set "
+                f"{RESULTS_ENV_VAR} to a directory that every app server and batch client of "
+                "this ledger shares (large result tables are kept there as files)")
+        return ResultStore(folder)
+
+    def check_results_store(self) -> None:
+        """Refuse (ResultStoreMissing) if results could not be stored: a PostgreSQL
+        ledger without a results store, or a store whose directory does not exist."""
+        self.results_store.check()
 
     @property
     def location(self) -> str:
@@ -287,7 +333,7 @@ class Ledger:
                              sandbox_of=row["sandbox_of"],
                              created_at=row["created_at"],
                              content_digest=row["content_digest"],
-                             kind=row["kind"])
+                             kind=row["kind"], row_bound=row["row_bound"])
 
     def register_dataset(self, name: str, schema, source_path: str | None,
                          cap_epsilon, *, actor: str, confirmed: bool = False,
@@ -419,6 +465,32 @@ class Ledger:
                             "AND content_digest IS NULL", (digest, name))
             elif row["content_digest"] != digest:
                 raise ParameterError(f"dataset {name!r} already has another content digest")
+            row = self._dataset_row(con, name)
+        return self._record(row)
+
+    def declare_row_bound(self, name: str, rows: int | None, *, actor: str) -> DatasetRecord:
+        """Record the owner's public upper bound on a dataset's rows (items for sequences).
+
+        The bound is public metadata, like the schema: the Dask preflight sizes a run's
+        memory from it, never from the private row count (docs/PRIVACY.md §15). The owner
+        (the entry point checks the role) declares a bound the registered data meet; a bound
+        below the true size only makes the memory estimate too small. None withdraws it.
+
+        Raises
+        ------
+        ParameterError
+            Unknown dataset, or ``rows`` not a positive integer (nothing changed).
+        """
+        _check_name(name)
+        _check_text(actor, "actor")
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, numbers.Integral)
+                                 or not 0 < rows < _MAX_NANO):
+            raise ParameterError(f"a row bound must be a positive whole number of rows; got "
+                                 f"{rows!r}")
+        with self._write() as con:
+            self._dataset_row(con, name, self._lock)
+            con.execute("UPDATE datasets SET row_bound = ? WHERE name = ?",
+                        (None if rows is None else int(rows), name))
             row = self._dataset_row(con, name)
         return self._record(row)
 
@@ -775,9 +847,15 @@ class Ledger:
             Bad input, unknown dataset, unconfirmed schema, an unknown or disabled account,
             no account where one is needed, or the run id was already charged with a
             different total, dataset, parameters or account.
+        ResultStoreMissing
+            A PostgreSQL ledger without a results store (``$DPRM_RESULTS_DIR``), or a store
+            directory that does not exist: a result could not be stored, so nothing is
+            charged.
         """
         _check_charge_input(run_id, dataset, algorithm, actor, audience, params, account)
         parts = _check_parts(epsilon_parts)
+        # A run is paid for only if its result can be stored, large tables included.
+        self.check_results_store()
         total = sum(parts)
         parts_json = json.dumps(list(parts))
         params_json = _dumps(params, "params")
@@ -921,13 +999,17 @@ class Ledger:
         diagnostics_json : str, optional
             Non-private owner diagnostics (e.g. MCMC score traces) as JSON.
 
+        Large tables of the release (:mod:`~dpcore.privacy.ledger.result_store`: a list of
+        rows or records whose JSON is ≥ 64 KiB) are written to the results store first and
+        referenced from the row by their SHA-256; :meth:`get_result` puts them back.
+
         Raises
         ------
         ParameterError
             Unknown run, run not ``charged`` (failed, or done with another result),
-            invalid JSON, diagnostics inside ``result_json``, or a result whose
-            ``run_id`` / ``dataset`` / ``epsilon_nano`` / ``budget`` disagree with the
-            charge.
+            invalid JSON, diagnostics inside ``result_json``, a release that uses the
+            store's reserved key, or a result whose ``run_id`` / ``dataset`` /
+            ``epsilon_nano`` / ``budget`` disagree with the charge.
         """
         _check_text(run_id, "run_id")
         if not isinstance(result_json, str):
@@ -946,6 +1028,11 @@ class Ledger:
         if isinstance(release, dict) and "diagnostics" in release:
             raise ParameterError("result_json contains owner-only diagnostics (computed from "
                                  "true data); store them as diagnostics_json instead")
+        # Large tables go to files first (fsync + rename), so the row that marks the run
+        # done never refers to a table that is not on disk.
+        kept, digests = externalise(release, lambda: self.results_store)
+        if digests:
+            result_json = json.dumps(kept, ensure_ascii=False)
         with self._write() as con:
             # no outer join under a row lock (PostgreSQL refuses one): the refund, if any,
             # is written below, while this run is still charged
@@ -988,13 +1075,41 @@ class Ledger:
     def get_result(self, run_id: str) -> tuple[str, str | None] | None:
         """``(result_json, diagnostics_json)`` of a finished run, or None if it has none yet.
 
-        ``diagnostics_json`` is owner-only (not private).
+        ``result_json`` is the release as it was stored, its large tables read back from the
+        results store; ``diagnostics_json`` is owner-only (not private).
 
         Raises
         ------
         ParameterError
             Unknown run id.
+        DataError
+            A table of the result is missing from the results store or does not match the
+            digest the ledger holds (changed or damaged); nothing is returned.
         """
+        row = self._result_row(run_id)
+        if row is None:
+            return None
+        text, diagnostics_json = row
+        if MARKER in text:                 # a result with stored tables (else: as stored)
+            text = json.dumps(self._resolved(run_id, text), ensure_ascii=False)
+        return text, diagnostics_json
+
+    def has_result(self, run_id: str) -> bool:
+        """Whether a run has a stored result (reads no stored table; ParameterError for an
+        unknown run id)."""
+        _check_text(run_id, "run_id")
+        with self._read() as con:
+            if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise ParameterError(f"unknown run {run_id!r}")
+            return con.execute("SELECT 1 FROM results WHERE run_id = ?",
+                               (run_id,)).fetchone() is not None
+
+    def get_result_data(self, run_id: str) -> tuple[object, str | None] | None:
+        """As :meth:`get_result`, the release parsed (saves a JSON round trip of its tables)."""
+        row = self._result_row(run_id)
+        return None if row is None else (self._resolved(run_id, row[0]), row[1])
+
+    def _result_row(self, run_id: str) -> tuple[str, str | None] | None:
         _check_text(run_id, "run_id")
         with self._read() as con:
             if con.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
@@ -1002,6 +1117,12 @@ class Ledger:
             row = con.execute("SELECT result_json, diagnostics_json FROM results "
                               "WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else (row["result_json"], row["diagnostics_json"])
+
+    def _resolved(self, run_id: str, text: str):
+        release = json.loads(text)
+        if MARKER not in text:
+            return release
+        return resolve(release, lambda: self.results_store, what=f"the result of run {run_id!r}")
 
     def mark_failed(self, run_id: str, error: str) -> None:
         """Mark a charged run failed (its charge stays: never refunded).

@@ -24,6 +24,7 @@ from dpcore.distributed.preflight import (
     FIXED_BYTES,
     PEAK_FACTOR,
     PreflightError,
+    bytes_per_row,
     check_cluster,
     client_identity,
     data_footprint,
@@ -41,13 +42,88 @@ SMALL = {"in_tr": 1, "mc_iter": 300, "rm_iter": 1}
 
 # ------------------------------------------------------------------ no cluster needed
 
-def test_a_footprint_counts_rows_columns_and_the_loaded_bytes(clinic_dataset):
-    fp = data_footprint("clinic", clinic_dataset)
+def test_a_footprint_counts_a_public_size_columns_and_bytes(clinic_dataset):
+    fp = data_footprint("clinic", clinic_dataset, public_demo=True)
     columns = sum(v.values.shape[0] for v in clinic_dataset.views)
-    assert (fp.rows, fp.columns) == (clinic_dataset.n_rows, columns)
+    assert (fp.rows, fp.columns, fp.basis) == (clinic_dataset.n_rows, columns, "public demo")
     assert fp.data_bytes >= fp.rows * fp.columns * 8  # both views as float64, plus the ids
     assert fp.peak_bytes == FIXED_BYTES + int(PEAK_FACTOR * fp.data_bytes)
     assert estimate_peak(fp.data_bytes, 2) - FIXED_BYTES == 2 * (fp.peak_bytes - FIXED_BYTES)
+    bound = data_footprint("clinic", clinic_dataset, row_bound=123_456)
+    assert (bound.rows, bound.basis) == (123_456, "declared bound")
+    assert bound.data_bytes == 123_456 * bytes_per_row(clinic_dataset)[0]
+    private = data_footprint("clinic", clinic_dataset)       # private, no bound: no estimate
+    assert (private.rows, private.data_bytes, private.peak_bytes) == (None, None, None)
+
+
+def _smaller(folder: Path, keep: int) -> Path:
+    """The same dataset folder with only its first ``keep`` patients (another private N)."""
+    small = folder.parent / f"{folder.name}_{keep}"
+    shutil.copytree(folder, small)
+    lines = (small / "diagnoses.csv").read_text(encoding="utf-8").splitlines()
+    ids = {line.split(",", 1)[0] for line in lines[1:keep + 1]}
+    (small / "diagnoses.csv").write_text("\n".join(lines[:keep + 1]) + "\n", encoding="utf-8")
+    labs = (small / "labs.csv").read_text(encoding="utf-8").splitlines()
+    kept = [labs[0]] + [line for line in labs[1:] if line.split(",", 1)[0] in ids]
+    (small / "labs.csv").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return small
+
+
+class _OneWorker:
+    """A stand-in for a ``distributed.Client``: one worker with ``limit`` bytes; the probe
+    runs in this process (this dpcore), so only the memory can be a problem."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+
+    def scheduler_info(self, n_workers=-1):
+        return {"address": "tcp://sched:1",
+                "workers": {"tcp://w:1": {"memory_limit": self.limit, "nthreads": 1}}}
+
+    def run_on_scheduler(self, function, *args):
+        return function(*args)
+
+    def run(self, function, *args, on_error="return"):
+        return {"tcp://w:1": function(*args)}
+
+
+def test_the_memory_check_reads_the_declared_bound_never_the_private_row_count(tmp_path):
+    """Two private datasets of different sizes, one declared bound: the same estimate, the
+    same yes/no and the same refusal (up to the name), naming neither true row count. A
+    private dataset without a bound is left unchecked, not judged on its rows."""
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    full = private_clinic(tmp_path)
+    register(ledger, full, name="big", cap=3.0)
+    small_folder = _smaller(full, 300)
+    register(ledger, small_folder, name="small", cap=3.0)
+    plan = {"defaults": {"epsilon": 0.25, **SMALL}, "runs": [
+        {"algorithm": MCMCTREEPAIR, "dataset": "big"},
+        {"algorithm": MCMCTREEPAIR, "dataset": "small"}]}
+    unchecked = check_plan(ledger, parse_plan(plan), Requester())
+    report = check_cluster(_OneWorker(10**6), unchecked, raise_on_problem=False)
+    assert report.problems == [] and report.unchecked == ["big", "small"]
+    for name in ("big", "small"):
+        ledger.declare_row_bound(name, 50_000, actor="owner")
+    planned = check_plan(ledger, parse_plan(plan), Requester())
+    big, small = planned[0].footprint, planned[1].footprint
+    assert big.data_bytes == small.data_bytes and big.rows == small.rows == 50_000
+    need = big.peak_bytes
+    # below the need whatever the terminate fraction (≤ 1); above it at 95 % of the limit
+    for limit, refused in ((need - 2**20, True), (int(need / 0.95) + 2**20, False)):
+        report = check_cluster(_OneWorker(limit), planned, raise_on_problem=False)
+        assert len(report.problems) == (2 if refused else 0) and report.unchecked == []
+    first, second = report_problems = check_cluster(
+        _OneWorker(need - 2**20), planned, raise_on_problem=False).problems
+    assert first.replace("'big'", "'small'") == second
+    assert "declared bound: 50,000 rows" in first
+    from dpcore.data.loading import load_dataset
+
+    for folder in (full, small_folder):
+        n = load_dataset(folder).n_rows
+        assert all(f"{n:,}" not in m and f" {n} " not in m for m in report_problems)
+    with pytest.raises(PreflightError, match="declared bound: 50,000 rows.*Nothing was charged"):
+        check_cluster(_OneWorker(need - 2**20), planned)
+    assert ledger.audit_log() == []
 
 
 def test_the_client_identity_is_this_checkout():
@@ -169,11 +245,15 @@ def test_a_cluster_without_this_dpcore_is_refused_before_any_charge(tmp_path):
 @pytest.mark.slow
 def test_a_worker_with_too_little_memory_is_refused_before_any_charge(tmp_path, capsys):
     """One worker's limit covers the estimate, the other's does not: refused naming the
-    small worker and the dataset, the figures only on public-demo data; nothing charged,
-    through the API and through ``python -m dpcore batch`` (exit 2)."""
+    small worker, the dataset and its public size (the private dataset's declared bound,
+    the demo's true size); nothing charged, through the API and through ``python -m dpcore
+    batch`` (exit 2)."""
     from dpcore import cli
+    from dpcore.data.loading import load_dataset
 
     ledger = _sqlite_ledger(tmp_path)
+    rows = load_dataset(REPO / "sample_data" / "clinic").n_rows
+    ledger.declare_row_bound("clinic", rows, actor="owner")   # the owner declares N itself
     register(ledger, REPO / "sample_data" / "clinic", name="clinic_demo", cap=3.0)
     planned = check_plan(ledger, parse_plan(PLAN), Requester())
     need = planned[0].footprint.peak_bytes
@@ -194,17 +274,17 @@ def test_a_worker_with_too_little_memory_is_refused_before_any_charge(tmp_path, 
         assert cli.main(["--ledger", str(tmp_path / "ledger.sqlite"), "batch", str(plan_file),
                          "--scheduler", client.scheduler.address]) == 2
         printed = capsys.readouterr().err
-    assert f"error: the cluster cannot mine this plan: worker {too_small}'s memory" in printed
+    assert f"error: the cluster cannot mine this plan: worker {too_small} has a memory " \
+        "limit" in printed
     message = str(refused.value)
-    assert f"worker {too_small}'s memory limit is below what a run on dataset 'clinic'" \
-        in message
-    assert enough not in message
-    # private data, analyst: no figure derived from the private row count
-    assert "rows" not in message and "GB" not in message and " MB" not in message
+    fp = planned[0].footprint
+    assert f"dataset 'clinic' (declared bound: {rows:,} rows × {fp.columns:,} columns" \
+        in message and enough not in message
     shown = str(refused_demo.value)
     fp = demo[0].footprint
     assert f"worker {too_small} has a memory limit of" in shown
-    assert f"({fp.rows:,} rows × {fp.columns:,} columns" in shown and enough not in shown
+    assert f"(public demo: {fp.rows:,} rows × {fp.columns:,} columns" in shown
+    assert enough not in shown
     assert ledger.audit_log() == [] and ledger.budget("clinic").spent_nano == 0
     assert ledger.budget("clinic_demo").spent_nano == 0
     limits = {n.address: n.memory_limit for n in enough_only.nodes if n.role == "worker"}
