@@ -28,9 +28,9 @@ pool, happens only when no record is longer than one item at θ). Then:
 * a level whose noise would drown θ·N̂ (:func:`~dpcore.sequences.strategy.too_noisy`)
   stops the run before releasing anything: stated as such.
 
-all at lmax = l1: lmax is read from the data (the η-quantile of the record lengths, at
-most l1); on every generated shape it is l1, and a shorter lmax only lowers the pruning's
-Δ.
+lmax is read from the data (the η-quantile of the record lengths, at most l1), so each is
+evaluated at every lmax ≤ l1: the stated scale is the largest, the run is stated to stop
+only when it stops at every lmax, and said that it may stop when it does at some.
 
 A released support of a sequence whose true support is θ·N then errs by |Z|, Z discrete
 Laplace of that scale b: on average by about b (E|Z| → b for b ≫ 1), and by at most
@@ -139,7 +139,10 @@ class SequenceAccuracy:
     level1_halfwidth : float
         b·ln(1/(1 − coverage))/(θ·N): the relative error not exceeded with that coverage.
     level1_stops : bool
-        Whether level 1's noise would drown θ·N̂ so the run releases nothing.
+        Whether level 1's noise would drown θ·N̂ so the run releases nothing (at every
+        lmax ≤ l1).
+    level1_may_stop : bool
+        Whether it would at some lmax ≤ l1 (lmax is read from the data).
     levels : tuple of LevelOutlook
         Level 1 and the later levels' budgets and capacities.
     levels_reached : int
@@ -159,27 +162,40 @@ class SequenceAccuracy:
     level1_error: float
     level1_halfwidth: float
     level1_stops: bool
+    level1_may_stop: bool
     levels: tuple[LevelOutlook, ...]
     levels_reached: int
     levels_at_target: int
 
 
 def _level1(params: SequenceMiningParams, plan: dict, n_items: int, l1: int, threshold: float
-            ) -> tuple[int, bool, float, bool]:
-    """(b_1 nano-ε, prunes, noise scale (records), stops) of level 1 at lmax = l1."""
+            ) -> tuple[int, bool, float, bool, bool]:
+    """(b_1 nano-ε, prunes, noise scale (records), stops, may stop) of level 1, over every
+    lmax ≤ l1 (lmax is read from the data): it stops when it stops at every lmax, may stop
+    when at some; the scale is the largest of the lmax at which it does not stop."""
     pool = plan.get(PRUNE, 0) + plan[VERIFY]
     b1 = level_budget(pool, l1, n_items, threshold)
     full_scale = n_items / nano_to_epsilon(b1)
     if params.algorithm != PFS2:
-        return b1, False, full_scale, False     # the baseline never stops (no cap)
+        return b1, False, full_scale, False, False   # the baseline never stops (no cap)
     prune_part, verify_part = split_level_budget(b1, plan[PRUNE], plan[VERIFY])
-    lp = plan_level(n_items, 1, l1, prune_part, verify_part, threshold, float(params.zeta))
-    cap = release_cap(l1, 1, float(params.theta))
-    if not lp.prune:
-        return b1, False, full_scale, too_noisy(full_scale, n_items, threshold, cap)
-    delta = min(2 * l1 - 1, cap, n_items)
-    part = nano_to_epsilon(lp.verify_nano) * (1.0 - VERIFY_LENGTH_SHARE)
-    return b1, True, max(TARGET_SCALE * threshold, delta / part), False
+    scales, stops, prunes = [], [], False
+    for lmax in range(1, l1 + 1):
+        lp = plan_level(n_items, 1, lmax, prune_part, verify_part, threshold,
+                        float(params.zeta))
+        if lp.prune:
+            delta = min(2 * lmax - 1, release_cap(lmax, 1, float(params.theta)), n_items)
+            part = nano_to_epsilon(lp.verify_nano) * (1.0 - VERIFY_LENGTH_SHARE)
+            scales.append(max(TARGET_SCALE * threshold, delta / part))
+            prunes = True
+        elif too_noisy(full_scale, n_items, threshold,
+                       release_cap(lmax, 1, float(params.theta))):
+            stops.append(lmax)
+        else:
+            scales.append(full_scale)
+    if not scales:
+        return b1, False, full_scale, True, True
+    return b1, prunes, max(scales), False, bool(stops)
 
 
 def expected_accuracy(params: SequenceMiningParams, n_items: int, l1: int,
@@ -222,7 +238,7 @@ def expected_accuracy(params: SequenceMiningParams, n_items: int, l1: int,
         raise ParameterError(f"coverage must be in (0, 1); got {coverage!r}")
     plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
     threshold = float(params.theta) * expected_records
-    b1, prunes, scale, stops = _level1(params, plan, n_items, l1, threshold)
+    b1, prunes, scale, stops, may_stop = _level1(params, plan, n_items, l1, threshold)
     levels, remaining = [], plan.get(PRUNE, 0) + plan[VERIFY]
     budget = b1
     for k in range(1, min(l1, MAX_LEVELS_SHOWN) + 1):
@@ -239,7 +255,7 @@ def expected_accuracy(params: SequenceMiningParams, n_items: int, l1: int,
         level1_epsilon=nano_to_epsilon(b1), level1_prunes=prunes, level1_scale=scale,
         level1_exact=not prunes, level1_error=scale / threshold,
         level1_halfwidth=scale * math.log(1.0 / (1.0 - coverage)) / threshold,
-        level1_stops=stops, levels=tuple(levels), levels_reached=reached,
+        level1_stops=stops, level1_may_stop=may_stop, levels=tuple(levels), levels_reached=reached,
         levels_at_target=at_target)
 
 
@@ -261,7 +277,10 @@ def accuracy_lines(acc: SequenceAccuracy | None) -> list[str]:
              f"Level 1 (ε = {acc.level1_epsilon:.3g}, {how}): a released support of a "
              f"sequence at θ errs by {bound}{acc.level1_error:.0%} of θ·N on average "
              f"(noise scale {bound}{acc.level1_scale:,.1f} records) and by {bound}"
-             f"{acc.level1_halfwidth:.0%} with {acc.coverage:.0%} probability."]
+             f"{acc.level1_halfwidth:.0%} with {acc.coverage:.0%} probability."
+             + (" If few records are long (a short lmax), level 1's noise may instead drown "
+                "θ·N̂ and the run stop there, releasing nothing." if acc.level1_may_stop
+                else "")]
     later = [lv for lv in acc.levels if lv.length > 1][:LATER_LEVELS_TEXT]
     if later:
         lines.append(
