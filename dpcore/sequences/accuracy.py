@@ -271,7 +271,7 @@ def accuracy_lines(acc: SequenceAccuracy | None) -> list[str]:
                       f"{acc.level1_scale:,.0f} records against θ·N = {t:,.0f}, so the run "
                       "would stop at level 1 and release no sequence (a larger ε or θ helps)."]
     bound = "" if acc.level1_exact else "at most "
-    how = "prunes, then verifies the survivors" if acc.level1_prunes else \
+    how = "may prune first, then verifies the survivors" if acc.level1_prunes else \
         "verifies every declared item"
     lines = [head,
              f"Level 1 (ε = {acc.level1_epsilon:.3g}, {how}): a released support of a "
