@@ -24,6 +24,11 @@ result JSON; ``.csv`` the frequent sequences (pattern, length, noisy support) or
 synthetic table; ``.parquet`` the synthetic table with the result in its metadata. A format
 the result cannot have is refused before anything is charged.
 
+``mine --dry-run`` checks the run as ``mine`` does, prints its cost and the accuracy to
+expect (sequences: from ``--expected-records N``, a count the analyst states, with
+:mod:`dpcore.sequences.accuracy`; synthesis: :mod:`dpcore.synthesis.accuracy`) and stops:
+nothing is charged, no data are read.
+
 Every ``mine`` goes through the same privacy policy as the app
 (:mod:`dpcore.privacy.policy`): it mines the dataset's registered data, refuses a seed
 on private data and faithful mode on private data unless ``--owner`` (an owner
