@@ -24,6 +24,11 @@ result JSON; ``.csv`` the frequent sequences (pattern, length, noisy support) or
 synthetic table; ``.parquet`` the synthetic table with the result in its metadata. A format
 the result cannot have is refused before anything is charged.
 
+``mine --dry-run`` checks the run as ``mine`` does, prints its cost and the accuracy to
+expect (sequences: from ``--expected-records N``, a count the analyst states, with
+:mod:`dpcore.sequences.accuracy`; synthesis: :mod:`dpcore.synthesis.accuracy`) and stops:
+nothing is charged, no data are read.
+
 Every ``mine`` goes through the same privacy policy as the app
 (:mod:`dpcore.privacy.policy`): it mines the dataset's registered data, refuses a seed
 on private data and faithful mode on private data unless ``--owner`` (an owner
@@ -503,7 +508,36 @@ def _analyst_safe_data_errors(record, requester: Requester) -> Iterator[None]:
                           "checked; ask the data owner. Nothing was charged.") from None
 
 
+def _dry_run_text(record, params, cost: int, expected_records: int | None) -> str:
+    """``mine --dry-run``: the run's cost and its accuracy statement from the parameters and
+    public facts alone (0 ε: nothing is charged, no data are read)."""
+    family = algorithm_spec(params.algorithm).family
+    lines = [f"dry run: {ALGORITHM_SPECS[params.algorithm].label} on {record.name!r} would "
+             f"cost ε = {nano_to_epsilon(cost):g}; nothing was charged."]
+    if family == SEQUENCES:
+        from dpcore.sequences.accuracy import accuracy_lines, expected_accuracy
+
+        if expected_records is None:
+            lines.append("Accuracy to expect: give --expected-records N (a count you state, "
+                         "never read from the data) to see it.")
+        else:
+            schema = record.schema
+            l1 = int(params.l1 if params.l1 is not None else schema.l1)
+            lines += accuracy_lines(expected_accuracy(params, schema.n_items, l1,
+                                                      expected_records))
+    elif family == SYNTHESIS:
+        from dpcore.synthesis.accuracy import accuracy_text
+
+        lines.append(accuracy_text(params, record.schema.n_features).replace("**", ""))
+    else:
+        lines.append("Accuracy to expect: not stated by the command line for this family.")
+    return "\n".join(lines)
+
+
 def cmd_mine(args) -> int:
+    if args.expected_records is not None and not args.dry_run:
+        raise ParameterError("--expected-records is read only with --dry-run (the accuracy "
+                             "statement); nothing was charged")
     params = _params(args)
     family = algorithm_spec(params.algorithm).family
     fmt = _out_format(args.out, family)
@@ -527,6 +561,9 @@ def cmd_mine(args) -> int:
 
         check_feature_groups(record.schema, params)
     cost = run_cost(params)
+    if args.dry_run:
+        print(_dry_run_text(record, params, cost, args.expected_records))
+        return 0
     run_id = new_run_id()
     print(f"run {run_id}: costs ε = {nano_to_epsilon(cost):g} of {name!r} "
           f"(remaining before: ε = {ledger.budget(name).remaining:g}), charged once its last "
@@ -943,6 +980,13 @@ def _add_mine_arguments(mine: argparse.ArgumentParser, choices: tuple[str, ...],
                            "only one); needed for faithful mode on private data, whose result "
                            "only the owner reads")
     mine.add_argument("--actor", default="cli", help="who spends (audit log)")
+    mine.add_argument("--dry-run", action="store_true",
+                      help="check the run and print its cost and the accuracy to expect "
+                           "(sequences, synthesis), then stop: nothing is charged")
+    mine.add_argument("--expected-records", type=int, metavar="N",
+                      help="with --dry-run, sequences: the number of records you expect (a "
+                           "count you state, never read from the data), for the accuracy "
+                           "statement")
     for name, flag in _family_flags().items():
         if set(flag.users) & set(choices):
             # argparse formats help with %; not given: the algorithm's default

@@ -165,6 +165,7 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
         if hasattr(result, "budget"):
             result.budget = accountant.budget(
                 refundable=refundable(checked.algorithm, checked.params)).to_dict()
+        result.attach_intervals()       # post-processing of the release: 0 ε
         executed = ExecutedRun(result, result.stored_json(checked.spec.family),
                                result.diagnostics_json())
         if store is not None:

@@ -110,6 +110,13 @@ class Release:
         return {"epsilon_charged": charged / 10**9, "epsilon_spent": spent / 10**9,
                 "epsilon_returned": 0.0}
 
+    def attach_intervals(self) -> None:
+        """Store the release's 90 % intervals in the result before it is stored (0 ε:
+        post-processing of released values), so a result fetched again shows the intervals
+        it was first shown with. Default: nothing to do — PFS2 attaches its intervals when
+        it mines, and synthesis derives its exact closed-form ones from stored values on
+        output."""
+
     def stored_json(self, family: str) -> str:
         """The release (no diagnostics) in the versioned envelope the ledger stores."""
         release = json.loads(self.to_json())

@@ -23,6 +23,7 @@ from ..common import jobs
 from ..common.family_ui import family_ui, launch_blockers, render_launch_gate
 from ..common.session import can_see_truth, current_requester, set_flash
 from ..common.warmup import render_warmup_progress
+from .sequence_accuracy import render_sequence_accuracy
 from .sequence_form import FormReading
 
 __all__ = ["LAUNCH_KEY", "PICK_KEY", "render_sequence_launch", "pick_run", "picked_run"]
@@ -63,6 +64,7 @@ def render_sequence_launch(ledger: Ledger, record: DatasetRecord, reading: FormR
     if gate is None:
         return
     params, cost, remaining = gate.params, gate.cost_nano, gate.remaining
+    render_sequence_accuracy(record, params)
     ready = render_warmup_progress("Launch", SEQUENCES)
     blockers = launch_blockers(family_ui(SEQUENCES), remaining, cost, record, ready)
     if state is not None and state["stage"] == "confirm" and (

@@ -46,20 +46,23 @@ from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.errors import ParameterError
 from dpcore.executor import run_sandbox
 from dpcore.experiments.report import write_report
+from dpcore.privacy.units import nano_to_epsilon
 from dpcore.registry import ALGORITHM_LABELS, PFS2, PFS2_BASELINE, SEQUENCE_ALGORITHMS, STRICT
 from dpcore.sequences import samples
+from dpcore.sequences.accuracy import TOLERANCE, expected_accuracy
 from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,
     median_relative_error,
     support_threshold,
 )
+from dpcore.sequences.miner import resolve_l1
 from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.results import pattern_key
 
 __all__ = ["SHAPES", "ShapeSetting", "TRUTH_MINERS", "PREFIXSPAN", "DPCORE_EXACT",
            "shape_dataset", "ground_truth", "score_release", "run_sequence_experiment",
-           "parse_thetas", "report_markdown", "NOT_PRIVATE_NOTE"]
+           "parse_thetas", "report_markdown", "accuracy_check", "NOT_PRIVATE_NOTE"]
 
 Progress = Callable[[int, int, str], None]
 
@@ -218,8 +221,53 @@ def _one_run(data: SequenceDataset, params: SequenceMiningParams, truth: dict, s
                charged_epsilon=result.epsilon_nano / 10**9,
                returned_epsilon=(result.run_budget().refunded if result.run_budget()
                                  else 0.0),
-               **interval_coverage(result))
+               **interval_coverage(result), **accuracy_check(result, params, data))
     return out
+
+
+def accuracy_check(result, params: SequenceMiningParams, data: SequenceDataset) -> dict:
+    """The run's accuracy statement (:mod:`dpcore.sequences.accuracy`, stated with the true
+    record count as the analyst's N) against what the run delivered (NOT private: reads
+    the owner diagnostics).
+
+    Returns ``stated_error`` and ``measured_error`` (level 1's noise scale over θ·N: the
+    stated one and the one the level record shows; NaN where level 1 stopped),
+    ``observed_error`` (mean |noisy − true|/(θ·N) over level 1's releases, selection
+    included), ``stated_stop`` / ``measured_stop`` (level 1 released nothing because of its
+    noise), ``stated_levels`` (levels the budget reaches below 100 % error) and
+    ``delivered_levels`` (levels that released with a noise scale below θ·N), and
+    ``accuracy_held``: 1.0 when the stop agrees, the measured scale is within
+    :data:`~dpcore.sequences.accuracy.TOLERANCE` of the stated one (at most the stated
+    one plus that share when the statement is a bound) and no more levels delivered than
+    stated, else 0.0.
+    """
+    acc = expected_accuracy(params, data.schema.n_items, resolve_l1(data, params),
+                            data.n_records)
+    threshold = acc.support_threshold
+    level1 = result.levels[0] if result.levels else None
+    stopped = level1 is None or bool(level1.note) and level1.verify_epsilon_nano == 0
+    measured = math.nan if stopped else (
+        level1.verify_sensitivity / nano_to_epsilon(level1.verify_epsilon_nano) / threshold)
+    true = result.diagnostics.true_supports
+    errors = [abs(p.noisy_support - true[pattern_key(p.items)]) / threshold
+              for p in result.patterns if p.length == 1]
+    delivered = sum(1 for lv in result.levels if lv.verify_epsilon_nano and lv.frequent
+                    and lv.verify_sensitivity / nano_to_epsilon(lv.verify_epsilon_nano)
+                    < float(params.theta) * result.noisy_records)
+    stated = math.nan if acc.level1_stops else acc.level1_error
+    stop_ok = stopped if acc.level1_stops else (not stopped or acc.level1_may_stop)
+    if acc.level1_stops or stopped:
+        scale_ok = stop_ok
+    elif acc.level1_exact:
+        scale_ok = abs(measured / stated - 1.0) <= TOLERANCE
+    else:
+        scale_ok = measured <= stated * (1.0 + TOLERANCE)
+    held = scale_ok and stop_ok and delivered <= acc.levels_reached
+    return {"stated_error": stated, "measured_error": measured,
+            "observed_error": float(np.mean(errors)) if errors else math.nan,
+            "stated_stop": acc.level1_stops, "measured_stop": stopped,
+            "stated_levels": acc.levels_reached, "delivered_levels": delivered,
+            "accuracy_held": float(held)}
 
 
 def interval_coverage(result) -> dict:
@@ -236,7 +284,9 @@ def interval_coverage(result) -> dict:
 
 
 _SUMMARISED = ("f_score", "precision", "recall", "median_re", "released", "seconds", "l_f",
-               "interval_coverage", "flagged", "returned_epsilon")
+               "interval_coverage", "flagged", "returned_epsilon", "stated_error",
+               "measured_error", "observed_error", "stated_levels", "delivered_levels",
+               "accuracy_held")
 
 
 def _mean_sd(values) -> tuple[float | None, float | None, int]:
@@ -403,6 +453,28 @@ def _pm(stat: dict, spec: str = ".3f", percent: bool = False) -> str:
     return f"{format(k * stat['mean'], spec)} ± {format(k * stat['sd'], spec)}"
 
 
+def _accuracy_section(metrics: dict) -> list[str]:
+    """The table of the accuracy statements against what the runs delivered."""
+    lines = ["## Accuracy before spending: stated against delivered", "",
+             "Stated from the parameters, the alphabet, l1 and the true record count as the "
+             "analyst's N (dpcore.sequences.accuracy); level 1's noise scale over θ·N "
+             f"(stated; measured from the level record; observed mean |noisy − true|/(θ·N) "
+             f"of its releases, selection included), the levels the budget reaches below "
+             f"100 % error (stated) and those that released below it (delivered); held = "
+             f"share of runs where the statement held (tolerance {TOLERANCE:.0%}).", "",
+             "| shape | θ | ε | algorithm | stated error | measured | observed | stated "
+             "levels | delivered levels | held |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in metrics["cells"]:
+        s = c["summary"]
+        if "accuracy_held" not in s:
+            continue
+        lines.append(f"| {c['shape']} | {c['theta']:g} | {c['epsilon']:g} | {c['label']} | "
+                     f"{_pm(s['stated_error'])} | {_pm(s['measured_error'])} | "
+                     f"{_pm(s['observed_error'])} | {_pm(s['stated_levels'], '.0f')} | "
+                     f"{_pm(s['delivered_levels'], '.1f')} | {_pm(s['accuracy_held'], '.2f')} |")
+    return lines + [""]
+
+
 def report_markdown(metrics: dict) -> str:
     """The Markdown report of :func:`run_sequence_experiment`'s metrics."""
     p = metrics["parameters"]
@@ -445,6 +517,7 @@ def report_markdown(metrics: dict) -> str:
                          f"{_pm(s['released'], '.0f')} | {_pm(s['l_f'], '.1f')} | "
                          f"{_pm(s['seconds'], '.1f')} |")
         lines.append("")
+    lines += _accuracy_section(metrics)
     if metrics["comparison"]:
         lines += ["## PFS2 against the straightforward baseline (mean F)", "",
                   "| shape | θ | ε | F PFS2 | F baseline | difference | PFS2 ≥ baseline |",

@@ -61,6 +61,7 @@ from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
 __all__ = ["DEFAULT_COVERAGE", "DEFAULT_REPLICATES", "EXCEEDANCE_RATE", "MATCH_SHARE", "NEIGHBOURS",
            "STATISTICS", "Interval", "RedescriptionIntervals", "redescription_intervals",
            "exceedance_probabilities", "interval_columns", "intervals_document",
+           "stored_intervals_document",
            "expected_widths", "interval_expectation_text", "FlowNoise", "flow_noise",
            "FLOW_MAX_COVERAGE"]
 
@@ -486,6 +487,9 @@ def redescription_intervals(result, coverage: float = DEFAULT_COVERAGE, *,
     coverage = _check_coverage(coverage)
     if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
         raise ValueError(f"replicates must be an integer ≥ 1; got {replicates!r}")
+    stored = _from_stored(result, coverage, replicates)
+    if stored is not None:
+        return stored
     key = (_release_digest(result), coverage, replicates)
     if key not in _INTERVAL_CACHE:
         _remember(_INTERVAL_CACHE, key, _compute_intervals(result, coverage, replicates))
@@ -651,6 +655,47 @@ def _bound(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _stored(result, coverage: float, replicates: int) -> dict | None:
+    """The intervals stored with ``result`` when it was stored, if they are the ones asked
+    for (same coverage, default replicates)."""
+    doc = getattr(result, "stored_intervals", None)
+    if (not doc or replicates != DEFAULT_REPLICATES
+            or not math.isclose(float(doc.get("coverage", -1.0)), coverage)):
+        return None
+    return doc
+
+
+def _from_stored(result, coverage: float, replicates: int
+                 ) -> dict[int, RedescriptionIntervals] | None:
+    """:class:`RedescriptionIntervals` read back from the stored document. A JSON ``null``
+    low bound is a statistic the run did not release (NaN, and so its high bound); a
+    ``null`` high bound with a finite low one is an unbounded support (∞)."""
+    doc = _stored(result, coverage, replicates)
+    if doc is None:
+        return None
+    stable = {int(i) for i in doc.get("stable", ())}
+
+    def interval(pair) -> Interval:
+        low = math.nan if pair[0] is None else float(pair[0])
+        high = (math.nan if math.isnan(low) else math.inf) if pair[1] is None \
+            else float(pair[1])
+        return Interval(low, high)
+
+    return {int(key): RedescriptionIntervals(int(key), coverage,
+                                             *(interval(stats[s]) for s in STATISTICS),
+                                             int(key) in stable)
+            for key, stats in doc["redescriptions"].items()}
+
+
+def stored_intervals_document(result, coverage: float = DEFAULT_COVERAGE) -> dict:
+    """What a result stores (:attr:`~dpcore.redescriptions.results.RunResult.stored_intervals`):
+    :func:`intervals_document` and the ids of the pairs re-selected in the bootstrap
+    (``stable``), so the intervals read back are the ones first shown (0 ε)."""
+    ivs = redescription_intervals(result, coverage)
+    return {**intervals_document(result, coverage),
+            "stable": sorted(i for i, iv in ivs.items() if iv.stable)}
+
+
 def intervals_document(result, coverage: float = DEFAULT_COVERAGE) -> dict:
     """The intervals of a run as JSON-ready data, for the CLI's output and the exports (0 ε).
 
@@ -658,6 +703,9 @@ def intervals_document(result, coverage: float = DEFAULT_COVERAGE) -> dict:
     …}}}``; a bound that is not a finite number (a statistic the run did not release, or an
     unbounded support) is ``null``.
     """
+    stored = _stored(result, coverage, DEFAULT_REPLICATES)
+    if stored is not None:
+        return {k: v for k, v in stored.items() if k != "stable"}
     serenade = result.algorithm in LITERAL_QUERY_ALGORITHMS
     method = ("simultaneous bounds over every noisy measurement of the run (valid whatever "
               "was selected; conservative)" if serenade else

@@ -408,10 +408,20 @@ class RunResult(Release):
     #: charged / spent / returned nano-ε (:class:`~dpcore.privacy.accountant.RunBudget`),
     #: set by the executor; ``epsilon_nano`` above is what the mechanisms spent.
     budget: dict | None = None
+    #: The 90 % intervals of every released statistic as computed when the run was stored
+    #: (:func:`dpcore.redescriptions.intervals.intervals_document` plus the ids of the
+    #: stable pairs; 0 ε), read back instead of recomputed; None in results stored before.
+    stored_intervals: dict | None = None
 
     @property
     def epsilon(self) -> float:
         return self.epsilon_nano / 10**9
+
+    def attach_intervals(self) -> None:
+        """Store the intervals with the result (:meth:`dpcore.family.Release.attach_intervals`)."""
+        from dpcore.redescriptions.intervals import stored_intervals_document
+
+        self.stored_intervals = stored_intervals_document(self)
 
     def to_dict(self, include_diagnostics: bool = False) -> dict:
         """Plain dict in format :data:`REDESCRIPTIONS_FORMAT`; diagnostics (non-private) only

@@ -381,6 +381,10 @@ def test_a_bad_theta_is_named_next_to_its_field_and_charges_nothing(app, ledger_
     from dpcore.privacy.ledger import Ledger
 
     _sequences_page(app)
+    # the accuracy to expect, before spending: from a count the analyst states (0 ε)
+    assert any("type the number of records you expect" in i.value for i in app.main.info)
+    _ok(app.number_input(key="seq_expected_records").set_value(10_000).run())
+    assert any("errs by 19% of θ·N" in i.value for i in app.main.info)
     _ok(app.number_input(key="seq_theta").set_value(1.5).run())
     assert any("theta (θ) must lie in (0, 1); got 1.5" in e.value for e in app.main.error)
     assert app.button(key="seq_launch_button").disabled

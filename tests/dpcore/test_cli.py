@@ -164,6 +164,35 @@ def test_register_takes_every_kind_of_dataset_folder(ledger_path, monkeypatch, c
     assert all(d.content_digest for d in Ledger(ledger_path)._dataset_records())
 
 
+def test_mine_dry_run_states_pfs2_accuracy_and_charges_nothing(ledger_path, monkeypatch,
+                                                                capsys):
+    from dpcore.registry import PFS2
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", HOUSE_POWER, "--cap", "3"]) == 0
+    capsys.readouterr()
+    base = ["mine", "--dataset", "house_power", "--algorithm", PFS2, "--theta", "0.05",
+            "--epsilon", "1"]
+    assert main(base + ["--dry-run", "--expected-records", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "would cost ε = 1; nothing was charged" in out
+    # 21 declared levels, θ·N = 100 records, level 1 gets half of the 0.9 pool
+    assert "θ·N = 100 records" in out and "Level 1 (ε = 0.45" in out
+    # a short lmax would let level 1 prune: the survivors' bound (Δ ≤ 2·lmax − 1) is stated
+    assert "may prune first" in out and "noise scale at most 50.0 records" in out
+    assert "Levels 2 and up" in out and "not predictable" in out
+    assert main(base + ["--dry-run"]) == 0
+    assert "give --expected-records N" in capsys.readouterr().out
+    # the stated count is read only by a dry run; a bad one is named
+    assert main(base + ["--expected-records", "2000"]) == 2
+    assert "only with --dry-run" in capsys.readouterr().err
+    assert main(base + ["--dry-run", "--expected-records", "0"]) == 2
+    assert "expected number of records" in capsys.readouterr().err
+    ledger = Ledger(ledger_path)
+    assert ledger.list_runs("house_power") == []
+    assert ledger.budget("house_power").spent_nano == 0
+
+
 def test_mine_pfs2_prints_the_run_id_and_exports_patterns(ledger_path, monkeypatch, tmp_path,
                                                          capsys):
     import pandas as pd

@@ -218,6 +218,42 @@ def test_intervals_are_computed_once_per_release_and_never_served_to_another(mon
     assert len(calls) == 1
 
 
+def test_intervals_stored_with_the_result_are_read_back_not_recomputed(monkeypatch):
+    from dpcore.redescriptions.intervals import intervals_document
+
+    truth = np.random.default_rng(SEED).integers(0, 60, size=(4, 4)).astype(float)
+    result = _release(truth, 0.5, np.random.default_rng(SEED), "stored")
+    first, doc = redescription_intervals(result), intervals_document(result)
+    result.attach_intervals()                   # what the executor does before storing
+    stored = result.stored_intervals
+    assert {k: v for k, v in stored.items() if k != "stable"} == doc
+    assert stored["stable"] == sorted(i for i, iv in first.items() if iv.stable)
+    again = RunResult.from_json(result.to_json())
+    assert again.stored_intervals == stored
+    # a later dpcore whose bootstrap differs still shows what was first shown: the stored
+    # intervals are read back, never recomputed
+    monkeypatch.setattr(intervals_module, "_compute_intervals",
+                        lambda *a: pytest.fail("stored intervals were recomputed"))
+    monkeypatch.setattr(intervals_module, "_INTERVAL_CACHE", {})
+    assert intervals_document(again) == doc
+    back = redescription_intervals(again)
+    assert [json_of(back[i]) for i in sorted(back)] == [json_of(first[i]) for i in sorted(first)]
+    # another coverage is not what was stored: computed afresh (here: refused by the stub)
+    with pytest.raises(pytest.fail.Exception):
+        redescription_intervals(again, 0.8)
+    # a result stored before intervals were stored reads as before (recomputed)
+    old = RunResult.from_dict({k: v for k, v in again.to_dict().items()
+                               if k != "stored_intervals"})
+    assert old.stored_intervals is None
+
+
+def json_of(iv) -> str:
+    """An interval record as JSON text (NaN bounds compare equal as text)."""
+    import json
+
+    return json.dumps(iv.to_dict(), sort_keys=True)
+
+
 # --------------------------------------------------------------------------- tree-pair flows
 
 def _exact_discrete_halfwidth(scale: float, cells: int, coverage: float) -> int:
