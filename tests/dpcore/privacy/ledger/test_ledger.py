@@ -195,7 +195,7 @@ def test_migration_v1_to_v2_keeps_rows_and_hides_old_faithful_private_runs(db):
 
 
 def test_migration_sets_user_version_and_reopen_is_noop(ledger, db):
-    assert stored_version(db) == SCHEMA_VERSION == 7
+    assert stored_version(db) == SCHEMA_VERSION == 8
     if not on_postgres(db):
         con = sqlite3.connect(db)
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -249,7 +249,7 @@ def test_migration_v2_to_v3_reads_a_v2_ledger_as_two_view_datasets(db):
     assert json.loads(led.get_result("old-run")[0])["algorithm"] == "altexpm"
     assert [d.name for d in led._dataset_records(kind="two_view")] == ["clinic"]
     assert led._dataset_records(kind="sequences") == []
-    assert stored_version(db) == SCHEMA_VERSION == 7
+    assert stored_version(db) == SCHEMA_VERSION == 8
     con = raw(db)
     with pytest.raises(DB_ERROR, match="kind never changes"):
         con.execute("UPDATE datasets SET kind = 'table' WHERE name = 'clinic'")
@@ -1013,7 +1013,7 @@ def test_migration_v4_to_v5_gives_saved_workspaces_revision_1(db):
     con.close()
     led = Ledger(db)
     assert led.list_workspaces("clinic")[0].revision == 1
-    assert stored_version(db) == SCHEMA_VERSION == 7
+    assert stored_version(db) == SCHEMA_VERSION == 8
     # version 6: a workspace saved before accounts belongs to nobody who signs in
     assert led.list_workspaces("clinic")[0].account == "~legacy-analyst"
 
