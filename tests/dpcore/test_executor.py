@@ -176,6 +176,26 @@ def test_no_algorithm_leaves_its_charge_neither_spent_nor_returned(compiled_kern
     after = sample_ledger.budget(dataset)
     assert after.spent_nano - before.spent_nano == budget.charged_nano - budget.refunded_nano
     assert budget.spent_nano == sum(c["epsilon_nano"] for c in result.mechanism_calls)
+    # issue 30: the result fetched again shows the intervals it was first shown with
+    fetched = load_result(sample_ledger, run_id, requester=Requester())
+    assert _intervals_shown(fetched) == _intervals_shown(result)
+
+
+def _intervals_shown(result):
+    """What a family shows as its released statistics' 90 % intervals, as JSON text."""
+    from dpcore.registry import REDESCRIPTIONS, SEQUENCES
+
+    family = ALGORITHM_SPECS[result.algorithm].family
+    if family == SEQUENCES:
+        shown = [(p.support_low, p.support_high, list(p.flags)) for p in result.patterns]
+    elif family == REDESCRIPTIONS:
+        from dpcore.redescriptions.intervals import intervals_document
+
+        assert result.stored_intervals is not None        # stored with the result
+        shown = [intervals_document(result), result.to_dict().get("query_intervals")]
+    else:
+        shown = json.loads(result.to_json()).get("intervals")
+    return json.dumps(shown, sort_keys=True)
 
 
 def test_a_faithful_run_keeps_its_whole_charge(compiled_kernels, sample_ledger):
