@@ -13,9 +13,9 @@ anyone before anything is charged.
 * :func:`miner_warnings` — settings where a miner is known to return little, e.g.
   MCMCTreePair at a large ε: its trees stay nearly random (only ω of each trial's ε
   chooses them), and with accurate counts few of their leaf pairs pass Γ. On the
-  clinic sample (defaults, InTr 4, ω 0.1): ≈ 125 redescriptions at ε = 1, 27–43 at
-  ε = 3, 12–13 at ε = 5, 0–2 at ε = 10; at ε = 10, ω = 0.9 gives ≈ 100 and AltMCMC /
-  AltExpM 18–64.
+  clinic sample (InTr 4, the paper's ω 0.1; the default is now 0.5): ≈ 125
+  redescriptions at ε = 1, 27–43 at ε = 3, 12–13 at ε = 5, 0–2 at ε = 10; at ε = 10,
+  ω = 0.9 gives ≈ 100 and AltMCMC / AltExpM 18–64.
 * :func:`empty_result_advice` — what to try when a run released nothing (a larger ε
   is the wrong advice for MCMCTreePair at a large ε).
 """

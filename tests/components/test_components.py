@@ -376,10 +376,10 @@ def test_parameter_summary_of_each_family():
         "I 3, L 2, s 0.02, split init/ext/qual 0.45/0.45/0.10, min_acc 0.3, demo seed 4"
     tree = TreeParams(in_tr=2, mc_iter=200).to_dict()
     assert parameter_summary("mcmctreepair", tree) == \
-        f"InTr 2, ω 0.1, d 4, MCIter 200, score {tree['tree_score']}"
+        f"InTr 2, ω 0.5, d 4, MCIter 200, score {tree['tree_score']}"
     for score in TREE_SCORES:      # the strict-mode choice, before a demo seed
         assert parameter_summary("mcmctreepair", {**tree, "tree_score": score, "seed": 3}) == \
-            f"InTr 2, ω 0.1, d 4, MCIter 200, score {score}, demo seed 3"
+            f"InTr 2, ω 0.5, d 4, MCIter 200, score {score}, demo seed 3"
     # faithful runs, and results stored before the choice existed, used the paper's score
     old = {k: v for k, v in tree.items() if k != "tree_score"}
     assert parameter_summary("mcmctreepair", old).endswith(f"score {PAPER_SCORE}")
@@ -396,7 +396,7 @@ def test_comparison_frame_marks_parameters_a_run_does_not_use(serenade_results, 
     assert list(frame.loc["algorithm"]) == ["SerenadeES", "MCMCTreePair"]
     assert list(frame.loc["K (es_rounds)"]) == ["5", NOT_USED]
     assert list(frame.loc["memo_age"]) == ["40", NOT_USED]
-    assert list(frame.loc["ω (omega)"]) == [NOT_USED, "0.1"]
+    assert list(frame.loc["ω (omega)"]) == [NOT_USED, "0.5"]
     assert list(frame.loc["noise"]) == [NOT_USED, "discrete"]   # faithful: always continuous
     assert list(frame.loc["Γ.minJ (min_jaccard)"]) == ["0.1", "0.1"]
 
