@@ -195,7 +195,8 @@ def _tree_info(schema, tree, shares) -> list[dict]:
     return [{"features": [schema.features[a].name, schema.features[b].name],
              "epsilon_nano": sum(s.epsilon_nano for s in shares
                                  if s.phase == GROUPS and s.index == p + e),
-             "model": "tree edge (class × parent × child table)", "bins": int(tree.bins)}
+             "model": "tree edge (class × parent × child table)", "bins": int(tree.bins),
+             "marginal_bins": int(tree.fine_bins)}
             for e, (a, b) in enumerate(tree.edges)]
 
 

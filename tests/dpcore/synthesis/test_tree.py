@@ -114,7 +114,7 @@ def test_the_chosen_edges_carry_a_planted_dependence_the_floor_loses(linked):
         hits += ("x0", "x1") in edges
         corr.append(_corr01(result.synthetic))
     assert hits == 5
-    assert min(corr) > 0.9
+    assert min(corr) > 0.7        # true 0.99; coarse K = 8 pair bins, fine codes inside
     floor = SynthesisParams(algorithm=FLOOR, epsilon=2.0)
     enc, labels, _ = run_floor(linked, floor, rng=np.random.default_rng(0),
                                accountant=PrivacyAccountant(epsilon_to_nano(2.0)))
@@ -125,8 +125,8 @@ def test_tree_marginals_are_kept_with_intervals_from_their_own_calls(linked):
     result = synthesize(linked, SynthesisParams(epsilon=3.0), rng=np.random.default_rng(2))
     iv = result_intervals(result)
     assert [m["feature"] for m in iv["marginals"]] == ["x0", "x1", "x2", "x3"]
-    bins = result.groups[0]["bins"]
-    assert all(len(m["low"]["0"]) == bins for m in iv["marginals"])
+    assert result.groups[0]["marginal_bins"] == 16 > result.groups[0]["bins"]
+    assert all(len(m["low"]["0"]) == 16 for m in iv["marginals"])
     # the intervals' width comes from the tree marginals' own ε (all equal here)
     m = result.noisy_marginals[0]["counts"]["0"]
     lo, hi = iv["marginals"][0]["low"]["0"], iv["marginals"][0]["high"]["0"]
