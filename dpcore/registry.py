@@ -123,7 +123,7 @@ PARAMETER_SYMBOLS = MappingProxyType({
     "budget_cell_counts": "counts share", "budget_cell_sums": "sums share",
     "fixed_point_bits": "bits", "min_eigenvalue": "λ_min", "shrinkage": "shrinkage",
     "marginal_bins": "bins", "histogram_bins": "histogram bins",
-    "max_correlation_noise": "max correlation noise",
+    "max_correlation_noise": "max correlation noise", "structure": "structure",
     # paid queries of the analyst's own
     "left_query": "left query", "right_query": "right query"})
 
@@ -325,7 +325,7 @@ _MCGEN_FAITHFUL = ("epsilon", "mode", "k", "feature_groups", "grouping", "group_
 _MCGEN_STRICT = _MCGEN_FAITHFUL + ("cells", "grid_bins", "max_cells", "budget_classes",
                                    "budget_features", "budget_cell_counts", "budget_cell_sums",
                                    "fixed_point_bits", "min_eigenvalue", "shrinkage",
-                                   "histogram_bins", "max_correlation_noise")
+                                   "histogram_bins", "max_correlation_noise", "structure")
 
 
 _SPECS: dict[str, AlgorithmSpec] = {s.key: s for s in (

@@ -34,7 +34,7 @@ from dpcore.registry import (
     SYNTHESIS,
     family_algorithms,
 )
-from dpcore.synthesis.params import CELL_KINDS, GROUPINGS, SynthesisParams
+from dpcore.synthesis.params import CELL_KINDS, GROUPINGS, STRUCTURES, SynthesisParams
 
 from ..common.number_fields import Bounds, number_field
 from ..common.session import current_role
@@ -50,7 +50,7 @@ SEED_ON_KEY, SEED_KEY = "syn_demo_seed_on", "syn_demo_seed"
 _DEFAULT_SEED = 20231
 
 #: Choices of the text-valued parameters (the core's own tuples).
-_CHOICES = {"cells": CELL_KINDS, "grouping": GROUPINGS}
+_CHOICES = {"cells": CELL_KINDS, "grouping": GROUPINGS, "structure": STRUCTURES}
 #: Shown above the "More parameters" expander (the rest go inside it).
 _MAIN_FIELDS = ("epsilon", "k", "cells", "max_cells", "marginal_bins")
 #: Parameters that are not plain number/choice boxes.

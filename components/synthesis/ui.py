@@ -9,7 +9,7 @@ from collections.abc import MutableMapping
 from dpcore.family import algorithm as algorithm_impl
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.registry import FAITHFUL, SYNTHESIS, by_mode
-from dpcore.synthesis.params import CLASSES, FEATURES, GROUPS, MARGINALS
+from dpcore.synthesis.params import CLASSES, FEATURES, GROUPS, MARGINALS, TREE
 
 from ..common.family_ui import NavPage
 from ..common.warmup import WarmupStep, registry_steps
@@ -26,6 +26,9 @@ _PHASE_PURPOSES = ((CLASSES, "the noisy class counts"),
                    (GROUPS, "the cells' noisy counts, sums and second moments"),
                    (MARGINALS, "the noisy per-class histograms"))
 _FAITHFUL_GROUPS = "the clusters' noisy means and covariances"
+#: Strict MC-GEN's default tree structure (no owner groups): what its two later phases buy.
+_TREE_PURPOSES = {FEATURES: "the choice of the tree's feature pairs",
+                  GROUPS: "the noisy per-class histograms and pair tables"}
 
 
 class SynthesisUI:
@@ -45,7 +48,9 @@ class SynthesisUI:
         return params_from_state(record, state)
 
     def cost_purposes(self, params):
-        return tuple((phase, by_mode(params.mode, strict=purpose, faithful=_FAITHFUL_GROUPS)
+        tree = params.structure == TREE and not params.groups_given and params.mode != FAITHFUL
+        return tuple((phase, _TREE_PURPOSES[phase] if tree and phase in _TREE_PURPOSES else
+                      by_mode(params.mode, strict=purpose, faithful=_FAITHFUL_GROUPS)
                       if phase == GROUPS else purpose) for phase, purpose in _PHASE_PURPOSES)
 
     def cost_notes(self, params) -> tuple[str, str]:

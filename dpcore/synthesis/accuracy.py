@@ -6,7 +6,11 @@ at an ε fixed by the budget plan before any data is touched (:mod:`dpcore.synth
 
 * the class counts N̂_y, at ε_Y = ``budget_classes``·ε (MC-GEN and the floor);
 * the floor's class × bin histogram of each feature, at an equal part of the marginals'
-  share (:func:`dpcore.synthesis.params.mechanism_shares`).
+  share (:func:`dpcore.synthesis.params.mechanism_shares`);
+* MC-GEN-DP's tree structure (strict, no owner groups): the class × bin marginal of each
+  feature, at ``TREE_MARGINAL_SHARE``·ε_G/p (:func:`dpcore.synthesis.params.tree_shares`).
+  When the public rule on N̂ skips the tree, each feature's histogram gets (ε_F + ε_G)/p,
+  more than that, so the stated half-width still bounds it (its interval is narrower).
 
 So the 90 % half-width k of each such count — the smallest integer with P(|Z| ≤ k) ≥ 90 %
 (:func:`dpcore.privacy.count_intervals.noise_halfwidth`) — is known before the run, in rows,
@@ -15,8 +19,9 @@ probability ≥ 90 %, and its interval after the run (:mod:`dpcore.synthesis.int
 be that wide (less where it is cut at 0). The number of records is not public, so the
 error is stated in rows, not as a share of a count.
 
-MC-GEN's other releases (per-group moments and cell counts) are split among groups found
-at run time; their error is not stated here. Faithful runs are not DP and get no statement.
+MC-GEN's other releases (the tree's edge tables, the groups structure's moments and cell
+counts) are chosen or split at run time; their error is not stated here. Faithful runs are
+not DP and get no statement.
 """
 
 from __future__ import annotations
@@ -25,11 +30,15 @@ from dpcore.privacy.count_intervals import COVERAGE, noise_halfwidth
 from dpcore.registry import FAITHFUL, FLOOR
 from dpcore.synthesis.params import (
     CLASSES,
+    GROUPS,
     HISTOGRAM,
     MARGINALS,
+    MCGEN,
+    TREE,
     SynthesisParams,
     mechanism_shares,
     plan_budget,
+    tree_shares,
 )
 
 __all__ = ["expected_accuracy", "accuracy_text"]
@@ -52,8 +61,9 @@ def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float 
     -------
     dict or None
         ``{"coverage", "class_count": k_Y, "marginal": k_f or None}`` in rows (``marginal``:
-        the widest of the floor's per-feature histograms; None for MC-GEN); None for a
-        faithful run (not DP: nothing to state).
+        the widest of the floor's or MC-GEN's tree's per-feature histograms; None for
+        MC-GEN with owner groups or the groups structure); None for a faithful run (not DP:
+        nothing to state).
     """
     params = params.validate()
     if params.mode == FAITHFUL:
@@ -65,6 +75,11 @@ def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float 
         shares = mechanism_shares(params, [1] * int(n_features))
         eps_f = min(s.epsilon_nano for s in shares
                     if s.phase == MARGINALS and s.part == HISTOGRAM)
+        out["marginal"] = noise_halfwidth(1e9 / eps_f, coverage=coverage)
+    elif params.algorithm == MCGEN and params.structure == TREE and not params.groups_given \
+            and int(n_features) >= 2:
+        eps_f = min(s.epsilon_nano for s in tree_shares(params, int(n_features))
+                    if s.phase == GROUPS and s.part == HISTOGRAM)
         out["marginal"] = noise_halfwidth(1e9 / eps_f, coverage=coverage)
     return out
 
@@ -81,6 +96,9 @@ def accuracy_text(params: SynthesisParams, n_features: int) -> str:
     if acc["marginal"] is not None:
         text += (f"; each class × bin count of a feature's released marginal within "
                  f"±{acc['marginal']} rows")
+        if params.algorithm == MCGEN:
+            text += (" (the tree's pair tables are chosen at run time; their error is not "
+                     "stated here)")
     else:
         text += ("; the per-group statistics MC-GEN releases get their ε only once the "
                  "groups are found, so their error is not stated here")

@@ -98,9 +98,12 @@ from dpcore.synthesis.params import (
     MOMENTS,
     SUMS,
     THRESHOLD,
+    TREE,
     SynthesisParams,
     mechanism_shares,
+    tree_shares,
 )
+from dpcore.synthesis.tree import TreeModel, fit_tree, sample_tree, tree_bins
 
 __all__ = ["McgenModel", "noisy_class_counts", "dp_feature_groups", "correlation_noise",
            "EMPTY_CELL_SCALES", "fit_mcgen_dp",
@@ -230,6 +233,8 @@ class McgenModel:
         Every mechanism call's ε as spent (sums exactly to the run's ε).
     correlations_released : bool
         False when the public rule on N̂ skipped the noisy correlations (singleton groups).
+    tree : TreeModel, optional
+        The tree structure's model (then ``layouts`` … ``offsets`` are empty).
     """
 
     schema: TableSchema
@@ -244,6 +249,7 @@ class McgenModel:
     histogram: list[bool] = field(default_factory=list)
     shares: list = field(default_factory=list)
     correlations_released: bool = True
+    tree: TreeModel | None = None
 
     def rows_per_class(self) -> np.ndarray:
         """Synthetic rows per class: max(round(N̂_y), 0)."""
@@ -275,8 +281,16 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
     _progress(progress, 0.0, "noisy class counts")
     n_hat = noisy_class_counts(table, _slot(head, CLASSES, 0, COUNTS), rng=rng,
                                accountant=accountant)
-    values = to_fixed(table.encoded(), bits)
     timings["classes"] = time.perf_counter() - started
+    tree_k = tree_bins(params, p, schema.n_classes, n_hat) if _tree_structure(params) else 0
+    if tree_k:
+        started = time.perf_counter()
+        _progress(progress, 0.1, "tree of feature pairs: noisy marginals, edges, edge tables")
+        tree = fit_tree(table, params, n_hat, tree_k, rng=rng, accountant=accountant)
+        timings["tree"] = time.perf_counter() - started
+        return McgenModel(schema, n_hat, [], [], [], [], [], shares=tree_shares(params, p),
+                          tree=tree)
+    values = to_fixed(table.encoded(), bits)
 
     started = time.perf_counter()
     groups, distance, released = _feature_groups(table, params, head, n_hat, values, rng=rng,
@@ -336,6 +350,10 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
                       true_cells, histogram, shares, released)
 
 
+def _tree_structure(params: SynthesisParams) -> bool:
+    return params.structure == TREE and not params.groups_given
+
+
 def _feature_groups(table: SynthesisTable, params: SynthesisParams, head, n_hat, values, *,
                     rng, accountant, progress):
     """``(groups, distance, released)``: the owner's groups, one group per feature (when the
@@ -347,9 +365,10 @@ def _feature_groups(table: SynthesisTable, params: SynthesisParams, head, n_hat,
     released = True
     if params.groups_given:
         groups = [np.array([schema.feature_index(n) for n in g]) for g in params.feature_groups]
-    elif correlation_noise(params, p, float(np.maximum(n_hat, 0).sum())) \
-            > params.max_correlation_noise:
-        # Public rule on N̂: the noisy correlations would be noise. Every feature is its own
+    elif _tree_structure(params) or correlation_noise(
+            params, p, float(np.maximum(n_hat, 0).sum())) > params.max_correlation_noise:
+        # Public rule on N̂ (tree_bins for the tree, correlation_noise for the groups): pairs
+        # would be noise. Every feature is its own
         # group, nothing is released for the grouping, and ε_F joins the groups' budget.
         released = False
         groups = [np.array([j]) for j in range(p)]
@@ -438,6 +457,8 @@ def sample_mcgen_dp(model: McgenModel, *, rng, progress=None
         Their class codes, grouped by class.
     """
     schema = model.schema
+    if model.tree is not None:
+        return sample_tree(model.tree, schema, model.shares, rng=rng)
     per_class = model.rows_per_class()
     total = int(per_class.sum())
     out = np.zeros((total, schema.width))

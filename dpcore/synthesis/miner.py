@@ -42,9 +42,11 @@ from dpcore.synthesis.params import (
     MARGINALS,
     MCGEN,
     MOMENTS,
+    TREE,
     SynthesisParams,
     mechanism_shares,
     plan_budget,
+    tree_shares,
 )
 from dpcore.synthesis.results import SynthesisDiagnostics, SynthesisResult
 
@@ -120,6 +122,8 @@ def check_runnable(table: SynthesisTable, params: SynthesisParams) -> None:
                 "grouping (all features together): give feature_groups, which costs nothing, "
                 "instead of paying ε_F for noisy correlations")
         _check_scales(table, params)
+        if params.structure == TREE and not params.groups_given:
+            tree_shares(params, table.schema.n_features)
 
 
 def _progress(progress, fraction: float, message: str) -> None:
@@ -185,6 +189,17 @@ def _marginals_released(schema, hists) -> list[dict]:
     return out
 
 
+def _tree_info(schema, tree, shares) -> list[dict]:
+    """The tree structure's edges as released (public: chosen under DP), one entry each."""
+    p = schema.n_features
+    return [{"features": [schema.features[a].name, schema.features[b].name],
+             "epsilon_nano": sum(s.epsilon_nano for s in shares
+                                 if s.phase == GROUPS and s.index == p + e),
+             "model": "tree edge (class × parent × child table)", "bins": int(tree.bins),
+             "marginal_bins": int(tree.fine_bins)}
+            for e, (a, b) in enumerate(tree.edges)]
+
+
 def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, dataset
                 ) -> SynthesisResult:
     total = sum(s.epsilon_nano for s in plan_budget(params))
@@ -239,7 +254,10 @@ def _synthesize(table, params, *, rng, accountant, run_id, seed, progress, datas
         timings["generate"] = time.perf_counter() - gen_started
         groups = [[schema.features[f].name for f in lay.features] for lay in model.layouts]
         shares = model.shares
-        group_info = []
+        group_info = [] if model.tree is None else _tree_info(schema, model.tree, shares)
+        if model.tree is not None:
+            groups = [list(schema.feature_names)]
+            noisy_marginals = _marginals_released(schema, model.tree.marginals)
         for m, lay in enumerate(model.layouts):
             group_info.append({
                 "features": groups[m],

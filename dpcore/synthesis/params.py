@@ -57,6 +57,8 @@ from dpcore.synthesis.fixedpoint import DEFAULT_BITS, MAX_BITS, MIN_BITS
 
 __all__ = ["SYNTHESIS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALGORITHM_LABELS",
            "GRID", "SINGLE", "CELL_KINDS", "DAVIES_BOULDIN", "THRESHOLD", "GROUPINGS",
+           "TREE", "CORRELATION_GROUPS", "STRUCTURES", "TREE_MARGINAL_SHARE", "SELECTION",
+           "EDGE", "tree_shares",
            "CLASSES", "FEATURES", "GROUPS", "MARGINALS",
            "COUNTS", "SUMS", "MOMENTS", "MEAN", "COVARIANCE", "HISTOGRAM",
            "FAITHFUL_MEAN_SHARE", "HELP", "SynthesisParams", "BudgetSlot", "plan_budget",
@@ -76,11 +78,24 @@ CELL_KINDS = (GRID, SINGLE)
 DAVIES_BOULDIN, THRESHOLD = "davies_bouldin", "threshold"
 GROUPINGS = (DAVIES_BOULDIN, THRESHOLD)
 
+#: Strict MC-GEN-DP without owner groups: how the dependence between features is modelled.
+#: ``tree``: a class-conditional tree of feature pairs whose edges the exponential mechanism
+#: picks (dpcore/synthesis/tree.py); ``groups``: feature groups from noisy correlations, each
+#: a mixture of Gaussian cells (the published MC-GEN structure, made DP).
+TREE, CORRELATION_GROUPS = "tree", "groups"
+STRUCTURES = (TREE, CORRELATION_GROUPS)
+
+#: Tree structure: share of the groups' budget ε_G for the per-feature class × bin marginals;
+#: the rest pays the edges' class × parent × child tables.
+TREE_MARGINAL_SHARE = 0.3
+
 #: Budget phases, in the order a run spends them.
 CLASSES, FEATURES, GROUPS, MARGINALS = "classes", "features", "groups", "marginals"
 #: Parts of a phase (one mechanism call each).
 COUNTS, SUMS, MOMENTS = "counts", "sums", "moments"
 MEAN, COVARIANCE, HISTOGRAM = "mean", "covariance", "histogram"
+#: Tree structure: one exponential-mechanism choice of an edge; one edge's noisy table.
+SELECTION, EDGE = "selection", "edge"
 
 #: Faithful mode: share of each group's ε for the cluster means (the authors' code: 0.4).
 FAITHFUL_MEAN_SHARE = 0.4
@@ -126,6 +141,12 @@ HELP = {
     "histogram_bins": "Strict: a feature group of one feature is a noisy class-conditional "
                       "histogram (counts only): at most this many equal-width bins of a "
                       "numeric feature's public bounds, fewer when N̂_y is small.",
+    "structure": "Strict, no groups given: 'tree' (default) models each class as a tree of "
+                 "feature pairs — the exponential mechanism picks the edges from how far each "
+                 "pair is from independent, then each edge is a noisy class × parent × child "
+                 "table; 'groups' builds feature groups from noisy correlations, each a "
+                 "mixture of Gaussian cells. Either falls back to independent histograms "
+                 "when N̂ is too small for pairs to carry signal.",
     "max_correlation_noise": "Strict, no groups given: the noisy correlations are released "
                              "only if the predicted noise (standard deviation) of one noisy "
                              "second moment, from N̂ and ε_F, is at most this (encoded "
@@ -190,7 +211,7 @@ class SynthesisParams:
     cells: str = GRID
     grid_bins: int = 4
     max_cells: int = 32
-    budget_classes: float = 0.1
+    budget_classes: float = 0.3
     budget_features: float = 0.15
     budget_cell_counts: float = 0.2
     budget_cell_sums: float = 0.4
@@ -200,6 +221,7 @@ class SynthesisParams:
     marginal_bins: int = 16
     histogram_bins: int = 16
     max_correlation_noise: float = 0.01
+    structure: str = TREE
 
     def __post_init__(self):
         if self.feature_groups is not None:
@@ -231,6 +253,9 @@ class SynthesisParams:
         if not 0.0 <= _number("group_threshold", self.group_threshold) <= 2.0:
             raise ParameterError(f"group_threshold must lie in [0, 2]; "
                                  f"got {self.group_threshold!r}")
+        if self.structure not in STRUCTURES:
+            raise ParameterError(f"structure must be one of {', '.join(STRUCTURES)}; "
+                                 f"got {self.structure!r}")
         if self.cells not in CELL_KINDS:
             raise ParameterError(f"cells must be one of {', '.join(CELL_KINDS)}; "
                                  f"got {self.cells!r}")
@@ -435,3 +460,36 @@ def mechanism_shares(params: SynthesisParams, group_sizes, counted=None, moments
 def run_cost_nano(params: SynthesisParams) -> int:
     """Total nano-ε a run with these parameters will be charged."""
     return sum(s.epsilon_nano for s in plan_budget(params))
+
+
+def tree_shares(params: SynthesisParams, n_features: int) -> list[BudgetSlot]:
+    """Every mechanism call's share of a strict run with the tree structure (tree built).
+
+    ``classes`` pays N̂_y; ``features`` is split evenly over the p − 1 edge choices
+    (``SELECTION``, one exponential mechanism each); ``groups`` gives
+    :data:`TREE_MARGINAL_SHARE` to the p per-feature marginals (``HISTOGRAM``, evenly) and
+    the rest to the p − 1 edge tables (``EDGE``, evenly; index p + e for edge e). When
+    the public rule skips the tree, the run spends :func:`mechanism_shares` of one-feature
+    groups instead. Integers in nano-ε that sum exactly to :func:`plan_budget`'s total.
+
+    Raises
+    ------
+    ParameterError
+        Fewer than two features, owner groups given, or a call would get 0 nano-ε.
+    """
+    p = int(n_features)
+    if p < 2 or params.groups_given:
+        raise ParameterError("the tree structure needs ≥ 2 features and no owner groups")
+    plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
+    out = [BudgetSlot(CLASSES, 0, plan[CLASSES], part=COUNTS)]
+    out += [BudgetSlot(FEATURES, r, e, part=SELECTION)
+            for r, e in enumerate(split_evenly(plan[FEATURES], p - 1))]
+    marg, edges = split_fraction(plan[GROUPS], fraction_to_nano(TREE_MARGINAL_SHARE,
+                                                               name="tree marginal share"))
+    out += [BudgetSlot(GROUPS, j, e, part=HISTOGRAM) for j, e in enumerate(split_evenly(marg, p))]
+    out += [BudgetSlot(GROUPS, p + r, e, part=EDGE)
+            for r, e in enumerate(split_evenly(edges, p - 1))]
+    if min(s.epsilon_nano for s in out) <= 0:
+        raise ParameterError("ε is too small for this many mechanism calls: one would get "
+                             "0 budget")
+    return out

@@ -27,7 +27,7 @@ JSON shape (``to_json()``)::
                           "sensitivity": ..., "parallel": ...}, ...],
      "not_dp": [...], "seed": null, "neighbouring": ..., "audience": "everyone",
      "noisy_marginals": [{"feature": "glucose", "counts": {"0": [3, -1, ...]},
-                          "edges": [lo, ..., hi]}, ...] (the floor) or null,
+                          "edges": [lo, ..., hi]}, ...] (the floor, MC-GEN-DP's tree) or null,
      "intervals": {"coverage": 0.9, "class_counts": {"0": [low, high]},
                    "marginals": [{"feature", "low": {...}, "high": {...}}] or null} or null}
 
@@ -147,9 +147,10 @@ class SynthesisResult(Release):
         The noisy feature distance matrix the groups were built from (strict, groups not
         given), for display; null otherwise.
     noisy_marginals : list of dict, optional
-        The floor's released noisy class × bin histograms, one per feature:
-        ``{"feature", "counts": {class: [count per bin]}, "edges" | "levels"}`` (ε-DP, raw:
-        may be negative); null for MC-GEN and for results stored before they were kept.
+        The floor's (or strict MC-GEN-DP's tree structure's) released noisy class × bin
+        histograms, one per feature: ``{"feature", "counts": {class: [count per bin]},
+        "edges" | "levels"}`` (ε-DP, raw: may be negative); null for MC-GEN's other
+        structures and for results stored before they were kept.
     mechanism_calls : list of dict
         Every (ε, Δ) spent, in nano-ε (see :class:`~dpcore.privacy.accountant.MechanismCall`).
     not_dp : list of str

@@ -33,7 +33,7 @@ from dpcore.errors import ParameterError
 from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.policy import Requester
 from dpcore.synthesis.miner import synthesize
-from dpcore.synthesis.params import SynthesisParams, run_cost_nano
+from dpcore.synthesis.params import CORRELATION_GROUPS, SynthesisParams, run_cost_nano
 from dpcore.synthesis.results import PARQUET_METADATA_KEY, SynthesisResult
 from tests.support.accounts_support import owner_in_env_ledger, role_of, select_dataset
 
@@ -58,8 +58,9 @@ def _synthesize(table, **overrides) -> SynthesisResult:
 
 @pytest.fixture(scope="module")
 def dp_groups_result(pima):
-    # always release the noisy correlations (at ε = 1 on 768 rows the default rule skips them)
-    return _synthesize(pima, max_correlation_noise=1e6)
+    # the groups structure, always releasing the noisy correlations (at ε = 1 on 768 rows
+    # the default rule skips them; the default structure is the tree)
+    return _synthesize(pima, max_correlation_noise=1e6, structure=CORRELATION_GROUPS)
 
 
 def _mixed_schema():
@@ -195,7 +196,13 @@ def test_the_cost_line_names_what_each_part_of_epsilon_pays_for():
     from dpcore.runs import run_cost
 
     mcgen, floor = family_algorithms(SYNTHESIS)
-    strict = SynthesisParams(algorithm=mcgen, epsilon=2.0)
+    tree = cost_breakdown(SynthesisParams(algorithm=mcgen, epsilon=2.0))
+    assert [p for p, _ in tree] == ["the noisy class counts",
+                                    "the choice of the tree's feature pairs",
+                                    "the noisy per-class histograms and pair tables"]
+    assert [n for _, n in tree] == [600_000_000, 300_000_000, 1_100_000_000]
+    strict = SynthesisParams(algorithm=mcgen, epsilon=2.0, structure=CORRELATION_GROUPS,
+                             budget_classes=0.1)
     parts = cost_breakdown(strict)
     assert [p for p, _ in parts] == ["the noisy class counts",
                                      "the noisy correlations that build the feature groups",

@@ -78,7 +78,7 @@ from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.params import plan_budget as sequence_plan
 from dpcore.synthesis.mcgen import correlation_noise
 from dpcore.synthesis.miner import synthesize
-from dpcore.synthesis.params import SynthesisParams
+from dpcore.synthesis.params import CORRELATION_GROUPS, SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
 from tests.support import reference as R
 
@@ -372,7 +372,7 @@ def table(extra_row: bool):
     return table_from_frame(frame, schema)
 
 
-_NO_GROUPS = SynthesisParams(algorithm=MCGEN, epsilon=2.0)
+_NO_GROUPS = SynthesisParams(algorithm=MCGEN, epsilon=2.0, structure=CORRELATION_GROUPS)
 SYNTHESIS_PARAMS = {
     MCGEN: SynthesisParams(algorithm=MCGEN, epsilon=2.0, feature_groups=[["a", "b"], ["c"]]),
     # no owner groups: the run decides from N̂ whether to release correlations, with the

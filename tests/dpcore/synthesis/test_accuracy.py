@@ -16,7 +16,8 @@ from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.registry import FAITHFUL, FLOOR, MCGEN
 from dpcore.synthesis.accuracy import accuracy_text, expected_accuracy
 from dpcore.synthesis.floor import feature_bins, noisy_marginals
-from dpcore.synthesis.params import SynthesisParams, run_cost_nano
+from dpcore.synthesis.params import CORRELATION_GROUPS, SynthesisParams, run_cost_nano
+from dpcore.synthesis.tree import feature_codes, fit_tree
 
 REPO = Path(__file__).resolve().parents[3]
 SEED = int(os.environ.get("DPRM_TEST_SEED", 20231126))
@@ -34,9 +35,14 @@ def test_the_statement_needs_only_parameters_and_says_what_it_covers():
     assert expected_accuracy(SynthesisParams(algorithm=FLOOR, epsilon=4.0), 8)["marginal"] \
         < floor["marginal"] < expected_accuracy(SynthesisParams(algorithm=FLOOR, epsilon=1.0),
                                                 16)["marginal"]
-    mcgen = expected_accuracy(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
+    groups = SynthesisParams(algorithm=MCGEN, epsilon=1.0, structure=CORRELATION_GROUPS)
+    mcgen = expected_accuracy(groups, 8)
     assert mcgen["marginal"] is None and mcgen["class_count"] == floor["class_count"]
-    assert "not stated" in accuracy_text(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
+    assert "not stated" in accuracy_text(groups, 8)
+    # the tree (default): its marginals get 0.3·ε_G/p, less than the floor's (ε − ε_Y)/p
+    tree = expected_accuracy(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
+    assert tree["marginal"] > floor["marginal"]
+    assert "pair tables" in accuracy_text(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
     assert expected_accuracy(SynthesisParams(algorithm=MCGEN, mode=FAITHFUL), 8) is None
 
 
@@ -67,3 +73,21 @@ def test_runs_on_the_shipped_sample_deliver_the_stated_accuracy(pima, epsilon):
     assert 0.885 <= share_f <= 0.93, (epsilon, share_f, SEED)
     share_y = inside_y / n_y
     assert 0.75 <= share_y, (epsilon, share_y, SEED)      # only 60 class counts: loose
+
+
+def test_tree_marginals_deliver_the_stated_accuracy(pima):
+    params = SynthesisParams(algorithm=MCGEN, epsilon=2.0)
+    stated = expected_accuracy(params, pima.schema.n_features)["marginal"]
+    codes, cards = feature_codes(pima, params.histogram_bins)
+    labels = pima.labels.astype(np.int64)
+    inside = total = 0
+    for r in range(20):
+        rng = np.random.default_rng([SEED, r, 7])
+        model = fit_tree(pima, params, pima.class_counts(), 4, rng=rng,
+                         accountant=PrivacyAccountant(run_cost_nano(params)))
+        for j, hist in enumerate(model.marginals):
+            truth = np.bincount(labels * cards[j] + codes[:, j],
+                                minlength=2 * int(cards[j])).reshape(2, int(cards[j]))
+            inside += int(np.sum(np.abs(hist - truth) <= stated))
+            total += truth.size
+    assert 0.885 <= inside / total <= 0.93, (inside / total, SEED)

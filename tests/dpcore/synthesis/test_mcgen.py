@@ -20,6 +20,7 @@ from dpcore.synthesis.fixedpoint import half_range
 from dpcore.synthesis.mcgen import correlation_noise, fit_mcgen_dp, sample_mcgen_dp
 from dpcore.synthesis.miner import check_runnable, synthesize
 from dpcore.synthesis.params import (
+    CORRELATION_GROUPS,
     FLOOR,
     SINGLE,
     THRESHOLD,
@@ -32,6 +33,12 @@ from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
 
 REPO = Path(__file__).resolve().parents[3]
 L = half_range(16)
+
+
+def groups_params(**kwargs) -> SynthesisParams:
+    """Parameters of the groups structure, which these tests pin (the default tree
+    structure is tested in test_tree.py; the floor and faithful mode ignore it)."""
+    return SynthesisParams(**{"structure": CORRELATION_GROUPS, **kwargs})
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +67,7 @@ def continuous_table(n=1_500, seed=0, public_demo=False):
 
 
 def run(table, rng_seed=0, **kwargs):
-    params = SynthesisParams(**kwargs)
+    params = groups_params(**kwargs)
     return synthesize(table, params, rng=np.random.default_rng(rng_seed)), params
 
 
@@ -74,7 +81,7 @@ def run(table, rng_seed=0, **kwargs):
                                     {"max_correlation_noise": 1e6, "grouping": "threshold"}])
 def test_strict_spends_exactly_epsilon_with_integer_noise_and_the_stated_sensitivities(
         pima, kwargs):
-    params = SynthesisParams(**kwargs)
+    params = groups_params(**kwargs)
     accountant = PrivacyAccountant(epsilon_to_nano(params.epsilon))
     result = synthesize(pima, params, rng=np.random.default_rng(1), accountant=accountant)
     calls = accountant.calls
@@ -120,13 +127,13 @@ def test_categoricals_lower_the_moment_sensitivity(mixed):
 
 
 def test_faithful_and_floor_spend_exactly_epsilon(pima):
-    for params in (SynthesisParams(mode=FAITHFUL, k=50, epsilon=0.7),
-                   SynthesisParams(algorithm=FLOOR, epsilon=0.7)):
+    for params in (groups_params(mode=FAITHFUL, k=50, epsilon=0.7),
+                   groups_params(algorithm=FLOOR, epsilon=0.7)):
         accountant = PrivacyAccountant(epsilon_to_nano(0.7))
         synthesize(pima, params, rng=np.random.default_rng(2), accountant=accountant)
         assert accountant.spent_nano == epsilon_to_nano(0.7)
     floor_calls = PrivacyAccountant(epsilon_to_nano(0.7))
-    synthesize(pima, SynthesisParams(algorithm=FLOOR, epsilon=0.7),
+    synthesize(pima, groups_params(algorithm=FLOOR, epsilon=0.7),
                rng=np.random.default_rng(2), accountant=floor_calls)
     assert [c.sensitivity for c in floor_calls.calls] == [1.0] * 9
     assert [c.parallel for c in floor_calls.calls] == [1] + [2] * 8
@@ -135,7 +142,7 @@ def test_faithful_and_floor_spend_exactly_epsilon(pima):
 def test_a_refused_spend_stops_the_run_before_noise(pima):
     accountant = PrivacyAccountant(epsilon_to_nano(0.5))
     with pytest.raises(Exception, match="budget exceeded"):
-        synthesize(pima, SynthesisParams(epsilon=1.0), rng=np.random.default_rng(0),
+        synthesize(pima, groups_params(epsilon=1.0), rng=np.random.default_rng(0),
                    accountant=accountant)
     assert accountant.spent_nano <= epsilon_to_nano(0.5)
 
@@ -159,7 +166,7 @@ def test_cell_covariances_are_positive_definite(mixed):
     groups = [["age", "sex", "race"], ["workclass", "education", "education_num",
                                        "marital_status", "occupation", "relationship"],
               ["fnlwgt", "capital_gain", "capital_loss", "hours_per_week", "native_country"]]
-    params = SynthesisParams(epsilon=2.0, k=20, min_eigenvalue=1e-3, feature_groups=groups)
+    params = groups_params(epsilon=2.0, k=20, min_eigenvalue=1e-3, feature_groups=groups)
     model = fit_mcgen_dp(mixed, params, rng=np.random.default_rng(4),
                          accountant=PrivacyAccountant(epsilon_to_nano(2.0)))
     n_cells = 0
@@ -226,9 +233,9 @@ def test_strict_on_an_empty_table_still_releases_noise_only():
 
 def test_fixed_seed_reproduces_and_progress_reaches_one(pima):
     seen = []
-    a = synthesize(pima, SynthesisParams(), rng=np.random.default_rng(5),
+    a = synthesize(pima, groups_params(), rng=np.random.default_rng(5),
                    progress=lambda f, m: seen.append((f, m)))
-    b = synthesize(pima, SynthesisParams(), rng=np.random.default_rng(5))
+    b = synthesize(pima, groups_params(), rng=np.random.default_rng(5))
     pd.testing.assert_frame_equal(a.synthetic, b.synthetic)
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and 0 <= fractions[0]
@@ -236,7 +243,7 @@ def test_fixed_seed_reproduces_and_progress_reaches_one(pima):
 
 
 def test_sample_is_post_processing_of_the_model(pima):
-    model = fit_mcgen_dp(pima, SynthesisParams(), rng=np.random.default_rng(0),
+    model = fit_mcgen_dp(pima, groups_params(), rng=np.random.default_rng(0),
                          accountant=PrivacyAccountant(epsilon_to_nano(1.0)))
     enc1, lab1 = sample_mcgen_dp(model, rng=np.random.default_rng(1))
     enc2, lab2 = sample_mcgen_dp(model, rng=np.random.default_rng(2))
@@ -287,12 +294,12 @@ def test_floor_keeps_class_conditional_marginals_but_no_correlation():
 
 def test_check_runnable_refuses_bad_groups_and_impossible_scales(pima):
     with pytest.raises(ParameterError, match="unknown feature"):
-        check_runnable(pima, SynthesisParams(feature_groups=[["bogus"]]))
+        check_runnable(pima, groups_params(feature_groups=[["bogus"]]))
     with pytest.raises(ParameterError, match="missing: .*age"):
-        check_runnable(pima, SynthesisParams(feature_groups=[list(pima.schema.feature_names[:-1])]))
+        check_runnable(pima, groups_params(feature_groups=[list(pima.schema.feature_names[:-1])]))
     with pytest.raises(ParameterError, match="fixed_point_bits"):
-        check_runnable(pima, SynthesisParams(epsilon=1e-5))
-    check_runnable(pima, SynthesisParams(epsilon=1e-5, fixed_point_bits=8))
+        check_runnable(pima, groups_params(epsilon=1e-5))
+    check_runnable(pima, groups_params(epsilon=1e-5, fixed_point_bits=8))
 
 
 def test_result_round_trips_through_json_and_parquet(tmp_path, mixed):
@@ -322,7 +329,7 @@ def test_clip_counts_reach_the_owner_diagnostics_only(tmp_path):
     path.write_text("y,a\n0,0.5\n1,7\n0,-2\n1,0.25\n", encoding="utf-8")
     table = load_table(path, schema)
     with pytest.raises(ParameterError, match="only one possible grouping"):
-        check_runnable(table, SynthesisParams())
+        check_runnable(table, groups_params())
     result, _ = run(table, feature_groups=[["a"]])
     assert result.diagnostics.clipped == {"a": 2}
     assert "clipped" not in result.to_json()
@@ -374,8 +381,8 @@ def test_grouping_and_histogram_bins_depend_only_on_released_counts(pima):
     other = table_from_frame(frame, pima.schema)
     assert (other.labels == pima.labels).all() and not np.array_equal(other.encoded(),
                                                                       pima.encoded())
-    for params in (SynthesisParams(epsilon=1.0), SynthesisParams(epsilon=3.0, k=30),
-                   SynthesisParams(epsilon=1.0, max_correlation_noise=1e6)):
+    for params in (groups_params(epsilon=1.0), groups_params(epsilon=3.0, k=30),
+                   groups_params(epsilon=1.0, max_correlation_noise=1e6)):
         models = [fit_mcgen_dp(t, params, rng=np.random.default_rng(11),
                                accountant=PrivacyAccountant(run_cost_nano(params)))
                   for t in (pima, other)]
@@ -401,7 +408,7 @@ def test_grouping_and_histogram_bins_depend_only_on_released_counts(pima):
 
 
 def test_skipping_the_correlations_gives_their_budget_to_the_groups(pima):
-    params = SynthesisParams(epsilon=1.0)
+    params = groups_params(epsilon=1.0)
     accountant = PrivacyAccountant(run_cost_nano(params))
     result = synthesize(pima, params, rng=np.random.default_rng(2), accountant=accountant)
     assert result.feature_distances is None                       # 768 rows at ε = 1: skipped
@@ -409,7 +416,7 @@ def test_skipping_the_correlations_gives_their_budget_to_the_groups(pima):
     assert accountant.spent_nano == run_cost_nano(params)
     assert len(accountant.calls) == 1 + pima.schema.n_features      # N̂_y + one histogram each
     assert all(c.sensitivity == 1 for c in accountant.calls)
-    released = synthesize(pima, SynthesisParams(epsilon=1.0, max_correlation_noise=1e6),
+    released = synthesize(pima, groups_params(epsilon=1.0, max_correlation_noise=1e6),
                           rng=np.random.default_rng(2))
     assert released.feature_distances is not None
 
@@ -427,7 +434,7 @@ def test_categorical_levels_follow_the_cells_noisy_frequencies():
     frame = pd.DataFrame({"y": 0, "a": rng.uniform(-1, 1, n),
                           "c": rng.choice(["u", "v", "w"], n, p=[0.5, 0.3, 0.2])})
     table = table_from_frame(frame, schema)
-    result = synthesize(table, SynthesisParams(epsilon=1e4, feature_groups=[["a", "c"]],
+    result = synthesize(table, groups_params(epsilon=1e4, feature_groups=[["a", "c"]],
                                                cells=SINGLE), rng=np.random.default_rng(1))
     freq = result.synthetic["c"].astype(str).value_counts(normalize=True)
     for level, share in (("u", 0.5), ("v", 0.3), ("w", 0.2)):
