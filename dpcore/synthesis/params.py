@@ -302,6 +302,9 @@ class SynthesisParams:
         if unknown:
             raise ParameterError(f"unknown parameter(s): {', '.join(sorted(unknown))}")
         d = dict(data)
+        # Stored before the tree existed: those runs modelled correlation groups (the
+        # default then), so a resumed or finished run keeps the parameters it was charged for.
+        d.setdefault("structure", CORRELATION_GROUPS)
         if d.get("feature_groups") is not None:
             d["feature_groups"] = _groups_tuple(d["feature_groups"])
         return cls(**d)

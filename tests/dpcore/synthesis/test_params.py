@@ -117,6 +117,17 @@ def test_params_round_trip_through_dicts():
         SynthesisParams.from_dict({"bogus": 1})
 
 
+def test_params_stored_before_the_tree_read_back_as_the_groups_they_were_charged_for():
+    """A run stored before ``structure`` existed modelled correlation groups; resuming or
+    finishing it must not turn it into a tree run (the parameters are bound to the charge)."""
+    from dpcore.synthesis.params import CORRELATION_GROUPS, TREE
+
+    before = SynthesisParams().to_dict()
+    del before["structure"]
+    assert SynthesisParams.from_dict(before).structure == CORRELATION_GROUPS
+    assert SynthesisParams.from_dict(SynthesisParams().to_dict()).structure == TREE
+
+
 def _flip_probability(eps_y: float, gap: int, support: int = 8_000) -> float:
     """P(Z₂ − Z₁ ≥ gap) for i.i.d. discrete Laplace Z with P(Z = k) ∝ exp(−ε_Y·|k|)."""
     k = np.arange(-support, support + 1)
