@@ -132,6 +132,24 @@ def test_tree_pair_chain_is_identical(coded, epsilon, rep):
     np.testing.assert_allclose(out[0][2], out[1][2], rtol=0, atol=1e-12)
 
 
+def test_pair_chain_subtracts_only_where_children_partition_the_rows(coded):
+    """The pair chain gets a split's last child by subtraction (bitset and counts) only when
+    the split's attribute has no missing value; both cases occur in this dataset, and
+    test_tree_pair_chain_is_identical checks the chain through both."""
+    (cl, cr), ds = coded
+    seen = set()
+    for c in (cl, cr):
+        bits, offset = child_bitsets(c)
+        cands = cands_matrix(c)
+        root = B.all_rows(ds.n_rows)
+        memo = np.full(int(cands[K.ATTR].max()) + 1, -1, dtype=np.int8)
+        for s in range(c.n_candidates):
+            want = not bool((c.codes[cands[K.ATTR, s]] == K.MISSING).any())
+            assert B._whole(s, cands, bits, offset, root, memo) == want, f"candidate {s}"
+            seen.add(want)
+    assert seen == {True, False}
+
+
 # --- Faithful mode: data-derived candidates, children built on demand -------------------
 
 FAITHFUL_ITER = 1500
