@@ -66,26 +66,26 @@ _log = logging.getLogger(__name__)
 
 #: CPU seconds of each warm-up step (``algorithm/mode``) in the order of
 #: :func:`warmup_steps`: (empty numba cache, filled cache), measured by
-#: ``python -m bench.compile_times --warmup`` on a shared 2-core machine at load ≈ 10
-#: (bench/README.md; a quiet machine is faster, which the observed pace corrects). A step's
+#: ``python -m bench.compile_times --warmup`` on a quiet 2-core machine (load ≈ 1, 2026-11-29;
+#: bench/README.md; a busier machine is slower, which the observed pace corrects). A step's
 #: cold figure is what it compiles that the steps before it did not (at least 0.05 s).
 STEP_SECONDS: dict[str, tuple[float, float]] = {
-    "mcmctreepair/strict": (39.78, 0.57),
-    "altmcmc/strict": (8.40, 0.07),
-    "altexpm/strict": (6.07, 0.04),
-    "serenade_es/strict": (13.54, 0.11),
+    "mcmctreepair/strict": (49.90, 0.84),
+    "altmcmc/strict": (8.10, 0.06),
+    "altexpm/strict": (8.90, 0.04),
+    "serenade_es/strict": (10.60, 0.14),
     "serenade_cs/strict": (0.05, 0.01),
-    "mcmctreepair/faithful": (18.97, 0.07),
-    "altmcmc/faithful": (4.05, 0.06),
+    "mcmctreepair/faithful": (26.60, 0.08),
+    "altmcmc/faithful": (3.80, 0.06),
     "altexpm/faithful": (0.05, 0.01),
     "serenade_es/faithful": (0.05, 0.04),
     "serenade_cs/faithful": (0.05, 0.03),
-    "pfs2/strict": (25.76, 0.09),
-    "pfs2/faithful": (10.61, 0.04),
+    "pfs2/strict": (24.40, 0.09),
+    "pfs2/faithful": (17.40, 0.05),
     "pfs2_straightforward/strict": (0.05, 0.02),
-    "pfs2_straightforward/faithful": (0.05, 0.02),
-    "mcgen/strict": (0.05, 0.05),
-    "mcgen/faithful": (7.62, 0.09),
+    "pfs2_straightforward/faithful": (0.05, 0.01),
+    "mcgen/strict": (0.05, 0.03),
+    "mcgen/faithful": (7.90, 0.07),
     "class_marginals/strict": (0.05, 0.01),
 }
 #: A step missing from :data:`STEP_SECONDS` (a new miner): this many CPU seconds.
