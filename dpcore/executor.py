@@ -27,6 +27,7 @@ accountant capped at the plan, NOT a release).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,6 +37,8 @@ from dpcore.errors import ParameterError
 from dpcore.family import Algorithm, Progress, Release, spec_and_algorithm
 from dpcore.privacy.accountant import PrivacyAccountant, RunBudget
 from dpcore.registry import AlgorithmSpec
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["CheckedRun", "ExecutedRun", "check_params", "plan_parts", "prepare_run",
            "execute_charged", "run_sandbox", "refundable", "RunBudget"]
@@ -165,7 +168,7 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
         if hasattr(result, "budget"):
             result.budget = accountant.budget(
                 refundable=refundable(checked.algorithm, checked.params)).to_dict()
-        result.attach_intervals()       # post-processing of the release: 0 ε
+        _attach_intervals(result)
         executed = ExecutedRun(result, result.stored_json(checked.spec.family),
                                result.diagnostics_json())
         if store is not None:
@@ -175,6 +178,17 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
             fail(f"{type(exc).__name__}: {exc}")
         raise
     return executed
+
+
+def _attach_intervals(result: Release) -> None:
+    """Store the release's intervals with it (post-processing: 0 ε). A failure here must
+    not cost the paid-for release: it is stored without them, and readers compute them as
+    for a result stored before intervals were kept."""
+    try:
+        result.attach_intervals()
+    except Exception:  # noqa: BLE001 - the release matters more than its stored intervals
+        _log.exception("intervals of run %s not stored; they are computed when read",
+                       getattr(result, "run_id", "?"))
 
 
 def run_sandbox(params, data, *, rng: np.random.Generator, seed: int | None = None,

@@ -67,6 +67,22 @@ def test_charge_then_mine_then_store_with_the_charge_as_the_cap():
     assert capped.result.cap == 5, "a batch worker's cap is what the client charged"
 
 
+def test_a_failure_of_the_stored_intervals_still_stores_the_paid_release(monkeypatch, caplog):
+    """Intervals are post-processing stored for convenience: if computing them fails, the
+    release is stored without them (readers compute them), not lost with the ε it cost."""
+    def broken(self):
+        raise ValueError("bootstrap exploded")
+
+    monkeypatch.setattr(_Result, "attach_intervals", broken)
+    events = []
+    execute_charged(_checked(events), rng=np.random.default_rng(0), dataset="d",
+                    charge=lambda: False,
+                    store=lambda release, diagnostics: events.append(("store",)),
+                    fail=lambda message: events.append(("fail", message)))
+    assert [e[0] for e in events] == ["mine", "store"]
+    assert "intervals of run" in caplog.text and "bootstrap exploded" in caplog.text
+
+
 def test_a_replayed_charge_mines_nothing():
     events = []
     assert execute_charged(_checked(events), rng=np.random.default_rng(0),
