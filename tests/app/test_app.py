@@ -676,8 +676,9 @@ def test_faithful_mode_is_labelled_and_charged_more(app):
     labels = app.radio(key="mine_mode").options
     assert any("not strictly ε-DP" in o and "reproduces the paper's code" in o for o in labels)
     assert any("1.5×" in w.value for w in app.warning)
-    # ω·ε/InTr = 0.05 per tree pair; each extraction 0.45 nominal → 3·0.225 = 0.675 charged
-    assert meter(app)["This run ε"] == "1.45"
+    # default ω 0.5: ω·ε/InTr = 0.25 per tree pair (exact either way); each extraction's
+    # nominal 0.25 is charged 1.5× = 0.375 → 2 · (0.25 + 0.375) = 1.25
+    assert meter(app)["This run ε"] == "1.25"
 
 
 # --------------------------------------------------------------------------- components
