@@ -128,7 +128,8 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
                     dataset: str | None = None, audience: str | None = None,
                     charge: Callable[[], bool] | None = None,
                     store: Callable[[str, str], None] | None = None,
-                    fail: Callable[[str], None] | None = None) -> ExecutedRun | None:
+                    fail: Callable[[str], None] | None = None,
+                    keep_intervals: bool = True) -> ExecutedRun | None:
     """Step 2: charge, mine with an accountant capped at the charge, store, return.
 
     Parameters
@@ -147,6 +148,10 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
         charged and stored before (replayed: nothing is mined, None is returned).
     store : callable(release_json, diagnostics_json), optional
         Stores the result; called before the result is returned.
+    keep_intervals : bool
+        Compute the release's intervals and keep them in it (0 ε; a redescription run's
+        bootstrap costs about 2.5 s of CPU on the sample data). The harness's sandbox runs
+        skip it: nothing stores them, and readers compute intervals when asked.
     fail : callable(message), optional
         Marks a charged run failed when mining or storing raises (the error propagates).
 
@@ -168,7 +173,8 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
         if hasattr(result, "budget"):
             result.budget = accountant.budget(
                 refundable=refundable(checked.algorithm, checked.params)).to_dict()
-        _attach_intervals(result)
+        if keep_intervals:
+            _attach_intervals(result)
         executed = ExecutedRun(result, result.stored_json(checked.spec.family),
                                result.diagnostics_json())
         if store is not None:
@@ -196,5 +202,6 @@ def run_sandbox(params, data, *, rng: np.random.Generator, seed: int | None = No
     """A run with no ledger (the experiment harnesses: owner/teaching, NOT a release): the
     same check and miner, an in-memory accountant capped at the plan's total."""
     executed = execute_charged(prepare_run(params, data), rng=rng, run_id=run_id, seed=seed,
+                               keep_intervals=False,
                                progress=progress)
     return executed.result

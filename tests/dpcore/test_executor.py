@@ -119,6 +119,20 @@ def test_the_sandbox_spends_exactly_the_plan():
     assert result.epsilon_nano == epsilon_to_nano(0.5)
 
 
+def test_the_sandbox_keeps_no_intervals_a_charged_run_does(monkeypatch):
+    """The harness's sandbox runs store nothing, so they skip the intervals' bootstrap
+    (≈ 2.5 s of CPU per redescription run on the sample data); a charged run keeps them."""
+    from dpcore.redescriptions.warmup import tiny_dataset
+
+    attached = []
+    monkeypatch.setattr(_Result, "attach_intervals", lambda self: attached.append(self))
+    execute_charged(_checked([]), rng=np.random.default_rng(0))
+    assert len(attached) == 1
+    params = TreeParams(epsilon=1.0, in_tr=1, mc_iter=100)
+    result = run_sandbox(params, tiny_dataset(), rng=np.random.default_rng(1))
+    assert result.stored_intervals is None
+
+
 # ------------------------------------------------------------------ charged = spent (issue 30)
 
 #: Small settings (fields a parameter type lacks are skipped), as bench/seeded_hashes.py.
