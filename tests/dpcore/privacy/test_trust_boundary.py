@@ -200,7 +200,7 @@ def test_4c_no_public_read_of_the_ledger_returns_the_data_location_or_digest():
                       if not name.startswith("_")
                       and "DatasetRecord" in str(inspect.signature(fn).return_annotation)}
     assert returns_record == {"register_dataset", "confirm_schema", "record_content_digest",
-                              "create_sandbox"}
+                              "create_sandbox", "declare_row_bound"}
     assert not hasattr(Ledger, "get_dataset") and not hasattr(Ledger, "list_datasets")
 
 
