@@ -11,10 +11,12 @@ What moves
 ----------
 A *table* is a JSON list of at least two elements that are all lists (rows: a synthetic
 table's ``rows``) or all objects (records: PFS2's ``patterns``). It moves when its own JSON
-is at least :data:`THRESHOLD_BYTES` (64 KiB: ≈ 1,000 rows of a 10-column table, ≈ 600
-frequent sequences); a smaller one stays inline, so a typical redescription result is stored
-as before. Its place in the release becomes ``{"$dpcore_stored_table": {"sha256": …,
-"rows": …, "bytes": …}}``; a release that already uses that key is refused.
+is at least :data:`THRESHOLD_BYTES` (1 MiB: ≈ 15,000 rows of a 10-column table, ≈ 10,000
+frequent sequences); a smaller one stays inline, so a typical redescription result (a few
+hundred KiB) is stored as before, and a command that stores it does not load pyarrow and
+pandas (≈ 0.5 s of start-up a `mine` would otherwise pay; they were loaded at 64 KiB).
+Its place in the release becomes ``{"$dpcore_stored_table": {"sha256": …, "rows": …,
+"bytes": …}}``; a release that already uses that key is refused.
 
 Encoding (exact: reading gives back the very JSON values that were stored): rows of one
 length become columns ``"0"``, ``"1"``, …, records with the same keys in the same order one
@@ -69,8 +71,8 @@ __all__ = ["ENV_VAR", "MARKER", "THRESHOLD_BYTES", "ResultStore", "ResultStoreMi
 ENV_VAR = "DPRM_RESULTS_DIR"
 #: The key of a reference to a stored table (reserved: a release may not use it).
 MARKER = "$dpcore_stored_table"
-#: A table whose JSON has at least this many bytes is stored as a file (64 KiB).
-THRESHOLD_BYTES = 64 * 1024
+#: A table whose JSON has at least this many bytes is stored as a file (1 MiB).
+THRESHOLD_BYTES = 1024 * 1024
 _META_KEY = b"dpcore.result_table"
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -264,7 +266,7 @@ def decode_table(data: bytes) -> list:
 
 # --------------------------------------------------------------------------- a release
 
-def externalise(release, store_for, *, threshold: int = THRESHOLD_BYTES):
+def externalise(release, store_for, *, threshold: int | None = None):
     """``release`` with every large table replaced by a reference to its stored file.
 
     Parameters
@@ -274,8 +276,9 @@ def externalise(release, store_for, *, threshold: int = THRESHOLD_BYTES):
     store_for : callable () -> ResultStore
         The store, asked for only when a table is to be stored (so a ledger without one
         stores small results as before).
-    threshold : int
-        Bytes of a table's JSON from which it is stored as a file.
+    threshold : int, optional
+        Bytes of a table's JSON from which it is stored as a file (default
+        :data:`THRESHOLD_BYTES`, read at call time).
 
     Returns
     -------
@@ -288,6 +291,7 @@ def externalise(release, store_for, *, threshold: int = THRESHOLD_BYTES):
         The release uses the reserved key :data:`MARKER`.
     """
     digests: list[str] = []
+    threshold = THRESHOLD_BYTES if threshold is None else threshold
 
     def walk(value):
         if isinstance(value, dict):

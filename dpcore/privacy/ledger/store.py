@@ -1000,7 +1000,7 @@ class Ledger:
             Non-private owner diagnostics (e.g. MCMC score traces) as JSON.
 
         Large tables of the release (:mod:`~dpcore.privacy.ledger.result_store`: a list of
-        rows or records whose JSON is ≥ 64 KiB) are written to the results store first and
+        rows or records whose JSON is ≥ 1 MiB) are written to the results store first and
         referenced from the row by their SHA-256; :meth:`get_result` puts them back.
 
         Raises

@@ -11,6 +11,16 @@ from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import Ledger
 from dpcore.privacy.ledger.copying import TABLES, copy_command, copy_ledger
 
+
+@pytest.fixture(autouse=True)
+def _small_threshold(monkeypatch):
+    """These tests' tables are ≈ 100 KiB: store from 64 KiB (the default is 1 MiB; the
+    behaviour is the same at any threshold)."""
+    from dpcore.privacy.ledger import result_store
+
+    monkeypatch.setattr(result_store, "THRESHOLD_BYTES", 64 * 1024)
+
+
 SCHEMA = Schema(
     name="d",
     attributes=(Attribute("A", 0, "boolean"), Attribute("B", 1, "boolean")),

@@ -24,6 +24,16 @@ from dpcore.privacy.ledger.result_store import (
     resolve,
 )
 
+
+@pytest.fixture(autouse=True)
+def _small_threshold(monkeypatch):
+    """These tests' tables are ≈ 100 KiB: store from 64 KiB (the default is 1 MiB; the
+    behaviour is the same at any threshold)."""
+    from dpcore.privacy.ledger import result_store
+
+    monkeypatch.setattr(result_store, "THRESHOLD_BYTES", 64 * 1024)
+
+
 SCHEMA = Schema(name="d", attributes=(Attribute("A", 0, "boolean"), Attribute("B", 1, "boolean")),
                 views=(ViewSpec("l", "l.csv"), ViewSpec("r", "r.csv")), id_column="id")
 ROWS = [[i % 3, i / 7, None if i % 5 == 0 else f"s{i}", i % 2 == 0] for i in range(5000)]
