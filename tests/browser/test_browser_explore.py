@@ -33,6 +33,7 @@ from dpcore.runs import load_result
 from tests.browser.test_browser import (
     CHROMIUM,
     REPO_ROOT,
+    RUN_TIMEOUT_MS,
     _metric,
     _set_number,
     _wait_idle,
@@ -284,6 +285,9 @@ def test_sort_filter_tag_reject_reload_and_find_the_workspace(prepared_app):
         page.get_by_text("Privacy budget of").wait_for()
         _wait_idle(page)
         name = page.get_by_label("Workspace (your name)", exact=True)
+        # the sidebar can be idle before the page's body is drawn (the full suite's load
+        # once took longer than expect's 5 s here)
+        name.wait_for(timeout=RUN_TIMEOUT_MS)
         expect(name).to_have_value(WORKSPACE)
         expect(page.get_by_label(re.compile("^Pruning threshold"))).to_have_value("0.0")
         assert _listed(page) == (len(entries) - 1, len(entries))
