@@ -315,14 +315,18 @@ class _Workers:
     def __init__(self, n: int):
         self.events: queue.Queue = queue.Queue()
         self.procs = []
-        for i in range(n):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "components.common.warmup_worker"], cwd=_REPO_ROOT,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True, bufsize=1)
-            threading.Thread(target=self._forward, args=(i, proc.stdout), daemon=True,
-                             name=f"dprm-warmup-worker-{i}").start()
-            self.procs.append(proc)
+        try:
+            for i in range(n):
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "components.common.warmup_worker"],
+                    cwd=_REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                threading.Thread(target=self._forward, args=(i, proc.stdout), daemon=True,
+                                 name=f"dprm-warmup-worker-{i}").start()
+                self.procs.append(proc)
+        except OSError:
+            self.close()                  # the ones that started end at end of input
+            raise
 
     def _forward(self, i: int, stream) -> None:
         with stream:
