@@ -495,6 +495,27 @@ def _sign_in(page, ledger_path: Path, name: str = "analyst") -> None:
     side.get_by_text(f"Signed in: {name} (analyst)").wait_for()
 
 
+def _check_the_form_states_pfs2_accuracy(page) -> None:
+    """Issue 30, accuracy before spending: the Sequences form asks for a stated record count
+    and, once one is typed, shows the statement dpcore computes for the form's default run
+    on the clickstream's public schema (the same sentences, in the browser)."""
+    from components.sequences.sequence_accuracy import EXPECTED_LABEL
+    from dpcore.data.sequences.schema import load_sequence_schema
+    from dpcore.registry import PFS2, algorithm_spec
+    from dpcore.sequences.accuracy import accuracy_lines, expected_accuracy
+    from dpcore.sequences.params import SequenceMiningParams
+
+    page.get_by_text("type the number of records you expect").wait_for()
+    _set_number(page, EXPECTED_LABEL, "10000")
+    schema = load_sequence_schema(REPO_ROOT / "sample_data" / "clickstream"
+                                  / "sequence_schema.json")
+    params = SequenceMiningParams(**algorithm_spec(PFS2).defaults())
+    lines = accuracy_lines(expected_accuracy(params, schema.n_items, schema.l1, 10_000))
+    assert "stated N = 10,000 records" in lines[0]
+    for line in lines:                              # each sentence, rendered as it reads
+        page.get_by_text(line, exact=False).first.wait_for()
+
+
 @pytest.mark.browser
 def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, served_app,
                                                             tmp_path):
@@ -510,6 +531,7 @@ def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, se
         page.get_by_role("link", name="Sequences").click()
         launch = page.get_by_role("button", name=re.compile(r"^Launch PFS2 \(ε = 1\)"))
         launch.wait_for()
+        _check_the_form_states_pfs2_accuracy(page)
         expect_enabled = launch.is_enabled
         deadline = time.monotonic() + 60
         while not expect_enabled():                 # the sequence kernels warm up first
