@@ -261,6 +261,21 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _the_form_states_what_to_expect(page, epsilon: float) -> None:
+    """Issue 30, accuracy before spending: the Mine form shows, for the run it will launch
+    (MCMCTreePair at its defaults and ``epsilon``), the noise and interval widths dpcore states
+    from the parameters alone, sentence for sentence."""
+    from components.redescriptions.expectations import expectation_text
+    from dpcore.redescriptions.intervals import interval_expectation_text
+    from dpcore.redescriptions.params import family_type
+    from dpcore.registry import MCMCTREEPAIR
+
+    params = family_type(MCMCTREEPAIR)(algorithm=MCMCTREEPAIR, epsilon=epsilon).validate()
+    for paragraph in (expectation_text(params), interval_expectation_text(params)):
+        assert paragraph.startswith("**")
+        page.get_by_text(paragraph.replace("**", ""), exact=True).first.wait_for()
+
+
 @pytest.mark.browser
 def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, browser):
     """Issue 32's "done when": the README's main path as a newcomer walks it — pick
@@ -292,6 +307,7 @@ def test_the_newcomers_main_path_ends_in_a_csv_of_kept_redescriptions(walk_app, 
         slider.press("ArrowRight")
         _wait_idle(page)
         expect(exact).to_have_value("2")
+        _the_form_states_what_to_expect(page, epsilon=2.0)
         # 3. launch with every other parameter at its default, confirm once
         page.get_by_role("button", name=re.compile(r"^Launch MCMCTreePair \(ε = 2\)")).click()
         page.get_by_role("button", name="Confirm and run").click()
