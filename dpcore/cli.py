@@ -530,7 +530,15 @@ def _dry_run_text(record, params, cost: int, expected_records: int | None) -> st
 
         lines.append(accuracy_text(params, record.schema.n_features).replace("**", ""))
     else:
-        lines.append("Accuracy to expect: not stated by the command line for this family.")
+        from dpcore.redescriptions.intervals import interval_expectation_text
+        from dpcore.redescriptions.serenade.selection import serenade_selection
+
+        lines.append(interval_expectation_text(params).replace("**", ""))
+        selection = (serenade_selection(record.schema, params) if params.is_serenade
+                     else None)
+        if selection is not None and selection.near_random:
+            lines.append(selection.warning(params.epsilon, ALGORITHM_SPECS[
+                params.algorithm].label).replace("**", ""))
     return "\n".join(lines)
 
 

@@ -16,6 +16,9 @@ anyone before anything is charged.
   clinic sample (InTr 4, the paper's ω 0.1; the default is now 0.5): ≈ 125
   redescriptions at ε = 1, 27–43 at ε = 3, 12–13 at ε = 5, 0–2 at ε = 10; at ε = 10,
   ω = 0.9 gives ≈ 100 and AltMCMC / AltExpM 18–64.
+  And Serenade where its exponential-mechanism draws choose among so many literal pairs
+  that they are close to uniform (:mod:`dpcore.redescriptions.serenade.selection`: a bound
+  from the schema's public grid).
 * :func:`empty_result_advice` — what to try when a run released nothing (a larger ε
   is the wrong advice for MCMCTreePair at a large ε).
 """
@@ -26,9 +29,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dpcore.data.schema import Schema
 from dpcore.errors import DpcoreError
 from dpcore.redescriptions.params import RedescriptionParams, plan_budget
 from dpcore.redescriptions.pruning import cell_noise_variance, jaccard_error_sd
+from dpcore.redescriptions.serenade.selection import serenade_selection
 from dpcore.registry import ALGORITHM_LABELS, FAITHFUL, MCMCTREEPAIR, PAPER_SCORE, STRICT
 
 from ..common.threshold import DEFAULT_TOLERANCE
@@ -155,10 +160,14 @@ def _starved_text(epsilon: float, omega: float, in_tr: int) -> str:
             f"get more of the budget), or use AltMCMC or AltExpM.")
 
 
-def miner_warnings(params: RedescriptionParams) -> list[str]:
-    """Warnings, from public parameters only, where a miner is known to return little."""
+def miner_warnings(params: RedescriptionParams, schema: Schema | None = None) -> list[str]:
+    """Warnings, from public parameters (and the dataset's public ``schema``) only, where a
+    miner is known to return little."""
     out = []
     if params.is_serenade:
+        selection = serenade_selection(schema, params) if schema is not None else None
+        if selection is not None and selection.near_random:
+            out.append(selection.warning(params.epsilon, ALGORITHM_LABELS[params.algorithm]))
         return out                         # no tree pair to starve
     if tree_pair_starved(params.algorithm, params.epsilon, params.omega, params.in_tr,
                          params.mode, params.tree_score):

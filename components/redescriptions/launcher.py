@@ -125,7 +125,7 @@ def render_launch(ledger: Ledger, record: DatasetRecord) -> None:
         return
     params, cost, seed, remaining = gate.params, gate.cost_nano, gate.seed, gate.remaining
     st.info(expectation_text(params) + "\n\n" + interval_expectation_text(params))
-    for warning in miner_warnings(params):
+    for warning in miner_warnings(params, record.schema):
         st.warning(warning)
     if seed is not None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public demos "

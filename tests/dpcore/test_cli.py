@@ -632,3 +632,23 @@ def test_register_declares_a_public_row_bound_checked_against_the_data(ledger_pa
     err = capsys.readouterr().err
     assert "more than --max-rows 3; it is registered without a row bound" in err
     assert Ledger(ledger_path)._dataset_record("pima_like").row_bound is None
+
+
+def test_mine_dry_run_states_redescription_intervals_and_serenades_limit(ledger_path,
+                                                                         monkeypatch, capsys):
+    from dpcore.registry import MCMCTREEPAIR, SERENADE_ES
+
+    monkeypatch.setenv("DPRM_OWNER_PASSWORD", "s3cret")
+    assert main(["register", "--data", CLINIC, "--cap", "3"]) == 0
+    capsys.readouterr()
+    base = ["mine", "--dataset", "clinic", "--epsilon", "1", "--dry-run"]
+    assert main(base + ["--algorithm", MCMCTREEPAIR]) == 0
+    out = capsys.readouterr().out
+    assert "Intervals to expect (from the parameters alone, 0 ε)" in out
+    assert "draws close to random" not in out
+    assert main(base + ["--algorithm", SERENADE_ES]) == 0
+    out = capsys.readouterr().out
+    assert "draws close to random on this dataset at ε = 1" in out and "**" not in out
+    assert "644,000 literal pairs" in out
+    ledger = Ledger(ledger_path)
+    assert ledger.list_runs("clinic") == [] and ledger.budget("clinic").spent_nano == 0
