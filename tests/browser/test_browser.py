@@ -391,6 +391,8 @@ def test_a_box_keeps_what_it_covers_and_the_tree_pair_is_readable(served_app):
 @pytest.mark.browser
 def test_a_serenade_run_shows_its_query_formulas(served_app):
     """SerenadeES from the Mine page; Explore shows its formulas and literal table."""
+    from playwright.sync_api import expect
+
     with app_page(served_app) as page:
         page.get_by_role("link", name="Mine").click()
         algorithm = page.get_by_test_id("stSelectbox").filter(has_text="Algorithm").first
@@ -398,7 +400,11 @@ def test_a_serenade_run_shows_its_query_formulas(served_app):
         algorithm.locator("input").click()
         page.get_by_role("option", name="SerenadeES").click()
         _wait_idle(page)
+        # issue 35: at ε = 1 the form says Serenade's draws are close to random on clinic
+        page.get_by_text(re.compile(r"SerenadeES draws close to random on this dataset at "
+                                    r"ε = 1 ")).wait_for()
         _set_number(page, "ε (exact)", "10")
+        expect(page.get_by_text("draws close to random")).to_have_count(0, timeout=60_000)
         _set_number(page, "K (extension rounds)", "20")
         page.get_by_text(re.compile("^Demo seed")).click()
         _wait_idle(page)
