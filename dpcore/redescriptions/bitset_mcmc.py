@@ -45,6 +45,7 @@ from dpcore.redescriptions.kernels.hastings import (
     hastings_workspace,
     scores_stabilised,
 )
+from dpcore.redescriptions.kernels.inner import inner_njit
 from dpcore.redescriptions.kernels.layout import (
     ABSENT,
     ATTR,
@@ -105,7 +106,7 @@ def _popcount_jit(x):
     return impl
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def and_count(a, b):
     """|a ∧ b| for two bitsets of equal length."""
     total = np.uint64(0)
@@ -114,7 +115,7 @@ def and_count(a, b):
     return np.int64(total)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def count_bits(a):
     total = np.uint64(0)
     for w in range(a.size):
@@ -180,7 +181,7 @@ def candidate_child_bits(codes, cands, n_codes):
     return bits, offset
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def class_bits(y, n_classes, n_rows):
     """One bitset per class of ``y`` (private)."""
     words = (n_rows + 63) // 64
@@ -190,7 +191,7 @@ def class_bits(y, n_classes, n_rows):
     return bits
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def all_rows(n_rows):
     words = (n_rows + 63) // 64
     out = np.zeros(words, dtype=np.uint64)
@@ -199,7 +200,7 @@ def all_rows(n_rows):
     return out
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits):
     """node_bits[child] = node_bits[parent] ∧ child bitset, for every node below ``h``."""
     words = node_bits.shape[1]
@@ -217,13 +218,13 @@ def fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
             stack.append(ch)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _leaf_hist(u, node_bits, cls_bits, hist):
     for c in range(cls_bits.shape[0]):
         hist[u, c] = and_count(node_bits[u], cls_bits[c])
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _score_leaves(nodes, node_bits, cls_bits, hist, contrib):
     """Class counts and −|leaf|·gini of every leaf (into ``hist``, ``contrib``); their sum:
     a single-tree chain's starting score."""
@@ -236,7 +237,7 @@ def _score_leaves(nodes, node_bits, cls_bits, hist, contrib):
     return score
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _drop_subtree(h, nodes, fanout, contrib):
     """Zero the contributions of the leaves under ``h`` (before a move there); their sum."""
     part = 0.0
@@ -246,7 +247,7 @@ def _drop_subtree(h, nodes, fanout, contrib):
     return part
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _rescore_subtree(h, nodes, fanout, node_bits, cls_bits, hist, contrib):
     """Class counts and contributions of the leaves under ``h`` (after a move there); their
     sum."""
@@ -258,7 +259,7 @@ def _rescore_subtree(h, nodes, fanout, node_bits, cls_bits, hist, contrib):
     return part
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bits, root,
                  child_bits, child_offset):
     perm = np.empty(1, dtype=np.int64)
@@ -325,7 +326,7 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
     return mc_iter
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _pair_column(u, nodes_r, bits_r, bits_l, table):
     """Column ``u`` (an L leaf) of the table: |B_j ∧ A_u| for every R leaf j."""
     for j in range(nodes_r.shape[1]):
@@ -333,7 +334,7 @@ def _pair_column(u, nodes_r, bits_r, bits_l, table):
             table[j, u] = and_count(bits_r[j], bits_l[u])
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _pair_row(j, nodes_l, bits_r, bits_l, table):
     """Row ``j`` (an R leaf) of the table: |B_j ∧ A_u| for every L leaf u."""
     for u in range(nodes_l.shape[1]):
@@ -341,7 +342,7 @@ def _pair_row(j, nodes_l, bits_r, bits_l, table):
             table[j, u] = and_count(bits_r[j], bits_l[u])
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _purity_r(nodes_r, nodes_l, table, size_r, n_rows):
     """g(T_R) with T_L's leaves (+ 'no leaf') as classes, from the table (``n_rows`` = 1:
     the count-scale purity Σ_leaves Σ_c n_c²/n_leaf, in rows)."""
@@ -361,7 +362,7 @@ def _purity_r(nodes_r, nodes_l, table, size_r, n_rows):
     return g
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _root_purity(nodes_l, hist, n_rows):
     """Q(root of T_R) with T_L's leaves (+ 'no leaf') as classes, in rows:
     (Σ_u |A_u|² + |no leaf|²)/N, the purity of the one-leaf tree over all rows."""
@@ -377,7 +378,7 @@ def _root_purity(nodes_l, hist, n_rows):
     return sq / n_rows if n_rows > 0 else 0.0
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _purity_l(nodes_l, hist, n_rows):
     g = 0.0
     for u in range(nodes_l.shape[1]):
@@ -391,7 +392,7 @@ def _purity_l(nodes_l, hist, n_rows):
     return g
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _fill_pair_leaves(nodes_l, bits_l, nodes_r, bits_r, cls, hist, table, size_r):
     """Class histograms of every T_L leaf, sizes and table rows of every T_R leaf."""
     for u in range(nodes_l.shape[1]):
@@ -403,7 +404,7 @@ def _fill_pair_leaves(nodes_l, bits_l, nodes_r, bits_r, cls, hist, table, size_r
             _pair_row(j, nodes_l, bits_r, bits_l, table)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _pair_g_r(nodes_r, nodes_l, table, size_r, hist, divisor, n_rows, count_scale):
     """g(T_R) of the strict chain: the purity over T_L's leaves, less Q(root) on the count
     scale (see :func:`mcmc_tree_pair_bits`)."""
@@ -413,7 +414,7 @@ def _pair_g_r(nodes_r, nodes_l, table, size_r, hist, divisor, n_rows, count_scal
     return g_r
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _clear_moved_leaves(h, on_left, nodes_l, fanout_l, nodes_r, fanout_r, hist, table, size_r):
     """Zero the counts of the leaves below the moved node ``h``: their histograms and table
     columns (a T_L move) or their table rows and sizes (a T_R move)."""
@@ -427,7 +428,7 @@ def _clear_moved_leaves(h, on_left, nodes_l, fanout_l, nodes_r, fanout_r, hist, 
             size_r[j] = 0
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _whole(s, cands, child_bits, child_offset, root, memo):
     """True when candidate ``s``'s children cover every row, i.e. its attribute has no
     missing value, so a node split by ``s`` has its rows partitioned among the children.
@@ -447,7 +448,7 @@ def _whole(s, cands, child_bits, child_offset, root, memo):
     return memo[a] == 1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _fill_pair_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits, root, memo):
     """:func:`fill_node_bits` for the pair chain: the second child of a two-way split whose
     children partition the rows (:func:`_whole`) is its parent less the first child, so
@@ -473,7 +474,7 @@ def _fill_pair_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits
             stack.append(first + i)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _subtree_whole(h, nodes, fanout, cands, child_bits, child_offset, root, memo):
     """True when every split node below (and at) ``h`` has children partitioning its rows
     (:func:`_whole`), so the rows of ``h`` are exactly those of the leaves below it."""
@@ -488,7 +489,7 @@ def _subtree_whole(h, nodes, fanout, cands, child_bits, child_offset, root, memo
     return True
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _lane(on_left, u, m, others, table, hist, size_r):
     """Count ``m`` of a leaf ``u`` of the moved tree: its cell with the other tree's leaf
     ``others[m]``, then (m past the other tree's leaves) its class counts (a T_L leaf) or
@@ -499,7 +500,7 @@ def _lane(on_left, u, m, others, table, hist, size_r):
     return hist[u, m - n_o] if on_left else size_r[u]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _node_lanes(a, bits_o, others, extra, out):
     """out = |a ∧ B| for the other tree's leaves B (``others``), then each row of
     ``extra`` (the class bitsets, or all rows for a size)."""
@@ -510,7 +511,7 @@ def _node_lanes(a, bits_o, others, extra, out):
         out[n_o + e] = and_count(a, extra[e])
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _recount_moved(h, on_left, nodes, fanout, cands, child_bits, child_offset, root, memo, bits,
                    bits_o, others, extra, col, have_h, table, hist, size_r):
     """The new counts of the leaves below the moved node ``h``, top-down: ``col[u]`` holds
@@ -550,7 +551,7 @@ def _recount_moved(h, on_left, nodes, fanout, cands, child_bits, child_offset, r
             stack.append(ch)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _old_counts(h, on_left, nodes, fanout, cands, child_bits, child_offset, root, memo, others,
                 extra, col, table, hist, size_r):
     """Before a move at ``h``: ``col[h]`` = the sum of the counts of the leaves below it,
@@ -675,7 +676,7 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
 # ---------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _two_way_bits(row, thr, equals, out):
     """``out[0]``/``out[1]`` for a two-child split of one attribute's codes ``row``:
     threshold (``code ≤ thr`` / ``thr < code``) or, with ``equals``, one-vs-rest
@@ -703,7 +704,7 @@ def _two_way_bits(row, thr, equals, out):
         out[1, w] = one
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def split_bits(codes, cands, s, out):
     """The children of candidate ``s`` over all rows: ``out[i]`` = rows (bit r) that go to
     child ``i``, in one pass over the attribute's codes (rows with a missing value are in
@@ -725,7 +726,7 @@ def split_bits(codes, cands, s, out):
         _two_way_bits(codes[a], cands[THR, s], kind != THRESHOLD, out)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _node_split_bits(u, nodes, codes, cands, split_of, gbits):
     """Make ``gbits[u]`` the children of node ``u``'s split over all rows (a cache keyed by
     the candidate in ``split_of[u]``: a split's children depend on the candidate only)."""
@@ -735,7 +736,7 @@ def _node_split_bits(u, nodes, codes, cands, split_of, gbits):
         split_of[u] = s
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _first_row(a):
     """Index of the first set bit of bitset ``a`` (−1 when empty)."""
     for w in range(a.size):
@@ -748,7 +749,7 @@ def _first_row(a):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _inside(a, b):
     """a ⊆ b."""
     for w in range(a.size):
@@ -757,7 +758,7 @@ def _inside(a, b):
     return True
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _stops_on_classes(node, y, min_rows, cls):
     """Faithful growth stop (as ``moves.growth_stops``) for a tree whose classes are ``y``
     with class bitsets ``cls``: fewer than ``min_rows`` rows in ``node``, or all one class."""
@@ -769,7 +770,7 @@ def _stops_on_classes(node, y, min_rows, cls):
     return _inside(node, cls[y[r]])
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _stops_on_leaves(node, min_rows, nodes_o, bits_o):
     """Faithful growth stop for T_R of a pair, whose classes are T_L's leaves (``nodes_o``,
     their row bitsets ``bits_o``) and 'no leaf': fewer than ``min_rows`` rows, or every row
@@ -791,7 +792,7 @@ def _stops_on_leaves(node, min_rows, nodes_o, bits_o):
     return True
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of, gbits,
               node_bits, min_rows, y, cls, nodes_o, bits_o, by_leaves):
     """``moves.grow_structure`` in faithful mode on bitsets, with the same random draws in
@@ -829,7 +830,7 @@ def grow_bits(h, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of
                 stack.append(ch)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, node_bits):
     """node_bits of every node below ``h`` from its parent's and the parent split's
     children (computed on demand, see :func:`_node_split_bits`)."""
@@ -848,7 +849,7 @@ def refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, node_bits):
             stack.append(ch)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _split_cache(nodes, fanout, depth_of, max_depth, words):
     """Per-node cache of a split's children over all rows: only nodes above ``max_depth``
     split, and they are the first heap slots."""
@@ -941,7 +942,7 @@ def mcmc_single_tree_faithful_bits(codes, cands, y, n_classes, fanout, depth_of,
     return done
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _table_sumsq(j, nodes_l, table, size_r):
     """Σ_c n_c² of R leaf ``j`` over T_L's leaves and 'no leaf' (integer, as the row
     chain's incremental Σ²)."""
@@ -955,7 +956,7 @@ def _table_sumsq(j, nodes_l, table, size_r):
     return sq + rest * rest
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows):
     """``scores.purity_from_table`` with the R leaves' sizes from popcounts."""
     g = 0.0
@@ -967,7 +968,7 @@ def _purity_from_sumsq(nodes_r, sumsq, size_r, n_rows):
     return g
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _grow_pair_side(on_left, h, nodes, depth_of, max_depth, fanout, cands, rng, codes,
                     split_of, gbits, bits, min_rows, y, cls, no_y, no_cls, nodes_l, bits_l,
                     nodes_r, bits_r):
@@ -981,14 +982,14 @@ def _grow_pair_side(on_left, h, nodes, depth_of, max_depth, fanout, cands, rng, 
                   bits, min_rows, no_y, no_cls, nodes_l, bits_l, np.bool_(True))
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _save_node_split(h, split_of, gbits, saved_g):
     """Copy node ``h``'s cached split children into ``saved_g``; returns its cached split."""
     copy_2d(saved_g[:gbits.shape[1]], gbits[h])
     return split_of[h]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _undo_tree_move(h, nodes, saved, codes, cands, fanout, split_of, gbits, bits, saved_g,
                     saved_split):
     """Put a faithful tree back as before a rejected move at ``h``: its nodes, ``h``'s
@@ -999,7 +1000,7 @@ def _undo_tree_move(h, nodes, saved, codes, cands, fanout, split_of, gbits, bits
     refill_bits(h, nodes, codes, cands, fanout, split_of, gbits, bits)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _plant_pair_tree(on_left, nodes, depth_of, max_depth, fanout, cands, rng, codes, split_of,
                      gbits, bits, min_rows, y, cls, no_y, no_cls, nodes_l, bits_l, nodes_r,
                      bits_r):
@@ -1014,7 +1015,7 @@ def _plant_pair_tree(on_left, nodes, depth_of, max_depth, fanout, cands, rng, co
                     nodes_r, bits_r)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _count_faithful_pair(nodes_l, bits_l, nodes_r, bits_r, cls, hist, contrib_l, table, size_r,
                          sumsq, n_rows):
     """Histograms and purity contributions of every T_L leaf, sizes, table rows and Σ² of
@@ -1033,7 +1034,7 @@ def _count_faithful_pair(nodes_l, bits_l, nodes_r, bits_r, cls, hist, contrib_l,
     return g_l
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _drop_faithful_leaves(on_left, leaves, contrib_l, saved_contrib, hist, saved_hist, table,
                           saved_table, size_r, saved_size, sumsq, saved_sumsq):
     """Save, then zero, the counts of the moved tree's ``leaves`` (histograms, contributions
@@ -1059,7 +1060,7 @@ def _drop_faithful_leaves(on_left, leaves, contrib_l, saved_contrib, hist, saved
     return old_part
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _add_faithful_leaves(on_left, leaves, g_l, old_part, nodes_l, bits_l, nodes_r, bits_r, cls,
                          hist, contrib_l, table, size_r, sumsq, n_rows):
     """Count the moved tree's new ``leaves`` from their bitsets and update Σ² (of every T_R
@@ -1082,7 +1083,7 @@ def _add_faithful_leaves(on_left, leaves, g_l, old_part, nodes_l, bits_l, nodes_
     return g_l
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _restore_faithful_leaves(on_left, old_leaves, new_leaves, contrib_l, saved_contrib, hist,
                              saved_hist, table, saved_table, size_r, saved_size, sumsq,
                              saved_sumsq):

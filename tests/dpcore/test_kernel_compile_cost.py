@@ -29,7 +29,7 @@ def _is_njit(node: ast.FunctionDef) -> bool:
     for deco in node.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name in ("njit", "jit"):
+        if name in ("njit", "jit", "inner_njit"):
             return True
     return False
 
@@ -117,7 +117,7 @@ def test_the_checks_see_what_they_look_for():
     source = '''
 from numba import njit
 
-@njit(cache=True)
+@inner_njit
 def helper(h, flag, a):
     return h
 

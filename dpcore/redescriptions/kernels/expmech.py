@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from dpcore.privacy.mechanisms import exponential_index
+from dpcore.redescriptions.kernels.inner import inner_njit
 from dpcore.redescriptions.kernels.layout import (
     END,
     KEPT,
@@ -31,7 +32,7 @@ from dpcore.redescriptions.kernels.moves import used_on_path, useful_at
 from dpcore.redescriptions.kernels.scores import gini_contribution
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _attribute_histogram(a, codes, key, stride, hist):
     """``hist[x·stride + key[r]]`` counts the rows ``r`` with ``key[r] ≥ 0`` and code
     ``x`` (not missing) in attribute ``a``.
@@ -50,7 +51,7 @@ def _attribute_histogram(a, codes, key, stride, hist):
                 hist[x * stride + k] += 1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _attribute_utilities(u, a, hist, stride, base, nc, nodes, cands, attr_first, attr_last,
                          fanout, total, left, right, cell, util):
     """Write ``util[s]`` for attribute ``a``'s candidates at node ``u`` from its class
@@ -91,7 +92,7 @@ def _attribute_utilities(u, a, hist, stride, base, nc, nodes, cands, attr_first,
         util[s] = q
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _level_utilities(level_nodes, nodes, perm, codes, cands, attr_first, attr_last, n_codes,
                      y, n_classes, fanout, key, util):
     """Utilities of every candidate at each node of ``level_nodes`` (disjoint rows):
@@ -130,7 +131,7 @@ def _level_utilities(level_nodes, nodes, perm, codes, cands, attr_first, attr_la
                                  right, cell, util[k])
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def split_utilities(u, nodes, perm, codes, cands, attr_first, attr_last, n_codes, y,
                     n_classes, fanout):
     """Utility of every candidate at node ``u``: −Σ_children |child|·gini(child) (Δ = 2).

@@ -12,9 +12,9 @@ nothing else.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from dpcore.privacy.mechanisms import mcmc_accept_jit
+from dpcore.redescriptions.kernels.inner import inner_njit
 from dpcore.redescriptions.kernels.layout import (
     ATTR,
     KIND,
@@ -33,7 +33,7 @@ _W_ROWS = 10
 _BIG = 1 << 62
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def hastings_workspace(cands):
     """Scratch memory for :func:`log_proposal_ratio`, allocated once per chain.
 
@@ -69,13 +69,13 @@ def hastings_workspace(cands):
     return work
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _new_stamp(work):
     work[_W_META, 0] += 1
     return work[_W_META, 0]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _touch_attr(work, key, stamp, n_keys):
     """Start the attribute ``key``'s interval for this stamp (if new); the new key count."""
     if work[_W_ASTAMP, key] == stamp:
@@ -89,7 +89,7 @@ def _touch_attr(work, key, stamp, n_keys):
     return n_keys + 1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _lower_bound(cands, b0, b1, x):
     """First candidate in [b0, b1) whose threshold is ≥ x (thresholds increase)."""
     lo, hi = b0, b1
@@ -102,7 +102,7 @@ def _lower_bound(cands, b0, b1, x):
     return lo
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _n_thresholds_in(cands, b0, b1, lo, hi):
     """Number of candidates in [b0, b1) with lo ≤ threshold < hi."""
     if lo >= hi:
@@ -110,7 +110,7 @@ def _n_thresholds_in(cands, b0, b1, lo, hi):
     return _lower_bound(cands, b0, b1, hi) - _lower_bound(cands, b0, b1, lo)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def _path_constraints(u, nodes, cands, fanout, work, stamp):
     """Walk the ancestors of ``u`` as :func:`used_on_path` and :func:`useful_at` do:
     for each attribute with a threshold split on the path, the interval [lo, hi) of its
@@ -137,7 +137,7 @@ def _path_constraints(u, nodes, cands, fanout, work, stamp):
     return n_keys, n_used
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def growth_options(u, nodes, cands, fanout, work):
     """Number of splits :func:`random_split` draws from at ``u`` (not used on the path,
     useful there), counted in O(depth·log(thresholds)) instead of by a scan."""
@@ -152,7 +152,7 @@ def growth_options(u, nodes, cands, fanout, work):
     return total
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def move_options(h, nodes, cands, fanout, work):
     """Number of splits :func:`random_split_move` draws from at internal node ``h`` (the
     current split included), without testing every candidate.
@@ -198,7 +198,7 @@ def move_options(h, nodes, cands, fanout, work):
     return total
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def log_growth_probability(h, first_child, last_child, nodes, cands, fanout, depth_of,
                            max_depth, strict, work):
     """log P(:func:`grow_structure` grows exactly the subtrees of children
@@ -226,7 +226,7 @@ def log_growth_probability(h, first_child, last_child, nodes, cands, fanout, dep
     return lp
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def log_proposal_ratio(h, old_nodes, new_nodes, other_nodes, cands, fanout, depth_of,
                        max_depth, strict, work):
     """log q(T′→T) − log q(T→T′) for the move at ``h`` that turned ``old_nodes`` (T) into
@@ -290,7 +290,7 @@ def log_proposal_ratio(h, old_nodes, new_nodes, other_nodes, cands, fanout, dept
     return lr
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def metropolis_hastings_accept(delta, epsilon, sensitivity, log_ratio, rng):
     """Metropolis–Hastings test: accept with min(1, exp(ε·Δ/(2·sensitivity)) · r), where
     ``log_ratio`` = log r = log q(T′→T)/q(T→T′) is the proposal ratio of
@@ -309,7 +309,7 @@ def metropolis_hastings_accept(delta, epsilon, sensitivity, log_ratio, rng):
     return mcmc_accept_jit(delta, epsilon, sensitivity, u)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def hastings_accept(delta, epsilon, sensitivity, hastings, h, old_nodes, new_nodes,
                     other_nodes, cands, fanout, depth_of, max_depth, strict, work, rng):
     """The decision half of one MCMC step, the same in every chain: accept the move at
@@ -328,7 +328,7 @@ def hastings_accept(delta, epsilon, sensitivity, hastings, h, old_nodes, new_nod
     return metropolis_hastings_accept(delta, epsilon, sensitivity, log_q, rng)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def scores_stabilised(ring, n_acc, window, sigma):
     """Faithful mode's stopping rule: the sample variance (divisor ``window`` − 1, as the
     authors' code computes it with Weka's ``Utils.variance``) of the last ``window``

@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from dpcore.redescriptions.kernels.inner import inner_njit
+
 SPLIT, START, END, KEPT = 0, 1, 2, 3
 ATTR, KIND, THR, NCHILD = 0, 1, 2, 3
 LEAF, ABSENT, GROW = -1, -2, -3
@@ -51,14 +53,14 @@ def node_depths(fanout: int, depth: int) -> np.ndarray:
 # ``a[:, :] = b``) into its own broadcasting copy with a shape check whose error message
 # compiles string formatting: ~0.3 s of cold compile per site (issue 32), for copies the
 # chains do every step between arrays of equal shape.
-@njit(cache=True, nogil=True)
+@inner_njit
 def copy_1d(dst, src):
     """``dst[:] = src`` for two 1-D arrays of equal length."""
     for i in range(dst.shape[0]):
         dst[i] = src[i]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def copy_2d(dst, src):
     """``dst[:, :] = src`` for two 2-D arrays of equal shape."""
     for i in range(dst.shape[0]):
@@ -66,14 +68,14 @@ def copy_2d(dst, src):
             dst[i, j] = src[i, j]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def zero_1d(dst):
     """``dst[:] = 0`` for a 1-D array."""
     for i in range(dst.shape[0]):
         dst[i] = 0
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def child_of(codes, cands, s, row):
     """Child index of ``row`` under candidate ``s``, or −1 when the value is missing."""
     x = np.int64(codes[cands[ATTR, s], row])
@@ -87,7 +89,7 @@ def child_of(codes, cands, s, row):
     return 1 if x == cands[THR, s] else 0
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def partition_node(u, nodes, perm, codes, cands, fanout, pos_buf, child_buf):
     """Stable counting sort of ``perm[START:END]`` of node ``u`` into its children."""
     s = nodes[SPLIT, u]
@@ -118,7 +120,7 @@ def partition_node(u, nodes, perm, codes, cands, fanout, pos_buf, child_buf):
         perm[i] = pos_buf[i]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def mark_absent(u, nodes, fanout):
     """Mark node ``u`` and every heap descendant absent."""
     cap = nodes.shape[1]
@@ -134,7 +136,7 @@ def mark_absent(u, nodes, fanout):
                 stack.append(ch)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def stop_node(h, r, nodes, codes, cands, fanout):
     """Walk row ``r`` down from ``h``: the leaf it reaches, or the internal node where
     its value is missing (it then reaches no leaf)."""
@@ -149,7 +151,7 @@ def stop_node(h, r, nodes, codes, cands, fanout):
         u = fanout * u + 1 + c
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_buf, offset,
              y, hist, do_hist, other_leaf, table, sumsq, table_role, other_dropped):
     """Re-route the rows of ``h`` through its (new) subtree in one pass, then lay them
@@ -236,7 +238,7 @@ def relayout(h, nodes, perm, codes, cands, fanout, leaf_of_row, stop_buf, pos_bu
         perm[i] = pos_buf[i]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def init_tree(nodes, perm, leaf_of_row, n_rows):
     """Reset a tree to a single GROW root holding every row."""
     nodes[SPLIT, :] = ABSENT
@@ -249,7 +251,7 @@ def init_tree(nodes, perm, leaf_of_row, n_rows):
         leaf_of_row[i] = -1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def subtree_leaves(h, nodes, fanout):
     """Heap indices of the existing leaves below (and including) ``h``, as an array.
 
@@ -268,7 +270,7 @@ def subtree_leaves(h, nodes, fanout):
     return out[:n]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def internal_nodes(nodes):
     """Heap indices of the nodes that split, as an array."""
     out = np.empty(nodes.shape[1], dtype=np.int64)
@@ -280,7 +282,7 @@ def internal_nodes(nodes):
     return out[:n]
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def count_internal(nodes):
     """Number of nodes that split."""
     n = 0

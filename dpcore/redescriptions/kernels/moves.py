@@ -11,8 +11,7 @@ correct for the asymmetry of the proposal with ``hastings.log_proposal_ratio``.
 
 from __future__ import annotations
 
-from numba import njit
-
+from dpcore.redescriptions.kernels.inner import inner_njit
 from dpcore.redescriptions.kernels.layout import (
     ATTR,
     END,
@@ -31,7 +30,7 @@ from dpcore.redescriptions.kernels.layout import (
 )
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def used_on_path(u, s, nodes, fanout):
     """True when candidate ``s`` splits an ancestor of ``u`` (no attribute–value reuse)."""
     v = u
@@ -42,7 +41,7 @@ def used_on_path(u, s, nodes, fanout):
     return False
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def useful_at(u, s, nodes, cands, fanout):
     """False when a threshold split ``s`` at ``u`` would leave a child empty by logic alone:
     the path's tests on the same attribute already confine its codes to one side
@@ -65,7 +64,7 @@ def useful_at(u, s, nodes, cands, fanout):
     return lo <= cands[THR, s] < hi
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def random_split(u, nodes, cands, fanout, rng):
     """A candidate drawn uniformly among the useful ones not used on the path to ``u``
     (−1 if none)."""
@@ -89,7 +88,7 @@ def random_split(u, nodes, cands, fanout, rng):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def used_in_kept_subtrees(h, s, nodes, cands, fanout):
     """True when candidate ``s`` splits a node in a subtree that a move of ``h`` to
     ``s`` would keep (children ``i < min(children now, children of s)``).
@@ -108,7 +107,7 @@ def used_in_kept_subtrees(h, s, nodes, cands, fanout):
     return False
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def kept_stay_useful(h, s, nodes, cands, fanout):
     """With ``s`` at ``h``, every threshold split in the kept subtrees is still useful."""
     cap = nodes.shape[1]
@@ -127,7 +126,7 @@ def kept_stay_useful(h, s, nodes, cands, fanout):
     return ok
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def valid_move(h, s, nodes, cands, fanout):
     """True when internal node ``h`` may move to split ``s``: not used on the path to ``h``
     nor in the subtrees the move keeps, useful at ``h``, and every kept threshold split stays
@@ -138,7 +137,7 @@ def valid_move(h, s, nodes, cands, fanout):
             and kept_stay_useful(h, s, nodes, cands, fanout))
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def random_split_move(h, nodes, cands, fanout, rng):
     """An MCMC proposal for node ``h``: a candidate drawn uniformly among those used
     neither on the path to ``h`` nor in the subtrees the move keeps below it, and
@@ -164,7 +163,7 @@ def random_split_move(h, nodes, cands, fanout, rng):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def propose_move(nodes, cands, fanout, rng):
     """One MCMC proposal on one tree: an internal node uniformly, then a valid split for it.
 
@@ -181,7 +180,7 @@ def propose_move(nodes, cands, fanout, rng):
     return (h, s) if s >= 0 else (-1, -1)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r, fanout_r, rng):
     """One MCMC proposal on a tree pair: an internal node uniformly from both trees.
 
@@ -204,7 +203,7 @@ def propose_pair_move(nodes_l, cands_l, fanout_l, nodes_r, cands_r, fanout_r, rn
     return False, (h if s >= 0 else -1), s
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def replace_split(h, s_new, nodes, cands, fanout):
     """Structural part of an MCMC move: node ``h`` gets split ``s_new``.
 
@@ -222,7 +221,7 @@ def replace_split(h, s_new, nodes, cands, fanout):
         nodes[SPLIT, ch] = GROW
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def growth_stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows):
     """Faithful-mode growth stop at ``u`` (below ``h``): fewer than ``min_rows`` rows
     reach it, or they all have one class."""
@@ -251,7 +250,7 @@ def growth_stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows):
     return n < min_rows or pure
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, perm, codes,
                    y, min_rows):
     """Give every ``GROW`` node below ``h`` a uniformly random valid split, down to
@@ -281,7 +280,7 @@ def grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, 
                 stack.append(fanout * u + 1 + i)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
                faithful, perm, codes, y, min_rows):
     """The structural half of one MCMC step, the same in every chain (rows or bitsets,

@@ -11,8 +11,8 @@ beforehand.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from dpcore.redescriptions.kernels.inner import inner_njit
 from dpcore.redescriptions.kernels.layout import END, LEAF, SPLIT, START
 
 #: Sensitivity of the paper's pair score g(T_L)(1 + g(T_R))/2 ∈ [0, 1] (S2).
@@ -21,7 +21,7 @@ PAIR_SENSITIVITY_PAPER = 1.0
 PAIR_SENSITIVITY_COUNT = 3.0
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def pair_score(g_l, g_r, count_scale):
     """The tree-pair score from the two purities.
 
@@ -34,7 +34,7 @@ def pair_score(g_l, g_r, count_scale):
     return g_l * (1.0 + g_r) / 2.0
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def gini_contribution(counts):
     """−|leaf|·gini(leaf) = −(n − Σ_c n_c²/n); 0 for an empty leaf."""
     n = counts.sum()
@@ -46,7 +46,7 @@ def gini_contribution(counts):
     return -(n - sq / n)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def purity_contribution(counts, n_rows):
     """(|leaf|/N)·Σ_c (n_c/|leaf|)² = Σ_c n_c² / (|leaf|·N); 0 for an empty leaf."""
     n = counts.sum()
@@ -58,7 +58,7 @@ def purity_contribution(counts, n_rows):
     return sq / (n * n_rows)
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def pair_table(nodes_r, leaf_r, leaf_l, cap_l, n_rows):
     """Leaf×leaf table (R-leaf rows, L-leaf columns + a 'no L-leaf' column) and Σ² per row."""
     table = np.zeros((nodes_r.shape[1], cap_l + 1), dtype=np.int64)
@@ -74,7 +74,7 @@ def pair_table(nodes_r, leaf_r, leaf_l, cap_l, n_rows):
     return table, sumsq
 
 
-@njit(cache=True, nogil=True)
+@inner_njit
 def purity_from_table(nodes_r, sumsq, n_rows):
     """g(T_R) with T_L's leaves as classes, from the incremental Σ² per R-leaf."""
     g = 0.0
