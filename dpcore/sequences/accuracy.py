@@ -46,8 +46,11 @@ k = 2 for m released items), a function of the data. What the rule does fix is i
 budget: while each level needs more than half of what is left (the case on every
 generated shape), level k gets exactly half of what is left, b_k = R_k/2; it gets less
 only when its need fits, which leaves more for the levels after it. So each later level
-is stated as its budget and its *capacity*: the number of measured candidates (Δ) it can
-verify at the target error τ, ⌊τ·θ·N·b_k⌋, and at the stop line (scale θ·N),
+is stated as its budget and its *capacity* (a level whose noise at that budget would exceed
+ρ·θ·N̂ may instead take all of what is left and be the last,
+:func:`~dpcore.sequences.strategy.concentrate_bound`: it then gets more than stated and the
+levels after it none, so it delivers no more levels than stated): the number of measured
+candidates (Δ) it can verify at the target error τ, ⌊τ·θ·N·b_k⌋, and at the stop line (scale θ·N),
 ⌊θ·N·b_k⌋. A level measuring Δ candidates errs by Δ/(b_k·θ·N) relative to θ·N. The
 **levels the budget reaches** are the levels whose capacity at the stop line holds at
 least one candidate; a level beyond them can release only sequences whose noise is larger

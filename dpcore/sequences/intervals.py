@@ -36,6 +36,16 @@ The flags
 A release is flagged when its interval reaches 0 (the noise alone could have put it over
 the threshold) or when it lies above N̂'s own upper bound (a support cannot exceed the
 number of records: such a value is mostly noise). The result's warnings say how many.
+
+The length cut
+--------------
+A run mines sequences of at most lmax = min(l1, the η-quantile of the lengths) items. A
+y-sequence fits only in records of at least y items, so the released length histogram
+α̂_1..α̂_l1 (records of each length up to l1) and N̂ bound which longer lengths may hold
+frequent sequences: the noisy number of records of at least y items,
+N̂ − Σ_{j<y} α̂_j, must reach θ·N̂. :func:`length_cut_warning` says, from those released
+values only, which lengths above lmax may be frequent and were not mined (and whether
+records longer than l1 may hold more): a necessary condition, so "may".
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from dpcore.privacy.units import nano_to_epsilon
 __all__ = ["COVERAGE", "SupportInterval", "discrete_laplace_sf", "laplace_sf",
            "discrete_laplace_log_sf", "laplace_log_sf",
            "support_interval", "count_interval", "pattern_intervals", "release_warnings",
+           "length_cut_warning",
            "with_intervals", "ranked",
            "FLAG_NOISE", "FLAG_ABOVE_RECORDS", "FLAG_CAPPED", "FLAG_UNADJUSTED"]
 
@@ -247,7 +258,45 @@ def release_warnings(result, intervals: list[SupportInterval] | None = None) -> 
         out.append(f"{above} released patterns have noisy supports above the estimated "
                    f"number of records (≈ {result.noisy_records:,.0f}); a support cannot "
                    "exceed it, so these values are mostly noise.")
+    cut = length_cut_warning(result)
+    if cut:
+        out.append(cut)
     return out
+
+
+def length_cut_warning(result) -> str | None:
+    """The sentence telling how many lengths above lmax may hold frequent sequences the run
+    did not mine, or None (post-processing of N̂ and the length histogram; 0 ε).
+
+    ``at_least(y)`` = N̂ − Σ_{j<y} α̂_j estimates the records of at least y items (α̂ counts
+    records of each length 1..l1, so the records longer than l1 are in the remainder). The
+    lengths lmax + 1..y_max, y_max the largest y ≤ l1 with at_least(y) ≥ θ·N̂, may be
+    frequent; if at_least(l1 + 1) ≥ θ·N̂ as well, longer ones may be too.
+    """
+    hist = [float(x) for x in (result.noisy_length_histogram or [])]
+    theta = float((result.params or {}).get("theta", 0.0))
+    n_hat, lmax = float(result.noisy_records), int(result.lmax)
+    threshold = theta * max(n_hat, 1.0)
+    if not hist or not threshold > 0 or lmax >= len(hist) + 1:
+        return None
+    shorter = [0.0]
+    for x in hist:
+        shorter.append(shorter[-1] + x)
+    # at_least[y] for y = 1..l1 + 1: records of at least y items (noisy)
+    reach = [y for y in range(lmax + 1, len(hist) + 2) if n_hat - shorter[y - 1] >= threshold]
+    if not reach:
+        return None
+    l1 = len(hist)
+    within = [y for y in reach if y <= l1]
+    parts = [] if not within else [
+        f"{lmax + 1}" if within[-1] == lmax + 1 else f"{lmax + 1}–{within[-1]}"]
+    if reach[-1] == l1 + 1:
+        parts.append(f"more than l1 = {l1}")
+    return (f"Length cut: this run mined sequences of at most lmax = {lmax} items, but about "
+            f"{n_hat - shorter[lmax]:,.0f} records (noisy) hold more than {lmax} items, at "
+            f"or above θ·N̂ ≈ {threshold:,.0f}: frequent sequences of {' or '.join(parts)} "
+            f"items may exist and are not in this release"
+            + (" (raise l1 to mine them)." if lmax == l1 else " (raise η or l1 to mine them)."))
 
 
 def with_intervals(result):

@@ -25,6 +25,11 @@ Strict mode (default) — ε-DP, step by step
    R_k/2], all of R_k at level L_f), split ε4,k : ε5,k in the ratio ε4 : ε5:
 
    a. candidates C_k: the whole declared alphabet (k = 1) or the GSP join of FS_{k−1};
+   a′. **concentration** (PFS2, k ≥ 2, :func:`~dpcore.sequences.strategy.concentrate_bound`,
+      public and released inputs only): if verifying C_k at b_k would have noise scale
+      above ρ·θ·N̂ (ρ = 0.2) and a bound b ≥ l/2 (l the carried bound) that lowers Δ
+      gives scale ≤ ρ·θ·N̂ with all of R_k, the level verifies all of C_k on D shrunk to
+      b (Δ = min(C(b, k), |C_k|)) with all of R_k, and is the last;
    b. **length bound** l_k = the carried bound (lmax, or the bound an earlier level read;
       relevant lengths only shrink from level to level, so reusing it costs nothing), or,
       where pruning would pay only with a shorter bound that the histogram can plausibly
@@ -128,10 +133,12 @@ from dpcore.sequences.results import (
 )
 from dpcore.sequences.shrinking import candidate_supports, relevant_items, shrink_records
 from dpcore.sequences.strategy import (
+    CONCENTRATED,
     LENGTH_SHARE,
     NO_BUDGET_STOP,
     NOISY_STOP,
     VERIFY_LENGTH_SHARE,
+    concentrate_bound,
     keep_largest,
     level_budget,
     plan_level,
@@ -585,6 +592,8 @@ class _Step:
     read_length: int = 0
     #: the verification plan ``(ε nano, Δ, histogram ε nano, length bound or 0)``
     vplan: tuple | None = None
+    #: strict PFS2: the level took the rest of the pool and is the last
+    last: bool = False
 
 
 def _relevant_length(lv: _Levels, step: _Step, prune_part: int, verify_part: int
@@ -666,6 +675,32 @@ def _strict_pfs2_choice(lv: _Levels, step: _Step, level_nano: int) -> np.ndarray
     return kept
 
 
+def _concentrate(lv: _Levels, step: _Step, level_nano: int) -> np.ndarray | None:
+    """Strict PFS2 at level k ≥ 2: where :func:`~dpcore.sequences.strategy.concentrate_bound`
+    says so, the level takes the whole rest of the pool, verifies all of C_k on the records
+    shrunk to the bound it gives and is the last; the candidates, None if the level proceeds
+    under the pool rule, or an empty array if it stopped as too noisy (its record appended).
+
+    Privacy: the choice reads public and released values only (|C_k|, the carried bound,
+    the pool left, θ·N̂); the budget is what the pool has left, so the levels still spend
+    at most ε4 + ε5; the shrinking is a hard cut to a public bound, so
+    Δ = min(C(b, k), |C_k|) holds on every dataset (checked in :func:`_measure`).
+    """
+    k, trie = step.k, step.trie
+    bound = concentrate_bound(trie.n_cand, k, max(k, lv.ref_length), level_nano,
+                              lv.remaining, lv.threshold)
+    if bound is None:
+        return None
+    step.share, step.last = lv.remaining, True
+    delta = min(math.comb(bound, k), trie.n_cand)
+    step.vplan = (step.share, delta, 0, bound)
+    if too_noisy(delta / nano_to_epsilon(step.share), trie.n_cand, lv.threshold, step.cap,
+                 previous=step.released_before):
+        lv.record(step, 0, 0, 0, 0, NOISY_STOP, verify_length=False)
+        return trie.cands[:0]
+    return trie.cands
+
+
 def _verify_level(lv: _Levels, step: _Step, kept: np.ndarray) -> bool:
     """The verification of C′_k (``kept``) and the release of FS_k; whether to go on."""
     run, k, pfs2 = lv.run, step.k, lv.run.params.algorithm == PFS2
@@ -689,7 +724,8 @@ def _verify_level(lv: _Levels, step: _Step, kept: np.ndarray) -> bool:
         lv.patterns.append(FrequentSequence(items, tuple(schema.alphabet[x] for x in items),
                                             float(noisy[i]), k))
         lv.true_supports[pattern_key(items)] = int(support[i])
-    lv.record(step, vtrie.n_cand, vplan[1], step.share, int(frequent.size))
+    lv.record(step, vtrie.n_cand, vplan[1], step.share, int(frequent.size),
+              CONCENTRATED if step.last else "")
     lv.previous = [tuple(int(x) for x in vtrie.cands[i]) for i in frequent]
     if k == 1:
         lv.item_support[:] = lv.threshold
@@ -699,7 +735,7 @@ def _verify_level(lv: _Levels, step: _Step, kept: np.ndarray) -> bool:
         lv.ref_length = vplan[3]
         lv.ref_weight = float(lv.item_support[np.unique(vtrie.cands[frequent])].sum())
     run.timed("verify", started)
-    return bool(lv.previous)
+    return bool(lv.previous) and not step.last
 
 
 def _mine_level(lv: _Levels, k: int) -> bool:
@@ -729,7 +765,11 @@ def _mine_level(lv: _Levels, k: int) -> bool:
             lv.record(step, 0, 0, 0, 0, NO_BUDGET_STOP)
             return False
     if pfs2 and strict:
-        kept = _strict_pfs2_choice(lv, step, level_nano)
+        kept = _concentrate(lv, step, level_nano)
+        if kept is not None and kept.shape[0] == 0:
+            return False
+        if kept is None:
+            kept = _strict_pfs2_choice(lv, step, level_nano)
         if kept is None:
             return False
     elif pfs2:

@@ -124,6 +124,18 @@ def shrink(seq, cands, k, lmax, truncate=True) -> list:
     return seq
 
 
+def _replay_concentrated(lv, bound, remaining, calls) -> int:
+    """A level that took the rest of the pool (``remaining``) and verified all of C_k on
+    records shrunk to ``bound``: check its record, append its call, return the pool left."""
+    assert lv.prune_sensitivity == 0
+    if not lv.verify_sensitivity:   # stopped as too noisy: nothing spent
+        return remaining
+    assert lv.verify_length == bound and lv.verify_epsilon_nano == remaining
+    assert lv.verify_sensitivity == min(math.comb(bound, lv.length), lv.candidates)
+    calls.append((remaining, lv.verify_sensitivity))
+    return 0
+
+
 def replay_level_calls(res, params):
     """Every level call (nano-ε, sensitivity) of a strict run, and the budget it left,
     rebuilt from the RELEASED result and public parameters only (N̂, L_f, lmax, the
@@ -141,6 +153,7 @@ def replay_level_calls(res, params):
     from dpcore.sequences.strategy import (
         LENGTH_SHARE,
         VERIFY_LENGTH_SHARE,
+        concentrate_bound,
         level_budget,
         plausible_length,
         split_level_budget,
@@ -168,6 +181,12 @@ def replay_level_calls(res, params):
                 calls.append((budget, lv.verify_sensitivity))
                 remaining -= budget
             continue
+        concentrated = concentrate_bound(lv.candidates, lv.length, max(lv.length, ref_length),
+                                         budget, remaining, threshold)
+        if concentrated is not None:   # the rest of the pool, all of C_k, the last level
+            assert lv is res.levels[-1]
+            remaining = _replay_concentrated(lv, concentrated, remaining, calls)
+            break
         prune, verify = split_level_budget(budget, plan[PRUNE], plan[VERIFY])
         k, length_nano = lv.length, int(prune * LENGTH_SHARE)
         best, weight = k, 0.0

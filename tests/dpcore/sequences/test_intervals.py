@@ -20,6 +20,7 @@ from dpcore.sequences.intervals import (
     count_interval,
     discrete_laplace_sf,
     laplace_sf,
+    length_cut_warning,
     ranked,
     release_warnings,
     support_interval,
@@ -114,3 +115,44 @@ def test_a_pfs2_run_carries_intervals_flags_and_warnings(house_power_run):
     assert back.patterns == result.patterns and back.warnings == result.warnings
     stored = json.loads(result.to_json())["patterns"][0]
     assert {"support_low", "support_high", "flags"} <= set(stored)
+
+
+def _abcd_run(l1, n=2_000, epsilon=4.0):
+    from dpcore.data.sequences.dataset import SequenceDataset
+    from dpcore.data.sequences.schema import SequenceSchema
+    from dpcore.sequences.miner import mine_frequent_sequences
+
+    schema = SequenceSchema("abcd", ("a", "b", "c", "d"), l1=l1)
+    data = SequenceDataset.from_lists(schema, [[0, 1, 2, 3]] * n + [[0]] * (n // 10))
+    return mine_frequent_sequences(data, SequenceMiningParams(epsilon=epsilon, theta=0.5),
+                                   rng=np.random.default_rng(0))
+
+
+def test_a_run_whose_l1_cuts_frequent_lengths_says_which():
+    """Every record "a b c d" (the pattern of 4 items is frequent): with l1 = 2 the run
+    mines up to 2 items and its warnings name the lengths cut — 3–4 are above l1, known
+    only as "more than l1"; with l1 = 3 length 4 is; with l1 = 4 nothing is cut. The
+    sentence reads the released N̂ and length histogram only (a result rebuilt without
+    its diagnostics gives the same one)."""
+    cut2, cut3, whole = _abcd_run(2), _abcd_run(3), _abcd_run(4)
+    assert cut2.lmax == 2 and max(p.length for p in cut2.patterns) == 2
+    assert "at most lmax = 2 items" in cut2.warnings[-1]
+    assert "frequent sequences of more than l1 = 2 items" in cut2.warnings[-1]
+    assert "frequent sequences of more than l1 = 3 items" in cut3.warnings[-1]
+    assert whole.lmax == 4 and length_cut_warning(whole) is None
+    assert not any("Length cut" in w for w in whole.warnings)
+    released = SequenceRunResult.from_json(cut2.to_json())
+    assert length_cut_warning(released) == cut2.warnings[-1]
+    # records of 3–4 items known from α̂ when l1 is long but lmax short (η-quantile):
+    # lmax = 2 of l1 = 6 when only a tenth of the records are longer than 2
+    from dpcore.data.sequences.dataset import SequenceDataset
+    from dpcore.data.sequences.schema import SequenceSchema
+    from dpcore.sequences.miner import mine_frequent_sequences
+
+    schema = SequenceSchema("abcd", ("a", "b", "c", "d"), l1=6)
+    data = SequenceDataset.from_lists(schema, [[0, 1, 2, 3]] * 300 + [[0, 1]] * 2_700)
+    res = mine_frequent_sequences(data, SequenceMiningParams(epsilon=4.0, theta=0.05),
+                                  rng=np.random.default_rng(0))
+    assert res.lmax == 2
+    assert "frequent sequences of 3–4 items may exist" in length_cut_warning(res)
+    assert "raise η or l1" in length_cut_warning(res)

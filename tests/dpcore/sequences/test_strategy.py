@@ -25,7 +25,10 @@ from dpcore.sequences.relaxation import laplace_pruning_threshold
 from dpcore.sequences.results import pattern_key
 from dpcore.sequences.samples import generate_house_power, generate_word_stream
 from dpcore.sequences.strategy import (
+    CONCENTRATE_SCALE,
+    CONCENTRATED,
     NOISY_STOP,
+    concentrate_bound,
     floods,
     keep_largest,
     level_budget,
@@ -466,3 +469,51 @@ def test_a_large_vocabulary_at_small_epsilon_releases_supports_not_noise():
     errors = [abs(p.noisy_support - true[pattern_key(p.items)]) / true[pattern_key(p.items)]
               for p in released]
     assert float(np.median(errors)) < 0.2
+
+
+def test_concentrate_bound_takes_the_rest_only_where_shrinking_pays():
+    """BIBLE's level 2 at ε = 0.1 (361 candidates, carried bound 12, R_2 = 0.045 ε,
+    θ·N̂ ≈ 3,618): the pool rule's half gives scale 66/0.0225 ≈ 2,933 > ρ·θ·N̂, so the
+    level takes all of R_2 on records shrunk to 8 items (28/0.045 ≈ 622 ≤ 724 < 36/0.045)."""
+    threshold = 3618.0
+    bound = concentrate_bound(361, 2, 12, 22_500_000, 45_000_000, threshold)
+    assert bound == 8
+    limit = CONCENTRATE_SCALE * threshold
+    assert math.comb(8, 2) / 0.045 <= limit < math.comb(9, 2) / 0.045
+    # quiet enough at its share: the pool rule (ε = 1's level 2)
+    assert concentrate_bound(361, 2, 12, 450_000_000, 900_000_000, threshold) is None
+    assert concentrate_bound(19, 1, 12, 22_500_000, 45_000_000, threshold) is None   # k = 1
+    assert concentrate_bound(361, 2, 12, 45_000_000, 45_000_000, threshold) is None  # all
+    # House_Power's level 2: Δ = |C_2| = 121 at every bound, shrinking cannot lower it
+    assert concentrate_bound(121, 2, 30, 32_744_196, 65_488_393, 12_239.1) is None
+    # a bound below half the carried one would cut too much: 8 < 20/2
+    assert concentrate_bound(361, 2, 20, 22_500_000, 45_000_000, threshold) is None
+
+
+def test_a_noisy_level_takes_the_rest_of_the_pool_and_is_the_last(monkeypatch):
+    """A word stream whose level 2 would verify 529 candidates at a scale above ρ·θ·N̂:
+    the level takes the whole rest of the pool, verifies every candidate on records
+    shrunk to the bound concentrate_bound gives (Δ = C(b, 2)), the run ends there with
+    nothing unspent, every call is rebuilt from the released result, and it releases
+    fewer 2-sequences of true support below θ·N than the pool rule's run does."""
+    data = generate_word_stream(12_000, 2_000, 7)
+    params = SequenceMiningParams(epsilon=0.4, theta=0.1, l1=32)
+    res = mine_frequent_sequences(data, params, rng=np.random.default_rng(0))
+    last = res.levels[-1]
+    assert last.length == 2 and last.note == CONCENTRATED and res.unspent_nano == 0
+    assert last.verify_sensitivity == math.comb(last.verify_length, 2) < last.candidates
+    threshold = params.theta * res.noisy_records
+    assert (last.verify_sensitivity / nano_to_epsilon(last.verify_epsilon_nano)
+            <= CONCENTRATE_SCALE * threshold)
+    calls, unspent, _ = replay_level_calls(res, params)
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == calls
+    assert unspent == 0
+    monkeypatch.setattr(miner_module, "concentrate_bound", lambda *args: None)
+    pooled = mine_frequent_sequences(data, params, rng=np.random.default_rng(0))
+
+    def false_pairs(r):
+        true = r.diagnostics.true_supports
+        return sum(1 for p in r.patterns if p.length == 2
+                   and true[pattern_key(p.items)] < params.theta * data.n_records)
+    assert len(pooled.levels) > 2
+    assert false_pairs(res) < false_pairs(pooled)
