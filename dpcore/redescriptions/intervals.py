@@ -21,7 +21,8 @@ A parametric bootstrap of the release's *own* selection, from released values on
 * **tree miners** — for each extraction, the released noisy leaf × leaf table (clipped at 0)
   stands in for the truth; it is re-noised ``replicates`` times at the public scale of that
   extraction's mechanism call (same noise kind, ε, Δ), and extractReds — deterministic
-  post-processing of a table with the run's public Γ — is run again on each copy. Every
+  post-processing of a table with the run's public Γ — is run again on each copy (in one
+  numba kernel, :func:`dpcore.redescriptions.kernels.reselect.reselect`). Every
   redescription a replicate releases gives one error ``noisy − stand-in truth`` per statistic,
   drawn *conditional on having been selected*. A released redescription whose query pair
   is selected again in at least :data:`MATCH_SHARE` of the replicates takes the quantiles of
@@ -36,6 +37,9 @@ The interval is ``[noisy − q_hi, noisy − q_lo]`` with ``q_lo``, ``q_hi`` the
 ``(1 − coverage)/2`` and ``(1 + coverage)/2`` quantiles of those errors, clipped to the
 statistic's range. The p-value's interval is the "marg" p-value at the corners of the
 support intervals (largest |E11| with smallest sides, and the reverse): conservative.
+A strict tree run's |qL|, |qR| and Ñ are sums of the table's cells, which hold only rows
+that reach a leaf of both trees; the intervals are of those statistics (docs/ALGORITHMS.md
+§11, :func:`dpcore.redescriptions.evaluate.evaluate` with ``as_released``).
 The trees and the Serenade queries are chosen by separate mechanisms on their own budget,
 before the counts are noised, so conditioning on them leaves the count noise untouched.
 
