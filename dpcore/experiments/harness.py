@@ -201,8 +201,10 @@ def _one_run(dataset: TwoViewDataset, spec: str, epsilon: float, seed: int,
         # Sandbox budget: the executor's in-memory accountant capped at this run's plan, no
         # ledger.
         result = run_sandbox(params, dataset, rng=np.random.default_rng(seed), seed=seed)
-    # intervals from the release only (0 ε); scored against the truth here (NOT private)
-    return result, score_run(result, evaluate(result, dataset), redescription_intervals(result))
+    # intervals from the release only (0 ε); scored against the truth here (NOT private),
+    # over the population the release counts (evaluate's as_released)
+    return result, score_run(result, evaluate(result, dataset, as_released=True),
+                             redescription_intervals(result))
 
 
 def _worker(task: tuple) -> tuple[str, list[ScoredRedescription]]:

@@ -21,6 +21,7 @@ from dpcore.redescriptions.results import (
     SerenadeQuery,
     TreeRecord,
 )
+from dpcore.registry import STRICT
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,30 @@ def marg_pvalue(support_left: float, support_right: float, support_both: float,
     return float(marg_pvalues(support_left, support_right, support_both, float(n_rows)))
 
 
-def evaluate(result: RunResult, dataset: TwoViewDataset) -> list[TrueStatistics]:
-    """True supports, Jaccard and p-value of every redescription in ``result`` (NOT DP)."""
+def evaluate(result: RunResult, dataset: TwoViewDataset, *,
+             as_released: bool = False) -> list[TrueStatistics]:
+    """True supports, Jaccard and p-value of every redescription in ``result`` (NOT DP).
+
+    Parameters
+    ----------
+    result : RunResult
+        A released run.
+    dataset : TwoViewDataset
+        Its raw data (NOT private: the output is owner/teaching only).
+    as_released : bool
+        False (default): over all rows — how many rows really satisfy each query.
+        True: over the population the release counts. A strict tree-miner run releases
+        statistics of its extraction's leaf × leaf table, whose cells hold only rows that
+        reach a leaf of *both* trees (a row with a missing value in a split attribute of
+        the other tree is in no cell; docs/ALGORITHMS.md §11): its |qL|, |qR| and N are
+        those rows' counts, and so is the truth here. Other runs (faithful tree runs, whose
+        leaf sizes are noised separately, and Serenade) count all rows either way.
+    """
     masks = {t.id: leaf_masks(dataset, t) for t in result.trees}
-    n = dataset.n_rows
+    strict_tree = as_released and result.mode == STRICT
     out = []
     for red in result.redescriptions:
+        n = dataset.n_rows
         q = []
         for query in (red.left, red.right):
             if query.tree < 0:
@@ -111,6 +130,9 @@ def evaluate(result: RunResult, dataset: TwoViewDataset) -> list[TrueStatistics]
             m = masks[query.tree]
             q.append(m[list(query.leaves)].any(axis=0) if query.leaves else np.zeros(n, bool))
         left, right = q
+        if strict_tree and red.left.tree >= 0 and red.right.tree >= 0:
+            population = masks[red.left.tree].any(axis=0) & masks[red.right.tree].any(axis=0)
+            left, right, n = left & population, right & population, int(population.sum())
         both = int(np.count_nonzero(left & right))
         union = int(np.count_nonzero(left | right))
         sl, sr = int(left.sum()), int(right.sum())

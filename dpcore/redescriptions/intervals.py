@@ -21,7 +21,8 @@ A parametric bootstrap of the release's *own* selection, from released values on
 * **tree miners** — for each extraction, the released noisy leaf × leaf table (clipped at 0)
   stands in for the truth; it is re-noised ``replicates`` times at the public scale of that
   extraction's mechanism call (same noise kind, ε, Δ), and extractReds — deterministic
-  post-processing of a table with the run's public Γ — is run again on each copy. Every
+  post-processing of a table with the run's public Γ — is run again on each copy (in one
+  numba kernel, :func:`dpcore.redescriptions.kernels.reselect.reselect`). Every
   redescription a replicate releases gives one error ``noisy − stand-in truth`` per statistic,
   drawn *conditional on having been selected*. A released redescription whose query pair
   is selected again in at least :data:`MATCH_SHARE` of the replicates takes the quantiles of
@@ -36,6 +37,9 @@ The interval is ``[noisy − q_hi, noisy − q_lo]`` with ``q_lo``, ``q_hi`` the
 ``(1 − coverage)/2`` and ``(1 + coverage)/2`` quantiles of those errors, clipped to the
 statistic's range. The p-value's interval is the "marg" p-value at the corners of the
 support intervals (largest |E11| with smallest sides, and the reverse): conservative.
+A strict tree run's |qL|, |qR| and Ñ are sums of the table's cells, which hold only rows
+that reach a leaf of both trees; the intervals are of those statistics (docs/ALGORITHMS.md
+§11, :func:`dpcore.redescriptions.evaluate.evaluate` with ``as_released``).
 The trees and the Serenade queries are chosen by separate mechanisms on their own budget,
 before the counts are noised, so conditioning on them leaves the count noise untouched.
 
@@ -54,7 +58,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from dpcore.redescriptions.extract import _clip_stats, marg_pvalues, released_query_masks
+from dpcore.redescriptions.extract import _clip_stats, _counts, marg_pvalues
+from dpcore.redescriptions.kernels.reselect import reselect
 from dpcore.redescriptions.pruning import cell_noise_variance
 from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
 
@@ -284,47 +289,74 @@ def _masks(red, m: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return lmask, rmask
 
 
+def _pair_key(lmask: np.ndarray, rmask: np.ndarray) -> bytes:
+    return lmask.tobytes() + b"|" + rmask.tobytes()
+
+
+def _reselect(noisy: np.ndarray, extra: dict, gamma):
+    """What extractReds releases from one replicate, as
+    :func:`~dpcore.redescriptions.extract.released_query_masks` (one numba kernel), with
+    each pair's key; of duplicates (same leaf masks) the first in seed order stays."""
+    c = _counts(noisy, extra.get("noisy_left"), extra.get("noisy_right"),
+                extra.get("noisy_n"))
+    lm, rm, st = reselect(c.table, c.left, c.right, c.n, gamma.max_pvalue, gamma.max_support,
+                          gamma.min_jaccard, gamma.min_support, gamma.max_clauses,
+                          gamma.mode == FAITHFUL)
+    keys, first = [], []
+    seen: set[bytes] = set()
+    for r in range(len(st)):
+        key = _pair_key(lm[r], rm[r])
+        if key not in seen:
+            seen.add(key)
+            keys.append(key)
+            first.append(r)
+    return lm[first], rm[first], st[first], keys
+
+
 def _extraction_errors(x: _Extraction, reds, gamma, replicates: int, rng
                        ) -> dict[int, _Errors]:
     """Bootstrap one extraction: errors of everything extractReds re-releases, by pair."""
     m, k = x.truth.shape
     stats4 = STATISTICS[:4]
-    keyed: dict[bytes, list[tuple[dict, dict, float]]] = {}
+    keyed: dict[bytes, list[int]] = {}   # pair → its rows in err/sd/e11, replicate order
+    errs, sds, e11s = [], [], []
+    rows_so_far = 0
     for _ in range(replicates):
         noisy, extra = x.replicate(rng)
-        lm, rm, st = released_query_masks(noisy, params=gamma, **extra)
+        lm, rm, st, keys = _reselect(noisy, extra, gamma)
         if not len(st):
             continue
         t_ql, t_qr, t_e, t_j = x.true_statistics(lm, rm)
-        err = {"jaccard": st[:, 3] - t_j, "support_both": st[:, 2] - t_e,
-               "support_left": st[:, 0] - t_ql, "support_right": st[:, 1] - t_qr}
+        errs.append(np.stack([st[:, 3] - t_j, st[:, 2] - t_e, st[:, 0] - t_ql,
+                              st[:, 1] - t_qr], axis=1))
         sd = x.sds(lm.sum(axis=1), rm.sum(axis=1), st[:, 2], st[:, 0] + st[:, 1] - st[:, 2])
-        for r in range(len(st)):
-            keyed.setdefault(lm[r].tobytes() + b"|" + rm[r].tobytes(), []).append(
-                ({s: float(err[s][r]) for s in stats4}, {s: float(sd[s][r]) for s in stats4},
-                 float(st[r, 2])))
+        sds.append(np.stack([np.broadcast_to(sd[s], st[:, 2].shape) for s in stats4], axis=1))
+        e11s.append(st[:, 2])
+        for r, key in enumerate(keys):
+            keyed.setdefault(key, []).append(rows_so_far + r)
+        rows_so_far += len(st)
+    err_all = np.concatenate(errs) if errs else np.zeros((0, 4))
+    sd_all = np.concatenate(sds) if sds else np.zeros((0, 4))
+    e11_all = np.concatenate(e11s) if e11s else np.zeros(0)
     # The rarely re-selected pairs' errors in sd units: the errors of a pair selected by
     # noise. How far selection pushes a winner's J depends on its size (a large pair's
     # rivals are close to it in sd units), so its J takes the errors of the NEIGHBOURS rare
     # pairs nearest to it in log |E11|.
     enough = max(MATCH_SHARE * replicates, _MIN_SAMPLES)
-    rare_e, rare_rows = [], []
-    for rows in keyed.values():
-        if len(rows) < enough:
-            for err, sd, e11 in rows:
-                rare_e.append(math.log1p(max(e11, 0.0)))
-                rare_rows.append([err[s] / sd[s] if 0 < sd[s] < math.inf else math.nan
-                                  for s in stats4])
+    rare = [i for rows in keyed.values() if len(rows) < enough for i in rows]
+    rare_e = [math.log1p(max(float(e), 0.0)) for e in e11_all[rare]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = (sd_all[rare] > 0) & (sd_all[rare] < math.inf)
+        rare_rows = np.where(ok, err_all[rare] / np.where(ok, sd_all[rare], 1.0), math.nan)
     order = np.argsort(rare_e)
     rare_log_e = np.asarray(rare_e, dtype=np.float64)[order]
     rare_z = np.asarray(rare_rows, dtype=np.float64).reshape(-1, len(stats4))[order]
     out = {}
     for red in reds:
         lmask, rmask = _masks(red, m, k)
-        rows = keyed.get(lmask.tobytes() + b"|" + rmask.tobytes(), [])
+        rows = keyed.get(_pair_key(lmask, rmask), [])
         if len(rows) >= enough:
-            out[red.id] = _Errors({s: np.array([err[s] for err, _, _ in rows])
-                                   for s in stats4}, True)
+            out[red.id] = _Errors({s: err_all[rows, i] for i, s in enumerate(stats4)}, True)
             continue
         union = red.support_left + red.support_right - red.support_both
         sd = x.sds(lmask.sum(), rmask.sum(), red.support_both, union)

@@ -8,7 +8,9 @@
   :func:`hastings_accept`, the decision half of every step, and faithful mode's stopping rule;
 * :mod:`~dpcore.redescriptions.kernels.scores` — the Gini score (Δ = 2) and the pair
   purity (Δ = 1);
-* :mod:`~dpcore.redescriptions.kernels.expmech` — createDTExpMech.
+* :mod:`~dpcore.redescriptions.kernels.expmech` — createDTExpMech;
+* :mod:`~dpcore.redescriptions.kernels.reselect` — extractReds' search on one noisy table,
+  for the intervals' bootstrap (post-processing of released counts, 0 ε; it reads no data).
 
 The chains the miners run (strict and faithful mode) are on row bitsets,
 :mod:`dpcore.redescriptions.bitset_mcmc`; they use the same moves, proposal ratio and
