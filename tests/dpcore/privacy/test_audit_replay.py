@@ -487,13 +487,15 @@ def table(extra_row: bool):
 
 
 #: The tree structure (the default without owner groups) needs more rows per edge-table
-#: cell: 40 rows, two numeric features and one categorical, ε = 10 (K = 2 coarse bins, two
-#: exponential-mechanism rounds over the three pairs). Class 0 lives in the lower half of a
-#: and b and on levels u, v; D′ adds a class-0 row at the corner (1, 1, "w"), a code of
-#: each feature that class 0 never has: it moves one cell of every marginal, pair table and
-#: edge table, and moves the class's true marginals as far as one record can (so a utility
-#: that read them instead of the released ones would move by ≈ 4, not 1).
-N_TREE = 40
+#: cell: 60 rows, two numeric features and one categorical, ε = 10 (K = 2 coarse bins; two
+#: exponential-mechanism rounds, the second with the candidate that stops the forest). In each
+#: class b follows a and c follows a's half, so the second round often picks an edge too
+#: (on the first seed: two edge tables). Class 0 lives in the lower half of a and b and on
+#: levels u, v; D′ adds a class-0 row at the corner (1, 1, "w"), a code of each feature that
+#: class 0 never has: it moves one cell of every marginal, pair table and edge table, and
+#: moves the class's true marginals as far as one record can (so a utility that read them
+#: instead of the released ones would move by ≈ 4, not 1).
+N_TREE = 60
 
 
 def tree_table(extra_row: bool):
@@ -508,7 +510,8 @@ def tree_table(extra_row: bool):
     low, high = np.linspace(0.05, 0.45, half), np.linspace(0.55, 0.95, half)
     frame = pd.DataFrame({"y": [0] * half + [1] * half, "a": np.r_[low, high],
                           "b": np.r_[low[::-1], high],
-                          "c": ["u", "v"] * (half // 2) + ["v", "w"] * (half // 2)})
+                          "c": np.r_[np.where(low < 0.25, "u", "v"),
+                                     np.where(high < 0.75, "v", "w")]})
     if extra_row:
         frame = pd.concat([frame, pd.DataFrame({"y": [0], "a": [1.0], "b": [1.0],
                                                 "c": ["w"]})], ignore_index=True)
@@ -648,13 +651,19 @@ for _name in (CUSTOM_QUERY, REGION_MAP):
 # ---------------------------------------------------------------- the tree's edge choices
 
 def test_the_tree_case_builds_the_tree_and_its_draws_are_checked():
-    """The MC-GEN tree replay really exercises the tree: two edge choices drawn by the
-    charged exponential mechanism (both forced and compared on D′) and two edge tables."""
-    replay = replay_case(MCGEN_TREE)
-    assert len(replay.exponential_d.draws) == 2 == len(replay.exponential_d2.draws)
-    assert all(d.charge.label.startswith("tree edge") for d in replay.exponential_d.draws)
-    assert sum("tree edge table" in e.label for e in replay.recorder_d.events) == 2
-    assert len(replay.result_d.groups) == 2      # one entry per released edge
+    """The MC-GEN tree replay really exercises the tree on both seeds: two edge choices drawn
+    by the charged exponential mechanism (forced and compared on D′; the second with the stop
+    candidate), one or two edge tables, two on at least one seed."""
+    tables = []
+    for seed in (R.BASE_SEED, R.BASE_SEED + 1):
+        replay = replay_case(MCGEN_TREE, seed)
+        draws = replay.exponential_d.draws
+        assert len(draws) == 2 == len(replay.exponential_d2.draws)
+        assert all(d.charge.label.startswith("tree edge") for d in draws)
+        assert [d.scores.size for d in draws] == [3, 4]        # 3 pairs, then + stop
+        tables.append(sum("tree edge table" in e.label for e in replay.recorder_d.events))
+        assert len(replay.result_d.groups) == tables[-1]      # one entry per released edge
+    assert min(tables) >= 1 and max(tables) == 2, tables
 
 
 def test_the_exponential_checks_see_a_hotter_draw_and_a_utility_moved_too_far():
