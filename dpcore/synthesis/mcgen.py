@@ -101,7 +101,6 @@ from dpcore.synthesis.params import (
     TREE,
     SynthesisParams,
     mechanism_shares,
-    tree_shares,
 )
 from dpcore.synthesis.tree import TreeModel, fit_tree, sample_tree, tree_bins
 
@@ -288,7 +287,7 @@ def fit_mcgen_dp(table: SynthesisTable, params: SynthesisParams, *, rng, account
         _progress(progress, 0.1, "tree of feature pairs: noisy marginals, edges, edge tables")
         tree = fit_tree(table, params, n_hat, tree_k, rng=rng, accountant=accountant)
         timings["tree"] = time.perf_counter() - started
-        return McgenModel(schema, n_hat, [], [], [], [], [], shares=tree_shares(params, p),
+        return McgenModel(schema, n_hat, [], [], [], [], [], shares=tree.shares,
                           tree=tree)
     values = to_fixed(table.encoded(), bits)
 

@@ -17,12 +17,16 @@ Steps (after the noisy class counts N̂_y, :func:`dpcore.synthesis.mcgen.noisy_c
    marginals predict under independence, N̂_y·P̂(a | y)·P̂(b | y). The prediction reads
    released values only, and one record changes one cell of the true table by one, so the
    utility moves by at most Δ = 1 (a public offset, :func:`_independent_gap`, is subtracted
-   so that wide pairs do not win on noise). p − 1 rounds of the exponential mechanism (ε_sel each)
-   each pick one pair that joins two components of the forest so far; pairs that would close
-   a cycle get −∞, which depends on earlier releases only.
-4. **Edge tables.** The tree is oriented from feature 0; per edge parent → child, the class ×
-   parent × child table plus discrete Laplace (Δ = 1), at ε_e each.
-5. **Model and generation** (post-processing): the root from its noisy marginal, each child
+   so that wide pairs do not win on noise). Up to p − 1 rounds of the exponential mechanism
+   (ε_sel each) each pick one pair that joins two components of the forest so far; pairs
+   that would close a cycle get −∞, which depends on earlier releases only. From the second
+   round on a data-free "stop" candidate (:func:`stop_utility`) can end the forest: an
+   independent feature is then drawn from its own marginal instead of an edge table of
+   noise, and the undrawn rounds' ε goes to the edge tables (:func:`realised_shares`).
+4. **Edge tables.** Each tree of the forest is oriented from its smallest feature; per edge
+   parent → child, the class × parent × child table plus discrete Laplace (Δ = 1), at ε_e
+   each.
+5. **Model and generation** (post-processing): each root from its noisy marginal, each child
    from its edge's noisy row for the parent's code, smoothed towards the child's noisy
    marginal with pseudo-counts of about one noise scale per cell; a numeric code becomes a
    value drawn uniformly inside its bin.
@@ -30,12 +34,13 @@ Steps (after the noisy class counts N̂_y, :func:`dpcore.synthesis.mcgen.noisy_c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from dpcore.data.table.table import SynthesisTable
 from dpcore.privacy.mechanisms import discrete_laplace, exponential_mechanism
+from dpcore.privacy.units import split_evenly
 from dpcore.synthesis.intervals import MARGINAL_PREFIX
 from dpcore.synthesis.params import (
     EDGE,
@@ -57,6 +62,9 @@ __all__ = ["TREE_NOISE_SCALES", "tree_bins", "feature_codes", "pair_utilities", 
 #: those fall back to independent histograms, while the tree is still built there at
 #: ε = 10 (K = 4) and on the 39,073-row Adult-shaped seed at ε = 1 (K = 8).
 TREE_NOISE_SCALES = 5.0
+
+#: Whether rounds after the first may stop the tree (a forest; :func:`stop_utility`).
+STOP = True
 
 
 def _share(shares, phase: str, index: int, part: str) -> int:
@@ -152,6 +160,8 @@ class TreeModel:
     tables : list of int64[C, card_parent, card_child]
         The noisy edge tables.
     noisy_class_counts : int64[C]
+    shares : list of BudgetSlot
+        What the run spent (:func:`realised_shares`).
     selection_utilities : list of float64 arrays
         Owner-only diagnostics: the true utilities of every round (NOT private).
     """
@@ -164,6 +174,7 @@ class TreeModel:
     edges: list
     tables: list
     noisy_class_counts: np.ndarray
+    shares: list
     selection_utilities: list = field(default_factory=list)
 
 
@@ -201,8 +212,17 @@ def pair_utilities(codes, cards, labels, marginals, n_hat, marginal_scale: float
     return pairs, utility
 
 
+def stop_utility(n_candidates: int, epsilon_nano: int) -> float:
+    """The utility of "no more edges" in a round of n candidate pairs at ε (Δ = 1): ln(n)/f,
+    f = ε/2, so that stopping weighs as much as all n pairs would at utility 0 together.
+    Public (a count of candidates and a share), so Δ stays 1."""
+    return float(np.log(max(n_candidates, 1)) / (epsilon_nano * 1e-9 / 2.0))
+
+
 def _choose_edges(codes, cards, labels, marginals, n_hat, shares, *, rng, accountant):
-    """p − 1 exponential-mechanism rounds of Kruskal's algorithm (module docstring, step 3)."""
+    """Up to p − 1 exponential-mechanism rounds of Kruskal's algorithm (module docstring,
+    step 3); from the second round on, one more candidate stops the forest there. Returns
+    the chosen pairs and the true utilities of each round (owner diagnostics)."""
     p = codes.shape[1]
     pairs, utility = pair_utilities(codes, cards, labels, marginals, n_hat,
                                     1e9 / _share(shares, GROUPS, 0, HISTOGRAM))
@@ -210,32 +230,57 @@ def _choose_edges(codes, cards, labels, marginals, n_hat, shares, *, rng, accoun
     component = np.arange(p)
     chosen, seen = [], []
     for r in range(p - 1):
-        u = np.where([component[a] != component[b] for a, b in pairs], utility, -np.inf)
+        open_ = np.array([component[a] != component[b] for a, b in pairs])
+        u = np.where(open_, utility, -np.inf)
+        epsilon_nano = _share(shares, FEATURES, r, SELECTION)
+        if r > 0 and STOP:
+            u = np.append(u, stop_utility(int(open_.sum()), epsilon_nano))
         seen.append(u.copy())
-        i = exponential_mechanism(u, sensitivity=1.0,
-                                  epsilon_nano=_share(shares, FEATURES, r, SELECTION), rng=rng,
+        i = exponential_mechanism(u, sensitivity=1.0, epsilon_nano=epsilon_nano, rng=rng,
                                   accountant=accountant,
                                   label=f"tree edge {r + 1}: pair choice (L1 gap to independence)")
+        if i == len(pairs):
+            break
         a, b = pairs[i]
         component[component == component[b]] = component[a]
         chosen.append((a, b))
     return chosen, seen
 
 
+def realised_shares(shares, p: int, rounds: int, n_edges: int) -> list:
+    """The shares a run spent once its edges are known: the selection rounds it drew
+    (``rounds``) and ``n_edges`` ≥ 1 edge tables (index p + e) that split the edge tables'
+    share plus the unused rounds' evenly. Sums to the same total as ``shares`` (a function
+    of released choices and public values: sequential composition, B5)."""
+    unused = [s for s in shares if s.phase == FEATURES and s.index >= rounds]
+    edge = sum(s.epsilon_nano for s in shares if s.part == EDGE) \
+        + sum(s.epsilon_nano for s in unused)
+    slot = next(s for s in shares if s.part == EDGE)
+    kept = [s for s in shares if s.part != EDGE and s not in unused]
+    return kept + [replace(slot, index=p + e, epsilon_nano=x)
+                   for e, x in enumerate(split_evenly(edge, n_edges))]
+
+
 def _orient(chosen, p: int) -> list[tuple[int, int]]:
-    """The tree's edges as (parent, child), breadth first from feature 0 (public)."""
+    """The forest's edges as (parent, child), breadth first from the smallest feature of
+    each tree (public)."""
     adjacent = {j: [] for j in range(p)}
     for a, b in chosen:
         adjacent[a].append(b)
         adjacent[b].append(a)
-    order, seen, queue = [], {0}, [0]
-    while queue:
-        parent = queue.pop(0)
-        for child in sorted(adjacent[parent]):
-            if child not in seen:
-                seen.add(child)
-                order.append((parent, child))
-                queue.append(child)
+    order, seen = [], set()
+    for root in range(p):
+        if root in seen:
+            continue
+        seen.add(root)
+        queue = [root]
+        while queue:
+            parent = queue.pop(0)
+            for child in sorted(adjacent[parent]):
+                if child not in seen:
+                    seen.add(child)
+                    order.append((parent, child))
+                    queue.append(child)
     return order
 
 
@@ -266,6 +311,7 @@ def fit_tree(table: SynthesisTable, params: SynthesisParams, n_hat, bins: int, *
     chosen, seen = _choose_edges(codes, cards, labels, coarse, n_hat, shares, rng=rng,
                                  accountant=accountant)
     edges = _orient(chosen, p)
+    shares = realised_shares(shares, p, len(seen), len(edges))
     tables = []
     for e, (a, b) in enumerate(edges):
         true = _table(labels, codes[:, a], codes[:, b], c, int(cards[a]), int(cards[b]))
@@ -275,7 +321,7 @@ def fit_tree(table: SynthesisTable, params: SynthesisParams, n_hat, bins: int, *
             label=f"tree edge table: class × {schema.features[a].name} × "
                   f"{schema.features[b].name}", parallel=c))
     return TreeModel(bins, fine, cards, widths, marginals, edges, tables, np.asarray(n_hat),
-                     seen)
+                     shares, seen)
 
 
 def _conditional(noisy: np.ndarray, child_prior: np.ndarray, scale: float) -> np.ndarray:
@@ -317,12 +363,14 @@ def sample_tree(model: TreeModel, schema, shares, *, rng) -> tuple[np.ndarray, n
     priors = [_probabilities(m) for m in model.marginals]
     coarse_priors = [_probabilities(_coarsen(np.maximum(m, 0), int(w)))
                      for m, w in zip(model.marginals, model.widths)]
+    roots = sorted(set(range(p)) - {b for _, b in model.edges})
     for y in range(c):
         n = int(per_class[y])
         if n == 0:
             continue
         rows = slice(starts[y], starts[y + 1])
-        fine[rows, 0] = _draw(np.broadcast_to(priors[0][y], (n, priors[0].shape[1])), rng)
+        for j in roots:
+            fine[rows, j] = _draw(np.broadcast_to(priors[j][y], (n, priors[j].shape[1])), rng)
         for e, (a, b) in enumerate(model.edges):
             scale = 1e9 / _share(shares, GROUPS, p + e, EDGE)
             cond = _conditional(model.tables[e][y], coarse_priors[b][y], scale)

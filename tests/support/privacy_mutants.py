@@ -56,10 +56,14 @@ from dpcore.registry import (
 )
 from dpcore.sequences import miner as sequence_miner
 from dpcore.synthesis import floor, mcgen, moments
+from dpcore.synthesis import tree as synthesis_tree
+from dpcore.synthesis.intervals import MARGINAL_PREFIX
+from dpcore.synthesis.params import TREE
 
 #: The family of the sampling cores (their detectors are the exact sampler checks).
 MECHANISMS = "mechanisms"
 MCGEN_GROUPS = f"{MCGEN}-groups"
+MCGEN_TREE = f"{MCGEN}-{TREE}"
 
 DISCRETE, EXPONENTIAL, MCMC = "discrete Laplace", "exponential mechanism", "MCMC"
 
@@ -389,6 +393,17 @@ def _bins_from_distinct_values(real):
     return broken
 
 
+def _utility_from_true_marginals(real):
+    """The edge utility's independence prediction from the true class × code marginals
+    instead of the released ones (one record then moves a utility by up to about 3)."""
+    def broken(codes, cards, labels, marginals, n_hat, marginal_scale):
+        c = len(n_hat)
+        true = [np.bincount(labels * int(k) + codes[:, j], minlength=c * int(k)).reshape(c, -1)
+                for j, k in enumerate(cards)]
+        return real(codes, cards, labels, true, n_hat, marginal_scale)
+    return broken
+
+
 # ------------------------------------------------------------------ mechanisms
 
 def _half_scale(real):
@@ -609,6 +624,33 @@ CATALOGUE: tuple[Mutant, ...] = (
            "whether to release correlations decided from the true N, not N̂",
            lambda: _patched((mcgen, "noisy_class_counts", _stash_true_total),
                             (mcgen, "correlation_noise", _correlation_rule_on_true_n))),
+    # ---------------------------------------------------------------- MC-GEN's tree
+    Mutant("tree-utility-reads-true-marginals", MCGEN_TREE, EXPONENTIAL, "sensitivity",
+           "tree._choose_edges → pair_utilities(marginals)",
+           "the pair utility predicts independence from the true marginals (Δ ≈ 3, charged 1)",
+           lambda: _patched((synthesis_tree, "pair_utilities", _utility_from_true_marginals))),
+    Mutant("tree-edge-choice-hotter", MCGEN_TREE, EXPONENTIAL, "hotter",
+           "tree._choose_edges → exponential_mechanism",
+           "every edge choice drawn at 2·ε_F/(p − 1), charged ε_F/(p − 1)",
+           lambda: _patched((synthesis_tree, "exponential_mechanism", _draw_at(2)))),
+    Mutant("tree-edge-choice-delta-half", MCGEN_TREE, EXPONENTIAL, "sensitivity",
+           "tree._choose_edges → exponential_mechanism(sensitivity)",
+           "the edge choice calibrated to (and charged with) Δ = 0.5 instead of 1",
+           lambda: _patched((synthesis_tree, "exponential_mechanism", _sensitivity(0.5)))),
+    Mutant("tree-edge-table-half-noise", MCGEN_TREE, DISCRETE, "scale",
+           "tree.fit_tree edge tables → discrete_laplace",
+           "each class × parent × child table drawn at 2·ε_e, charged ε_e",
+           lambda: _patched((synthesis_tree, "discrete_laplace",
+                             _draw_at(2, ("tree edge table",))))),
+    Mutant("tree-marginals-all-features-epsilon", MCGEN_TREE, DISCRETE, "split",
+           "tree.fit_tree marginals → discrete_laplace",
+           "each of the 3 marginals drawn with the marginals' whole ε (shares sum above ε)",
+           lambda: _patched((synthesis_tree, "discrete_laplace",
+                             _draw_at(3, (MARGINAL_PREFIX,))))),
+    Mutant("tree-histograms-frozen-stream", MCGEN_TREE, DISCRETE, "stream",
+           "tree.fit_tree marginals and edge tables → discrete_laplace(rng)",
+           "every marginal and edge table drawn from a copy of the generator",
+           lambda: _patched((synthesis_tree, "discrete_laplace", _frozen_stream()))),
     # ---------------------------------------------------------------- floor
     Mutant("floor-histograms-half-noise", FLOOR, DISCRETE, "scale",
            "floor.noisy_marginals → discrete_laplace",
@@ -641,5 +683,5 @@ CATALOGUE: tuple[Mutant, ...] = (
            lambda: _patched((mechanisms, "exponential_choice", _exponential_without_half))),
 )
 
-__all__ = ["CATALOGUE", "Mutant", "MECHANISMS", "MCGEN_GROUPS", "DISCRETE", "EXPONENTIAL",
-           "MCMC"]
+__all__ = ["CATALOGUE", "Mutant", "MECHANISMS", "MCGEN_GROUPS", "MCGEN_TREE", "DISCRETE",
+           "EXPONENTIAL", "MCMC"]

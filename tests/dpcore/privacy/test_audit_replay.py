@@ -14,7 +14,12 @@ every release forced to the output recorded on D. A private run then:
   other release used (the noise is redrawn from the recorded state and compared);
 * hands the numba samplers (AltExpM's levels, the MCMC chains, Serenade's draws) exactly the
   ε the accountant was charged, with the sensitivity of the score (2 for Gini, 1 or 3 for the
-  pair scores, Δf at the released N̂) and the Hastings correction on.
+  pair scores, Δf at the released N̂) and the Hastings correction on;
+* for every charged exponential mechanism (``mechanisms.exponential_mechanism``, MC-GEN's
+  tree edges): draws at no more than its charged ε/(2Δ), is forced on D′ to D's choice (so
+  the runs stay coupled), moves no candidate's utility by more than Δ, and gives every
+  candidate probabilities on D and D′ whose ratio is within e^ε — the neighbour inequality of
+  the draw's whole release distribution, computed exactly from the recorded utilities.
 
 Every check here is a plain function of no arguments, so
 ``tests/dpcore/privacy/test_privacy_mutants.py`` can run the same checks under each planted bug.
@@ -78,11 +83,13 @@ from dpcore.sequences.params import SequenceMiningParams
 from dpcore.sequences.params import plan_budget as sequence_plan
 from dpcore.synthesis.mcgen import correlation_noise
 from dpcore.synthesis.miner import synthesize
-from dpcore.synthesis.params import CORRELATION_GROUPS, SynthesisParams
+from dpcore.synthesis.params import CORRELATION_GROUPS, TREE, SynthesisParams
 from dpcore.synthesis.params import plan_budget as synthesis_plan
 from tests.support import reference as R
 
 MSG = R.SEED_MSG
+#: The replay case (and mutant family) of MC-GEN-DP with its tree structure.
+MCGEN_TREE = f"{MCGEN}-{TREE}"
 
 #: The sensitivities the privacy argument states (dpcore/redescriptions/PRIVACY.md §6.2),
 #: restated here rather than read from the code under test: Gini scores (AltExpM, AltMCMC) Δ = 2.
@@ -135,9 +142,10 @@ class KernelTaps:
 
 
 def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,  # noqa: PLR0912
-                    steepness: float | None = None) -> list[str]:
+                    steepness: float | None = None, generic=()) -> list[str]:
     """What reached the numba samplers against what the accountant was charged
-    (``steepness``: Serenade's s, to recompute Δf at the released N̂)."""
+    (``steepness``: Serenade's s, to recompute Δf at the released N̂; ``generic``: the
+    :class:`ExponentialDraw` s of ``mechanisms.exponential_mechanism``, checked apart)."""
     problems = []
     calls = list(accountant.calls)
     # AltExpM: one kernel call per tree, its level ε exactly the tree's charged levels (Δ 2)
@@ -178,7 +186,9 @@ def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,  # 
         else:
             mcmc.remove(match)
     # Serenade: the k-th draw's factor is at most its charge's ε/(2Δf), Δf at the released N̂
-    draws = [c for c in calls if c.mechanism == "exponential" and " level " not in c.label]
+    drawn_apart = {id(d.charge) for d in generic}
+    draws = [c for c in calls if c.mechanism == "exponential" and " level " not in c.label
+             and id(c) not in drawn_apart]
     if taps.serenade or draws:
         n_hat_event = next((e for e in events if e.label == "row count N̂"), None)
         if n_hat_event is None:
@@ -199,6 +209,104 @@ def kernel_problems(taps: KernelTaps, accountant: PrivacyAccountant, events,  # 
     return problems
 
 
+@dataclass(frozen=True)
+class ExponentialDraw:
+    """One charged exponential-mechanism draw as ``mechanisms.exponential_index`` saw it."""
+
+    scores: np.ndarray      # the utilities (private: only in a test's memory)
+    factor: float           # what the draw used: probabilities ∝ exp(factor·u)
+    chosen: int             # the released index (on D′: forced to D's)
+    charge: object          # the accountant call made just before the draw
+    state: str              # the generator's state before the draw (repr)
+
+
+@dataclass
+class ExponentialTaps:
+    """Records (and on D′ forces) every draw of the charged exponential mechanism.
+
+    ``mechanisms.exponential_mechanism`` charges the accountant, then calls the module's
+    ``exponential_index``: the wrapper pairs each draw with the accountant's last call. With
+    ``play`` (D's draws) the k-th draw still consumes its uniform, then releases D's k-th
+    choice, as :class:`~dpcore.privacy.audit.NoiseRecorder` forces the noisy releases."""
+
+    accountant: PrivacyAccountant
+    play: list | None = None
+    draws: list = field(default_factory=list)
+    diverged: str | None = None
+    _real: Callable | None = None
+
+    def __enter__(self) -> ExponentialTaps:
+        real = self._real = mechanisms.exponential_index
+
+        def tapped(scores, factor, rng):
+            state = repr(rng.bit_generator.state)
+            chosen = int(real(scores, factor, rng))
+            k = len(self.draws)
+            if self.play is not None and self.diverged is None:
+                if k >= len(self.play):
+                    self.diverged = f"exponential draw {k} was not made on D"
+                elif not np.array_equal(np.isneginf(scores), np.isneginf(self.play[k].scores)):
+                    self.diverged = f"exponential draw {k}: other candidates excluded than on D"
+                else:
+                    chosen = self.play[k].chosen
+            calls = self.accountant.calls
+            self.draws.append(ExponentialDraw(np.array(scores, dtype=np.float64), float(factor),
+                                              chosen, calls[-1] if calls else None, state))
+            return chosen
+
+        mechanisms.exponential_index = tapped
+        return self
+
+    def __exit__(self, *exc) -> None:
+        mechanisms.exponential_index = self._real
+
+
+def _log_probabilities(scores: np.ndarray, factor: float) -> np.ndarray:
+    finite = np.isfinite(scores)
+    z = np.full(scores.shape, -np.inf)
+    z[finite] = factor * (scores[finite] - scores[finite].max())
+    return z - np.log(np.exp(z[finite]).sum())
+
+
+def exponential_problems(draws_d: list, draws_d2: list) -> list[str]:
+    """The charged exponential draws of a run and its forced replay against their charges.
+
+    Each draw must follow an ``exponential`` charge and use at most ε/(2Δ) of it; no two draws
+    may start from one stream state; on the neighbour the same draws must happen, no finite
+    utility may move by more than the charged Δ, and for every candidate i,
+    |ln P_D(i) − ln P_D′(i)| ≤ ε at the factor actually used (the release's e^ε bound)."""
+    problems = []
+    states = [d.state for d in draws_d]
+    if len(set(states)) < len(states):
+        problems.append("two exponential draws started from the same stream state")
+    for k, d in enumerate(draws_d):
+        c = d.charge
+        if c is None or c.mechanism != "exponential":
+            problems.append(f"exponential draw {k} follows no exponential charge ({c})")
+            continue
+        limit = nano_to_epsilon(c.epsilon_nano) / (2.0 * c.sensitivity)
+        if d.factor > limit * (1 + 1e-12):
+            problems.append(f"{c.label}: drawn at factor {d.factor:.12g} > ε/(2Δ) = "
+                            f"{limit:.12g}")
+    if len(draws_d) != len(draws_d2):
+        return problems + [f"{len(draws_d)} exponential draws on D, {len(draws_d2)} on D′"]
+    for d, d2 in zip(draws_d, draws_d2):
+        c = d.charge
+        if c is None:
+            continue
+        finite = np.isfinite(d.scores)
+        moved = float(np.abs(d.scores[finite] - d2.scores[finite]).max(initial=0.0))
+        if moved > c.sensitivity:
+            problems.append(f"{c.label}: a utility moved by {moved:g} > Δ = {c.sensitivity:g}")
+        ratio = float(np.abs(_log_probabilities(d.scores, d.factor)[finite]
+                             - _log_probabilities(d2.scores, d2.factor)[finite]).max())
+        eps = nano_to_epsilon(c.epsilon_nano)
+        if ratio > eps * (1 + 1e-9):
+            problems.append(f"{c.label}: a choice is e^{ratio:.6g} times likelier on one "
+                            f"neighbour (charged ε = {eps:g})")
+    return problems
+
+
 # =========================================================================== one replay
 
 @dataclass
@@ -213,21 +321,24 @@ class Replay:
     recorder_d2: NoiseRecorder
     taps_d: KernelTaps
     taps_d2: KernelTaps
+    exponential_d: ExponentialTaps
+    exponential_d2: ExponentialTaps
     steepness: float | None = None
 
 
 def run_replay(run: Callable, data_d, data_d2, total_nano: int, seed: int) -> Replay:
     """``run(data, rng, accountant)`` on D (recorded) and on D′ (forced to D's outputs)."""
     out = []
-    play = None
+    play = play_draws = None
     for data in (data_d, data_d2):
         accountant = PrivacyAccountant(total_nano)
-        with NoiseRecorder(play=play) as recorder, KernelTaps() as taps:
+        with NoiseRecorder(play=play) as recorder, KernelTaps() as taps, \
+                ExponentialTaps(accountant, play=play_draws) as draws:
             result = run(data, np.random.default_rng(seed), accountant)
-        out.append((result, accountant, recorder, taps))
-        play = recorder.events
-    (r1, a1, rec1, t1), (r2, a2, rec2, t2) = out
-    return Replay(r1, r2, a1, a2, rec1, rec2, t1, t2)
+        out.append((result, accountant, recorder, taps, draws))
+        play, play_draws = recorder.events, draws.draws
+    (r1, a1, rec1, t1, x1), (r2, a2, rec2, t2, x2) = out
+    return Replay(r1, r2, a1, a2, rec1, rec2, t1, t2, x1, x2)
 
 
 def public_release(result) -> dict:
@@ -242,14 +353,17 @@ def assert_private_replay(replay: Replay, name: str) -> None:
     """Every replay check of the module docstring, with messages naming the release."""
     events = replay.recorder_d.events
     assert events, f"{name}: no noisy release was recorded"
+    draws, draws2 = replay.exponential_d.draws, replay.exponential_d2.draws
     problems = (calibration_problems(events, replay.accountant_d.calls)
                 + redraw_problems(events) + shared_streams(events)
                 + kernel_problems(replay.taps_d, replay.accountant_d, events,
-                                  replay.steepness))
+                                  replay.steepness, draws)
+                + exponential_problems(draws, draws2))
     assert not problems, f"{name}: " + "; ".join(problems) + f" {MSG}"
-    assert replay.recorder_d2.diverged is None, (
-        f"{name}: on the neighbour, with every release forced to D's, the run took another "
-        f"path — {replay.recorder_d2.diverged} (a choice before the noise reads the data)")
+    for diverged in (replay.recorder_d2.diverged, replay.exponential_d2.diverged):
+        assert diverged is None, (
+            f"{name}: on the neighbour, with every release forced to D's, the run took "
+            f"another path — {diverged} (a choice before the noise reads the data)")
     try:
         diffs = replay_differences(events, replay.recorder_d2.events)
     except ParameterError as exc:
@@ -372,6 +486,38 @@ def table(extra_row: bool):
     return table_from_frame(frame, schema)
 
 
+#: The tree structure (the default without owner groups) needs more rows per edge-table
+#: cell: 60 rows, two numeric features and one categorical, ε = 10 (K = 2 coarse bins; two
+#: exponential-mechanism rounds, the second with the candidate that stops the forest). In each
+#: class b follows a and c follows a's half, so the second round often picks an edge too
+#: (on the first seed: two edge tables). Class 0 lives in the lower half of a and b and on
+#: levels u, v; D′ adds a class-0 row at the corner (1, 1, "w"), a code of each feature that
+#: class 0 never has: it moves one cell of every marginal, pair table and edge table, and
+#: moves the class's true marginals as far as one record can (so a utility that read them
+#: instead of the released ones would move by ≈ 4, not 1).
+N_TREE = 60
+
+
+def tree_table(extra_row: bool):
+    schema = schema_from_dict({"name": "replay_tree", "public_demo": True,
+                               "label": {"name": "y", "classes": [0, 1]},
+                               "features": [{"name": "a", "type": "numeric", "bounds": [0, 1]},
+                                            {"name": "b", "type": "numeric",
+                                             "bounds": [0, 1]},
+                                            {"name": "c", "type": "categorical",
+                                             "levels": ["u", "v", "w"]}]})
+    half = N_TREE // 2
+    low, high = np.linspace(0.05, 0.45, half), np.linspace(0.55, 0.95, half)
+    frame = pd.DataFrame({"y": [0] * half + [1] * half, "a": np.r_[low, high],
+                          "b": np.r_[low[::-1], high],
+                          "c": np.r_[np.where(low < 0.25, "u", "v"),
+                                     np.where(high < 0.75, "v", "w")]})
+    if extra_row:
+        frame = pd.concat([frame, pd.DataFrame({"y": [0], "a": [1.0], "b": [1.0],
+                                                "c": ["w"]})], ignore_index=True)
+    return table_from_frame(frame, schema)
+
+
 _NO_GROUPS = SynthesisParams(algorithm=MCGEN, epsilon=2.0, structure=CORRELATION_GROUPS)
 SYNTHESIS_PARAMS = {
     MCGEN: SynthesisParams(algorithm=MCGEN, epsilon=2.0, feature_groups=[["a", "b"], ["c"]]),
@@ -380,6 +526,7 @@ SYNTHESIS_PARAMS = {
     f"{MCGEN}-groups": replace(_NO_GROUPS, max_correlation_noise=correlation_noise(
         _NO_GROUPS, 3, N_TABLE + 0.5)),
     FLOOR: SynthesisParams(algorithm=FLOOR, epsilon=2.0),
+    MCGEN_TREE: SynthesisParams(algorithm=MCGEN, epsilon=10.0, structure=TREE),
 }
 
 
@@ -400,12 +547,13 @@ def _runner(name: str):
                 sequences(False), sequences(True),
                 sum(s.epsilon_nano for s in sequence_plan(params)))
     params = SYNTHESIS_PARAMS[name]
+    design = tree_table if name == MCGEN_TREE else table
     return (lambda d, rng, acc: synthesize(d, params, rng=rng, accountant=acc),
-            table(False), table(True), sum(s.epsilon_nano for s in synthesis_plan(params)))
+            design(False), design(True), sum(s.epsilon_nano for s in synthesis_plan(params)))
 
 
 REPLAY_CASES = [MCMCTREEPAIR, ALTMCMC, ALTEXPM, SERENADE_ES, SERENADE_CS, CUSTOM_QUERY,
-                REGION_MAP, PFS2, PFS2_BASELINE, MCGEN, f"{MCGEN}-groups", FLOOR]
+                REGION_MAP, PFS2, PFS2_BASELINE, MCGEN, f"{MCGEN}-groups", MCGEN_TREE, FLOOR]
 
 
 def replay_case(name: str, seed: int | None = None) -> Replay:
@@ -499,3 +647,37 @@ DETECTORS: dict[str, list[Callable[[], None]]] = {
 for _name in (CUSTOM_QUERY, REGION_MAP):
     DETECTORS[_name].append(check_query_table_is_the_release)
 
+
+# ---------------------------------------------------------------- the tree's edge choices
+
+def test_the_tree_case_builds_the_tree_and_its_draws_are_checked():
+    """The MC-GEN tree replay really exercises the tree on both seeds: two edge choices drawn
+    by the charged exponential mechanism (forced and compared on D′; the second with the stop
+    candidate), one or two edge tables, two on at least one seed."""
+    tables = []
+    for seed in (R.BASE_SEED, R.BASE_SEED + 1):
+        replay = replay_case(MCGEN_TREE, seed)
+        draws = replay.exponential_d.draws
+        assert len(draws) == 2 == len(replay.exponential_d2.draws)
+        assert all(d.charge.label.startswith("tree edge") for d in draws)
+        assert [d.scores.size for d in draws] == [3, 4]        # 3 pairs, then + stop
+        tables.append(sum("tree edge table" in e.label for e in replay.recorder_d.events))
+        assert len(replay.result_d.groups) == tables[-1]      # one entry per released edge
+    assert min(tables) >= 1 and max(tables) == 2, tables
+
+
+def test_the_exponential_checks_see_a_hotter_draw_and_a_utility_moved_too_far():
+    """``exponential_problems`` on hand-made draws: a factor above ε/(2Δ), utilities that
+    move by 2 (one up, one down) with Δ = 1, and the e^ε ratio that this breaks."""
+    acc = PrivacyAccountant(10**10)
+    acc.spend("exponential", "x", 10**9, 1.0)
+    charge = acc.calls[-1]
+    u = np.array([0.0, 1.0, -np.inf])
+    ok = ExponentialDraw(u, 0.5, 1, charge, "s")
+    assert exponential_problems([ok], [replace(ok, scores=u + [1.0, 0.0, 0.0])]) == []
+    hot = replace(ok, factor=1.0)
+    assert any("factor" in p for p in exponential_problems([hot], [hot]))
+    far = replace(ok, scores=u + [2.0, -2.0, 0.0])
+    problems = exponential_problems([ok], [far])
+    assert any("moved by 2" in p for p in problems)
+    assert any("likelier" in p for p in problems)

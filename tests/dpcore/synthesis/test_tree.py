@@ -27,7 +27,14 @@ from dpcore.synthesis.params import (
     plan_budget,
     tree_shares,
 )
-from dpcore.synthesis.tree import feature_codes, pair_utilities, tree_bins
+from dpcore.synthesis.tree import (
+    _orient,
+    feature_codes,
+    pair_utilities,
+    realised_shares,
+    stop_utility,
+    tree_bins,
+)
 
 
 def linked_table(n=4_000, seed=0):
@@ -68,10 +75,15 @@ def test_a_tree_run_spends_exactly_its_charge_in_the_planned_calls(linked):
     result = synthesize(linked, params, rng=np.random.default_rng(3), accountant=acc)
     assert result.spent_nano == result.epsilon_nano == epsilon_to_nano(5.0)
     kinds = [c["mechanism"] for c in result.mechanism_calls]
-    # N̂_y, 4 marginals, 3 edge choices, 3 edge tables
-    assert kinds.count("exponential") == 3
-    assert len(kinds) == 1 + 4 + 3 + 3
+    # N̂_y, 4 marginals, one edge choice per edge plus the one that stopped (if any), the
+    # edge tables, which also get the unused rounds' ε
+    edges = len(result.groups)
+    assert 1 <= edges <= 3
+    assert kinds.count("exponential") == min(edges + 1, 3)
+    assert len(kinds) == 1 + 4 + min(edges + 1, 3) + edges
     assert all(g["model"].startswith("tree edge") for g in result.groups)
+    charged = [c["epsilon_nano"] for c in result.mechanism_calls if "edge table" in c["label"]]
+    assert charged == [g["epsilon_nano"] for g in result.groups]
     assert len(result.synthetic) == sum(result.noisy_class_counts.values())
 
 
@@ -140,3 +152,48 @@ def test_the_groups_structure_stays_available(linked):
     assert result.spent_nano == result.epsilon_nano
     with pytest.raises(ParameterError, match="structure"):
         SynthesisParams(structure="chain").validate()
+
+
+def test_realised_shares_move_unused_rounds_to_the_edge_tables_and_keep_the_total():
+    params = SynthesisParams(epsilon=0.7)
+    shares = tree_shares(params, 5)
+    total = sum(s.epsilon_nano for s in shares)
+    for rounds, edges in ((4, 4), (3, 2), (1, 1)):
+        spent = realised_shares(shares, 5, rounds, edges)
+        assert sum(s.epsilon_nano for s in spent) == total
+        assert sum(s.part == SELECTION for s in spent) == rounds
+        tables = [s for s in spent if s.part == EDGE]
+        assert [s.index for s in tables] == [5 + e for e in range(edges)]
+        assert max(s.epsilon_nano for s in tables) - min(s.epsilon_nano for s in tables) <= 1
+    assert realised_shares(shares, 5, 4, 4) == shares
+
+
+def test_stop_weighs_as_much_as_all_open_pairs_at_utility_zero():
+    f = 0.3 / 2.0
+    assert np.isclose(np.exp(f * stop_utility(12, epsilon_to_nano(0.3))), 12.0)
+
+
+def test_a_forest_is_oriented_from_each_tree_s_smallest_feature():
+    assert _orient([(3, 1), (0, 2)], 5) == [(0, 2), (1, 3)]
+    assert _orient([], 3) == []
+
+
+def independent_table(n=3_000, seed=0):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < 0.5).astype(int)
+    schema = schema_from_dict({"name": "independent", "public_demo": True,
+                               "label": {"name": "y", "classes": [0, 1]},
+                               "features": [{"name": f"x{j}", "type": "numeric",
+                                             "bounds": [-1, 1]} for j in range(4)]})
+    frame = pd.DataFrame({"y": y, **{f"x{j}": rng.uniform(-1, 1, n) for j in range(4)}})
+    return table_from_frame(frame, schema)
+
+
+def test_independent_features_stop_the_forest_and_dependent_ones_do_not():
+    """On four independent features a spanning tree would add three edges of noise; the stop
+    candidate (weight ≥ all pairs at utility ≤ 0) ends it early in most runs. On the linked
+    table the strong pair (x0, x1) is always taken."""
+    table = independent_table()
+    edges = [len(synthesize(table, SynthesisParams(epsilon=5.0),
+                            rng=np.random.default_rng(s)).groups) for s in range(6)]
+    assert sum(e < 3 for e in edges) >= 3, edges
