@@ -80,6 +80,8 @@ STEP_SECONDS: dict[str, tuple[float, float]] = {
     "altexpm/faithful": (0.05, 0.01),
     "serenade_es/faithful": (0.05, 0.04),
     "serenade_cs/faithful": (0.05, 0.03),
+    # the intervals' bootstrap kernel alone, fresh cache (load 2–4, 2026-11-29: 19.6–20.5 s)
+    "intervals/bootstrap": (20.00, 0.80),
     "pfs2/strict": (24.40, 0.09),
     "pfs2/faithful": (17.40, 0.05),
     "pfs2_straightforward/strict": (0.05, 0.02),

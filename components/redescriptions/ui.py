@@ -100,7 +100,12 @@ class RedescriptionsUI:
         """Every miner × mode on the tiny two-view dataset (not the paid custom queries)."""
         from dpcore.redescriptions.mining import mine
         from dpcore.redescriptions.params import plan_budget
-        from dpcore.redescriptions.warmup import tiny_dataset, warmup_params
+        from dpcore.redescriptions.warmup import (
+            INTERVALS_KEY,
+            tiny_dataset,
+            warm_intervals,
+            warmup_params,
+        )
 
         data = tiny_dataset()
         steps = []
@@ -117,6 +122,9 @@ class RedescriptionsUI:
                                         f"{ALGORITHM_LABELS[algorithm]} ({mode})",
                                         REDESCRIPTIONS, action,
                                         compile_group(REDESCRIPTIONS, params, mode)))
+        # every charged run stores its intervals: their kernel is compiled before Launch too
+        steps.append(WarmupStep(INTERVALS_KEY, "intervals (bootstrap)", REDESCRIPTIONS,
+                                warm_intervals, f"{REDESCRIPTIONS}:intervals"))
         return steps
 
     def render_upload(self, ledger: Ledger) -> None:

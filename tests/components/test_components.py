@@ -736,6 +736,7 @@ def test_one_warmup_covers_every_family_and_a_family_is_ready_on_its_own_steps()
     """Issue 32: one warm-up (not one per family) runs every miner x mode of every family;
     a page is ready as soon as its own family's steps are done."""
     from components.common.warmup import STEP_SECONDS, WarmupState, warmup_steps
+    from dpcore.redescriptions.warmup import INTERVALS_KEY
     from dpcore.registry import (
         ALGORITHM_SPECS,
         FAMILIES,
@@ -748,6 +749,7 @@ def test_one_warmup_covers_every_family_and_a_family_is_ready_on_its_own_steps()
     steps = warmup_steps()
     expected = {f"{a}/{m}" for f in FAMILIES for a in family_algorithms(f)
                 if a not in REDESCRIPTION_QUERIES for m in ALGORITHM_SPECS[a].modes}
+    expected.add(INTERVALS_KEY)                     # every charged run stores its intervals
     assert [s.key for s in steps] == list(STEP_SECONDS)          # every step is measured
     assert set(STEP_SECONDS) == expected and {s.family for s in steps} == set(FAMILIES)
     state = WarmupState(steps=steps, cold=True)
