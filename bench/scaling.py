@@ -218,7 +218,7 @@ def measure_file_path(rows_list: list[int], *, code: Path, work: Path, n_bool: i
     nothing built before is reused)."""
     results = []
     for rows in rows_list:
-        folder = work / f"cms_{rows}"
+        folder = work / f"cms_{n_bool}x{n_numeric}_{rows}"
         if not (folder / "schema.json").is_file():
             log(f"writing {rows:,} rows to {folder}")
             subprocess.run([sys.executable, "-m", "bench.scaling", "--write-files", str(folder),
