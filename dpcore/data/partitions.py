@@ -31,10 +31,11 @@ that can never be used again (files gone or changed, other loader code, damaged)
 and at most :data:`MAX_ENTRIES` are kept, under an exclusive ``flock`` of
 ``.dpcore_parts/.lock``. Readers take no lock: a build removed while read is a miss.
 
-Memory at registration: the files are read in blocks of :data:`BLOCK_ROWS` rows (pyarrow's
-streaming CSV reader, Parquet row batches); each block is validated by the one loader's cell
-parser (:func:`dpcore.data.loading.parse_cells`) and kept only in its coded form, so no
-float64 copy of a whole Boolean or categorical view and no table of all cells as text ever
+Memory at registration: the files are read in blocks of at most :data:`BLOCK_ROWS` rows and
+:data:`BLOCK_CELLS` cells (pyarrow's streaming CSV reader, Parquet row batches), held as Arrow
+tables; each column of a block becomes Python objects only while the one loader's cell parser
+(:func:`dpcore.data.loading.parse_cells`) validates it, and is kept only in its coded form, so
+no float64 copy of a whole Boolean or categorical view and no table of all cells as text ever
 exists. A file the stream cannot read exactly as the loader reads it (a compressed CSV, a
 duplicated column name) and every refusal go through the whole-file loader
 (:func:`dpcore.data.loading.load_dataset`), whose message names the file, line and reason.
@@ -83,7 +84,8 @@ from dpcore.data.schema import (
 from dpcore.errors import DataError
 
 __all__ = ["PARTS_FOLDER", "MAX_ENTRIES", "ROWS_PER_PARTITION", "BLOCK_ROWS", "Manifest",
-           "load_two_view_partitioned", "ensure_partitions", "read_columns", "build_folder",
+           "BLOCK_CELLS", "load_two_view_partitioned", "ensure_partitions", "read_columns",
+           "build_folder",
            "prune_parts_folder"]
 
 #: Folder, inside the dataset's folder, that holds the builds (one folder per key).
@@ -91,8 +93,10 @@ PARTS_FOLDER = ".dpcore_parts"
 _FORMAT = "dpcore-two-view-parts-v1"
 #: Rows per partition (the last partition holds the rest).
 ROWS_PER_PARTITION = 1 << 20
-#: Rows per block read from a view file at registration.
+#: Most rows per block read from a view file at registration.
 BLOCK_ROWS = 1 << 16
+#: Most cells per block (a wide file is read in fewer rows at a time).
+BLOCK_CELLS = 1 << 22
 #: Most builds kept in one dataset's folder (the most recently used; stale ones always go).
 MAX_ENTRIES = 8
 #: A writer's temporary folder older than this (seconds) belongs to a writer that died.
@@ -439,7 +443,7 @@ def _blocks(path: Path, wanted: list[str]) -> Iterator:
 
         f = pq.ParquetFile(path)
         raw = _raw_names([str(c) for c in f.schema_arrow.names], wanted)
-        for batch in f.iter_batches(batch_size=BLOCK_ROWS, columns=raw):
+        for batch in f.iter_batches(batch_size=_block_rows(len(raw)), columns=raw):
             yield _frame(batch, wanted)
         return
     import pyarrow.csv as pcsv
@@ -454,17 +458,26 @@ def _blocks(path: Path, wanted: list[str]) -> Iterator:
                                   quoted_strings_can_be_null=False, null_values=[])
     reader = pcsv.open_csv(path, parse_options=parse, convert_options=convert,
                            read_options=pcsv.ReadOptions(block_size=1 << 22))
+    rows = _block_rows(len(raw))
     with reader:
         pending = []
         size = 0
         for batch in reader:
             pending.append(batch)
             size += batch.num_rows
-            if size >= BLOCK_ROWS:
-                yield _frame(pa.Table.from_batches(pending), wanted)
+            if size >= rows:
+                table = pa.Table.from_batches(pending)
+                for start in range(0, size, rows):
+                    yield _frame(table.slice(start, rows), wanted)
                 pending, size = [], 0
         if pending:
             yield _frame(pa.Table.from_batches(pending), wanted)
+
+
+def _block_rows(n_columns: int) -> int:
+    """Rows per block: at most :data:`BLOCK_CELLS` cells, between 1,024 and
+    :data:`BLOCK_ROWS` rows."""
+    return max(min(1024, BLOCK_ROWS), min(BLOCK_ROWS, BLOCK_CELLS // max(n_columns, 1)))
 
 
 class _Unstreamable(Exception):
@@ -481,10 +494,23 @@ def _raw_names(header: list[str], wanted: list[str]) -> list[str]:
     return [by_name[w] for w in wanted]
 
 
-def _frame(table, wanted: list[str]):
-    frame = table.to_pandas()
-    frame.columns = wanted
-    return frame
+class _Block:
+    """A block of rows as an Arrow table; a column becomes a pandas Series (Python strings
+    for CSV cells) only when asked for, so one column of cells at a time exists as objects."""
+
+    def __init__(self, table, wanted: list[str]):
+        self.table = table
+        self.index = {name: i for i, name in enumerate(wanted)}
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __getitem__(self, name: str):
+        return self.table.column(self.index[name]).to_pandas()
+
+
+def _frame(table, wanted: list[str]) -> _Block:
+    return _Block(table, wanted)
 
 
 class _ViewStream:

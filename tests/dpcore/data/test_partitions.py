@@ -390,3 +390,23 @@ def test_two_processes_reading_writing_and_pruning_at_once_always_read_the_data(
         assert p.returncode == 0 and out.strip() == "ok", err[-2000:]
     assert len(_entries(folder)) <= 2
     assert not list((folder / PARTS_FOLDER).glob(".tmp-*"))
+
+
+def test_a_wide_file_is_read_in_blocks_of_bounded_cells(tmp_path, monkeypatch):
+    """Blocks hold at most BLOCK_CELLS cells: the parser sees several blocks of a small
+    file when the bound is small, and the result is still the loader's."""
+    folder, schema = _copy(tmp_path, "cms_small")
+    monkeypatch.setattr(partitions, "BLOCK_CELLS", 81 * 300)     # 80 attributes + the id
+    seen = []
+    real = partitions._ViewStream.add
+
+    def add(self, frame, id_column):
+        seen.append(len(frame))
+        return real(self, frame, id_column)
+
+    monkeypatch.setattr(partitions._ViewStream, "add", add)
+    with monkeypatch.context() as m:
+        _no_loader(m)
+        manifest = ensure_partitions(folder, schema)
+    assert max(seen) <= 1024 and sum(seen) == manifest.rows == 3000 and len(seen) >= 3
+    _same(load_two_view_partitioned(folder, schema), load_dataset(folder, schema=schema))
