@@ -687,17 +687,21 @@ def load_two_view_partitioned(source_path, schema: Schema) -> TwoViewDataset:
             os.utime(manifest.folder / _MANIFEST)       # pruning keeps the most recently used
         except OSError:
             pass
+    # A build may be damaged, or pruned by another process between its writing and this
+    # read (readers take no lock): then it is built again, a bounded number of times.
+    for _ in range(3):
+        if manifest is None:
+            try:
+                manifest = _build(source_path, schema, files, digests)
+            except OSError:
+                break
         try:
             return _read_dataset(manifest, schema)
         except (_Damaged, DataError):
-            pass
-    try:
-        manifest = _build(source_path, schema, files, digests)
-    except OSError:
-        from dpcore.data.loading import load_dataset
+            manifest = None
+    from dpcore.data.loading import load_dataset
 
-        return load_dataset(source_path, schema=schema)
-    return _read_dataset(manifest, schema)
+    return load_dataset(source_path, schema=schema)
 
 
 # ---------------------------------------------------------------------------
