@@ -7,6 +7,14 @@ Usage (from the repository root)::
     .venv/bin/python -m bench.scaling                     # mining cases + communication
     .venv/bin/python -m bench.scaling --parts comm        # communication only (≈ 1 min)
     .venv/bin/python -m bench.scaling --rows 115200,1000000 --algorithms altexpm
+    .venv/bin/python -m bench.scaling --parts files --rows 2000000   # register + mine a CSV
+    .venv/bin/python -m bench.scaling --parts files --rows 2000000 --code OTHER_TREE
+
+``--parts files`` measures the real file path: the CMS-like data (CMS-2-1's 40 Boolean + 16
+numeric attributes unless ``--shape``) written as one CSV with its ``schema.json``, then
+``register`` and a charged ``mine`` (MCMCTreePair, InTr 1, MCIter 200: the run's memory, not
+its statistics) each in a fresh interpreter importing ``dpcore`` from ``--code``; peak RSS
+per row is (peak − the process after its imports and a warm-up run) / rows.
 
 Every mining case runs in a fresh subprocess (``--case JSON``), so its peak RSS
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in the child) is its own: kernel warm-up on
@@ -114,6 +122,125 @@ def _fit(points: list[tuple[int, float]]) -> tuple[float, float] | None:
     return my - b * mx, b
 
 
+# --------------------------------------------------------------------------- the file path
+
+#: One step of the file path in a fresh interpreter that imports ``dpcore`` from ``code``
+#: (this checkout, or another tree to compare with), prints a JSON object. Peak RSS is the
+#: step's process: ``register`` (the folder → ledger, content digest and partitions or cache)
+#: or ``mine`` (a charged MCMCTreePair run through ``charge_and_mine``: registered files →
+#: arrays → digest check → prepare → mine → store). ``rss_base_mb`` is the process after
+#: its imports (and, for ``mine``, a warm-up run on the 3,000-row ``cms_small`` sample).
+_FILE_STEP = r"""
+import json, os, resource, secrets, sys, time
+sys.path.insert(0, sys.argv[1])
+step, folder, ledger_path, rows = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+from dpcore.privacy.ledger import Ledger
+from dpcore.privacy.registration import register_folder
+
+
+def rss_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+
+
+ledger = Ledger(ledger_path)
+out = {"step": step, "rows": rows}
+if step == "register":
+    base = rss_mb()
+    start = time.perf_counter()
+    register_folder(ledger, folder, cap=1000.0, name="scaling", actor="bench")
+else:
+    from dpcore.privacy.accounts import hash_password, sign_in
+    from dpcore.privacy.policy import Requester
+    from dpcore.redescriptions.params import TreeParams
+    from dpcore.registry import MCMCTREEPAIR, STRICT
+    from dpcore.runs import charge_and_mine
+
+    password = secrets.token_urlsafe(12)
+    ledger.add_account("bench", "owner", actor="bench",
+                       password_hash=hash_password(password, n=2**4))
+    owner = Requester.signed_in(sign_in(ledger, "bench", password, client="bench",
+                                        entry="api"), actor="bench")
+    params = TreeParams(algorithm=MCMCTREEPAIR, mode=STRICT, epsilon=1.0, in_tr=1,
+                        mc_iter=int(sys.argv[6])).validate()
+    register_folder(ledger, os.path.join(sys.argv[1], "sample_data", "cms_small"),
+                    cap=1000.0, name="warm", actor="bench")
+    charge_and_mine(ledger, "warm", params, requester=owner, seed=1)
+    base = rss_mb()
+    start = time.perf_counter()
+    charge_and_mine(ledger, "scaling", params, requester=owner, seed=1)
+out["wall_s"] = time.perf_counter() - start
+out["rss_base_mb"] = base
+out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+out["load_1min"] = os.getloadavg()[0]
+print(json.dumps(out))
+"""
+
+
+def write_files_dataset(folder: Path, rows: int, n_bool: int, n_numeric: int) -> dict:
+    """The CMS-like data written as one CSV file (id + both views) and its ``schema.json``:
+    what an owner registers. Returns the CSV's size in bytes."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    from dpcore.data.samples import generate_cms_like
+    from dpcore.data.schema import schema_to_dict
+
+    folder.mkdir(parents=True, exist_ok=True)
+    schema, left, right, _ = generate_cms_like(rows, n_bool=n_bool, n_numeric=n_numeric,
+                                               seed=DATA_SEED)
+    table = pa.Table.from_pandas(left.join(right.drop(columns=[schema.id_column])),
+                                 preserve_index=False)
+    del left, right
+    pcsv.write_csv(table, folder / schema.views[0].file)
+    (folder / "schema.json").write_text(json.dumps(schema_to_dict(schema)), encoding="utf-8")
+    return {"csv_bytes": (folder / schema.views[0].file).stat().st_size}
+
+
+def run_file_step(step: str, folder: Path, ledger: Path, rows: int, *, code: Path,
+                  mc_iter: int = 200) -> dict:
+    """One step of the file path (:data:`_FILE_STEP`) in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-c", _FILE_STEP, str(code), step, str(folder),
+                           str(ledger), str(rows), str(mc_iter)], cwd=code,
+                          capture_output=True, text=True, timeout=CASE_TIMEOUT_S)
+    if proc.returncode != 0:
+        return {"step": step, "rows": rows, "error": proc.stderr[-2000:]}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["kib_per_row"] = (out["peak_rss_mb"] - out["rss_base_mb"]) * 1024.0 / rows
+    return out
+
+
+def measure_file_path(rows_list: list[int], *, code: Path, work: Path, n_bool: int,
+                      n_numeric: int, mc_iter: int = 200) -> list[dict]:
+    """Register, then mine, the CMS-like data written as a CSV, at each row count: peak RSS
+    per row of each step (a fresh ledger and a fresh copy of the folder per row count, so
+    nothing built before is reused)."""
+    results = []
+    for rows in rows_list:
+        folder = work / f"cms_{n_bool}x{n_numeric}_{rows}"
+        if not (folder / "schema.json").is_file():
+            log(f"writing {rows:,} rows to {folder}")
+            subprocess.run([sys.executable, "-m", "bench.scaling", "--write-files", str(folder),
+                            "--rows", str(rows), "--shape", f"{n_bool},{n_numeric}"],
+                           cwd=REPO_ROOT, check=True)
+        for built in (folder / ".dpcore_parts", folder / ".dpcore_cache"):
+            if built.exists():
+                import shutil
+
+                shutil.rmtree(built)
+        ledger = work / f"ledger_{rows}.sqlite"
+        ledger.unlink(missing_ok=True)
+        for step in ("register", "mine"):
+            log(f"{step} {rows:,} rows (load {_load():.2f})")
+            out = run_file_step(step, folder, ledger, rows, code=code, mc_iter=mc_iter)
+            out["shape"] = [n_bool, n_numeric]
+            out["code"] = str(code)
+            log(f"  {json.dumps(out)[:300]}")
+            results.append(out)
+    return results
+
+
 # --------------------------------------------------------------------------- communication
 
 def measure_communication(steps: int = 200, leaves: int = 16, partitions: int = 2) -> dict:
@@ -216,10 +343,38 @@ def main(argv=None) -> int:
     parser.add_argument("--parts", default="mine,comm", help="mine, comm or both")
     parser.add_argument("--steps", type=int, default=200, help="communication: steps timed")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results folder")
+    parser.add_argument("--shape", default="40,16",
+                        help="files: Boolean,numeric attributes (default CMS-2-1's 40,16)")
+    parser.add_argument("--code", default=str(REPO_ROOT),
+                        help="files: the tree whose dpcore registers and mines")
+    parser.add_argument("--work", default=str(DEFAULT_OUT / "files"),
+                        help="files: where the CSV datasets and ledgers are written")
+    parser.add_argument("--mc-iter", type=int, default=200, help="files: MCIter of the mine")
+    parser.add_argument("--write-files", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
         print(json.dumps(case(json.loads(args.case))))
         return 0
+    shape = tuple(int(x) for x in args.shape.split(","))
+    if args.write_files:
+        print(json.dumps(write_files_dataset(Path(args.write_files), int(args.rows), *shape)))
+        return 0
+    if args.parts == "files":
+        results = measure_file_path(sorted(int(r) for r in args.rows.split(",")),
+                                    code=Path(args.code).resolve(), work=Path(args.work),
+                                    n_bool=shape[0], n_numeric=shape[1], mc_iter=args.mc_iter)
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "scaling_files.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+        print("| rows | step | wall s | peak RSS MB | KiB per row (peak − base) | load |")
+        print("|---|---|---|---|---|---|")
+        for r in results:
+            if "error" in r:
+                print(f"| {r['rows']:,} | {r['step']} | error | | | |")
+                continue
+            print(f"| {r['rows']:,} | {r['step']} | {r['wall_s']:.1f} | {r['peak_rss_mb']:,.0f} "
+                  f"| {r['kib_per_row']:.2f} | {r['load_1min']:.2f} |")
+        return 1 if any("error" in r for r in results) else 0
     parts = set(args.parts.split(","))
     rows_list = sorted(int(r) for r in args.rows.split(","))
     cases, skipped, comm = [], [], None

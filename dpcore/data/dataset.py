@@ -7,6 +7,9 @@ release. The row count ``n_rows`` is *not* public unless the schema is
 
 from __future__ import annotations
 
+import hashlib
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,3 +112,53 @@ def check_column_codes(attr: Attribute, column: np.ndarray, file: str | None = N
                                 row=int(np.argmax(bad)) + 1)
     else:
         raise DataError(f"unknown attribute type {attr.type!r}", column=attr.name)
+
+
+#: Digests of datasets the loader built from checked partitions (``id`` → (weak ref, hex)).
+_known_digests: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def remember_digest(data: TwoViewDataset, digest: str) -> None:
+    """Record ``digest`` as ``data``'s content digest (for the loader only: it read ``data``
+    from partitions whose every column matched the digests the manifest recorded, and the
+    manifest holds the content digest computed from those columns when they were written)."""
+    key = id(data)
+    _known_digests[key] = (weakref.ref(data, lambda _ref, key=key: _known_digests.pop(key, None)),
+                           digest)
+
+
+def content_digest_of_columns(views: Iterable[tuple[int, int, Iterable[np.ndarray]]]) -> str:
+    """SHA-256 (hex) of a two-view dataset's values given view by view, column by column.
+
+    Parameters
+    ----------
+    views : iterable of (n_attributes, n_rows, columns)
+        Per view, its shape and its columns in schema order (each float64-convertible,
+        ``n_rows`` long; NaN = missing).
+
+    Returns
+    -------
+    str
+        The same digest as hashing each view's whole ``(n_attributes, n_rows)`` float64 array
+        (C order) after its shape, which is what it was before datasets were partitioned:
+        digests recorded by earlier versions stay valid. Every missing value is hashed as one
+        NaN pattern, so the digest is about content. Only one column is copied at a time.
+    """
+    h = hashlib.sha256(b"dpcore-content-v1")
+    for n_attributes, n_rows, columns in views:
+        h.update(np.asarray((n_attributes, n_rows), dtype=np.int64).tobytes())
+        for column in columns:
+            column = np.asarray(column, dtype=np.float64)
+            h.update(np.where(np.isnan(column), np.nan, column).tobytes())
+    return h.hexdigest()
+
+
+def two_view_digest(data: TwoViewDataset) -> str:
+    """The content digest of ``data`` (:func:`content_digest_of_columns`): the manifest's
+    digest when the partition loader built ``data`` (no second pass over the rows), else
+    computed from its arrays."""
+    entry = _known_digests.get(id(data))
+    if entry is not None and entry[0]() is data:
+        return entry[1]
+    return content_digest_of_columns((v.n_attributes, data.n_rows, v.values)
+                                     for v in data.views)

@@ -37,11 +37,11 @@ __all__ = ["TwoViewKind", "SequenceKind", "TableKind", "KINDS", "kind_object",
 
 
 def load_two_view(source_path, schema) -> TwoViewDataset:
-    """The two-view data at ``source_path`` read with the confirmed ``schema`` (through the
-    owner-side columnar cache, :mod:`dpcore.data.columnar_cache`: pandas only on a miss)."""
-    from dpcore.data.columnar_cache import load_two_view_cached
+    """The two-view data at ``source_path`` read with the confirmed ``schema`` (from the
+    owner-side partitions, :mod:`dpcore.data.partitions`: pandas only to build them)."""
+    from dpcore.data.partitions import load_two_view_partitioned
 
-    return load_two_view_cached(source_path, schema)
+    return load_two_view_partitioned(source_path, schema)
 
 
 # The modules behind each kind are imported on first use: pandas and the loaders are not
@@ -63,7 +63,7 @@ class _Kind:
 
 class TwoViewKind(_Kind):
     """The two-view table: :class:`~dpcore.data.schema.Schema` and
-    :class:`~dpcore.data.dataset.TwoViewDataset`, read through the columnar cache."""
+    :class:`~dpcore.data.dataset.TwoViewDataset`, read from its partitions."""
 
     key = KIND_TWO_VIEW
     data_type = TwoViewDataset

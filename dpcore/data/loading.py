@@ -54,7 +54,8 @@ from dpcore.errors import DataError
 
 __all__ = ["load_dataset", "frames_to_dataset", "read_table", "list_sample_datasets",
            "sample_data_dir", "SCHEMA_FILE_NAMES", "LINE_INDEX_NAME", "location",
-           "location_text", "check_ids", "join_view_ids", "check_separator"]
+           "location_text", "check_ids", "join_view_ids", "check_separator", "parse_cells",
+           "check_spread", "view_paths"]
 
 SCHEMA_FILE_NAMES = ("schema.json", "schema.toml")
 #: Index name of a table read from a plain-text file: the index holds each row's line.
@@ -376,6 +377,20 @@ def _parse_coded(series: pd.Series, attr: Attribute, missing: frozenset, file: s
 
 def _parse_column(series: pd.Series, attr: Attribute, missing: frozenset, file: str) -> np.ndarray:
     """One column → float64 (NaN = missing) in the dataset's coding, fully validated."""
+    vals = parse_cells(series, attr, missing, file)
+    present = vals[~np.isnan(vals)]
+    check_spread(attr, int(present.size), present.min() if present.size else None,
+                 present.max() if present.size else None, file)
+    return vals
+
+
+def parse_cells(series: pd.Series, attr: Attribute, missing: frozenset, file: str) -> np.ndarray:
+    """Cells of one column → float64 (NaN = missing) in the dataset's coding.
+
+    Every cell is checked (type, category, domain); what needs the whole column (all
+    missing, constant) is :func:`check_spread`'s, so a file read in blocks can parse each
+    block here and check the column once at the end. Raises DataError naming the cell.
+    """
     if attr.type == NUMERIC:
         vals = _parse_numeric(series, attr, missing, file)
         if attr.domain is not None:
@@ -390,18 +405,22 @@ def _parse_column(series: pd.Series, attr: Attribute, missing: frozenset, file: 
         vals = _parse_coded(series, attr, missing, file)
     else:
         raise DataError(f"unknown attribute type {attr.type!r}", column=attr.name)
-    present = vals[~np.isnan(vals)]
-    if present.size == 0:
+    return vals
+
+
+def check_spread(attr: Attribute, n_present: int, low, high, file: str) -> None:
+    """Refuse a column whose every value is missing (``n_present == 0``) or which is
+    constant (``low == high``, its smallest and largest coded values)."""
+    if n_present == 0:
         raise DataError("every value is missing; remove the attribute from the schema",
                         file=file, column=attr.name)
-    if present.min() == present.max():
-        v = present[0]
+    if low == high:
+        v = low
         shown = (attr.categories[int(v)] if attr.type == CATEGORICAL
                  else ("true" if v else "false") if attr.type == BOOLEAN else f"{v:g}")
         raise DataError(f"constant column: every non-missing value is {shown}; a constant "
                         f"attribute cannot split rows — remove it from the schema",
                         file=file, column=attr.name)
-    return vals
 
 
 def check_ids(frame: pd.DataFrame, id_column: str, file: str) -> np.ndarray:
@@ -616,6 +635,18 @@ def _load_source(schema: Schema, schema_file: str | None) -> TwoViewDataset:
     return frames_to_dataset(schema, frame, None, left_file=label, schema_file=schema_file)
 
 
+def view_paths(base, schema: Schema) -> tuple[tuple[Path, Path], tuple[Path, Path]]:
+    """``((name in messages, resolved path), ...)`` of the left and the right view's file.
+
+    View files must stay inside the dataset folder ``base`` (no absolute paths, "..", links
+    out); both are checked before anything is read (DataError naming the file otherwise).
+    """
+    base = Path(base)
+    lf, rf = schema.views[0].file, schema.views[1].file
+    return ((base / lf, path_inside(base, lf, what="the left view's file")),
+            (base / rf, path_inside(base, rf, what="the right view's file")))
+
+
 def load_dataset(path_or_schema_path=None, *, schema: Schema | str | Path | None = None
                  ) -> TwoViewDataset:
     """Load, validate and align a two-view dataset.
@@ -668,14 +699,9 @@ def load_dataset(path_or_schema_path=None, *, schema: Schema | str | Path | None
     if schema.source is not None:
         return _load_source(schema, schema_file)
     base = base if base is not None else Path.cwd()
-    lf, rf = schema.views[0].file, schema.views[1].file
-    # view files must stay inside the dataset folder (no absolute paths, "..", links out);
-    # both are checked before anything is read
-    left_path, right_path = base / lf, base / rf          # as named in messages
-    left_real = path_inside(base, lf, what="the left view's file")
-    right_real = path_inside(base, rf, what="the right view's file")
+    (left_path, left_real), (right_path, right_real) = view_paths(base, schema)
     left = read_table(left_real, label=str(left_path))
-    if rf == lf:
+    if right_path == left_path:
         return frames_to_dataset(schema, left, None, left_file=str(left_path),
                                  schema_file=schema_file)
     right = read_table(right_real, label=str(right_path))

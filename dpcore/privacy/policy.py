@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.data.dataset import TwoViewDataset
+from dpcore.data.dataset import TwoViewDataset, two_view_digest
 from dpcore.data.kinds import kind_of_data
 from dpcore.errors import DpcoreError, ParameterError
 from dpcore.privacy.accounts import SignedIn
@@ -342,20 +342,13 @@ def content_digest(dataset) -> str:
         ``dataset`` is none of the three dataset types.
     """
     if isinstance(dataset, TwoViewDataset):
-        h = hashlib.sha256(b"dpcore-content-v1")
-        for view in dataset.views:
-            values = np.ascontiguousarray(view.values, dtype=np.float64)
-            # One NaN pattern for every missing value, so the digest is about content.
-            values = np.where(np.isnan(values), np.nan, values)
-            h.update(np.asarray(values.shape, dtype=np.int64).tobytes())
-            h.update(values.tobytes())
-    else:
-        h = hashlib.sha256(b"dpcore-content-v1/" + kind_of_data(dataset).encode())
-        for name, array in dataset.content_arrays():
-            array = np.ascontiguousarray(array)
-            h.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
-            h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
-            h.update(array.tobytes())
+        return two_view_digest(dataset)
+    h = hashlib.sha256(b"dpcore-content-v1/" + kind_of_data(dataset).encode())
+    for name, array in dataset.content_arrays():
+        array = np.ascontiguousarray(array)
+        h.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
+        h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
+        h.update(array.tobytes())
     return h.hexdigest()
 
 

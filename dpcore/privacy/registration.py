@@ -7,7 +7,8 @@ is minable from all three:
 * :func:`register_folder` — a dataset folder that already holds its schema file
   (``schema.json``/``.toml``, ``sequence_schema.json`` or ``synthesis_schema.json``): the
   data are read with that schema through the kind's loader
-  (:func:`dpcore.data.kinds.load_any_dataset`), their content digest is computed
+  (:func:`dpcore.data.kinds.load_any_dataset`; a two-view dataset's files are streamed into
+  columnar partitions, :mod:`dpcore.data.partitions`), their content digest is computed
   (:func:`dpcore.privacy.policy.content_digest`) and the dataset is registered with its
   schema *confirmed* — the schema file is the owner's written declaration of what is public.
 * :func:`register_upload` — uploaded files (name → bytes) and the schema the owner reviewed:
@@ -31,12 +32,19 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from dpcore.data.kinds import kind_of_schema, load_any_dataset, schema_to_dict
+from dpcore.data.kinds import (
+    kind_of_schema,
+    load_any_dataset,
+    load_any_schema,
+    load_registered_data,
+    schema_to_dict,
+)
 from dpcore.data.names import check_dataset_name, path_inside
+from dpcore.data.partitions import ensure_partitions
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import content_digest
-from dpcore.registry import dataset_kind_spec
+from dpcore.registry import KIND_TWO_VIEW, dataset_kind_spec
 
 __all__ = ["register_folder", "register_upload", "check_cap", "check_name_free",
            "schema_file_name"]
@@ -85,12 +93,26 @@ def register_folder(ledger: Ledger, folder, *, cap, name: str | None = None,
         A bad cap, or a bad or taken name. Nothing is registered.
     """
     check_cap(cap)
-    kind, data = load_any_dataset(folder)
-    name = data.schema.name if name is None else name
-    record = ledger.register_dataset(name, data.schema, str(Path(folder).resolve()), cap,
-                                     actor=actor, confirmed=True,
-                                     content_digest=content_digest(data))
+    kind, schema = load_any_schema(folder)
+    digest = _registered_digest(kind, folder, schema)
+    name = schema.name if name is None else name
+    record = ledger.register_dataset(name, schema, str(Path(folder).resolve()), cap,
+                                     actor=actor, confirmed=True, content_digest=digest)
     return kind, record
+
+
+def _registered_digest(kind: str, folder, schema) -> str:
+    """The content digest of the folder's data, checked against ``schema``.
+
+    A two-view dataset's files are streamed into its partitions
+    (:func:`dpcore.data.partitions.ensure_partitions`), whose manifest holds the digest: the
+    rows are never held as float64 views. Other kinds are loaded and hashed.
+    """
+    if kind == KIND_TWO_VIEW:
+        manifest = ensure_partitions(folder, schema)
+        if manifest is not None:
+            return manifest.content_digest
+    return content_digest(load_registered_data(kind, folder, schema))
 
 
 def check_name_free(ledger: Ledger, root, name: str) -> str:

@@ -97,3 +97,52 @@ def test_check_name_free_refuses_a_registered_name_and_an_existing_folder(ledger
         check_name_free(ledger, root, "left")
     with pytest.raises(ParameterError, match="must not contain '/'"):
         check_name_free(ledger, root, "../s")
+
+
+def test_register_folder_streams_a_two_view_dataset_and_records_its_content_digest(
+        tmp_path, monkeypatch):
+    """Registration never calls the whole-file loader on good files (its partitions are
+    streamed), and records the digest a run computes from the loaded data."""
+    import shutil
+
+    import dpcore.data.loading as loading
+    from dpcore.data.loading import load_dataset, sample_data_dir
+    from dpcore.data.partitions import PARTS_FOLDER
+    from dpcore.runs import load_registered
+
+    folder = tmp_path / "sites"
+    shutil.copytree(sample_data_dir() / "sites", folder,
+                    ignore=shutil.ignore_patterns(PARTS_FOLDER, ".dpcore_cache"))
+    expected = content_digest(load_dataset(folder))
+    ledger = Ledger(tmp_path / "l.sqlite")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the whole-file loader was called")
+
+    with monkeypatch.context() as m:
+        m.setattr(loading, "load_dataset", refuse)
+        _, record = register_folder(ledger, folder, cap=1.0)
+        data = load_registered(record)                  # the run's read: the partitions
+    assert record.content_digest == expected == content_digest(data)
+    assert (folder / PARTS_FOLDER).is_dir()
+
+
+def test_a_two_view_folder_with_a_bad_cell_registers_nothing_and_writes_no_partition(tmp_path):
+    import shutil
+
+    from dpcore.data.loading import sample_data_dir
+    from dpcore.data.partitions import PARTS_FOLDER
+
+    folder = tmp_path / "sites"
+    shutil.copytree(sample_data_dir() / "sites", folder,
+                    ignore=shutil.ignore_patterns(PARTS_FOLDER, ".dpcore_cache"))
+    traits = folder / "traits.csv"
+    lines = traits.read_text().splitlines()
+    lines[4] = lines[4].replace(",", ",oops,", 1)
+    traits.write_text("\n".join(lines) + "\n")
+    ledger = Ledger(tmp_path / "l.sqlite")
+    with pytest.raises(DataError, match="line 5"):
+        register_folder(ledger, folder, cap=1.0)
+    assert ledger.list_dataset_cards() == []
+    assert not [p for p in (folder / PARTS_FOLDER).glob("*") if p.name != ".lock"] \
+        if (folder / PARTS_FOLDER).exists() else True

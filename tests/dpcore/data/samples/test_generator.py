@@ -96,12 +96,13 @@ def test_shipped_sample_data_is_reproducible(tmp_path):
 def test_sample_data_is_small():
     # Six samples in three families; the largest is clickstream (50,000 visits, ~1.9 MB),
     # sized so PFS2's supports at the paper's θ stand above the noise at ε = 1.
-    # The owner-side columnar caches that registering a sample writes beside it
-    # (dpcore.data.columnar_cache, git-ignored) are not sample data.
-    from dpcore.data.columnar_cache import CACHE_FOLDER
+    # The owner-side partitions that registering a sample writes beside it
+    # (dpcore.data.partitions, git-ignored) are not sample data; nor are the caches
+    # earlier versions wrote there.
+    from dpcore.data.partitions import PARTS_FOLDER
 
     total = sum(p.stat().st_size for p in sample_data_dir().rglob("*")
-                if p.is_file() and CACHE_FOLDER not in p.parts)
+                if p.is_file() and PARTS_FOLDER not in p.parts and ".dpcore_cache" not in p.parts)
     assert total < 5_000_000
 
 
