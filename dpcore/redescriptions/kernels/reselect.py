@@ -221,7 +221,8 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
                 s += cross[c, jj]
         v[c] = s
     vtot, msum = v[:m].sum(), marg.sum()
-    score[:] = -np.inf
+    for x in range(score.shape[0]):
+        score[x] = -np.inf
     for x in range(2 * m):
         c = x % m
         if used[c] or mask[c] or c <= after:
@@ -320,9 +321,9 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
             after_l, after_r = (i, j) if faithful else (-1, -1)
             for _ in range(n_lit - 1):
                 _extend(lmask, lused, lraw, rmask, rraw, table, left, state, n, max_pvalue,
-                        max_e11, after_l, True, v[:m], score[:2 * m])
+                        max_e11, after_l, np.bool_(True), v[:m], score[:2 * m])
                 _extend(rmask, rused, rraw, lmask, lraw, tt, right, state, n, max_pvalue,
-                        max_e11, after_r, False, v[:k], score[:2 * k])
+                        max_e11, after_r, np.bool_(False), v[:k], score[:2 * k])
             qlc, qrc, ec, jc = _clip(lraw[0], rraw[0], state[0], n)
             lc, rc = lmask.sum(), rmask.sum()
             if (jc >= min_jaccard and ec >= min_support
