@@ -55,7 +55,10 @@ FIXED_BYTES = 512 * 2**20
 #: 10,000 and 40,000 rows, 2026-11-28): 2.5–2.7× when the columnar cache beside the files is
 #: current, 4.2–4.5× when it is not and the CSV is parsed (a worker whose copy of the files
 #: has no cache). 4.5 covers both. Sequences and labelled tables were not measured: the
-#: same factor is applied to their loaded arrays. An estimate, not a bound.
+#: same factor is applied to their loaded arrays. An estimate, not a bound. Measured before
+#: two-view data moved to columnar partitions (``dpcore.data.partitions``), whose ``mine``
+#: peak is lower (docs/SCALING.md): for them the factor over-estimates, the safe side;
+#: re-measure on the partition path before lowering it.
 PEAK_FACTOR = 4.5
 
 _MIB = 2**20
