@@ -570,3 +570,22 @@ def test_a_new_user_reads_frequent_paths_of_the_clickstream(sequence_kernels, se
         assert _metric(page, "Spent ε") == "1"
         page.locator(".stPlotlyChart").nth(1).wait_for()       # the prefix tree
         page.screenshot(path=str(REPO_ROOT / "artifacts" / "sequences.png"), full_page=True)
+        _check_a_short_l1_says_what_it_cut(page)
+
+
+def _check_a_short_l1_says_what_it_cut(page) -> None:
+    """Issue 35: an l1 that cuts frequent long paths says so on the page. The clickstream's
+    3-page paths are frequent at the default θ, so l1 = 2 must name length 3 as cut (the
+    sentence is computed from the release's noisy length histogram only)."""
+    from components.sequences.sequence_form import field_label
+
+    _set_number(page, field_label("l1"), "2")
+    page.get_by_role("button", name=re.compile(r"^Launch PFS2 \(ε = 1\)")).click()
+    page.get_by_role("button", name="Confirm and run").click()
+    warning = page.get_by_text(re.compile(r"Length cut: this run mined sequences of at most "
+                                          r"lmax = 2 items"))
+    warning.wait_for()
+    # lmax = l1 = 2: the histogram stops at l1, so what may be cut is "more than l1 = 2"
+    assert "frequent sequences of more than l1 = 2 items may exist" in warning.inner_text(), \
+        warning.inner_text()
+    assert _metric(page, "Spent ε") == "2"
