@@ -1253,7 +1253,9 @@ def _add_experiment_command(sub) -> None:
                           "code as written, NOT ε-DP; the report's title names the mode)")
     seq = exp.add_argument_group("--family sequences")
     seq.add_argument("--shapes", type=_csv(str, "--shapes"), default="msnbc,bible,house_power",
-                     help="generated data shapes of the PFS2 paper")
+                     help="generated data shapes: msnbc, bible, house_power (the PFS2 "
+                          "paper's), power_runs_width, power_runs_quantile (House_Power's "
+                          "size with long constant runs, two binnings)")
     seq.add_argument("--theta", action="append", metavar="SHAPE=θ,θ,…",
                      help="θ grid of one shape (repeatable; default: the paper's)")
     seq.add_argument("--scale", type=float, default=1.0,

@@ -110,7 +110,20 @@ def _house_power(n: int, seed: int) -> SequenceDataset:
     return samples.generate_house_power(n, seed, name="house_power_shape")
 
 
-#: The three shapes of Xu et al. (2015), generated (:mod:`dpcore.sequences.samples`).
+def _power_runs_width(n: int, seed: int) -> SequenceDataset:
+    return samples.generate_power_runs(n, seed, binning=samples.EQUAL_WIDTH,
+                                       name="power_runs_width_shape")
+
+
+def _power_runs_quantile(n: int, seed: int) -> SequenceDataset:
+    return samples.generate_power_runs(n, seed, binning=samples.QUANTILE,
+                                       name="power_runs_quantile_shape")
+
+
+#: The three shapes of Xu et al. (2015), generated (:mod:`dpcore.sequences.samples`), and
+#: House_Power's size with long constant runs in its two binnings
+#: (:func:`~dpcore.sequences.samples.generate_power_runs`), the shape of the household data
+#: on which PFS2 was reported below its baseline.
 SHAPES = {
     "msnbc": ShapeSetting("MSNBC shape (989,818 records × 17 items)", 989_818, 8,
                           (0.005, 0.01, 0.015, 0.02, 0.025), _msnbc, 1),
@@ -118,6 +131,13 @@ SHAPES = {
                           36_369, 32, (0.1, 0.12, 0.14, 0.16, 0.18), _bible, 2),
     "house_power": ShapeSetting("House_Power shape (40,986 windows × 50, 21 levels)", 40_986,
                                 30, (0.3, 0.32, 0.34, 0.36, 0.38), _house_power, 3),
+    "power_runs_width": ShapeSetting("House_Power size with long constant runs, equal-width "
+                                     "levels (40,986 windows × 50, 21 levels)", 40_986, 30,
+                                     (0.3, 0.32, 0.34, 0.36, 0.38), _power_runs_width, 4),
+    "power_runs_quantile": ShapeSetting("House_Power size with long constant runs, quantile "
+                                        "levels (40,986 windows × 50, 21 levels)", 40_986, 30,
+                                        (0.3, 0.32, 0.34, 0.36, 0.38), _power_runs_quantile,
+                                        5),
 }
 
 

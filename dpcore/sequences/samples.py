@@ -17,7 +17,9 @@ Shipped samples (``python -m dpcore.sequences.samples --write sample_data``):
 Benchmark shapes (not shipped; :func:`msnbc_shape`, :func:`bible_shape`,
 :func:`house_power_shape`): the same generators at the papers' full sizes — 989,818
 clickstreams over 17 items; 36,369 "verses" of a Zipf word stream over 13,905 words (mean
-length 21.6, at most 100); 40,986 power windows of 50 × 21 levels.
+length 21.6, at most 100); 40,986 power windows of 50 × 21 levels. And House_Power's
+size with long constant runs (:func:`generate_power_runs`, equal-width or quantile levels),
+the shape of real household power data: quiet stretches of hours in one level.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from scipy.signal import lfilter
 
 from dpcore.data.sequences.dataset import SequenceDataset
 from dpcore.data.sequences.loading import write_alphabet_file, write_record_lines
@@ -35,8 +38,10 @@ from dpcore.data.sequences.schema import (
     SequenceSchema,
     save_sequence_schema,
 )
+from dpcore.errors import ParameterError
 
 __all__ = ["MSNBC_CATEGORIES", "generate_clickstream", "generate_house_power",
+           "generate_power_runs", "EQUAL_WIDTH", "QUANTILE", "POWER_BINNINGS",
            "generate_word_stream", "msnbc_shape", "bible_shape", "house_power_shape",
            "write_sample", "write_samples", "main"]
 
@@ -178,6 +183,102 @@ def generate_house_power(n_windows: int = 2_000, seed: int = 20242, *, window: i
         files={"format": LINES, "records": "records.txt", "alphabet": "alphabet.txt"})
     indptr = np.arange(n_windows + 1, dtype=np.int64) * window
     return SequenceDataset(schema, indptr, levels.ravel())
+
+
+#: Binnings of :func:`generate_power_runs`: 21 equal-width levels over the readings' range
+#: (most readings fall in the lowest level, so quiet windows are one long constant run), or
+#: 21 levels at the readings' quantiles (every level about 1/21 of the readings).
+EQUAL_WIDTH, QUANTILE = "equal_width", "quantile"
+POWER_BINNINGS = (EQUAL_WIDTH, QUANTILE)
+
+# Regimes of the household's draw (kW): mean, within-regime spread, mean dwell (minutes),
+# and the weight of the regime as the next one. Chosen so that the whole series has
+# median ≈ 0.6 kW, quartiles ≈ 0.3 / 1.5 kW and a maximum near 11 kW, and so that a third
+# of the 50-minute windows lie inside one quiet stretch, as in the household power
+# consumption data behind the House_Power set of Xu et al. (2015).
+_REGIME_MEAN = np.array([0.25, 0.42, 1.40, 2.40, 4.20, 6.50])
+_REGIME_SPREAD = np.array([0.04, 0.07, 0.25, 0.40, 0.70, 1.50])
+_REGIME_DWELL = np.array([240.0, 90.0, 45.0, 30.0, 20.0, 8.0])
+_REGIME_NEXT = np.array([0.06, 0.10, 0.21, 0.22, 0.20, 0.21])
+#: AR(1) coefficient of the per-minute wobble inside a regime: the draw drifts slowly, so a
+#: reading stays in its level for minutes, not one.
+_WOBBLE = 0.97
+
+
+def _power_series(minutes: int, rng: np.random.Generator) -> np.ndarray:
+    """A household's draw (kW), one reading a minute: regimes of geometric dwell times, a
+    slow AR(1) wobble inside each, clipped to [0.076, 11.12] kW (the real data's range)."""
+    n = _REGIME_MEAN.size
+    # the next regime is drawn by weight among the other regimes
+    nxt = np.tile(_REGIME_NEXT, (n, 1))
+    np.fill_diagonal(nxt, 0.0)
+    cum = np.cumsum(nxt / nxt.sum(axis=1, keepdims=True), axis=1)
+    regime = int(rng.choice(n, p=_REGIME_NEXT))
+    regimes, dwells, total = [], [], 0
+    while total < minutes:
+        dwell = int(rng.geometric(1.0 / _REGIME_DWELL[regime]))
+        regimes.append(regime)
+        dwells.append(dwell)
+        total += dwell
+        regime = min(int(np.searchsorted(cum[regime], rng.random())), n - 1)
+    per_minute = np.repeat(np.asarray(regimes), np.asarray(dwells))[:minutes]
+    wobble = lfilter([np.sqrt(1.0 - _WOBBLE ** 2)], [1.0, -_WOBBLE],
+                     rng.standard_normal(minutes))
+    power = _REGIME_MEAN[per_minute] + _REGIME_SPREAD[per_minute] * wobble
+    return np.clip(power, 0.076, 11.12)
+
+
+def _bin_levels(power: np.ndarray, binning: str, levels: int) -> np.ndarray:
+    if binning == EQUAL_WIDTH:
+        edges = np.linspace(power.min(), power.max(), levels + 1)[1:-1]
+    else:
+        edges = np.quantile(power, np.arange(1, levels) / levels)
+    return np.searchsorted(edges, power, side="right").astype(np.int32)
+
+
+def generate_power_runs(n_windows: int = 2_000, seed: int = 20244, *, window: int = 50,
+                        binning: str = EQUAL_WIDTH, name: str = "power_runs",
+                        public_demo: bool = False) -> SequenceDataset:
+    """Household power windows with long constant runs (synthetic), in 21 levels.
+
+    One series of ``n_windows · window`` minute readings (kW): the household switches
+    between regimes (night base load, standby, light use, cooking, heating, peaks) that
+    last tens to hundreds of minutes, with a slow wobble inside each; the series is
+    discretised into 21 levels by ``binning`` and cut into consecutive windows of
+    ``window`` minutes. With :data:`EQUAL_WIDTH` half the readings fall in the lowest
+    level and a third of the windows are one constant run of it (frequent sequences of
+    more than 40 items at θ = 0.3); with :data:`QUANTILE` each level holds about 1/21 of
+    the readings and quiet windows wander over the lowest few levels.
+
+    Parameters
+    ----------
+    n_windows : int
+        Number of records (windows).
+    seed : int
+        Seed of the generator.
+    window : int
+        Readings (minutes) per record.
+    binning : {"equal_width", "quantile"}
+        How the readings become levels.
+    """
+    if binning not in POWER_BINNINGS:
+        raise ParameterError(f"binning must be one of {', '.join(POWER_BINNINGS)}; got {binning!r}")
+    rng = np.random.default_rng(seed)
+    k = _POWER_LEVELS
+    levels = _bin_levels(_power_series(n_windows * window, rng), binning, k)
+    kind = "equal-width" if binning == EQUAL_WIDTH else "quantile"
+    schema = SequenceSchema(
+        name=name, alphabet=tuple(f"L{i:02d}" for i in range(k)), l1=30,
+        public_demo=public_demo,
+        description=f"Synthetic household power draw, one reading a minute, in {k} "
+                    f"{kind} levels (L00 lowest … L{k - 1:02d} highest), cut into windows "
+                    f"of {window} minutes; regimes lasting tens to hundreds of minutes give "
+                    "long constant runs.",
+        provenance=f"synthetic, dpcore.sequences.samples.generate_power_runs(n_windows="
+                   f"{n_windows}, seed={seed}, window={window}, binning={binning!r})",
+        files={"format": LINES, "records": "records.txt", "alphabet": "alphabet.txt"})
+    indptr = np.arange(n_windows + 1, dtype=np.int64) * window
+    return SequenceDataset(schema, indptr, levels)
 
 
 def generate_word_stream(n_records: int = 36_369, n_items: int = 13_905, seed: int = 20243, *,

@@ -115,3 +115,14 @@ def test_cli_family_sequences_is_owner_only_and_writes_the_report(tmp_path, monk
     cells = json.loads((tmp_path / "rep" / "metrics.json").read_text(encoding="utf-8"))["cells"]
     assert [c["algorithm"] for c in cells] == [PFS2_BASELINE]
     assert main(args[:-2] + ["--runs", "1,2", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_the_power_run_shapes_are_house_power_sized_windows_in_their_binnings():
+    width, quantile = shape_dataset("power_runs_width", 0.01), shape_dataset(
+        "power_runs_quantile", 0.01)
+    for data in (width, quantile):
+        assert data.n_records == round(0.01 * 40_986) and (data.lengths == 50).all()
+        assert data.schema.n_items == 21
+    # equal-width: the quiet regimes put most readings in the lowest level; quantile: none
+    assert (width.items == 0).mean() > 0.4 > (quantile.items == 0).mean()
+    assert SHAPES["power_runs_width"].thetas == SHAPES["house_power"].thetas

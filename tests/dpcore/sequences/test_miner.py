@@ -21,6 +21,7 @@ from dpcore.privacy.accountant import PrivacyAccountant
 from dpcore.privacy.units import epsilon_to_nano, nano_to_epsilon
 from dpcore.registry import FAITHFUL, STRICT
 from dpcore.sequences import miner as miner_module
+from dpcore.sequences import samples
 from dpcore.sequences.evaluate import (
     exact_frequent_sequences,
     f_score,
@@ -36,6 +37,7 @@ from dpcore.sequences.miner import (
 from dpcore.sequences.params import (
     HELP,
     MAX_LENGTH,
+    PFS2,
     PFS2_BASELINE,
     PRUNE,
     VERIFY,
@@ -402,3 +404,18 @@ def test_f_score_and_relative_error_helpers():
     assert median_relative_error({(1,): 110.0, (2,): 45.0, (3,): 5.0},
                                  supports={(1,): 100, (2,): 50, (3,): 0}) == pytest.approx(0.1)
     assert support_threshold(0.02, 989_818) == 19_797
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.1])
+def test_strict_pfs2_verifies_as_the_baseline_on_household_power_runs(epsilon):
+    # Issue 35 saw PFS2 below the baseline on household power data. On the shape with
+    # long constant runs (21 levels, windows of 50) no level of strict PFS2 floods, prunes,
+    # buys a histogram or concentrates, so it must make the baseline's calls and, on the
+    # same seed, release exactly what the baseline releases (docs/results.md, issue 35).
+    data = samples.generate_power_runs(2_000, 11)
+    runs = [mine_frequent_sequences(
+        data, SequenceMiningParams(algorithm=algorithm, epsilon=epsilon, theta=0.3),
+        rng=np.random.default_rng([1, 0])) for algorithm in (PFS2, PFS2_BASELINE)]
+    calls = [[(c["epsilon_nano"], c["sensitivity"]) for c in r.mechanism_calls] for r in runs]
+    assert len(runs[0].levels) >= 3 and calls[0] == calls[1]
+    assert runs[0].supports() == runs[1].supports() and runs[0].supports()

@@ -4,12 +4,17 @@ alphabets and shapes, and written samples load back."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dpcore.data.sequences.loading import load_sequence_dataset
+from dpcore.errors import ParameterError
 from dpcore.sequences.samples import (
+    EQUAL_WIDTH,
     MSNBC_CATEGORIES,
+    QUANTILE,
     generate_clickstream,
     generate_house_power,
+    generate_power_runs,
     generate_word_stream,
     write_sample,
 )
@@ -28,6 +33,33 @@ def test_house_power_windows_have_the_declared_length():
     data = generate_house_power(40, seed=1, window=50)
     assert data.n_records == 40 and (data.lengths == 50).all()
     assert data.schema.n_items == 21 and data.schema.public_demo
+
+
+def test_power_runs_have_long_constant_runs_in_equal_width_levels():
+    data = generate_power_runs(3000, seed=4, binning=EQUAL_WIDTH)
+    assert data.n_records == 3000 and (data.lengths == 50).all()
+    levels = data.items.reshape(3000, 50)
+    assert np.array_equal(levels, generate_power_runs(3000, seed=4).items.reshape(3000, 50))
+    shares = np.bincount(levels.ravel(), minlength=21) / levels.size
+    # the quiet regimes fall in the lowest level: about half the readings, and a third or
+    # more of the windows are one constant run of it (frequent sequences of 50 items)
+    assert 0.4 < shares[0] < 0.7 and shares[-1] < 0.01
+    constant = (levels == levels[:, :1]).all(axis=1)
+    assert 0.25 < constant.mean() < 0.6 and (levels[constant, 0] == 0).mean() > 0.9
+
+
+def test_power_runs_in_quantile_levels_fill_every_level_and_keep_runs():
+    levels = generate_power_runs(3000, seed=4, binning=QUANTILE).items.reshape(3000, 50)
+    shares = np.bincount(levels.ravel(), minlength=21) / levels.size
+    assert np.allclose(shares, 1 / 21, atol=0.002)
+    changes = (np.diff(levels, axis=1) != 0).sum(axis=1)
+    # a reading stays in its level for minutes: far fewer changes than 49 per window
+    assert 5 < changes.mean() < 25
+
+
+def test_power_runs_name_a_bad_binning():
+    with pytest.raises(ParameterError, match="binning must be one of"):
+        generate_power_runs(10, binning="log")
 
 
 def test_word_streams_follow_their_shape():
