@@ -14,7 +14,11 @@ Usage (from the repository root)::
 numeric attributes unless ``--shape``) written as one CSV with its ``schema.json``, then
 ``register`` and a charged ``mine`` (MCMCTreePair, InTr 1, MCIter 200: the run's memory, not
 its statistics) each in a fresh interpreter importing ``dpcore`` from ``--code``; peak RSS
-per row is (peak − the process after its imports and a warm-up run) / rows.
+per row is (peak − the process after its imports and a warm-up run) / rows. ``--kind table``
+does the same for an Adult-shaped table (one CSV; the class-marginals floor) and ``--kind
+sequences`` for clickstream-like records (a record-per-line file; PFS2, θ 0.05), warmed on a
+copy of ``pima_like`` or ``clickstream``; ``--file-steps mine`` mines what the last
+registration in ``--work`` left.
 
 Every mining case runs in a fresh subprocess (``--case JSON``), so its peak RSS
 (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` in the child) is its own: kernel warm-up on
@@ -36,6 +40,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bench.settings import CMS_BOOL, CMS_NUMERIC, DATA_SEED, DEFAULT_OUT, REPO_ROOT, RUN_SEED, log
@@ -145,7 +150,8 @@ def rss_mb():
 
 
 ledger = Ledger(ledger_path)
-out = {"step": step, "rows": rows}
+kind = sys.argv[7] if len(sys.argv) > 7 else "two_view"
+out = {"step": step, "rows": rows, "kind": kind}
 if step == "register":
     base = rss_mb()
     start = time.perf_counter()
@@ -153,23 +159,41 @@ if step == "register":
 else:
     from dpcore.privacy.accounts import hash_password, sign_in
     from dpcore.privacy.policy import Requester
-    from dpcore.redescriptions.params import TreeParams
-    from dpcore.registry import MCMCTREEPAIR, STRICT
     from dpcore.runs import charge_and_mine
 
     password = secrets.token_urlsafe(12)
-    ledger.add_account("bench", "owner", actor="bench",
+    user = "bench-" + secrets.token_hex(4)     # a mine may follow an earlier one's ledger
+    ledger.add_account(user, "owner", actor="bench",
                        password_hash=hash_password(password, n=2**4))
-    owner = Requester.signed_in(sign_in(ledger, "bench", password, client="bench",
+    owner = Requester.signed_in(sign_in(ledger, user, password, client="bench",
                                         entry="api"), actor="bench")
-    params = TreeParams(algorithm=MCMCTREEPAIR, mode=STRICT, epsilon=1.0, in_tr=1,
-                        mc_iter=int(sys.argv[6])).validate()
-    register_folder(ledger, os.path.join(sys.argv[1], "sample_data", "cms_small"),
-                    cap=1000.0, name="warm", actor="bench")
-    charge_and_mine(ledger, "warm", params, requester=owner, seed=1)
+    if kind == "table":
+        from dpcore.registry import FLOOR, STRICT
+        from dpcore.synthesis.params import SynthesisParams
+        params = SynthesisParams(algorithm=FLOOR, mode=STRICT, epsilon=1.0).validate()
+        warm = "pima_like"
+    elif kind == "sequences":
+        from dpcore.registry import PFS2, STRICT
+        from dpcore.sequences.params import SequenceMiningParams
+        params = SequenceMiningParams(algorithm=PFS2, mode=STRICT, epsilon=1.0,
+                                      theta=0.05).validate()
+        warm = "clickstream"
+    else:
+        from dpcore.redescriptions.params import TreeParams
+        from dpcore.registry import MCMCTREEPAIR, STRICT
+        params = TreeParams(algorithm=MCMCTREEPAIR, mode=STRICT, epsilon=1.0, in_tr=1,
+                            mc_iter=int(sys.argv[6])).validate()
+        warm = "cms_small"
+    import shutil, tempfile
+    warm_copy = os.path.join(tempfile.mkdtemp(), warm)   # its partitions stay out of the tree
+    shutil.copytree(os.path.join(sys.argv[1], "sample_data", warm), warm_copy)
+    warm = "warm-" + secrets.token_hex(4)
+    register_folder(ledger, warm_copy, cap=1000.0, name=warm, actor="bench")
+    seed = 1 if kind == "two_view" else None   # a seed only on public demo data
+    charge_and_mine(ledger, warm, params, requester=owner, seed=seed)
     base = rss_mb()
     start = time.perf_counter()
-    charge_and_mine(ledger, "scaling", params, requester=owner, seed=1)
+    charge_and_mine(ledger, "scaling", params, requester=owner, seed=seed)
 out["wall_s"] = time.perf_counter() - start
 out["rss_base_mb"] = base
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -198,11 +222,37 @@ def write_files_dataset(folder: Path, rows: int, n_bool: int, n_numeric: int) ->
     return {"csv_bytes": (folder / schema.views[0].file).stat().st_size}
 
 
+def write_kind_files(folder: Path, rows: int, kind: str) -> dict:
+    """A labelled table (Adult-shaped, ``generate_adult_like``) as one CSV, or a sequence
+    dataset (clickstream-like, ``generate_clickstream``) as a record-per-line file, with its
+    schema: what an owner registers. Returns the data file's size in bytes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if kind == "table":
+        from dpcore.data.table.schema import schema_to_dict
+        from dpcore.synthesis.samples import adult_like_schema, generate_adult_like
+
+        generate_adult_like(rows, seed=DATA_SEED).to_csv(folder / "adult.csv", index=False)
+        raw = {**schema_to_dict(adult_like_schema()), "file": "adult.csv", "public_demo": False}
+        (folder / "synthesis_schema.json").write_text(json.dumps(raw), encoding="utf-8")
+        return {"data_bytes": (folder / "adult.csv").stat().st_size}
+    from dpcore.data.sequences.loading import write_alphabet_file, write_record_lines
+    from dpcore.data.sequences.schema import save_sequence_schema
+    from dpcore.sequences.samples import generate_clickstream
+
+    data = generate_clickstream(rows, DATA_SEED, max_length=2_000)
+    schema = replace(data.schema, files={"format": "lines", "records": "records.txt",
+                                    "alphabet": "alphabet.txt"}, public_demo=False)
+    save_sequence_schema(schema, folder / "sequence_schema.json")
+    write_record_lines(data, folder / "records.txt")
+    write_alphabet_file(schema, folder / "alphabet.txt")
+    return {"data_bytes": (folder / "records.txt").stat().st_size}
+
+
 def run_file_step(step: str, folder: Path, ledger: Path, rows: int, *, code: Path,
-                  mc_iter: int = 200) -> dict:
+                  mc_iter: int = 200, kind: str = "two_view") -> dict:
     """One step of the file path (:data:`_FILE_STEP`) in a fresh interpreter."""
     proc = subprocess.run([sys.executable, "-c", _FILE_STEP, str(code), step, str(folder),
-                           str(ledger), str(rows), str(mc_iter)], cwd=code,
+                           str(ledger), str(rows), str(mc_iter), kind], cwd=code,
                           capture_output=True, text=True, timeout=CASE_TIMEOUT_S)
     if proc.returncode != 0:
         return {"step": step, "rows": rows, "error": proc.stderr[-2000:]}
@@ -212,28 +262,39 @@ def run_file_step(step: str, folder: Path, ledger: Path, rows: int, *, code: Pat
 
 
 def measure_file_path(rows_list: list[int], *, code: Path, work: Path, n_bool: int,
-                      n_numeric: int, mc_iter: int = 200) -> list[dict]:
-    """Register, then mine, the CMS-like data written as a CSV, at each row count: peak RSS
-    per row of each step (a fresh ledger and a fresh copy of the folder per row count, so
-    nothing built before is reused)."""
+                      n_numeric: int, mc_iter: int = 200, kind: str = "two_view",
+                      steps: tuple[str, ...] = ("register", "mine")) -> list[dict]:
+    """Register, then mine, data written as files, at each row count: peak RSS per row of
+    each step (a fresh ledger and the folder's partitions removed per row count, so nothing
+    built before is reused). ``kind``: the CMS-like two-view data as a CSV (MCMCTreePair),
+    an Adult-shaped ``table`` (the class-marginals floor) or clickstream-like ``sequences``
+    (PFS2, θ 0.05). ``steps`` without ``register`` mines what an earlier call registered."""
     results = []
     for rows in rows_list:
-        folder = work / f"cms_{n_bool}x{n_numeric}_{rows}"
-        if not (folder / "schema.json").is_file():
+        if kind == "two_view":
+            folder = work / f"cms_{n_bool}x{n_numeric}_{rows}"
+            marker, write = folder / "schema.json", ["--shape", f"{n_bool},{n_numeric}"]
+        else:
+            folder = work / f"{kind}_{rows}"
+            marker = folder / ("synthesis_schema.json" if kind == "table"
+                               else "sequence_schema.json")
+            write = ["--kind", kind]
+        if not marker.is_file():
             log(f"writing {rows:,} rows to {folder}")
             subprocess.run([sys.executable, "-m", "bench.scaling", "--write-files", str(folder),
-                            "--rows", str(rows), "--shape", f"{n_bool},{n_numeric}"],
-                           cwd=REPO_ROOT, check=True)
-        for built in (folder / ".dpcore_parts", folder / ".dpcore_cache"):
-            if built.exists():
-                import shutil
-
-                shutil.rmtree(built)
+                            "--rows", str(rows), *write], cwd=REPO_ROOT, check=True)
         ledger = work / f"ledger_{rows}.sqlite"
-        ledger.unlink(missing_ok=True)
-        for step in ("register", "mine"):
+        if "register" in steps:       # nothing built before is reused
+            for built in (folder / ".dpcore_parts", folder / ".dpcore_cache"):
+                if built.exists():
+                    import shutil
+
+                    shutil.rmtree(built)
+            ledger.unlink(missing_ok=True)
+        for step in steps:
             log(f"{step} {rows:,} rows (load {_load():.2f})")
-            out = run_file_step(step, folder, ledger, rows, code=code, mc_iter=mc_iter)
+            out = run_file_step(step, folder, ledger, rows, code=code, mc_iter=mc_iter,
+                                kind=kind)
             out["shape"] = [n_bool, n_numeric]
             out["code"] = str(code)
             log(f"  {json.dumps(out)[:300]}")
@@ -351,18 +412,27 @@ def main(argv=None) -> int:
                         help="files: where the CSV datasets and ledgers are written")
     parser.add_argument("--mc-iter", type=int, default=200, help="files: MCIter of the mine")
     parser.add_argument("--write-files", help=argparse.SUPPRESS)
+    parser.add_argument("--file-steps", default="register,mine",
+                        help="files: the steps run (mine alone reuses the last registration)")
+    parser.add_argument("--kind", default="two_view", choices=("two_view", "table", "sequences"),
+                        help="files: the dataset kind written, registered and mined")
     args = parser.parse_args(argv)
     if args.case:
         print(json.dumps(case(json.loads(args.case))))
         return 0
     shape = tuple(int(x) for x in args.shape.split(","))
     if args.write_files:
+        if args.kind != "two_view":
+            print(json.dumps(write_kind_files(Path(args.write_files), int(args.rows),
+                                              args.kind)))
+            return 0
         print(json.dumps(write_files_dataset(Path(args.write_files), int(args.rows), *shape)))
         return 0
     if args.parts == "files":
         results = measure_file_path(sorted(int(r) for r in args.rows.split(",")),
                                     code=Path(args.code).resolve(), work=Path(args.work),
-                                    n_bool=shape[0], n_numeric=shape[1], mc_iter=args.mc_iter)
+                                    n_bool=shape[0], n_numeric=shape[1], mc_iter=args.mc_iter,
+                                    kind=args.kind, steps=tuple(args.file_steps.split(",")))
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "scaling_files.json").write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -118,13 +118,22 @@ def check_column_codes(attr: Attribute, column: np.ndarray, file: str | None = N
 _known_digests: dict[int, tuple[weakref.ref, str]] = {}
 
 
-def remember_digest(data: TwoViewDataset, digest: str) -> None:
-    """Record ``digest`` as ``data``'s content digest (for the loader only: it read ``data``
-    from partitions whose every column matched the digests the manifest recorded, and the
-    manifest holds the content digest computed from those columns when they were written)."""
+def remember_digest(data, digest: str) -> None:
+    """Record ``digest`` as ``data``'s content digest (for the partition loaders only: they
+    read ``data`` — a dataset of any kind — from partitions whose every column matched the
+    digests the manifest recorded, and the manifest holds the content digest computed from
+    those columns when they were written)."""
     key = id(data)
     _known_digests[key] = (weakref.ref(data, lambda _ref, key=key: _known_digests.pop(key, None)),
                            digest)
+
+
+def known_digest(data) -> str | None:
+    """The content digest a partition loader recorded for ``data`` (None: not recorded)."""
+    entry = _known_digests.get(id(data))
+    if entry is not None and entry[0]() is data:
+        return entry[1]
+    return None
 
 
 def content_digest_of_columns(views: Iterable[tuple[int, int, Iterable[np.ndarray]]]) -> str:
@@ -157,8 +166,8 @@ def two_view_digest(data: TwoViewDataset) -> str:
     """The content digest of ``data`` (:func:`content_digest_of_columns`): the manifest's
     digest when the partition loader built ``data`` (no second pass over the rows), else
     computed from its arrays."""
-    entry = _known_digests.get(id(data))
-    if entry is not None and entry[0]() is data:
-        return entry[1]
+    known = known_digest(data)
+    if known is not None:
+        return known
     return content_digest_of_columns((v.n_attributes, data.n_rows, v.values)
                                      for v in data.views)

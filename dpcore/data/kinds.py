@@ -95,7 +95,8 @@ class TwoViewKind(_Kind):
 
 class SequenceKind(_Kind):
     """The sequence dataset: :class:`~dpcore.data.sequences.schema.SequenceSchema` and
-    :class:`~dpcore.data.sequences.dataset.SequenceDataset`."""
+    :class:`~dpcore.data.sequences.dataset.SequenceDataset`, read from its partitions
+    (:mod:`dpcore.data.sequences.partitions`)."""
 
     key = KIND_SEQUENCES
 
@@ -127,14 +128,15 @@ class SequenceKind(_Kind):
         return load_sequence_schema(path)
 
     def load_data(self, source_path, schema):
-        from dpcore.data.sequences.loading import load_registered_sequences
+        from dpcore.data.sequences.partitions import load_sequences_partitioned
 
-        return load_registered_sequences(source_path, schema)
+        return load_sequences_partitioned(source_path, schema)
 
 
 class TableKind(_Kind):
     """The labelled table: :class:`~dpcore.data.table.schema.TableSchema` and
-    :class:`~dpcore.data.table.table.SynthesisTable`."""
+    :class:`~dpcore.data.table.table.SynthesisTable`, read from its partitions
+    (:mod:`dpcore.data.table.partitions`)."""
 
     key = KIND_TABLE
 
@@ -166,9 +168,9 @@ class TableKind(_Kind):
         return load_table_schema(path)
 
     def load_data(self, source_path, schema):
-        from dpcore.data.table.table import load_registered_table
+        from dpcore.data.table.partitions import load_table_partitioned
 
-        return load_registered_table(source_path, schema)
+        return load_table_partitioned(source_path, schema)
 
 
 #: The dataset kind objects, by key, in registry order (the ledger's ``datasets.kind``: a new

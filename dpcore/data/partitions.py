@@ -1,4 +1,12 @@
-"""Owner-side columnar partitions of a two-view dataset read from files (raw private data).
+"""Owner-side columnar partitions of datasets read from files (raw private data): the store
+every dataset kind uses, and a two-view dataset's columns.
+
+The store (kind-independent): :func:`write_build` writes a build's partitions as they are
+produced, then its manifest, into a temporary folder renamed into place; :func:`read_manifest`,
+:func:`iter_column` (each column checked against its SHA-256), :func:`build_key` and pruning
+serve every format in :data:`FORMATS`. A labelled table's columns are in
+:mod:`dpcore.data.table.partitions`, a sequence dataset's in
+:mod:`dpcore.data.sequences.partitions`; the rest of this docstring is about two-view data.
 
 Registration reads a dataset's view files once, in blocks, and keeps what the loader would
 return as **row partitions** of a fixed number of rows (:data:`ROWS_PER_PARTITION`), each
@@ -56,7 +64,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 try:
@@ -85,12 +93,27 @@ from dpcore.errors import DataError
 
 __all__ = ["PARTS_FOLDER", "MAX_ENTRIES", "ROWS_PER_PARTITION", "BLOCK_ROWS", "Manifest",
            "BLOCK_CELLS", "load_two_view_partitioned", "ensure_partitions", "read_columns",
-           "build_folder",
-           "prune_parts_folder"]
+           "build_folder", "prune_parts_folder", "FORMATS", "build_key", "file_digests",
+           "read_manifest", "iter_column", "write_build", "rechunk_rows", "blocks",
+           "Damaged", "array_digest", "smallest_uint", "streamable", "intact"]
 
 #: Folder, inside the dataset's folder, that holds the builds (one folder per key).
 PARTS_FOLDER = ".dpcore_parts"
 _FORMAT = "dpcore-two-view-parts-v1"
+#: Every kind's build format → the modules whose source decides what its builds hold (a
+#: change to any rebuilds). Named, not imported: pruning recognises every kind's builds.
+FORMATS = {
+    _FORMAT: ("dpcore.data.loading", "dpcore.data.schema", "dpcore.data.dataset",
+              "dpcore.data.partitions"),
+    "dpcore-table-parts-v1": ("dpcore.data.loading", "dpcore.data.table.schema",
+                              "dpcore.data.table.table", "dpcore.data.table.partitions",
+                              "dpcore.data.partitions"),
+    "dpcore-sequence-parts-v1": ("dpcore.data.sequences.loading",
+                                 "dpcore.data.sequences.schema",
+                                 "dpcore.data.sequences.dataset",
+                                 "dpcore.data.sequences.partitions",
+                                 "dpcore.data.partitions"),
+}
 #: Rows per partition (the last partition holds the rest).
 ROWS_PER_PARTITION = 1 << 20
 #: Most rows per block read from a view file at registration.
@@ -105,27 +128,32 @@ _TMP_PREFIX = ".tmp-"
 _LOCK_NAME = ".lock"
 _MANIFEST = "manifest.json"
 _IDS = "ids"
-#: Modules whose source decides what the loader returns: a change to any rebuilds.
-_LOADER_MODULES = ("dpcore.data.loading", "dpcore.data.schema", "dpcore.data.dataset",
-                   "dpcore.data.partitions")
-_code_digest: str | None = None
+_code_digests: dict[str, str] = {}
 
 
-def _loader_code_digest() -> str:
-    """SHA-256 (hex) of the loader modules' source files (found without importing them)."""
-    global _code_digest
-    if _code_digest is None:
+def _loader_code_digest(fmt: str = _FORMAT) -> str:
+    """SHA-256 (hex) of the source files of ``fmt``'s loader modules (:data:`FORMATS`, found
+    without importing them)."""
+    if fmt not in _code_digests:
         h = hashlib.sha256()
-        for name in _LOADER_MODULES:
+        for name in FORMATS[fmt]:
             origin = importlib.util.find_spec(name).origin
             h.update(name.encode() + b"\0" + Path(origin).read_bytes())
-        _code_digest = h.hexdigest()
-    return _code_digest
+        _code_digests[fmt] = h.hexdigest()
+    return _code_digests[fmt]
 
 
 # ---------------------------------------------------------------------------
 # Column coding: stored dtype per attribute, and back to the loader's float64
 # ---------------------------------------------------------------------------
+
+def smallest_uint(largest: int) -> np.dtype:
+    """The smallest unsigned integer dtype whose range holds ``largest`` (≥ 0)."""
+    for t in (np.uint8, np.uint16, np.uint32):
+        if largest <= np.iinfo(t).max:
+            return np.dtype(t)
+    return np.dtype(np.uint64)
+
 
 def stored_dtype(attr: Attribute) -> np.dtype:
     """The dtype an attribute's column is stored in (codes in the smallest type that also
@@ -133,10 +161,7 @@ def stored_dtype(attr: Attribute) -> np.dtype:
     if attr.type == BOOLEAN:
         return np.dtype(np.uint8)
     if attr.type == CATEGORICAL:
-        k = len(attr.categories)
-        for t in (np.uint8, np.uint16, np.uint32):
-            if k < np.iinfo(t).max:
-                return np.dtype(t)
+        return smallest_uint(len(attr.categories))
     return np.dtype(np.float64)
 
 
@@ -160,11 +185,15 @@ def decode(stored: np.ndarray, out: np.ndarray) -> None:
     out[stored == np.iinfo(stored.dtype).max] = np.nan
 
 
-def _array_digest(array: np.ndarray) -> str:
+def array_digest(array: np.ndarray) -> str:
+    """SHA-256 (hex) of an array's dtype, shape and bytes (one stored column's digest)."""
     h = hashlib.sha256(array.dtype.str.encode() + b"\0")
     h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
     h.update(np.ascontiguousarray(array).tobytes())
     return h.hexdigest()
+
+
+_array_digest = array_digest
 
 
 def _column_name(view: int, a: int) -> str:
@@ -202,14 +231,19 @@ def _file_digest(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def _key(schema: Schema, digests: dict[str, str]) -> str:
-    h = hashlib.sha256(_FORMAT.encode())
-    h.update(_loader_code_digest().encode())
-    text = _schema_text(schema)
-    h.update(len(text).to_bytes(8, "little") + text)
+def build_key(fmt: str, schema_text: bytes, digests: dict[str, str]) -> str:
+    """The key of a build of format ``fmt``: a SHA-256 (hex) of the format, its loader's
+    source code, the schema's canonical text and every source file's SHA-256."""
+    h = hashlib.sha256(fmt.encode())
+    h.update(_loader_code_digest(fmt).encode())
+    h.update(len(schema_text).to_bytes(8, "little") + schema_text)
     for name, digest in digests.items():
         h.update(name.encode() + b"\0" + bytes.fromhex(digest))
     return h.hexdigest()
+
+
+def _key(schema: Schema, digests: dict[str, str]) -> str:
+    return build_key(_FORMAT, _schema_text(schema), digests)
 
 
 def build_folder(source_path, schema: Schema) -> Path | None:
@@ -230,8 +264,12 @@ def _parts_root(source_path) -> Path:
     return _base(source_path) / PARTS_FOLDER
 
 
-def _file_digests(files: list[tuple[str, Path]]) -> dict[str, str]:
+def file_digests(files: list[tuple[str, Path]]) -> dict[str, str]:
+    """``{name: SHA-256}`` of each ``(name, path)`` source file (read in blocks)."""
     return {name: _file_digest(path) for name, path in files}
+
+
+_file_digests = file_digests
 
 
 # ---------------------------------------------------------------------------
@@ -255,6 +293,8 @@ class Manifest:
         ``{"file", "rows", "digests": {column: SHA-256}}`` in row order.
     text_ids : bool
         Whether the rows carry id texts (the schema has an id column).
+    extra : dict
+        What the kind records beside its partitions (e.g. a table's clip counts; owner-only).
     """
 
     folder: Path
@@ -262,38 +302,59 @@ class Manifest:
     content_digest: str
     partitions: tuple[dict, ...]
     text_ids: bool
+    extra: dict = field(default_factory=dict)
 
 
-def _read_manifest(folder: Path, key: str) -> Manifest | None:
+def read_manifest(folder: Path, key: str, fmt: str = _FORMAT) -> Manifest | None:
+    """The manifest of the build of format ``fmt`` and ``key`` in ``folder`` (None: missing,
+    unreadable, of another format or key, or its rows do not add up)."""
     try:
         raw = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-        if raw.get("format") != _FORMAT or raw.get("key") != key:
+        if raw.get("format") != fmt or raw.get("key") != key:
             return None
         parts = tuple(raw["partitions"])
         if sum(int(p["rows"]) for p in parts) != int(raw["rows"]):
             return None
         return Manifest(folder, int(raw["rows"]), str(raw["content_digest"]), parts,
-                        bool(raw["text_ids"]))
+                        bool(raw.get("text_ids", False)), dict(raw.get("extra", {})))
     except Exception:  # noqa: BLE001 - a manifest that does not read is a miss
         return None
 
 
-class _Damaged(Exception):
+_read_manifest = read_manifest
+
+
+class Damaged(Exception):
     """A partition does not read or does not match its digest."""
 
 
-def _iter_column(manifest: Manifest, column: str) -> Iterator[np.ndarray]:
-    """Each partition's stored ``column``, checked against the manifest's digest."""
+_Damaged = Damaged
+
+
+def iter_column(manifest: Manifest, column: str) -> Iterator[np.ndarray]:
+    """Each partition's stored ``column``, checked against the manifest's digest and length
+    (the partition's rows, or the size a partition records for a column not one per row).
+
+    Raises
+    ------
+    Damaged
+        A partition does not read, lacks the column or does not match.
+    """
     for part in manifest.partitions:
         try:
             with open(manifest.folder / part["file"], "rb") as f, \
                     np.load(f, allow_pickle=False) as z:
                 array = z[column]
+            size = int(part.get("sizes", {}).get(column, part["rows"]))
+            expected = part["digests"][column]
         except Exception as e:  # noqa: BLE001 - unreadable: the caller rebuilds
-            raise _Damaged(str(e)) from None
-        if array.shape != (int(part["rows"]),) or _array_digest(array) != part["digests"][column]:
-            raise _Damaged(f"{part['file']}:{column}")
+            raise Damaged(str(e)) from None
+        if array.shape != (size,) or array_digest(array) != expected:
+            raise Damaged(f"{part['file']}:{column}")
         yield array
+
+
+_iter_column = iter_column
 
 
 def _intact(manifest: Manifest | None) -> bool:
@@ -307,6 +368,10 @@ def _intact(manifest: Manifest | None) -> bool:
     except _Damaged:
         return False
     return True
+
+
+#: Whether a build reads and matches its digests (every kind's store).
+intact = _intact
 
 
 def read_columns(manifest: Manifest, columns: list[str]) -> dict[str, np.ndarray]:
@@ -357,56 +422,117 @@ def _read_dataset(manifest: Manifest, schema: Schema) -> TwoViewDataset:
 # Writing a build
 # ---------------------------------------------------------------------------
 
-def _write_build(root: Path, key: str, schema: Schema, digests: dict[str, str],
-                 views: list[list[np.ndarray]], ids: np.ndarray | None) -> Manifest:
-    """Write the coded columns as partitions + manifest into a temporary folder, rename it
-    to ``root/<key>`` and prune the others. Raises OSError (nothing left behind then)."""
-    n = int(views[0][0].size)
+def write_build(root: Path, key: str, fmt: str, files: dict[str, str], parts, finish
+                ) -> Manifest:
+    """Write a build of format ``fmt`` into a temporary folder, partition by partition as
+    ``parts`` yields them, then its manifest; rename the folder to ``root/<key[:40]>`` and
+    prune the others (under the folder's lock).
+
+    Parameters
+    ----------
+    parts : iterable of (int, dict of str → ndarray)
+        Each partition's rows and its columns (1-D arrays; a column whose length is not the
+        rows, such as a sequence partition's items, is recorded with its size).
+    finish : callable
+        ``finish(partial)`` gets the :class:`Manifest` of the written partitions (in the
+        temporary folder, ``content_digest`` empty) and returns ``(content digest, fields)``,
+        ``fields`` added to the manifest (``"extra"``: what :attr:`Manifest.extra` gives).
+
+    Raises
+    ------
+    Whatever ``parts`` or ``finish`` raise (a refusal of the data), or OSError: nothing is
+    left behind then.
+    """
     root.mkdir(mode=0o700, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=root))       # mode 0700
     try:
-        parts = []
-        for p, start in enumerate(range(0, n, ROWS_PER_PARTITION)):
-            stop = min(start + ROWS_PER_PARTITION, n)
-            columns = {_column_name(v, a): col[start:stop]
-                       for v, cols in enumerate(views) for a, col in enumerate(cols)}
-            if ids is not None:
-                columns[_IDS] = np.asarray(ids[start:stop]).astype(str)
+        written = []
+        for p, (rows, columns) in enumerate(parts):
             name = f"part-{p:05d}.npz"
             fd = os.open(tmp / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **columns)
-            parts.append({"file": name, "rows": stop - start,
-                          "digests": {c: _array_digest(a) for c, a in columns.items()}})
-        attrs = [schema.view_attributes(v) for v in (0, 1)]
-        digest = content_digest_of_columns(
-            (len(attrs[v]), n, (_decoded(col) for col in views[v])) for v in (0, 1))
-        manifest = {"format": _FORMAT, "key": key, "code": _loader_code_digest(),
-                    "files": digests, "rows": n, "rows_per_partition": ROWS_PER_PARTITION,
-                    "content_digest": digest, "text_ids": ids is not None,
-                    "columns": {_column_name(v, a): str(col.dtype)
-                                for v, cols in enumerate(views) for a, col in enumerate(cols)},
-                    "partitions": parts}
+            entry = {"file": name, "rows": int(rows),
+                     "digests": {c: array_digest(a) for c, a in columns.items()}}
+            sizes = {c: int(a.size) for c, a in columns.items() if a.size != rows}
+            if sizes:
+                entry["sizes"] = sizes
+            written.append(entry)
+        n = sum(e["rows"] for e in written)
+        digest, fields = finish(Manifest(tmp, n, "", tuple(written), False))
+        manifest = {"format": fmt, "key": key, "code": _loader_code_digest(fmt),
+                    "files": files, "rows": n, "rows_per_partition": ROWS_PER_PARTITION,
+                    "content_digest": digest, **fields, "partitions": written}
         fd = os.open(tmp / _MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1)
         final = root / key[:40]
         with _folder_lock(root) as locked:
-            if final.exists() and not _intact(_read_manifest(final, key)):
+            if final.exists() and not _intact(read_manifest(final, key, fmt)):
                 shutil.rmtree(final)       # a damaged build of the same key: replaced
             try:
                 os.rename(tmp, final)
             except OSError:          # another writer put the same build there first
-                if _read_manifest(final, key) is None:
+                if read_manifest(final, key, fmt) is None:
                     raise
             else:
                 tmp = None
             if locked:
                 _prune_locked(root, keep=final)
-        return Manifest(final, n, digest, tuple(parts), ids is not None)
+        return Manifest(final, n, digest, tuple(written), bool(fields.get("text_ids", False)),
+                        dict(fields.get("extra", {})))
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def rechunk_rows(blocks, rows_per_part: int | None = None):
+    """Blocks of row-aligned columns (dicts of equal-length arrays) regrouped into
+    partitions of ``rows_per_part`` rows (default :data:`ROWS_PER_PARTITION`; the last holds
+    the rest): yields ``(rows, columns)``, holding at most one partition and one block."""
+    size = ROWS_PER_PARTITION if rows_per_part is None else rows_per_part
+    pending: list[dict] = []
+    held = 0
+    for block in blocks:
+        n = len(next(iter(block.values())))
+        if n == 0:
+            continue
+        pending.append(block)
+        held += n
+        while held >= size:
+            joined = {c: np.concatenate([b[c] for b in pending]) for c in pending[0]}
+            yield size, {c: a[:size] for c, a in joined.items()}
+            held -= size
+            pending = [{c: a[size:] for c, a in joined.items()}] if held else []
+    if held:
+        yield held, {c: np.concatenate([b[c] for b in pending]) for c in pending[0]}
+
+
+def _write_build(root: Path, key: str, schema: Schema, digests: dict[str, str],
+                 views: list[list[np.ndarray]], ids: np.ndarray | None) -> Manifest:
+    """Write the coded columns as partitions + manifest into a temporary folder, rename it
+    to ``root/<key>`` and prune the others. Raises OSError (nothing left behind then)."""
+    n = int(views[0][0].size)
+
+    def parts():
+        for start in range(0, n, ROWS_PER_PARTITION):
+            stop = min(start + ROWS_PER_PARTITION, n)
+            columns = {_column_name(v, a): col[start:stop]
+                       for v, cols in enumerate(views) for a, col in enumerate(cols)}
+            if ids is not None:
+                columns[_IDS] = np.asarray(ids[start:stop]).astype(str)
+            yield stop - start, columns
+
+    def finish(_partial):
+        attrs = [schema.view_attributes(v) for v in (0, 1)]
+        digest = content_digest_of_columns(
+            (len(attrs[v]), n, (_decoded(col) for col in views[v])) for v in (0, 1))
+        return digest, {"text_ids": ids is not None,
+                        "columns": {_column_name(v, a): str(col.dtype)
+                                    for v, cols in enumerate(views)
+                                    for a, col in enumerate(cols)}}
+
+    return write_build(root, key, _FORMAT, digests, parts(), finish)
 
 
 def _decoded(stored: np.ndarray) -> np.ndarray:
@@ -474,6 +600,15 @@ def _blocks(path: Path, wanted: list[str]) -> Iterator:
             yield _frame(pa.Table.from_batches(pending), wanted)
 
 
+#: The view file's wanted columns in blocks (see :func:`_blocks`), for every kind's stream.
+blocks = _blocks
+
+
+def streamable(path: Path) -> bool:
+    """Whether :func:`blocks` may read ``path`` (plain-text CSV/TSV or Parquet)."""
+    return _streamable(path)
+
+
 def _block_rows(n_columns: int) -> int:
     """Rows per block: at most :data:`BLOCK_CELLS` cells, between 1,024 and
     :data:`BLOCK_ROWS` rows."""
@@ -507,6 +642,12 @@ class _Block:
 
     def __getitem__(self, name: str):
         return self.table.column(self.index[name]).to_pandas()
+
+    def to_frame(self):
+        """The block's wanted columns as a pandas DataFrame (named as stripped)."""
+        import pandas as pd
+
+        return pd.DataFrame({name: self[name] for name in self.index})
 
 
 def _frame(table, wanted: list[str]) -> _Block:
@@ -728,16 +869,17 @@ def _folder_lock(folder: Path):
             os.close(fd)             # closing the descriptor releases the lock
 
 
-def _entry_sources(folder: Path) -> tuple[str, dict[str, str]] | None:
-    """(loader-code digest, {view file: SHA-256}) a build records, or None if unreadable."""
+def _entry_sources(folder: Path) -> tuple[str, dict[str, str], str] | None:
+    """(loader-code digest, {source file: SHA-256}, format) a build records, or None if
+    unreadable or of no known format."""
     try:
         raw = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-        if raw.get("format") != _FORMAT:
+        if raw.get("format") not in FORMATS:
             return None
         files = raw["files"]
         if not all(isinstance(n, str) and isinstance(d, str) for n, d in files.items()):
             return None
-        return str(raw["code"]), dict(files)
+        return str(raw["code"]), dict(files), raw["format"]
     except Exception:  # noqa: BLE001 - whatever does not read is stale
         return None
 
@@ -747,7 +889,6 @@ def _prune_locked(root: Path, *, keep: Path) -> list[Path]:
     :data:`MAX_ENTRIES`, never ``keep``; the caller holds the folder's lock."""
     base = root.parent
     current: dict[str, str | None] = {}
-    code = _loader_code_digest()
 
     def now_digest(name: str) -> str | None:
         if name not in current:
@@ -770,7 +911,7 @@ def _prune_locked(root: Path, *, keep: Path) -> list[Path]:
                 pass
             continue
         sources = _entry_sources(entry)
-        stale = (sources is None or sources[0] != code
+        stale = (sources is None or sources[0] != _loader_code_digest(sources[2])
                  or any(now_digest(name) != digest for name, digest in sources[1].items()))
         if not stale:
             try:

@@ -44,7 +44,7 @@ from dpcore.data.partitions import ensure_partitions
 from dpcore.errors import DataError, ParameterError
 from dpcore.privacy.ledger import DatasetRecord, Ledger
 from dpcore.privacy.policy import content_digest
-from dpcore.registry import KIND_TWO_VIEW, dataset_kind_spec
+from dpcore.registry import KIND_SEQUENCES, KIND_TABLE, KIND_TWO_VIEW, dataset_kind_spec
 
 __all__ = ["register_folder", "register_upload", "check_cap", "check_name_free",
            "schema_file_name"]
@@ -104,15 +104,32 @@ def register_folder(ledger: Ledger, folder, *, cap, name: str | None = None,
 def _registered_digest(kind: str, folder, schema) -> str:
     """The content digest of the folder's data, checked against ``schema``.
 
-    A two-view dataset's files are streamed into its partitions
-    (:func:`dpcore.data.partitions.ensure_partitions`), whose manifest holds the digest: the
-    rows are never held as float64 views. Other kinds are loaded and hashed.
+    Every kind's files are streamed into its partitions (:mod:`dpcore.data.partitions`,
+    :mod:`dpcore.data.table.partitions`, :mod:`dpcore.data.sequences.partitions`), whose
+    manifest holds the digest: the data are never held whole. Data that are not partitioned
+    (a package source) are loaded and hashed.
     """
-    if kind == KIND_TWO_VIEW:
-        manifest = ensure_partitions(folder, schema)
-        if manifest is not None:
-            return manifest.content_digest
+    manifest = _ENSURE[kind](folder, schema)
+    if manifest is not None:
+        return manifest.content_digest
     return content_digest(load_registered_data(kind, folder, schema))
+
+
+def _ensure_table(folder, schema):
+    from dpcore.data.table.partitions import ensure_table_partitions
+
+    return ensure_table_partitions(folder, schema)
+
+
+def _ensure_sequences(folder, schema):
+    from dpcore.data.sequences.partitions import ensure_sequence_partitions
+
+    return ensure_sequence_partitions(folder, schema)
+
+
+#: Each kind's registration: its files into partitions (the manifest), or None.
+_ENSURE = {KIND_TWO_VIEW: ensure_partitions, KIND_TABLE: _ensure_table,
+           KIND_SEQUENCES: _ensure_sequences}
 
 
 def check_name_free(ledger: Ledger, root, name: str) -> str:

@@ -321,7 +321,8 @@ def test_builds_of_other_loader_code_or_format_are_removed(sites, monkeypatch):
     root = folder / PARTS_FOLDER
     (root / "0123456789abcdef").mkdir()
     (root / "0123456789abcdef" / "manifest.json").write_text("an old format")
-    monkeypatch.setattr(partitions, "_code_digest", "another loader version")
+    monkeypatch.setattr(partitions, "_code_digests",
+                        dict.fromkeys(partitions.FORMATS, "another loader version"))
     load_two_view_partitioned(folder, _variant(schema, 1))
     assert _entries(folder) == {_name(folder, _variant(schema, 1))}
 

@@ -32,9 +32,38 @@ def test_register_upload_stores_the_cli_layout_and_records_the_digest(tmp_path):
                                    {"r.txt": RECORDS, "a.txt": ALPHABET}, schema, cap=1.5)
     folder = tmp_path / "up" / "s"
     assert kind == KIND_SEQUENCES and record.confirmed and ledger.budget("s").cap == 1.5
-    assert sorted(p.name for p in folder.iterdir()) == ["a.txt", "r.txt",
+    assert sorted(p.name for p in folder.iterdir()) == [".dpcore_parts", "a.txt", "r.txt",
                                                         "sequence_schema.json"]
     assert record.content_digest == content_digest(load_any_dataset(folder)[1])
+    from dpcore.data.sequences.loading import load_registered_sequences
+    assert record.content_digest == content_digest(load_registered_sequences(folder, schema))
+
+
+def test_a_table_folder_is_streamed_into_partitions_with_the_loaders_digest(tmp_path,
+                                                                            monkeypatch):
+    import shutil
+
+    import dpcore.data.table.table as table_module
+    from dpcore.data.loading import sample_data_dir
+    from dpcore.data.partitions import PARTS_FOLDER
+    from dpcore.data.table.table import load_synthesis_dataset
+    from dpcore.runs import load_registered
+
+    folder = tmp_path / "pima_like"
+    shutil.copytree(sample_data_dir() / "pima_like", folder,
+                    ignore=shutil.ignore_patterns(PARTS_FOLDER))
+    expected = content_digest(load_synthesis_dataset(folder))
+    ledger = Ledger(tmp_path / "l.sqlite")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the whole-file loader was called")
+
+    with monkeypatch.context() as m:
+        m.setattr(table_module, "load_table", refuse)
+        _, record = register_folder(ledger, folder, cap=1.0)
+        data = load_registered(record)                  # the run's read: the partitions
+    assert record.content_digest == expected == content_digest(data)
+    assert (folder / PARTS_FOLDER).is_dir()
 
 
 def test_a_bad_record_line_leaves_no_folder_and_no_row(tmp_path):
