@@ -193,7 +193,6 @@ def array_digest(array: np.ndarray) -> str:
     return h.hexdigest()
 
 
-_array_digest = array_digest
 
 
 def _column_name(view: int, a: int) -> str:
@@ -255,7 +254,7 @@ def build_folder(source_path, schema: Schema) -> Path | None:
         files = _view_files(source_path, schema)
         if files is None:
             return None
-        return _parts_root(source_path) / _key(schema, _file_digests(files))[:40]
+        return _parts_root(source_path) / _key(schema, file_digests(files))[:40]
     except Exception:  # noqa: BLE001 - the loader names whatever is wrong
         return None
 
@@ -269,7 +268,6 @@ def file_digests(files: list[tuple[str, Path]]) -> dict[str, str]:
     return {name: _file_digest(path) for name, path in files}
 
 
-_file_digests = file_digests
 
 
 # ---------------------------------------------------------------------------
@@ -321,7 +319,6 @@ def read_manifest(folder: Path, key: str, fmt: str = _FORMAT) -> Manifest | None
         return None
 
 
-_read_manifest = read_manifest
 
 
 class Damaged(Exception):
@@ -354,24 +351,19 @@ def iter_column(manifest: Manifest, column: str) -> Iterator[np.ndarray]:
         yield array
 
 
-_iter_column = iter_column
 
 
-def _intact(manifest: Manifest | None) -> bool:
+def intact(manifest: Manifest | None) -> bool:
     """Whether a build reads and every column of every partition matches its digest."""
     if manifest is None or not manifest.partitions:
         return False
     try:
         for column in manifest.partitions[0]["digests"]:
-            for _ in _iter_column(manifest, column):
+            for _ in iter_column(manifest, column):
                 pass
     except _Damaged:
         return False
     return True
-
-
-#: Whether a build reads and matches its digests (every kind's store).
-intact = _intact
 
 
 def read_columns(manifest: Manifest, columns: list[str]) -> dict[str, np.ndarray]:
@@ -386,7 +378,7 @@ def read_columns(manifest: Manifest, columns: list[str]) -> dict[str, np.ndarray
     out = {}
     try:
         for column in columns:
-            out[column] = np.concatenate(list(_iter_column(manifest, column)))
+            out[column] = np.concatenate(list(iter_column(manifest, column)))
     except _Damaged as e:
         raise DataError(f"a partition of the dataset is damaged ({e}); register it again") \
             from None
@@ -401,14 +393,14 @@ def _read_dataset(manifest: Manifest, schema: Schema) -> TwoViewDataset:
         arr = np.empty((len(attrs), manifest.rows), dtype=np.float64)
         for a in range(len(attrs)):
             start = 0
-            for stored in _iter_column(manifest, _column_name(v, a)):
+            for stored in iter_column(manifest, _column_name(v, a)):
                 decode(stored, arr[a, start:start + stored.size])
                 start += stored.size
         arrays.append(arr)
     if manifest.text_ids:
         ids = np.empty(manifest.rows, dtype=object)
         start = 0
-        for stored in _iter_column(manifest, _IDS):
+        for stored in iter_column(manifest, _IDS):
             ids[start:start + stored.size] = stored.tolist()
             start += stored.size
     else:
@@ -468,7 +460,7 @@ def write_build(root: Path, key: str, fmt: str, files: dict[str, str], parts, fi
             json.dump(manifest, f, indent=1)
         final = root / key[:40]
         with _folder_lock(root) as locked:
-            if final.exists() and not _intact(read_manifest(final, key, fmt)):
+            if final.exists() and not intact(read_manifest(final, key, fmt)):
                 shutil.rmtree(final)       # a damaged build of the same key: replaced
             try:
                 os.rename(tmp, final)
@@ -554,7 +546,7 @@ def _streamable(path: Path) -> bool:
     return name.endswith(_PLAIN_TEXT_EXT) or name.endswith(_PARQUET_EXT)
 
 
-def _blocks(path: Path, wanted: list[str]) -> Iterator:
+def blocks(path: Path, wanted: list[str]) -> Iterator:
     """The view file's ``wanted`` columns (stripped header names) as pandas blocks of at
     most :data:`BLOCK_ROWS` rows: CSV cells as text, Parquet as stored.
 
@@ -598,10 +590,6 @@ def _blocks(path: Path, wanted: list[str]) -> Iterator:
                 pending, size = [], 0
         if pending:
             yield _frame(pa.Table.from_batches(pending), wanted)
-
-
-#: The view file's wanted columns in blocks (see :func:`_blocks`), for every kind's stream.
-blocks = _blocks
 
 
 def streamable(path: Path) -> bool:
@@ -689,8 +677,8 @@ class _ViewStream:
         for v, attrs in self.attrs.items():
             for a, attr in enumerate(attrs):
                 check_spread(attr, *self.spread[v][a], self.label)
-            out[v] = [np.concatenate(blocks) if blocks else np.zeros(0, stored_dtype(attr))
-                      for blocks, attr in zip(self.coded[v], attrs, strict=True)]
+            out[v] = [np.concatenate(chunks) if chunks else np.zeros(0, stored_dtype(attr))
+                      for chunks, attr in zip(self.coded[v], attrs, strict=True)]
         return out
 
 
@@ -702,7 +690,7 @@ def _stream_file(path: Path, label: str, schema: Schema, views: tuple[int, ...])
         wanted.append(id_column)
     wanted = list(dict.fromkeys(wanted))
     n = 0
-    for frame in _blocks(path, wanted):
+    for frame in blocks(path, wanted):
         stream.add(frame, id_column)
         n += len(frame)
     if n == 0:
@@ -766,7 +754,7 @@ def _build(source_path, schema: Schema, files, digests) -> Manifest:
     for v in (0, 1):
         for attr, col in zip(schema.view_attributes(v), views[v], strict=True):
             check_column_codes(attr, _decoded(col))
-    if _file_digests(files) != digests:
+    if file_digests(files) != digests:
         raise DataError("the dataset's files changed while they were read; register again")
     return _write_build(_parts_root(source_path), _key(schema, digests), schema, digests,
                         views, ids)
@@ -788,10 +776,10 @@ def ensure_partitions(source_path, schema: Schema) -> Manifest | None:
     files = _view_files(source_path, schema)
     if files is None:
         return None
-    digests = _file_digests(files)
+    digests = file_digests(files)
     key = _key(schema, digests)
-    manifest = _read_manifest(_parts_root(source_path) / key[:40], key)
-    if _intact(manifest):
+    manifest = read_manifest(_parts_root(source_path) / key[:40], key)
+    if intact(manifest):
         return manifest
     return _build(source_path, schema, files, digests)
 
@@ -814,7 +802,7 @@ def load_two_view_partitioned(source_path, schema: Schema) -> TwoViewDataset:
     try:
         schema = validate_schema(schema)
         files = _view_files(source_path, schema)
-        digests = _file_digests(files) if files is not None else None
+        digests = file_digests(files) if files is not None else None
     except Exception:  # noqa: BLE001 - the loader names whatever is wrong
         files = None
     if files is None:
@@ -822,7 +810,7 @@ def load_two_view_partitioned(source_path, schema: Schema) -> TwoViewDataset:
 
         return load_dataset(source_path, schema=schema)
     key = _key(schema, digests)
-    manifest = _read_manifest(_parts_root(source_path) / key[:40], key)
+    manifest = read_manifest(_parts_root(source_path) / key[:40], key)
     if manifest is not None:
         try:
             os.utime(manifest.folder / _MANIFEST)       # pruning keeps the most recently used

@@ -252,9 +252,9 @@ def test_a_damaged_build_is_never_used_and_is_rebuilt(sites, damage):
         _damage_column(folder, schema, 3.0)          # inside HYP's domain: only the digest
     else:
         (build / "manifest.json").write_text("{")
-    key = partitions._key(schema, partitions._file_digests(
+    key = partitions._key(schema, partitions.file_digests(
         partitions._view_files(folder, schema)))
-    manifest = partitions._read_manifest(build, key)
+    manifest = partitions.read_manifest(build, key)
     if damage == "manifest":
         assert manifest is None
     else:
