@@ -52,7 +52,8 @@ from dpcore.synthesis.params import (
     tree_shares,
 )
 
-__all__ = ["TREE_NOISE_SCALES", "tree_bins", "feature_codes", "pair_utilities", "TreeModel",
+__all__ = ["TREE_NOISE_SCALES", "MIN_TREE_BINS", "tree_bins", "feature_codes",
+           "pair_utilities", "TreeModel",
            "fit_tree", "sample_tree"]
 
 #: Records a cell of an edge table of two numeric features (K × K per class) should expect,
@@ -60,8 +61,16 @@ __all__ = ["TREE_NOISE_SCALES", "tree_bins", "feature_codes", "pair_utilities", 
 #: Measured (docs/results.md, issue 35): at 1 the tree was built on the 614-row Diabetes and
 #: Pima-shaped seeds at ε = 1 (K = 4) and scored 0.01–0.05 below the floor (8 rounds); at 5
 #: those fall back to independent histograms, while the tree is still built there at
-#: ε = 10 (K = 4) and on the 39,073-row Adult-shaped seed at ε = 1 (K = 8).
+#: ε = 10 (K = 4) and on the 39,073-row Adult-shaped seed at ε = 1 (K = 4 since the edge
+#: tables' share is 0.3 of ε_G, ``TREE_MARGINAL_SHARE``; K = 8 with the earlier 0.7).
 TREE_NOISE_SCALES = 5.0
+
+#: Smallest coarse K for which the tree is built: with K = 2 (each numeric feature cut in
+#: halves) the edges carry little and their tables cost the marginals budget. Measured
+#: (docs/results.md, issue 35): on the 48,842-row Adult shape at ε = 0.1 the rule gave
+#: K = 2 and the tree scored 0.007–0.011 below the floor (logistic regression, 2 splits);
+#: skipped, the per-feature histograms were level with it.
+MIN_TREE_BINS = 4
 
 #: Whether rounds after the first may stop the tree (a forest; :func:`stop_utility`).
 STOP = True
@@ -81,15 +90,16 @@ def tree_bins(params: SynthesisParams, n_features: int, n_classes: int, n_hat) -
     bins are unions of fine ones) with K ≤ √(N̂ / (C·TREE_NOISE_SCALES·b_e)), N̂ = Σ_y
     max(N̂_y, 0), C classes and b_e = 1/ε_e the noise scale of one edge table: a K × K table
     per class then expects ≥ TREE_NOISE_SCALES noise scales of records per cell. No such
-    K ≥ 2 means the edge tables would be noise: the caller then models the features
-    independently. Public parameters and DP counts only (post-processing).
+    K ≥ :data:`MIN_TREE_BINS` means the edge tables would be noise or too coarse to pay: the
+    caller then models the features independently (so does ``histogram_bins`` < 4).
+    Public parameters and DP counts only (post-processing).
     """
     shares = tree_shares(params, n_features)
     scale = 1e9 / _share(shares, GROUPS, n_features, EDGE)
     total = float(np.maximum(np.asarray(n_hat, dtype=np.float64), 0.0).sum())
     limit = np.sqrt(total / (n_classes * TREE_NOISE_SCALES * scale))
     fine = int(params.histogram_bins)
-    fits = [k for k in range(2, fine + 1) if fine % k == 0 and k <= limit]
+    fits = [k for k in range(MIN_TREE_BINS, fine + 1) if fine % k == 0 and k <= limit]
     return max(fits) if fits else 0
 
 

@@ -487,8 +487,9 @@ def table(extra_row: bool):
 
 
 #: The tree structure (the default without owner groups) needs more rows per edge-table
-#: cell: 60 rows, two numeric features and one categorical, ε = 10 (K = 2 coarse bins; two
-#: exponential-mechanism rounds, the second with the candidate that stops the forest). In each
+#: cell: 60 rows, two numeric features and one categorical, ε = 40 (K = 4 coarse bins, the
+#: fewest the tree is built with, MIN_TREE_BINS; two exponential-mechanism rounds, the
+#: second with the candidate that stops the forest). In each
 #: class b follows a and c follows a's half, so the second round often picks an edge too
 #: (on the first seed: two edge tables). Class 0 lives in the lower half of a and b and on
 #: levels u, v; D′ adds a class-0 row at the corner (1, 1, "w"), a code of each feature that
@@ -526,7 +527,7 @@ SYNTHESIS_PARAMS = {
     f"{MCGEN}-groups": replace(_NO_GROUPS, max_correlation_noise=correlation_noise(
         _NO_GROUPS, 3, N_TABLE + 0.5)),
     FLOOR: SynthesisParams(algorithm=FLOOR, epsilon=2.0),
-    MCGEN_TREE: SynthesisParams(algorithm=MCGEN, epsilon=10.0, structure=TREE),
+    MCGEN_TREE: SynthesisParams(algorithm=MCGEN, epsilon=40.0, structure=TREE),
 }
 
 

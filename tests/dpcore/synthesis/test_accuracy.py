@@ -39,7 +39,8 @@ def test_the_statement_needs_only_parameters_and_says_what_it_covers():
     mcgen = expected_accuracy(groups, 8)
     assert mcgen["marginal"] is None and mcgen["class_count"] == floor["class_count"]
     assert "not stated" in accuracy_text(groups, 8)
-    # the tree (default): its marginals get 0.3·ε_G/p, less than the floor's (ε − ε_Y)/p
+    # the tree (default): its marginals get TREE_MARGINAL_SHARE·ε_G/p (0.7·0.55/p at the
+    # default shares), less than the floor's (ε − ε_Y)/p
     tree = expected_accuracy(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
     assert tree["marginal"] > floor["marginal"]
     assert "pair tables" in accuracy_text(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)

@@ -106,7 +106,12 @@ def test_edge_utility_moves_by_at_most_one_when_a_record_is_removed(linked):
 def test_the_tree_is_skipped_when_pairs_would_be_noise_and_built_when_not():
     params = SynthesisParams(epsilon=0.1)
     assert tree_bins(params, 8, 2, [400, 214]) == 0
-    assert tree_bins(SynthesisParams(epsilon=1.0), 14, 2, [29_000, 10_000]) >= 8
+    # built at the Adult size; K = 4 with the edge tables at 0.3 of ε_G (TREE_MARGINAL_SHARE)
+    assert tree_bins(SynthesisParams(epsilon=1.0), 14, 2, [29_000, 10_000]) == 4
+    # the Adult size at ε = 0.1: the noise rule would allow K = 2 only, too coarse to pay
+    assert tree_bins(SynthesisParams(epsilon=0.1), 14, 2, [29_000, 10_000]) == 0
+    assert tree_bins(SynthesisParams(epsilon=0.1), 14, 2, [290_000, 100_000]) == 4
+    assert tree_bins(SynthesisParams(epsilon=10.0, histogram_bins=2), 14, 2, [29_000, 10_000]) == 0
     small = linked_table(n=300, seed=1)
     result = synthesize(small, params, rng=np.random.default_rng(0))
     assert [len(g) for g in result.feature_groups] == [1, 1, 1, 1]   # independent histograms
