@@ -169,7 +169,9 @@ def _seed(t, lft, rgt, row, col, tot, lsum, rsum, i, j, n, pval, max_e11):
         if _clip(ql, qr, e, n)[2] > max_e11:
             tried |= 1 << combo
     for _ in range(4):
-        best, best_j = -1, -np.inf
+        # np.int64(-1), not -1: numba would type the call below with Literal[int](-1) and
+        # compile _combo a second time (same code, cold-start seconds).
+        best, best_j = np.int64(-1), -np.inf
         for combo in range(4):
             if not tried & (1 << combo):
                 ql, qr, e = _combo(t, lft, rgt, row, col, tot, lsum, rsum, i, j, combo)
@@ -232,7 +234,7 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
         if ec <= max_e11 and jac > state[1] + _J_TOL:
             score[x] = jac
     while True:
-        best, best_j = -1, -np.inf
+        best, best_j = np.int64(-1), -np.inf  # not a literal: one compile of _candidate
         for x in range(2 * m):
             if score[x] > best_j:
                 best, best_j = x, score[x]
@@ -283,7 +285,15 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
     m, k = table.shape
     if m < 2 or k < 2:
         return np.zeros((0, m), np.bool_), np.zeros((0, k), np.bool_), np.zeros((0, 5))
-    row, col = table.sum(axis=1), table.sum(axis=0)
+    # Loops, not table.sum(axis=…): numba's axis check formats its error message, which
+    # compiles string formatting (seconds of cold start, issue 32). Same order of additions.
+    row, col = np.zeros(m), np.zeros(k)
+    for i in range(m):
+        for j in range(k):
+            row[i] += table[i, j]
+    for j in range(k):
+        for i in range(m):
+            col[j] += table[i, j]
     tot, lsum, rsum = table.sum(), left.sum(), right.sum()
     max_e11 = max_support * n
     n_lit = max(max_clauses, 1)
@@ -331,7 +341,13 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
                     and 0 < lc < m and 0 < rc < k
                     and tail_at_most(qlc, qrc, ec, n, max_pvalue)):
                 p = binomial_tail(qlc, qrc, ec, n)
-                out_l[kept], out_r[kept] = lmask, rmask
+                # Loops, not out_l[kept] = lmask: an array stored into a row compiles a
+                # shape check whose error message brings in numba's string formatting
+                # (about 4 s of cold compile, issue 32).
+                for c in range(m):
+                    out_l[kept, c] = lmask[c]
+                for c in range(k):
+                    out_r[kept, c] = rmask[c]
                 stats[kept, 0], stats[kept, 1], stats[kept, 2] = qlc, qrc, ec
                 stats[kept, 3], stats[kept, 4] = jc, p
                 kept += 1
