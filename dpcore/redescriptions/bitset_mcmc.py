@@ -438,6 +438,17 @@ def _whole(s, cands, child_bits, child_offset, root, memo):
 
 
 @inner_njit
+def _attribute_memo(cands):
+    """:func:`_whole`'s memo: −1 (not checked yet) per attribute index up to the largest
+    of ``cands``. A loop, not ``cands[ATTR].max()``: numba's array max compiles two more
+    functions (its own and ``take``), about 1 s of a cold start (issue 32)."""
+    n_attr = 0
+    for s in range(cands.shape[1]):
+        n_attr = max(n_attr, cands[ATTR, s] + 1)
+    return np.full(n_attr, -1, dtype=np.int8)
+
+
+@inner_njit
 def _fill_pair_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits, root, memo):
     """:func:`fill_node_bits` for the pair chain: the second child of a two-way split whose
     children partition the rows (:func:`_whole`) is its parent less the first child, so
@@ -574,8 +585,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
                  child_bits_l, offset_l)
     _random_tree(nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, n_rows, bits_r, root,
                  child_bits_r, offset_r)
-    memo_l = np.full(cands_l[ATTR].max() + 1, -1, dtype=np.int8)
-    memo_r = np.full(cands_r[ATTR].max() + 1, -1, dtype=np.int8)
+    memo_l = _attribute_memo(cands_l)
+    memo_r = _attribute_memo(cands_r)
     col_l = np.zeros((cap_l, cap_r + n_classes), dtype=np.int64)  # see _recount_moved
     col_r = np.zeros((cap_r, cap_l + 1), dtype=np.int64)
     all_2d = root.reshape((1, words))

@@ -222,7 +222,11 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
             if o_mask[jj]:
                 s += cross[c, jj]
         v[c] = s
-    vtot, msum = v[:m].sum(), marg.sum()
+    vtot, msum = 0.0, 0.0  # sequential sums, as numba's a.sum() (see reselect)
+    for c in range(m):
+        vtot += v[c]
+    for c in range(marg.shape[0]):
+        msum += marg[c]
     for x in range(score.shape[0]):
         score[x] = -np.inf
     for x in range(2 * m):
@@ -257,6 +261,31 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
 
 
 @njit(cache=True, nogil=True)
+def _margins(table, left, right):
+    """Row and column sums of ``table``, its total and the totals of ``left`` and ``right``.
+
+    Loops, not ``table.sum(axis=…)``, ``table.sum()``, …: numba's axis check formats its
+    error message, which compiles string formatting (seconds of cold start, issue 32), and
+    each array type's sum is one more compiled function. numba sums sequentially from 0 in
+    memory order; so do the loops, so every sum is the same bits."""
+    m, k = table.shape
+    row, col = np.zeros(m), np.zeros(k)
+    tot, lsum, rsum = 0.0, 0.0, 0.0
+    for i in range(m):
+        for j in range(k):
+            row[i] += table[i, j]
+            tot += table[i, j]
+    for j in range(k):
+        for i in range(m):
+            col[j] += table[i, j]
+    for i in range(left.shape[0]):
+        lsum += left[i]
+    for j in range(right.shape[0]):
+        rsum += right[j]
+    return row, col, tot, lsum, rsum
+
+
+@njit(cache=True, nogil=True)
 def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_support,
              max_clauses, faithful):
     """The query pairs extractReds keeps from one noisy table, before de-duplication.
@@ -285,16 +314,7 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
     m, k = table.shape
     if m < 2 or k < 2:
         return np.zeros((0, m), np.bool_), np.zeros((0, k), np.bool_), np.zeros((0, 5))
-    # Loops, not table.sum(axis=…): numba's axis check formats its error message, which
-    # compiles string formatting (seconds of cold start, issue 32). Same order of additions.
-    row, col = np.zeros(m), np.zeros(k)
-    for i in range(m):
-        for j in range(k):
-            row[i] += table[i, j]
-    for j in range(k):
-        for i in range(m):
-            col[j] += table[i, j]
-    tot, lsum, rsum = table.sum(), left.sum(), right.sum()
+    row, col, tot, lsum, rsum = _margins(table, left, right)
     max_e11 = max_support * n
     n_lit = max(max_clauses, 1)
     out_l = np.zeros((m * k, m), np.bool_)
@@ -335,7 +355,11 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
                 _extend(rmask, rused, rraw, lmask, lraw, tt, right, state, n, max_pvalue,
                         max_e11, after_r, np.bool_(False), v[:k], score[:2 * k])
             qlc, qrc, ec, jc = _clip(lraw[0], rraw[0], state[0], n)
-            lc, rc = lmask.sum(), rmask.sum()
+            lc, rc = 0, 0
+            for c in range(m):
+                lc += lmask[c]
+            for c in range(k):
+                rc += rmask[c]
             if (jc >= min_jaccard and ec >= min_support
                     and ec <= max_e11 and qlc < max_e11 and qrc < max_e11
                     and 0 < lc < m and 0 < rc < k
