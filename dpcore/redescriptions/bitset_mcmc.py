@@ -271,7 +271,7 @@ def _random_tree(nodes, depth_of, max_depth, fanout, cands, rng, n_rows, node_bi
     # each callee next to the one the chain's steps use (same code, seconds of cold start).
     root_node = np.int64(0)
     grow_structure(root_node, nodes, depth_of, max_depth, fanout, cands, rng, np.bool_(False),
-                   perm, dummy_codes, dummy_y, np.int64(0))
+                   None, dummy_codes, dummy_y, np.int64(0))
     copy_1d(node_bits[0], root)
     fill_node_bits(root_node, nodes, cands, fanout, child_bits, child_offset, node_bits)
 
@@ -298,7 +298,6 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
     saved_contrib = contrib.copy()
     work = hastings_workspace(cands)
     no_tree = np.full((4, 1), ABSENT, dtype=np.int64)
-    no_perm = np.empty(1, dtype=np.int64)
     no_codes = np.zeros((1, 1), dtype=np.uint16)
     for it in range(mc_iter):
         h, s_new = propose_move(nodes, cands, fanout, rng)
@@ -310,7 +309,7 @@ def mcmc_single_tree_bits(cands, child_bits, child_offset, y, n_classes, n_rows,
         copy_1d(saved_contrib, contrib)
         old_part = _drop_subtree(h, nodes, fanout, contrib)
         apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth, rng,
-                   np.bool_(False), no_perm, no_codes, y, np.int64(0))
+                   np.bool_(False), None, no_codes, y, np.int64(0))
         fill_node_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits)
         new_part = _rescore_subtree(h, nodes, fanout, node_bits, cls, hist, contrib)
         new_score = score - old_part + new_part
@@ -343,42 +342,6 @@ def _pair_row(j, nodes_l, bits_r, bits_l, table):
 
 
 @inner_njit
-def _purity_r(nodes_r, nodes_l, table, size_r, n_rows):
-    """g(T_R) with T_L's leaves (+ 'no leaf') as classes, from the table (``n_rows`` = 1:
-    the count-scale purity Σ_leaves Σ_c n_c²/n_leaf, in rows)."""
-    g = 0.0
-    for j in range(nodes_r.shape[1]):
-        if nodes_r[SPLIT, j] != LEAF or size_r[j] == 0:
-            continue
-        sq = 0.0
-        inside = 0
-        for u in range(nodes_l.shape[1]):
-            if nodes_l[SPLIT, u] == LEAF:
-                sq += table[j, u] * table[j, u]
-                inside += table[j, u]
-        rest = size_r[j] - inside
-        sq += rest * rest
-        g += sq / (size_r[j] * n_rows)
-    return g
-
-
-@inner_njit
-def _root_purity(nodes_l, hist, n_rows):
-    """Q(root of T_R) with T_L's leaves (+ 'no leaf') as classes, in rows:
-    (Σ_u |A_u|² + |no leaf|²)/N, the purity of the one-leaf tree over all rows."""
-    sq = 0.0
-    inside = 0
-    for u in range(nodes_l.shape[1]):
-        if nodes_l[SPLIT, u] == LEAF:
-            n = hist[u].sum()
-            sq += n * n
-            inside += n
-    rest = n_rows - inside
-    sq += rest * rest
-    return sq / n_rows if n_rows > 0 else 0.0
-
-
-@inner_njit
 def _purity_l(nodes_l, hist, n_rows):
     g = 0.0
     for u in range(nodes_l.shape[1]):
@@ -406,12 +369,37 @@ def _fill_pair_leaves(nodes_l, bits_l, nodes_r, bits_r, cls, hist, table, size_r
 
 @inner_njit
 def _pair_g_r(nodes_r, nodes_l, table, size_r, hist, divisor, n_rows, count_scale):
-    """g(T_R) of the strict chain: the purity over T_L's leaves, less Q(root) on the count
-    scale (see :func:`mcmc_tree_pair_bits`)."""
-    g_r = _purity_r(nodes_r, nodes_l, table, size_r, divisor)
+    """g(T_R) of the strict chain (see :func:`mcmc_tree_pair_bits`): T_R's purity with
+    T_L's leaves (+ 'no leaf') as classes, from the table, Σ_leaves Σ_c n_c²/(n_leaf ·
+    ``divisor``) (``divisor`` = 1: the count-scale purity, in rows); on the count scale less
+    Q(root of T_R) = (Σ_u |A_u|² + |no leaf|²)/N, the purity of the one-leaf tree over all
+    rows, in rows. One kernel, not three: numba's cost per compiled function dominates a
+    cold start (issue 32)."""
+    g = 0.0
+    for j in range(nodes_r.shape[1]):
+        if nodes_r[SPLIT, j] != LEAF or size_r[j] == 0:
+            continue
+        sq = 0.0
+        inside = 0
+        for u in range(nodes_l.shape[1]):
+            if nodes_l[SPLIT, u] == LEAF:
+                sq += table[j, u] * table[j, u]
+                inside += table[j, u]
+        rest = size_r[j] - inside
+        sq += rest * rest
+        g += sq / (size_r[j] * divisor)
     if count_scale:
-        g_r -= _root_purity(nodes_l, hist, n_rows)
-    return g_r
+        sq = 0.0
+        inside = 0
+        for u in range(nodes_l.shape[1]):
+            if nodes_l[SPLIT, u] == LEAF:
+                n = hist[u].sum()
+                sq += n * n
+                inside += n
+        rest = n_rows - inside
+        sq += rest * rest
+        g -= sq / n_rows if n_rows > 0 else 0.0
+    return g
 
 
 @inner_njit
@@ -421,7 +409,8 @@ def _clear_moved_leaves(h, on_left, nodes_l, fanout_l, nodes_r, fanout_r, hist, 
     if on_left:
         for u in subtree_leaves(h, nodes_l, fanout_l):
             zero_1d(hist[u])
-            zero_1d(table[:, u])
+            for j in range(table.shape[0]):  # a column: zero_1d would compile for layout A
+                table[j, u] = 0
     else:
         for j in subtree_leaves(h, nodes_r, fanout_r):
             zero_1d(table[j])
@@ -446,6 +435,17 @@ def _whole(s, cands, child_bits, child_offset, root, memo):
                 memo[a] = 0
                 break
     return memo[a] == 1
+
+
+@inner_njit
+def _attribute_memo(cands):
+    """:func:`_whole`'s memo: −1 (not checked yet) per attribute index up to the largest
+    of ``cands``. A loop, not ``cands[ATTR].max()``: numba's array max compiles two more
+    functions (its own and ``take``), about 1 s of a cold start (issue 32)."""
+    n_attr = 0
+    for s in range(cands.shape[1]):
+        n_attr = max(n_attr, cands[ATTR, s] + 1)
+    return np.full(n_attr, -1, dtype=np.int8)
 
 
 @inner_njit
@@ -475,32 +475,6 @@ def _fill_pair_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits
 
 
 @inner_njit
-def _subtree_whole(h, nodes, fanout, cands, child_bits, child_offset, root, memo):
-    """True when every split node below (and at) ``h`` has children partitioning its rows
-    (:func:`_whole`), so the rows of ``h`` are exactly those of the leaves below it."""
-    cap = nodes.shape[1]
-    first, count = h, 1
-    while first < cap:
-        for u in range(first, min(first + count, cap)):
-            s = nodes[SPLIT, u]
-            if s >= 0 and not _whole(s, cands, child_bits, child_offset, root, memo):
-                return False
-        first, count = first * fanout + 1, count * fanout
-    return True
-
-
-@inner_njit
-def _lane(on_left, u, m, others, table, hist, size_r):
-    """Count ``m`` of a leaf ``u`` of the moved tree: its cell with the other tree's leaf
-    ``others[m]``, then (m past the other tree's leaves) its class counts (a T_L leaf) or
-    its size (a T_R leaf)."""
-    n_o = others.size
-    if m < n_o:
-        return table[others[m], u] if on_left else table[u, others[m]]
-    return hist[u, m - n_o] if on_left else size_r[u]
-
-
-@inner_njit
 def _node_lanes(a, bits_o, others, extra, out):
     """out = |a ∧ B| for the other tree's leaves B (``others``), then each row of
     ``extra`` (the class bitsets, or all rows for a size)."""
@@ -515,7 +489,7 @@ def _node_lanes(a, bits_o, others, extra, out):
 def _recount_moved(h, on_left, nodes, fanout, cands, child_bits, child_offset, root, memo, bits,
                    bits_o, others, extra, col, have_h, table, hist, size_r):
     """The new counts of the leaves below the moved node ``h``, top-down: ``col[u]`` holds
-    node ``u``'s counts (:func:`_lane` order); a split node's last child gets its parent's
+    node ``u``'s counts (:func:`_old_counts` order); a split node's last child gets its parent's
     counts less its siblings' when the children partition the parent's rows, the others are
     popcounts. ``col[h]`` (the rows of ``h`` do not change with its split) is already set
     when ``have_h``. Integer counts, equal to recounting every leaf from its bitset."""
@@ -554,17 +528,29 @@ def _recount_moved(h, on_left, nodes, fanout, cands, child_bits, child_offset, r
 @inner_njit
 def _old_counts(h, on_left, nodes, fanout, cands, child_bits, child_offset, root, memo, others,
                 extra, col, table, hist, size_r):
-    """Before a move at ``h``: ``col[h]`` = the sum of the counts of the leaves below it,
-    when they hold exactly the rows of ``h`` (:func:`_subtree_whole`); returns whether it
-    did."""
-    if not _subtree_whole(h, nodes, fanout, cands, child_bits, child_offset, root, memo):
-        return False
-    n_lanes = others.size + extra.shape[0]
+    """Before a move at ``h``: ``col[h]`` = the sum of the counts of the leaves below it
+    (in :func:`_recount_moved`'s order: cells with the other tree's leaves ``others``, then
+    class counts of a T_L leaf or the size of a T_R leaf), when they hold exactly the rows
+    of ``h``, i.e. every split node below (and at) ``h`` has children partitioning its rows
+    (:func:`_whole`); returns whether it did. One kernel where there were three (numba's
+    cost per compiled function, issue 32)."""
+    cap = nodes.shape[1]
+    first, count = h, 1
+    while first < cap:
+        for u in range(first, min(first + count, cap)):
+            s = nodes[SPLIT, u]
+            if s >= 0 and not _whole(s, cands, child_bits, child_offset, root, memo):
+                return False
+        first, count = first * fanout + 1, count * fanout
+    n_o = others.size
+    n_lanes = n_o + extra.shape[0]
     for m in range(n_lanes):
         col[h, m] = 0
     for u in subtree_leaves(h, nodes, fanout):
-        for m in range(n_lanes):
-            col[h, m] += _lane(on_left, u, m, others, table, hist, size_r)
+        for m in range(n_o):
+            col[h, m] += table[others[m], u] if on_left else table[u, others[m]]
+        for m in range(n_o, n_lanes):
+            col[h, m] += hist[u, m - n_o] if on_left else size_r[u]
     return True
 
 
@@ -599,8 +585,8 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
                  child_bits_l, offset_l)
     _random_tree(nodes_r, depth_r, max_depth, fanout_r, cands_r, rng, n_rows, bits_r, root,
                  child_bits_r, offset_r)
-    memo_l = np.full(cands_l[ATTR].max() + 1, -1, dtype=np.int8)
-    memo_r = np.full(cands_r[ATTR].max() + 1, -1, dtype=np.int8)
+    memo_l = _attribute_memo(cands_l)
+    memo_r = _attribute_memo(cands_r)
     col_l = np.zeros((cap_l, cap_r + n_classes), dtype=np.int64)  # see _recount_moved
     col_r = np.zeros((cap_r, cap_l + 1), dtype=np.int64)
     all_2d = root.reshape((1, words))
@@ -616,7 +602,6 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
     saved_hist = hist.copy()
     saved_table = table.copy()
     saved_size = size_r.copy()
-    no_perm = np.empty(1, dtype=np.int64)
     no_codes = np.zeros((1, 1), dtype=np.uint16)
     work_l = hastings_workspace(cands_l)
     work_r = hastings_workspace(cands_r)
@@ -649,7 +634,7 @@ def mcmc_tree_pair_bits(cands_l, child_bits_l, offset_l, fanout_l, depth_l, node
         _clear_moved_leaves(h, on_left, nodes_l, fanout_l, nodes_r, fanout_r, hist, table,
                             size_r)
         apply_move(h, s_new, nodes, saved, cands, fanout, depth_of, max_depth, rng,
-                   np.bool_(False), no_perm, no_codes, y, np.int64(0))
+                   np.bool_(False), None, no_codes, y, np.int64(0))
         _fill_pair_bits(h, nodes, cands, fanout, child_bits, offset, bits, root, memo)
         _recount_moved(h, on_left, nodes, fanout, cands, child_bits, offset, root, memo, bits,
                        bits_o, others, extra, col, have_h, table, hist, size_r)

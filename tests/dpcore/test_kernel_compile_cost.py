@@ -1,6 +1,6 @@
 """What the numba kernels cost to compile (issue 32: a cold start paid 25 s of CPU).
 
-Two source patterns made numba compile far more than the code needs; these checks read the
+Three source patterns made numba compile far more than the code needs; these checks read the
 kernels' source (no compile, milliseconds) and name the line that brings one back:
 
 * a slice assignment of an array (``a[:] = b``, ``a[i, :] = b[j]``) inside a kernel: numba
@@ -9,7 +9,10 @@ kernels' source (no compile, milliseconds) and name the line that brings one bac
   ``copy_2d``, costs almost nothing (a scalar fill such as ``a[:] = 0`` is cheap and allowed);
 * a kernel called with a literal int or bool at some call sites and a variable (or another
   literal) at others at the same position: numba types a literal argument as ``Literal[..]``
-  and compiles the callee, and everything it calls, once more.
+  and compiles the callee, and everything it calls, once more;
+* a reduction along an axis (``t.sum(axis=1)``): numba's axis check formats its error
+  message with the axis number, which compiles string formatting (seconds of the
+  intervals' kernel's cold compile, issue 32); loops do not.
 
 The row-based reference chains live under tests/ (``row_chains_reference.py``) and are not
 checked: only the tests compile them.
@@ -101,6 +104,28 @@ def mixed_literal_arguments(sources: dict[Path, str]) -> list[str]:
             if len(kinds) > 1 and any(k != "a variable" for k in kinds)]
 
 
+_REDUCTIONS = {"sum", "prod", "max", "min", "mean", "argmax", "argmin", "any", "all", "std",
+               "var", "cumsum"}
+
+
+def axis_reductions(sources: dict[Path, str]) -> list[str]:
+    """``file:line`` of every reduction along an axis inside a kernel."""
+    found = []
+    for path, kernels in _kernels(sources).items():
+        for kernel in kernels:
+            for node in ast.walk(kernel):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in _REDUCTIONS
+                        and (node.args or any(k.arg == "axis" for k in node.keywords))):
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    return found
+
+
+def test_no_kernel_reduces_along_an_axis():
+    found = axis_reductions(_dpcore_sources())
+    assert not found, f"reductions along an axis in kernels (write the loop): {found}"
+
+
 def test_no_kernel_assigns_an_array_to_a_slice():
     found = slice_assignments(_dpcore_sources())
     assert not found, ("slice assignments in kernels (use a loop or kernels.layout.copy_1d / "
@@ -132,9 +157,15 @@ def chain(a, b, h):
     helper(h, True, a)
     return helper(h, np.bool_(True), a)
 
+@njit(cache=True)
+def seeds(t, h):
+    row = t.sum(axis=1)
+    return helper(h, False, row) + t.sum()
+
 def not_a_kernel(a, b):
     a[:] = b
     helper(0, 1, a)
+    a.sum(axis=0)
 '''
     sources = {DPCORE / "probe.py": source}
     assert slice_assignments(sources) == ["dpcore/probe.py:10", "dpcore/probe.py:11"]
@@ -142,3 +173,4 @@ def not_a_kernel(a, b):
     assert len(mixed) == 2
     assert mixed[0].startswith("helper argument 1: 0 at dpcore/probe.py:14; a variable at")
     assert mixed[1].startswith("helper argument 2: False at") and "True at" in mixed[1]
+    assert axis_reductions(sources) == ["dpcore/probe.py:21"]

@@ -255,14 +255,19 @@ def grow_structure(h, nodes, depth_of, max_depth, fanout, cands, rng, faithful, 
                    y, min_rows):
     """Give every ``GROW`` node below ``h`` a uniformly random valid split, down to
     ``max_depth``. Strict: regardless of the data. Faithful: a node stops as a leaf
-    when it is pure or has fewer than ``min_rows`` rows (paper's code)."""
+    when it is pure or has fewer than ``min_rows`` rows (paper's code).
+
+    The strict chains pass ``perm=None``: numba then drops the faithful stop when it
+    compiles them (a ``None`` argument's branch is pruned; a False flag's is not), so a
+    strict run does not compile :func:`growth_stops` (issue 32)."""
     stack = [h]
     while len(stack) > 0:
         u = stack.pop()
         if nodes[SPLIT, u] == GROW:
             if depth_of[u] >= max_depth:
                 nodes[SPLIT, u] = LEAF
-            elif faithful and growth_stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows):
+            elif (faithful and perm is not None
+                  and growth_stops(h, u, nodes, perm, codes, cands, fanout, y, min_rows)):
                 nodes[SPLIT, u] = LEAF
             else:
                 s = random_split(u, nodes, cands, fanout, rng)
@@ -289,7 +294,8 @@ def apply_move(h, s_new, nodes, saved_nodes, cands, fanout, depth_of, max_depth,
 
     The caller then re-counts what changed below ``h`` and either keeps the tree or
     copies ``saved_nodes`` back. ``perm``, ``codes``, ``y`` and ``min_rows`` are read
-    only by faithful growth (strict callers pass placeholders).
+    only by faithful growth (strict callers pass ``perm=None`` and placeholders, see
+    :func:`grow_structure`).
     """
     copy_2d(saved_nodes, nodes)
     replace_split(h, s_new, nodes, cands, fanout)

@@ -169,7 +169,9 @@ def _seed(t, lft, rgt, row, col, tot, lsum, rsum, i, j, n, pval, max_e11):
         if _clip(ql, qr, e, n)[2] > max_e11:
             tried |= 1 << combo
     for _ in range(4):
-        best, best_j = -1, -np.inf
+        # np.int64(-1), not -1: numba would type the call below with Literal[int](-1) and
+        # compile _combo a second time (same code, cold-start seconds).
+        best, best_j = np.int64(-1), -np.inf
         for combo in range(4):
             if not tried & (1 << combo):
                 ql, qr, e = _combo(t, lft, rgt, row, col, tot, lsum, rsum, i, j, combo)
@@ -220,7 +222,11 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
             if o_mask[jj]:
                 s += cross[c, jj]
         v[c] = s
-    vtot, msum = v[:m].sum(), marg.sum()
+    vtot, msum = 0.0, 0.0  # sequential sums, as numba's a.sum() (see reselect)
+    for c in range(m):
+        vtot += v[c]
+    for c in range(marg.shape[0]):
+        msum += marg[c]
     for x in range(score.shape[0]):
         score[x] = -np.inf
     for x in range(2 * m):
@@ -232,7 +238,7 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
         if ec <= max_e11 and jac > state[1] + _J_TOL:
             score[x] = jac
     while True:
-        best, best_j = -1, -np.inf
+        best, best_j = np.int64(-1), -np.inf  # not a literal: one compile of _candidate
         for x in range(2 * m):
             if score[x] > best_j:
                 best, best_j = x, score[x]
@@ -252,6 +258,31 @@ def _extend(mask, used, raw, o_mask, o_raw, cross, marg, state, n, pval, max_e11
             state[0], state[1] = e, jac
             return
         score[best] = -np.inf
+
+
+@njit(cache=True, nogil=True)
+def _margins(table, left, right):
+    """Row and column sums of ``table``, its total and the totals of ``left`` and ``right``.
+
+    Loops, not ``table.sum(axis=…)``, ``table.sum()``, …: numba's axis check formats its
+    error message, which compiles string formatting (seconds of cold start, issue 32), and
+    each array type's sum is one more compiled function. numba sums sequentially from 0 in
+    memory order; so do the loops, so every sum is the same bits."""
+    m, k = table.shape
+    row, col = np.zeros(m), np.zeros(k)
+    tot, lsum, rsum = 0.0, 0.0, 0.0
+    for i in range(m):
+        for j in range(k):
+            row[i] += table[i, j]
+            tot += table[i, j]
+    for j in range(k):
+        for i in range(m):
+            col[j] += table[i, j]
+    for i in range(left.shape[0]):
+        lsum += left[i]
+    for j in range(right.shape[0]):
+        rsum += right[j]
+    return row, col, tot, lsum, rsum
 
 
 @njit(cache=True, nogil=True)
@@ -283,8 +314,7 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
     m, k = table.shape
     if m < 2 or k < 2:
         return np.zeros((0, m), np.bool_), np.zeros((0, k), np.bool_), np.zeros((0, 5))
-    row, col = table.sum(axis=1), table.sum(axis=0)
-    tot, lsum, rsum = table.sum(), left.sum(), right.sum()
+    row, col, tot, lsum, rsum = _margins(table, left, right)
     max_e11 = max_support * n
     n_lit = max(max_clauses, 1)
     out_l = np.zeros((m * k, m), np.bool_)
@@ -325,13 +355,23 @@ def reselect(table, left, right, n, max_pvalue, max_support, min_jaccard, min_su
                 _extend(rmask, rused, rraw, lmask, lraw, tt, right, state, n, max_pvalue,
                         max_e11, after_r, np.bool_(False), v[:k], score[:2 * k])
             qlc, qrc, ec, jc = _clip(lraw[0], rraw[0], state[0], n)
-            lc, rc = lmask.sum(), rmask.sum()
+            lc, rc = 0, 0
+            for c in range(m):
+                lc += lmask[c]
+            for c in range(k):
+                rc += rmask[c]
             if (jc >= min_jaccard and ec >= min_support
                     and ec <= max_e11 and qlc < max_e11 and qrc < max_e11
                     and 0 < lc < m and 0 < rc < k
                     and tail_at_most(qlc, qrc, ec, n, max_pvalue)):
                 p = binomial_tail(qlc, qrc, ec, n)
-                out_l[kept], out_r[kept] = lmask, rmask
+                # Loops, not out_l[kept] = lmask: an array stored into a row compiles a
+                # shape check whose error message brings in numba's string formatting
+                # (about 4 s of cold compile, issue 32).
+                for c in range(m):
+                    out_l[kept, c] = lmask[c]
+                for c in range(k):
+                    out_r[kept, c] = rmask[c]
                 stats[kept, 0], stats[kept, 1], stats[kept, 2] = qlc, qrc, ec
                 stats[kept, 3], stats[kept, 4] = jc, p
                 kept += 1
