@@ -3,7 +3,6 @@ reads the file, with the content digest the ledger recorded before tables were p
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -20,6 +19,7 @@ from dpcore.data.table.table import load_registered_table
 from dpcore.errors import DataError
 from dpcore.privacy.policy import content_digest
 from dpcore.registry import KIND_TABLE
+from tests.support.content_digest_reference import whole_array_digest
 
 SCHEMA = {
     "kind": "labelled_table", "name": "t", "file": "t.csv",
@@ -52,17 +52,6 @@ def _write(folder, n: int, seed: int = 0, *, parquet: bool = False):
         frame.to_csv(folder / "t.csv", index=False)
     (folder / "synthesis_schema.json").write_text(json.dumps(schema))
     return load_table_schema(folder / "synthesis_schema.json")
-
-
-def _old_digest(table) -> str:
-    """The content digest as the ledger computed it before partitions (whole arrays)."""
-    h = hashlib.sha256(b"dpcore-content-v1/" + KIND_TABLE.encode())
-    for name, array in table.content_arrays():
-        array = np.ascontiguousarray(array)
-        h.update(name.encode() + b"\0" + array.dtype.str.encode() + b"\0")
-        h.update(np.asarray(array.shape, dtype=np.int64).tobytes())
-        h.update(array.tobytes())
-    return h.hexdigest()
 
 
 def _same(a, b) -> None:
@@ -99,7 +88,8 @@ def test_registration_streams_the_file_and_a_run_reads_what_the_loader_gives(
     assert [p["rows"] for p in manifest.partitions] == [70, 70, 70, 70, 20]
     _same(loaded, reference)
     # the ledger's digest keeps its meaning: the manifest's digest is the old whole-array one
-    assert manifest.content_digest == _old_digest(reference) == content_digest(reference)
+    assert manifest.content_digest == whole_array_digest(reference, KIND_TABLE) \
+        == content_digest(reference)
     assert content_digest(loaded) == manifest.content_digest
     # categorical and class codes are stored in the smallest type
     columns = tp.read_table_columns(manifest, ["cat_0", tp.LABELS, "num_1"])
@@ -182,5 +172,5 @@ def test_a_compressed_csv_goes_through_the_loader(tmp_path):
     schema = load_table_schema(tmp_path / "d" / "synthesis_schema.json")
     manifest = tp.ensure_table_partitions(tmp_path / "d", schema)
     reference = load_registered_table(tmp_path / "d", schema)
-    assert manifest.content_digest == _old_digest(reference)
+    assert manifest.content_digest == whole_array_digest(reference, KIND_TABLE)
     _same(tp.load_table_partitioned(tmp_path / "d", schema), reference)
