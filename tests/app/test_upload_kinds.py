@@ -81,8 +81,9 @@ def test_a_records_upload_registers_and_is_offered_on_the_sequences_page(app, le
     assert record.schema.alphabet == ("a", "b", "c", "d") and record.schema.l1 == 6
     assert Ledger(ledger_path).budget("visits_up").cap == 4.0
     folder = tmp_path / "datasets" / "visits_up"
-    assert sorted(p.name for p in folder.iterdir()) == ["alphabet.txt", "records.txt",
-                                                        "sequence_schema.json"]
+    # the owner-only partitions sit beside the files (docs/PRIVACY.md §4)
+    assert sorted(p.name for p in folder.iterdir()) == [".dpcore_parts", "alphabet.txt",
+                                                        "records.txt", "sequence_schema.json"]
     kind, data = load_any_dataset(folder)          # the CLI's register reads the same folder
     assert kind == KIND_SEQUENCES and data.n_records == 4
     assert record.content_digest == content_digest(data)
@@ -194,7 +195,8 @@ def test_a_labelled_table_upload_registers_and_is_offered_on_the_synthesis_page(
                                                                   ("smoker", "categorical")]
     assert Ledger(ledger_path).budget("table_up").cap == 3.0
     folder = tmp_path / "datasets" / "table_up"
-    assert sorted(p.name for p in folder.iterdir()) == ["synthesis_schema.json", "table.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == [".dpcore_parts",
+                                                        "synthesis_schema.json", "table.csv"]
     assert json.loads((folder / "synthesis_schema.json").read_text())["file"] == "table.csv"
     _ok(app.switch_page("pages/synthesis/synthesis.py").run())
     assert app.selectbox(key="dataset").value == "table_up"

@@ -85,6 +85,7 @@ def _line_blocks(path: Path, schema: SequenceSchema):
     with opener(path, "rb") as f:
         lengths: list[int] = []
         items: list[int] = []
+        seen = 0
         for line in f:
             line = line[:-1] if line.endswith(b"\n") else line
             line = line[:-1] if line.endswith(b"\r") else line
@@ -93,11 +94,14 @@ def _line_blocks(path: Path, schema: SequenceSchema):
                 raise ValueError("empty record")
             items.extend([codes[t] for t in tokens])     # KeyError: not in the alphabet
             lengths.append(len(tokens))
+            seen += 1
             if len(lengths) == BLOCK_RECORDS:
                 yield _block(lengths, items, item_dtype)
                 lengths, items = [], []
         if lengths:
             yield _block(lengths, items, item_dtype)
+        if not seen:
+            raise ValueError("no records")      # the loader refuses an empty record file
 
 
 def _block(lengths: list[int], items: list[int], item_dtype) -> dict[str, np.ndarray]:

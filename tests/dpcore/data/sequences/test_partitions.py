@@ -117,6 +117,17 @@ def test_a_bad_line_raises_the_loaders_message_and_writes_nothing(tmp_path, smal
     assert not root.exists() or not [p for p in root.iterdir() if p.is_dir()]
 
 
+def test_an_empty_record_file_is_refused_and_writes_nothing(tmp_path):
+    """A file without a line streams no block: it must still be refused, as the loader
+    refuses it, not registered as a dataset of 0 records."""
+    folder = tmp_path / "d"
+    schema = _write_lines(folder, [])
+    with pytest.raises(DataError, match="holds no records"):
+        sp.ensure_sequence_partitions(folder, schema)
+    root = folder / store.PARTS_FOLDER
+    assert not root.exists() or not [p for p in root.iterdir() if p.is_dir()]
+
+
 def test_an_alphabet_file_that_differs_from_the_schema_is_refused(tmp_path):
     folder = tmp_path / "d"
     schema = _write_lines(folder, _records(20))
