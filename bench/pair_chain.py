@@ -130,22 +130,31 @@ def _profile(chains: list[tuple], iters: int) -> int:
 
 def _profile_replay(path: str, iters: int) -> int:
     from dpcore.redescriptions import bitset_mcmc as B
+    from dpcore.redescriptions.kernels.layout import SPLIT
 
     z = np.load(path)
     args = [z[k] if k in z.files else None for k in _ARG_KEYS]
     for i in (3, 9, 13, 14, 15, 21, 22):
         args[i] = args[i].item()
-    counts = {"and_count calls": 0, "and_count words": 0, "count_bits words": 0,
+    counts = {"lanes popcounted": 0, "passes over a moved node": 0,
+              "popcount words": 0, "count_bits words": 0,
               "node lanes (nodes counted)": 0, "fill_pair_bits calls": 0,
               "bitset words written": 0, "accepted": 0, "leaves recounted": 0}
-    real = {n: getattr(B, n) for n in ("and_count", "count_bits", "_node_lanes",
+    real = {n: getattr(B, n) for n in ("and_count", "and_count2", "count_bits", "_node_lanes",
                                         "_fill_pair_bits", "hastings_accept",
                                         "_recount_moved")}
 
     def and_count(a, b):
-        counts["and_count calls"] += 1
-        counts["and_count words"] += a.size
+        counts["lanes popcounted"] += 1
+        counts["passes over a moved node"] += 1
+        counts["popcount words"] += a.size
         return real["and_count"](a, b)
+
+    def and_count2(a, b, c):
+        counts["lanes popcounted"] += 2
+        counts["passes over a moved node"] += 1
+        counts["popcount words"] += 2 * a.size
+        return real["and_count2"](a, b, c)
 
     def count_bits(a):
         counts["count_bits words"] += a.size
@@ -158,17 +167,12 @@ def _profile_replay(path: str, iters: int) -> int:
     def fill_pair_bits(h, nodes, cands, fanout, child_bits, child_offset, node_bits, root,
                        memo):
         counts["fill_pair_bits calls"] += 1
-        before = node_bits.copy()
         real["_fill_pair_bits"](h, nodes, cands, fanout, child_bits, child_offset, node_bits,
                                 root, memo)
-        from dpcore.redescriptions.kernels.layout import SPLIT
-        n_int = sum(1 for u in B.subtree_leaves(h, nodes, fanout)) * 0
-        n_int = 0
-        for u in range(nodes.shape[1]):
-            if nodes[SPLIT, u] >= 0 and (u == h or _below(u, h, fanout)):
-                n_int += 1
+        # Each split node at or below h writes its two children's bitsets.
+        n_int = sum(1 for u in range(nodes.shape[1])
+                    if nodes[SPLIT, u] >= 0 and _below(u, h, fanout))
         counts["bitset words written"] += 2 * n_int * node_bits.shape[1]
-        del before
 
     def recount(h, on_left, nodes, fanout, *rest):
         counts["leaves recounted"] += len(B.subtree_leaves(h, nodes, fanout))
@@ -179,7 +183,8 @@ def _profile_replay(path: str, iters: int) -> int:
         counts["accepted"] += int(ok)
         return ok
 
-    B.and_count, B.count_bits, B._node_lanes = and_count, count_bits, node_lanes
+    B.and_count, B.and_count2 = and_count, and_count2
+    B.count_bits, B._node_lanes = count_bits, node_lanes
     B._fill_pair_bits, B.hastings_accept, B._recount_moved = fill_pair_bits, accept, recount
     run_chain(tuple(args), iters, 1000)
     print(f"{os.path.basename(path)}, {iters} iterations, words per bitset "
@@ -190,6 +195,7 @@ def _profile_replay(path: str, iters: int) -> int:
 
 
 def _below(u: int, h: int, fanout: int) -> bool:
+    """True when heap node ``u`` is ``h`` or below it."""
     while u > h:
         u = (u - 1) // fanout
     return u == h
