@@ -150,67 +150,6 @@ def test_pair_chain_subtracts_only_where_children_partition_the_rows(coded):
     assert seen == {True, False}
 
 
-def _bitsets_of(labels, n_labels):
-    """One bitset per label value (rows 0…n−1, bit r of word r // 64)."""
-    words = (labels.size + 63) // 64
-    out = np.zeros((n_labels, words), dtype=np.uint64)
-    for r, v in enumerate(labels):
-        if v >= 0:
-            out[v, r >> 6] |= np.uint64(1) << np.uint64(r & 63)
-    return out
-
-
-@pytest.mark.parametrize("n_leaves,n_extra", [(5, 2), (4, 2), (6, 1), (1, 3)])
-def test_node_lanes_derive_the_last_lane_only_from_a_partition(n_leaves, n_extra):
-    """Every lane is |a ∧ lane|, counted two per pass (odd and even lane counts); with
-    ``partitioned`` the last one comes by subtraction, and is right only when the leaves
-    and the extra rows each partition the rows — which is why the chain asks first."""
-    rng = np.random.default_rng(SEED)
-    n_rows = 1000
-    a = _bitsets_of((rng.random(n_rows) < 0.3).astype(np.int64), 2)[1]
-    leaf = rng.integers(0, n_leaves, n_rows)
-    bits_o = _bitsets_of(leaf, n_leaves + 2)[::-1].copy()   # leaves at rows n_leaves+1 … 2
-    others = np.arange(n_leaves + 1, 1, -1, dtype=np.int64)
-    extra = _bitsets_of(rng.integers(0, n_extra, n_rows), n_extra)
-    want = [B.and_count(a, bits_o[u]) for u in others] + [B.and_count(a, e) for e in extra]
-    for partitioned in (False, True):
-        out = np.full(n_leaves + n_extra, -7, dtype=np.int64)
-        B._node_lanes(a, bits_o, others, extra, partitioned, out)
-        assert out.tolist() == want, partitioned
-    # Leaves that miss some rows: only the full count is right.
-    holed = _bitsets_of(np.where(rng.random(n_rows) < 0.1, -1, leaf), n_leaves + 2)[::-1].copy()
-    out = np.zeros(n_leaves + n_extra, dtype=np.int64)
-    B._node_lanes(a, holed, others, extra, False, out)
-    assert out.tolist() == ([B.and_count(a, holed[u]) for u in others]
-                            + [B.and_count(a, e) for e in extra])
-    B._node_lanes(a, holed, others, extra, True, out)
-    assert out[-1] != B.and_count(a, extra[-1])
-
-
-def test_leaves_partition_rows_only_without_missing_splits(coded):
-    """The chain derives a lane only when every split of the other tree partitions its
-    rows: a tree split on an attribute with missing values does not."""
-    (cl, _), ds = coded
-    bits, offset = child_bitsets(cl)
-    cands = cands_matrix(cl)
-    root = B.all_rows(ds.n_rows)
-    memo = np.full(int(cands[K.ATTR].max()) + 1, -1, dtype=np.int8)
-    cap = K.tree_capacity(cl.fanout, 1)
-    seen = set()
-    for s in range(cl.n_candidates):
-        nodes = np.full((4, cap), K.ABSENT, dtype=np.int64)
-        nodes[K.SPLIT, 0] = s
-        nodes[K.SPLIT, 1:1 + cands[K.NCHILD, s]] = K.LEAF
-        got = B._leaves_partition_rows(nodes, cands, bits, offset, root, memo)
-        want = not bool((cl.codes[cands[K.ATTR, s]] == K.MISSING).any())
-        assert got == want, f"candidate {s}"
-        seen.add(got)
-    assert seen == {True, False}
-    leaf_only = np.full((4, cap), K.ABSENT, dtype=np.int64)
-    leaf_only[K.SPLIT, 0] = K.LEAF
-    assert B._leaves_partition_rows(leaf_only, cands, bits, offset, root, memo)
-
-
 # --- Faithful mode: data-derived candidates, children built on demand -------------------
 
 FAITHFUL_ITER = 1500
