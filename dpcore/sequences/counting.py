@@ -18,8 +18,11 @@ Where the counting runs is the run's choice:
   a Dask cluster; each worker reads its partition from the shared store, checks its digests
   and returns only the partition's count array; the client sums them.
 
-Nothing here is a DP release: every array returned is private (exact counts) and goes to
-the miner, which charges the accountant and adds the noise before anything leaves the run.
+Nothing here is a DP release: every array returned is private (exact counts, in records)
+and goes to the miner, which charges the accountant and adds the noise before anything
+leaves the run. A count that cannot be completed (the cluster failed, a partition no longer
+matches its digest) raises :class:`~dpcore.errors.CountingInterrupted` before its noise is
+drawn: the run stays charged and finishing it counts again (``dpcore/sequences/PRIVACY.md``).
 """
 
 from __future__ import annotations
