@@ -206,6 +206,7 @@ else:
         from dpcore.data.dataset import remember_digest
         from dpcore.data.sequences.dataset import SequenceDataset
         from dpcore.runs import load_registered
+        from dpcore.sequences import counting
         from dpcore.sequences.counting import DaskCounting
         data = load_registered(ledger._dataset_record(name))
         if count == "dask":
@@ -214,6 +215,7 @@ else:
             whole = SequenceDataset(data.schema, data.indptr, data.items)
             remember_digest(whole, data.manifest.content_digest)
             return whole
+        counting.STREAM_ABOVE_RECORDS = 0      # parts: per partition whatever the size
         return data
 
     charge_and_mine(ledger, warm, params, requester=owner, seed=seed, data=data_of(warm))

@@ -54,6 +54,12 @@ def partitioned(tmp_path, name, data, rows_per_partition, monkeypatch):
     return folder, schema, loaded
 
 
+@pytest.fixture(autouse=True)
+def stream_every_partitioned_dataset(monkeypatch):
+    """These tests count small datasets per partition, which only larger ones do by default."""
+    monkeypatch.setattr(counting, "STREAM_ABOVE_RECORDS", 0)
+
+
 @pytest.fixture(scope="module")
 def clicks():
     return generate_clickstream(N_RECORDS, seed=7)
@@ -111,6 +117,19 @@ def test_counts_per_partition_add_up_to_the_whole_count(tmp_path, monkeypatch, c
     assert stats.long_records == int((clicks.lengths > 2).sum()) > 0
     # one record per partition count: a 1-item candidate's support is at most the records
     assert shrunk.max() <= clicks.n_records
+
+
+def test_a_small_partitioned_dataset_is_loaded_once_and_counted_whole(
+        tmp_path, monkeypatch, clicks):
+    _, _, many = partitioned(tmp_path, "many", clicks, 97, monkeypatch)
+    monkeypatch.setattr(counting, "STREAM_ABOVE_RECORDS", many.n_records)
+    assert isinstance(counting.record_counts(many), counting.WholeCounts)
+    params = SequenceMiningParams(epsilon=2.0, theta=0.02)
+    reference = _mine(load_registered_sequences(tmp_path / "many", many.schema), params)
+    assert released(_mine(many, params)) == released(reference)
+    assert many._whole is not None
+    monkeypatch.setattr(counting, "STREAM_ABOVE_RECORDS", many.n_records - 1)
+    assert isinstance(counting.record_counts(many), counting.PartitionCounts)
 
 
 def test_a_partition_damaged_after_loading_interrupts_the_count_not_the_release(
