@@ -190,10 +190,43 @@ else:
     warm = "warm-" + secrets.token_hex(4)
     register_folder(ledger, warm_copy, cap=1000.0, name=warm, actor="bench")
     seed = 1 if kind == "two_view" else None   # a seed only on public demo data
-    charge_and_mine(ledger, warm, params, requester=owner, seed=seed)
+    count = sys.argv[8] if len(sys.argv) > 8 else "parts"
+    out["count"] = count
+    client = None
+    if count == "dask":
+        from dpcore.distributed.cluster import open_client
+        cluster = open_client(None, workers=2, threads_per_worker=1)
+        client = cluster.__enter__()
+
+    def data_of(name):
+        # sequences: counted per partition here (parts), on 2 Dask workers (dask), or the
+        # records loaded whole first (whole: the miner then counts them as one block)
+        if kind != "sequences":
+            return None
+        from dpcore.data.dataset import remember_digest
+        from dpcore.data.sequences.dataset import SequenceDataset
+        from dpcore.runs import load_registered
+        from dpcore.sequences import counting
+        from dpcore.sequences.counting import DaskCounting
+        data = load_registered(ledger._dataset_record(name))
+        if count == "dask":
+            return data.with_backend(DaskCounting(client))
+        if count == "whole":
+            whole = SequenceDataset(data.schema, data.indptr, data.items)
+            remember_digest(whole, data.manifest.content_digest)
+            return whole
+        counting.STREAM_ABOVE_RECORDS = 0      # parts: per partition whatever the size
+        return data
+
+    charge_and_mine(ledger, warm, params, requester=owner, seed=seed, data=data_of(warm))
     base = rss_mb()
     start = time.perf_counter()
-    charge_and_mine(ledger, "scaling", params, requester=owner, seed=seed)
+    charge_and_mine(ledger, "scaling", params, requester=owner, seed=seed,
+                    data=data_of("scaling"))
+    if client is not None:
+        out["worker_peak_rss_mb"] = sorted(client.run(
+            lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0).values())
+        cluster.__exit__(None, None, None)
 out["wall_s"] = time.perf_counter() - start
 out["rss_base_mb"] = base
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -249,10 +282,11 @@ def write_kind_files(folder: Path, rows: int, kind: str) -> dict:
 
 
 def run_file_step(step: str, folder: Path, ledger: Path, rows: int, *, code: Path,
-                  mc_iter: int = 200, kind: str = "two_view") -> dict:
-    """One step of the file path (:data:`_FILE_STEP`) in a fresh interpreter."""
+                  mc_iter: int = 200, kind: str = "two_view", count: str = "parts") -> dict:
+    """One step of the file path (:data:`_FILE_STEP`) in a fresh interpreter (``count``:
+    how a sequence mine counts: ``parts``, ``whole`` or ``dask``)."""
     proc = subprocess.run([sys.executable, "-c", _FILE_STEP, str(code), step, str(folder),
-                           str(ledger), str(rows), str(mc_iter), kind], cwd=code,
+                           str(ledger), str(rows), str(mc_iter), kind, count], cwd=code,
                           capture_output=True, text=True, timeout=CASE_TIMEOUT_S)
     if proc.returncode != 0:
         return {"step": step, "rows": rows, "error": proc.stderr[-2000:]}
@@ -263,7 +297,8 @@ def run_file_step(step: str, folder: Path, ledger: Path, rows: int, *, code: Pat
 
 def measure_file_path(rows_list: list[int], *, code: Path, work: Path, n_bool: int,
                       n_numeric: int, mc_iter: int = 200, kind: str = "two_view",
-                      steps: tuple[str, ...] = ("register", "mine")) -> list[dict]:
+                      steps: tuple[str, ...] = ("register", "mine"),
+                      count: str = "parts") -> list[dict]:
     """Register, then mine, data written as files, at each row count: peak RSS per row of
     each step (a fresh ledger and the folder's partitions removed per row count, so nothing
     built before is reused). ``kind``: the CMS-like two-view data as a CSV (MCMCTreePair),
@@ -294,7 +329,7 @@ def measure_file_path(rows_list: list[int], *, code: Path, work: Path, n_bool: i
         for step in steps:
             log(f"{step} {rows:,} rows (load {_load():.2f})")
             out = run_file_step(step, folder, ledger, rows, code=code, mc_iter=mc_iter,
-                                kind=kind)
+                                kind=kind, count=count)
             out["shape"] = [n_bool, n_numeric]
             out["code"] = str(code)
             log(f"  {json.dumps(out)[:300]}")
@@ -416,6 +451,9 @@ def main(argv=None) -> int:
                         help="files: the steps run (mine alone reuses the last registration)")
     parser.add_argument("--kind", default="two_view", choices=("two_view", "table", "sequences"),
                         help="files: the dataset kind written, registered and mined")
+    parser.add_argument("--count", default="parts", choices=("parts", "whole", "dask"),
+                        help="files, sequences: count per partition in the mine's process, "
+                             "on the records loaded whole, or per partition on 2 Dask workers")
     args = parser.parse_args(argv)
     if args.case:
         print(json.dumps(case(json.loads(args.case))))
@@ -432,7 +470,8 @@ def main(argv=None) -> int:
         results = measure_file_path(sorted(int(r) for r in args.rows.split(",")),
                                     code=Path(args.code).resolve(), work=Path(args.work),
                                     n_bool=shape[0], n_numeric=shape[1], mc_iter=args.mc_iter,
-                                    kind=args.kind, steps=tuple(args.file_steps.split(",")))
+                                    kind=args.kind, steps=tuple(args.file_steps.split(",")),
+                                    count=args.count)
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "scaling_files.json").write_text(json.dumps(results, indent=2), encoding="utf-8")

@@ -133,3 +133,13 @@ class SignInError(DpcoreError):
     def __init__(self, message: str = "wrong account name or password (or the account is "
                                       "disabled)"):
         super().__init__(message)
+
+
+class CountingInterrupted(DpcoreError):
+    """A charged run could not obtain one of its counts (a partition counted on a cluster
+    that failed, or a partition that no longer matches its digest).
+
+    Raised before the noise of the count it interrupts is drawn, and no part of the attempt
+    left the run: the run is left charged without a result (not failed), so finishing it
+    under the same run id counts again and releases once for its one charge.
+    """

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcore.errors import ParameterError
+from dpcore.errors import CountingInterrupted, ParameterError
 from dpcore.family import Algorithm, Progress, Release, spec_and_algorithm
 from dpcore.privacy.accountant import PrivacyAccountant, RunBudget
 from dpcore.registry import AlgorithmSpec
@@ -153,7 +153,8 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
         bootstrap costs about 2.5 s of CPU on the sample data). The harness's sandbox runs
         skip it: nothing stores them, and readers compute intervals when asked.
     fail : callable(message), optional
-        Marks a charged run failed when mining or storing raises (the error propagates).
+        Marks a charged run failed when mining or storing raises (the error propagates),
+        except :class:`~dpcore.errors.CountingInterrupted`: the run stays charged.
 
     Returns
     -------
@@ -180,7 +181,9 @@ def execute_charged(checked: CheckedRun, *, rng: np.random.Generator,
         if store is not None:
             store(executed.release_json, executed.diagnostics_json)
     except BaseException as exc:
-        if fail is not None:
+        # An interrupted count drew none of its noise and nothing of the attempt left the
+        # run: like a killed process, the run stays charged so it can be finished once.
+        if fail is not None and not isinstance(exc, CountingInterrupted):
             fail(f"{type(exc).__name__}: {exc}")
         raise
     return executed

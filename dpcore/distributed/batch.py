@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from dpcore.distributed.plan import PlannedRun
 from dpcore.distributed.preflight import check_cluster
-from dpcore.errors import BudgetExceededError, DpcoreError, ParameterError
+from dpcore.errors import BudgetExceededError, CountingInterrupted, DpcoreError, ParameterError
 from dpcore.executor import execute_charged, plan_parts, prepare_run
 from dpcore.privacy.ledger import ChargeRecord, Ledger, digest_params
 from dpcore.privacy.policy import PolicyError, RunPermit, content_digest, recorded_params
@@ -400,7 +400,9 @@ class _Batch:
             fut.release()
             if error is not None:
                 message = f"{type(error).__name__}: {error}"
-                _mark_failed(self.ledger, run.run_id, message)
+                if not isinstance(error, CountingInterrupted):
+                    # interrupted counts leave the run charged: the plan's re-run resumes it
+                    _mark_failed(self.ledger, run.run_id, message)
                 outcome.status, outcome.error = "failed", message
                 self.report(run.run_id, "failed", {"error": message})
                 continue

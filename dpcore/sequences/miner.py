@@ -103,13 +103,12 @@ from dpcore.sequences.candidates import (
     generate_candidates,
     one_item_candidates,
 )
+from dpcore.sequences.counting import WholeCounts, record_counts
 from dpcore.sequences.intervals import with_intervals
 from dpcore.sequences.kernels import (
     build_occurrence_runs,
-    length_histogram,
     max_supports_by_length,
     prefix_search,
-    relevant_length_histogram,
 )
 from dpcore.sequences.params import (
     LENGTHS,
@@ -321,8 +320,10 @@ def partition_records(n_records: int, parts: int, rng: np.random.Generator, *,
 class _Run:
     """One run's state: the accountant, the shares and the records of what was released."""
 
-    def __init__(self, data, params, rng, accountant, progress):
+    def __init__(self, data, params, rng, accountant, progress, counts):
         self.data, self.params, self.rng = data, params, rng
+        #: where every count over the records comes from (whole, or summed per partition)
+        self.counts = counts
         self.accountant, self.progress_cb = accountant, progress
         self.strict = params.mode == STRICT
         self.timers: dict[str, float] = {}
@@ -353,7 +354,7 @@ def _pre_mining(run: _Run, data: SequenceDataset, params: SequenceMiningParams, 
     n_hat = float(run.counts_noise(np.array([data.n_records]), sensitivity=1,
                                    epsilon_nano=plan[RECORDS],
                                    label="N̂: number of records")[0])
-    hist = length_histogram(data.indptr, l1 + 1)[1:]
+    hist = run.counts.length_histogram(l1 + 1)[1:]
     noisy_hist = run.counts_noise(hist, sensitivity=1, epsilon_nano=plan[LENGTHS],
                                   label=f"α̂: records of each length 1..{l1}")
     l2, lmax = estimate_lmax(noisy_hist, n_hat, params.eta, l1)
@@ -366,7 +367,7 @@ def _longest_frequent_length(run: _Run, data: SequenceDataset, runs, lmax: int,
     noisy histogram of record lengths; faithful, the paper's search for β_y (NOT ε3-DP)."""
     probes: list[dict] = []
     if run.strict:
-        counts = length_counts(data.lengths, lmax)
+        counts = run.counts.length_counts(lmax)
         noisy_counts = run.counts_noise(
             counts, sensitivity=1, epsilon_nano=epsilon_nano,
             label=f"L_f: records of each length 1..{lmax} (longer ones in cell {lmax})")
@@ -438,16 +439,12 @@ def _strict_prune(run: _Run, data: SequenceDataset, trie, length: int, lp,
                   shrinking: list) -> np.ndarray:
     """Strict pruning: noisy supports of C_k on all records shrunk to ``length`` items
     (hard cut, checked), Δ = ``lp.sensitivity``, ε = ``lp.prune_nano``."""
-    started, k, n_items = time.perf_counter(), trie.k, data.schema.n_items
-    sh_indptr, sh_items, stats = shrink_records(data.indptr, data.items, n_items, trie,
-                                                length, truncate=True)
-    if sh_indptr.size > 1 and np.diff(sh_indptr).max() > length:
-        raise AssertionError("shrinking left a record longer than its bound")
+    started, k = time.perf_counter(), trie.k
+    # each record shrunk (hard cut, checked where it is counted) and counted: one pass
+    local, stats = run.counts.shrunk_supports(trie, length)
     shrinking.append({"length": k, **stats.__dict__})
     run.timed("shrink", started)
     started = time.perf_counter()
-    local = candidate_supports(sh_indptr, sh_items, n_items, trie)
-    del sh_indptr, sh_items
     noisy = run.counts_noise(
         local, sensitivity=lp.sensitivity, epsilon_nano=lp.prune_nano,
         label=f"level {k}: noisy supports of {trie.n_cand} candidates on all "
@@ -481,7 +478,7 @@ def _plan_verification(run: _Run, data: SequenceDataset, kept: np.ndarray, k: in
     if wants_verify_histogram(n_kept, k, length, int(mask.sum()), level_items, length_nano,
                               lmax, n_hat, run.params.eta):
         noisy = run.counts_noise(
-            relevant_length_histogram(data.indptr, data.items, mask, lmax), sensitivity=1,
+            run.counts.relevant_lengths(mask, lmax), sensitivity=1,
             epsilon_nano=length_nano,
             label=f"level {k}: records holding 1..{lmax} items of the {n_kept} survivors "
                   f"(more in cell {lmax})")
@@ -504,18 +501,12 @@ def _measure(run: _Run, data: SequenceDataset, runs, vtrie, share: int, delta: i
     records are, and is checked). The true supports on all records are returned for the
     owner's diagnostics only.
     """
-    n_items, k = data.schema.n_items, vtrie.k
-    support = candidate_supports(data.indptr, data.items, n_items, vtrie, runs)
-    measured, where = support, "all records"
-    if bound:
-        sh_indptr, sh_items, _ = shrink_records(data.indptr, data.items, n_items, vtrie,
-                                                bound, truncate=True)
-        if sh_indptr.size > 1 and np.diff(sh_indptr).max() > bound:
-            raise AssertionError("shrinking left a record longer than its bound")
-        if delta < min(math.comb(bound, k), vtrie.n_cand):
-            raise AssertionError("verification sensitivity below its bound")
-        measured = candidate_supports(sh_indptr, sh_items, n_items, vtrie)
-        where = f"all records shrunk to ≤ {bound} items"
+    k = vtrie.k
+    if bound and delta < min(math.comb(bound, k), vtrie.n_cand):
+        raise AssertionError("verification sensitivity below its bound")
+    # shrunk (bound > 0): hard cut to the bound, checked where each block is counted
+    support, measured = run.counts.supports(vtrie, bound)
+    where = f"all records shrunk to ≤ {bound} items" if bound else "all records"
     noisy = run.counts_noise(measured, sensitivity=delta, epsilon_nano=share,
                              continuous=continuous,
                              label=f"level {k}: noisy supports of {vtrie.n_cand} candidates "
@@ -617,7 +608,7 @@ def _relevant_length(lv: _Levels, step: _Step, prune_part: int, verify_part: int
         # pruning pays only with a shorter bound than the carried one, and the
         # histogram may plausibly give it: read it from a noisy histogram of the
         # records' relevant lengths (sensitivity 1)
-        relevant = relevant_length_histogram(data.indptr, data.items, mask, lv.lmax)
+        relevant = run.counts.relevant_lengths(mask, lv.lmax)
         noisy_relevant = run.counts_noise(
             relevant, sensitivity=1, epsilon_nano=length_nano,
             label=f"level {k}: records holding 1..{lv.lmax} items of the candidates "
@@ -814,7 +805,7 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
                             rng: np.random.Generator | None = None,
                             accountant: PrivacyAccountant | None = None,
                             run_id: str | None = None, seed: int | None = None,
-                            progress=None) -> SequenceRunResult:
+                            progress=None, count_backend=None) -> SequenceRunResult:
     """Mine the frequent sequences of ``data`` with PFS2 (or its baseline) under ε-DP.
 
     Parameters
@@ -837,6 +828,10 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
         Recorded in the result (public demo data only).
     progress : callable(fraction, message), optional
         Called between phases and levels.
+    count_backend : DaskCounting, optional
+        Where a strict run on data read from partitions counts them
+        (:mod:`dpcore.sequences.counting`); default the one the data carry, else this
+        process, one partition at a time.
 
     Returns
     -------
@@ -852,7 +847,11 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     if rng is None:
         rng = secure_generator()   # no generator given: the private-data source
     n_calls_before, spent_before = len(accountant.calls), accountant.spent_nano
-    run = _Run(data, params, rng, accountant, progress)
+    # strict runs count per partition when the data were read from partitions (summed
+    # before each noise draw: the same arrays as over the whole); faithful mode needs the
+    # records whole (sample databases, maximal-support searches)
+    counts = record_counts(data, count_backend, whole=params.mode != STRICT)
+    run = _Run(data, params, rng, accountant, progress, counts)
     strict = run.strict
     l1 = resolve_l1(data, params)
     theta = float(params.theta)
@@ -866,7 +865,10 @@ def mine_frequent_sequences(data: SequenceDataset, params: SequenceMiningParams,
     # ---- L_f
     started = time.perf_counter()
     run.progress(0.05, f"longest frequent length (lmax = {lmax})")
-    runs = build_occurrence_runs(data.indptr, data.items, data.schema.n_items)
+    runs = None
+    if isinstance(counts, WholeCounts):
+        runs = build_occurrence_runs(data.indptr, data.items, data.schema.n_items)
+        counts.runs = runs
     l_f, probes = _longest_frequent_length(run, data, runs, lmax, theta * n_base,
                                            plan[MAX_LENGTH])
     shares = mechanism_shares(params, lmax, l_f)

@@ -54,6 +54,7 @@ from dpcore.registry import (
     SERENADE_CS,
     SERENADE_ES,
 )
+from dpcore.sequences import counting as sequence_counting
 from dpcore.sequences import miner as sequence_miner
 from dpcore.synthesis import floor, mcgen, moments
 from dpcore.synthesis import tree as synthesis_tree
@@ -578,7 +579,7 @@ CATALOGUE: tuple[Mutant, ...] = (
     Mutant("pfs2-lmax-from-true-longest", PFS2, DISCRETE, "branch",
            "sequences.miner → estimate_lmax",
            "lmax = the longest true record (capped at l1)",
-           lambda: _patched((sequence_miner, "length_histogram", _stash_longest),
+           lambda: _patched((sequence_counting, "length_histogram", _stash_longest),
                             (sequence_miner, "estimate_lmax", _lmax_from_true_longest))),
     Mutant("pfs2-frozen-stream", PFS2, DISCRETE, "stream",
            "sequences.miner._Run.counts_noise(rng)",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,8 @@ from dpcore.data.sequences.schema import EVENTS, LINES, SequenceSchema
 from dpcore.errors import DataError
 
 __all__ = ["FORMAT", "LENGTHS", "ITEMS", "sequence_files", "ensure_sequence_partitions",
-           "load_sequences_partitioned", "iter_partitions"]
+           "load_sequences_partitioned", "iter_partitions", "read_partition",
+           "PartitionedSequences"]
 
 FORMAT = "dpcore-sequence-parts-v1"
 LENGTHS, ITEMS = "lengths", "items"
@@ -263,6 +265,79 @@ def iter_partitions(manifest: store.Manifest, schema: SequenceSchema):
         yield SequenceDataset(schema, indptr, stored.astype(np.int32))
 
 
+def read_partition(manifest: store.Manifest, schema: SequenceSchema, index: int
+                   ) -> SequenceDataset:
+    """Partition ``index``'s records alone (its columns checked against their digests): what
+    a worker reads to count one partition, never the other partitions.
+
+    Raises
+    ------
+    Damaged
+        The partition does not read or does not match the manifest.
+    """
+    one = replace(manifest, partitions=(manifest.partitions[index],))
+    return next(iter_partitions(one, schema))
+
+
+class PartitionedSequences(SequenceDataset):
+    """A sequence dataset read from its partitions (private), its records loaded only when
+    a caller asks for ``indptr`` or ``items`` (then whole, once).
+
+    Per-partition counting (:mod:`dpcore.sequences.counting`) reads ``manifest`` one
+    partition at a time and never loads the whole; every other reader sees an ordinary
+    :class:`SequenceDataset`. ``n_records`` is the manifest's (no load). Pickled, it is the
+    whole :class:`SequenceDataset` (what a whole run sent to a worker carries).
+
+    Attributes
+    ----------
+    manifest : Manifest
+        The intact build the records are read from (checked when loaded).
+    count_backend : object or None
+        Where per-partition counts run (:mod:`dpcore.sequences.counting`); None: in this
+        process.
+    """
+
+    def __init__(self, schema: SequenceSchema, manifest: store.Manifest, count_backend=None):
+        object.__setattr__(self, "schema", schema)
+        object.__setattr__(self, "manifest", manifest)
+        object.__setattr__(self, "count_backend", count_backend)
+        object.__setattr__(self, "_whole", None)
+
+    def _load(self) -> SequenceDataset:
+        if self._whole is None:
+            try:
+                whole = _dataset_from(self.manifest, self.schema)
+            except (store.Damaged, KeyError) as e:
+                raise DataError(f"a partition of the dataset is damaged ({e}); register it "
+                                "again") from None
+            object.__setattr__(self, "_whole", whole)
+        return self._whole
+
+    @property
+    def indptr(self) -> np.ndarray:
+        return self._load().indptr
+
+    @property
+    def items(self) -> np.ndarray:
+        return self._load().items
+
+    @property
+    def n_records(self) -> int:
+        return int(self.manifest.rows)
+
+    def with_backend(self, count_backend) -> PartitionedSequences:
+        """The same records counted by ``count_backend`` (e.g. a
+        :class:`~dpcore.sequences.counting.DaskCounting`); the content digest carried over."""
+        from dpcore.data.dataset import remember_digest
+
+        other = PartitionedSequences(self.schema, self.manifest, count_backend)
+        remember_digest(other, self.manifest.content_digest)
+        return other
+
+    def __reduce__(self):
+        return (SequenceDataset, (self.schema, self.indptr, self.items))
+
+
 def _manifest_for_load(source_path, schema: SequenceSchema):
     found = _key_of(source_path, schema)
     if found is None:
@@ -271,11 +346,30 @@ def _manifest_for_load(source_path, schema: SequenceSchema):
     return files, digests, key, store.read_manifest(_root(source_path) / key[:40], key, FORMAT)
 
 
+def _checked(manifest: store.Manifest) -> bool:
+    """Whether every partition reads, matches its digests and the items add up (one
+    partition held at a time): a damaged build is found here, before any charge."""
+    if not store.intact(manifest):
+        return False
+    n_items = sum(int(p.get("sizes", {}).get(ITEMS, p["rows"])) for p in manifest.partitions)
+    return n_items == int(manifest.extra.get("items", -1))
+
+
+def _lazy(manifest: store.Manifest, schema: SequenceSchema) -> PartitionedSequences:
+    from dpcore.data.dataset import remember_digest
+
+    data = PartitionedSequences(schema, manifest)
+    remember_digest(data, manifest.content_digest)
+    return data
+
+
 def load_sequences_partitioned(source_path, schema: SequenceSchema) -> SequenceDataset:
     """The records at ``source_path`` read with ``schema``, from their partitions.
 
-    Returns exactly what :func:`dpcore.data.sequences.loading.load_registered_sequences`
-    returns (private data), its content digest the manifest's (not hashed again). Builds the
+    Returns the records :func:`dpcore.data.sequences.loading.load_registered_sequences`
+    returns (private data), as a :class:`PartitionedSequences` once every partition has been
+    checked against its digests (its records loaded whole only if a reader asks for them),
+    its content digest the manifest's (not hashed again). Builds the
     partitions when there are none for these files, this schema and this loader, or one is
     damaged; a folder that cannot be written to gives the loader's result.
 
@@ -297,10 +391,9 @@ def load_sequences_partitioned(source_path, schema: SequenceSchema) -> SequenceD
                     manifest = _build(source_path, schema, files, digests, key)
                 except OSError:
                     break
-            try:
-                return _dataset_from(manifest, schema)
-            except (store.Damaged, DataError, KeyError):
-                manifest = None
+            if _checked(manifest):
+                return _lazy(manifest, schema)
+            manifest = None
     from dpcore.data.sequences.loading import load_registered_sequences
 
     return load_registered_sequences(source_path, schema)

@@ -299,15 +299,17 @@ def test_the_per_record_partition_and_the_faithful_one_cutting_blocks():
 
 
 def test_strict_samples_are_truncated_to_lmax(monkeypatch):
+    from dpcore.sequences import counting
+
     lengths = []
-    real = miner_module.shrink_records
+    real = counting.shrink_records     # strict runs shrink where they count
 
     def spy(indptr, items, n_items, trie, lmax, *, truncate=True):
         out = real(indptr, items, n_items, trie, lmax, truncate=truncate)
         lengths.append((int(np.diff(out[0]).max()), lmax, truncate))
         return out
 
-    monkeypatch.setattr(miner_module, "shrink_records", spy)
+    monkeypatch.setattr(counting, "shrink_records", spy)
     res = mine_frequent_sequences(load_sequence_dataset(SAMPLE_DATA / "house_power"),
                                   SequenceMiningParams(epsilon=0.1, theta=0.3, l1=2,
                                                        budget_records=0.1,

@@ -298,15 +298,17 @@ def test_pruning_length_reads_the_eta_quantile_of_relevant_lengths():
 def test_a_flooding_level_prunes_on_a_bound_read_from_noisy_relevant_lengths(monkeypatch):
     data, records = _wide_records()
     params = SequenceMiningParams(epsilon=1.0, theta=0.2)
+    from dpcore.sequences import counting
+
     bounds = []
-    real = miner_module.shrink_records
+    real = counting.shrink_records     # strict runs shrink where they count
 
     def spy(indptr, items, n_items, trie, lmax, *, truncate=True):
         out = real(indptr, items, n_items, trie, lmax, truncate=truncate)
         bounds.append((trie.k, lmax, int(np.diff(out[0]).max())))
         return out
 
-    monkeypatch.setattr(miner_module, "shrink_records", spy)
+    monkeypatch.setattr(counting, "shrink_records", spy)
     acc = PrivacyAccountant(run_cost_nano(params))
     res = mine_frequent_sequences(data, params, rng=np.random.default_rng(1), accountant=acc)
     level, first = res.levels[1], res.levels[0]
@@ -319,7 +321,7 @@ def test_a_flooding_level_prunes_on_a_bound_read_from_noisy_relevant_lengths(mon
     assert level.prune_sensitivity == min(math.comb(level.prune_length, 2), 400)
     assert (2, level.prune_length, level.prune_length) in bounds or all(
         b[2] <= b[1] for b in bounds)
-    assert all(longest <= bound for _, bound, longest in bounds)
+    assert bounds and all(longest <= bound for _, bound, longest in bounds)
     calls = [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]]
     replayed, unspent, _ = replay_level_calls(res, params)
     assert calls == replayed and (first.verify_length_epsilon_nano, 1) in calls
