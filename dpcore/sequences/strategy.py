@@ -365,7 +365,9 @@ def noise_bound(n_candidates: int, k: int, length: int, delta: int, level_nano: 
     Measured on the BIBLE shape (θ = 0.18, ε = 0.1, 8 seeds): level 2 verified 64–121
     candidates with Δ = 45–100 on 0.0225 ε (scale 2,000–4,400 records against
     θ·N̂ ≈ 6,500) and released 10–25 false 2-sequences per run, whose relative errors made
-    the median (26 %); with this bound (b = 8, Δ = 28) see docs/results.md, issue 35.
+    the median: F 0.66, median relative error 26 % ± 17 %. With this bound (b = 8,
+    Δ = 28, the same 0.0225 ε; level 3 then concentrates or runs under the pool rule) F
+    0.85, median relative error 7.3 % ± 1.8 % (docs/results.md, issue 35).
 
     Returns
     -------
