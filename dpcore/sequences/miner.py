@@ -140,6 +140,7 @@ from dpcore.sequences.strategy import (
     concentrate_bound,
     keep_largest,
     level_budget,
+    noise_bound,
     plan_level,
     plausible_length,
     pruning_length,
@@ -635,6 +636,12 @@ def _strict_pfs2_choice(lv: _Levels, step: _Step, level_nano: int) -> np.ndarray
     if not lp.prune and lv.ref_length < lv.lmax:
         # a bound read for these items' records (relevant lengths only shrink): reuse
         delta_v, bound_v = verify_sensitivity(trie.n_cand, k, level_length)
+        # too noisy at that Δ: a shorter public bound chosen by the noise (PRIVACY.md
+        # §6.7, "A bound chosen by the noise"); Δ = min(C(b, k), |C_k|) is checked in _measure
+        shorter = noise_bound(trie.n_cand, k, level_length, delta_v, step.share,
+                              lv.threshold)
+        if shorter is not None:
+            delta_v, bound_v = min(math.comb(shorter, k), trie.n_cand), shorter
         step.vplan = (step.share, delta_v, 0, bound_v)
     if not lp.prune:
         v_delta = trie.n_cand if step.vplan is None else step.vplan[1]

@@ -136,6 +136,17 @@ def _replay_concentrated(lv, bound, remaining, calls) -> int:
     return 0
 
 
+def _reused_bound_plan(n_candidates, k, bound, level_nano, threshold):
+    """(Δ, records' bound) of a non-pruned strict PFS2 level verifying on a carried bound,
+    re-decided from public values: the halving rule, or the bound the noise gives."""
+    from dpcore.sequences.strategy import noise_bound, verify_sensitivity
+    delta, length = verify_sensitivity(n_candidates, k, bound)
+    shorter = noise_bound(n_candidates, k, bound, delta, level_nano, threshold)
+    if shorter is None:
+        return delta, length
+    return min(math.comb(shorter, k), n_candidates), shorter
+
+
 def replay_level_calls(res, params):
     """Every level call (nano-ε, sensitivity) of a strict run, and the budget it left,
     rebuilt from the RELEASED result and public parameters only (N̂, L_f, lmax, the
@@ -233,8 +244,8 @@ def replay_level_calls(res, params):
                 remaining -= share
         elif lv.verify_sensitivity:
             if ref_length < res.lmax:   # a bound read earlier: reused for the verification
-                assert (lv.verify_sensitivity, lv.verify_length) == verify_sensitivity(
-                    lv.candidates, k, bound)
+                assert (lv.verify_sensitivity, lv.verify_length) == _reused_bound_plan(
+                    lv.candidates, k, bound, prune + verify, threshold)
             else:
                 assert (lv.verify_sensitivity, lv.verify_length) == (lv.candidates, 0)
             calls.append((prune + verify, lv.verify_sensitivity))

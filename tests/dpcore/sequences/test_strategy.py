@@ -32,6 +32,7 @@ from dpcore.sequences.strategy import (
     floods,
     keep_largest,
     level_budget,
+    noise_bound,
     plan_level,
     plausible_length,
     pruning_length,
@@ -490,6 +491,61 @@ def test_concentrate_bound_takes_the_rest_only_where_shrinking_pays():
     assert concentrate_bound(121, 2, 30, 32_744_196, 65_488_393, 12_239.1) is None
     # a bound below half the carried one would cut too much: 8 < 20/2
     assert concentrate_bound(361, 2, 20, 22_500_000, 45_000_000, threshold) is None
+
+
+def test_noise_bound_shortens_a_noisy_pool_level_only_where_it_pays():
+    """BIBLE's level 2 at θ = 0.18, ε = 0.1 (121 candidates, carried bound 11, Δ = 55 on
+    0.0225 ε, θ·N̂ ≈ 6,546): scale 2,444 > ρ·θ·N̂ ≈ 1,309, and the rest of the pool
+    (0.045 ε) reaches ρ·θ·N̂ at bound 11 already, so concentrate_bound declines; the level
+    verifies on records shrunk to 8 items instead (28/0.0225 ≈ 1,244 ≤ 1,309 < 36/0.0225)."""
+    threshold = 6546.0
+    assert concentrate_bound(121, 2, 11, 22_500_000, 45_000_000, threshold) is None
+    assert noise_bound(121, 2, 11, 55, 22_500_000, threshold) == 8
+    limit = CONCENTRATE_SCALE * threshold
+    assert math.comb(8, 2) / 0.0225 <= limit < math.comb(9, 2) / 0.0225
+    # 64 candidates on records as they are (Δ = 64, C(11, 2) = 55 does not halve it)
+    assert noise_bound(64, 2, 11, 64, 22_500_000, threshold) == 8
+    # quiet enough already (ε = 1): keep Δ
+    assert noise_bound(121, 2, 11, 55, 225_000_000, threshold) is None
+    # level 1 and a bound no longer than k: never
+    assert noise_bound(11, 1, 11, 11, 22_500_000, threshold) is None
+    assert noise_bound(121, 2, 2, 1, 22_500_000, threshold) is None
+    # the bound reaching ρ·θ·N̂ would be below half the carried one (8 < 20/2): keep Δ
+    assert noise_bound(361, 2, 20, 190, 22_500_000, threshold) is None
+    # House_Power's level 2 (Δ = |C_2| = 121 down to bound 16; 105 at 15 is still too
+    # noisy on its budget): keep Δ
+    assert noise_bound(121, 2, 30, 121, 32_744_196, 12_239.1) is None
+
+
+def test_a_noisy_pool_level_verifies_on_the_bound_its_noise_gives(monkeypatch):
+    """A word stream whose level 2 (144 candidates, carried bound 13: Δ = 144, since
+    C(13, 2) = 78 does not halve it) would verify at a scale above ρ·θ·N̂ on its pool-rule
+    budget, while the rest of the pool reaches ρ·θ·N̂ without shrinking (so it does not
+    concentrate): it verifies on records shrunk to the bound noise_bound gives, the later
+    levels still run, every call is rebuilt from the released result, and it releases
+    fewer 2-sequences of true support below θ·N than with the carried bound."""
+    data = generate_word_stream(12_000, 2_000, 7)
+    params = SequenceMiningParams(epsilon=0.4, theta=0.2, l1=32)
+    res = mine_frequent_sequences(data, params, rng=np.random.default_rng(0))
+    first, second = res.levels[0], res.levels[1]
+    threshold = params.theta * res.noisy_records
+    assert second.length == 2 and second.note != CONCENTRATED and len(res.levels) > 2
+    assert 2 <= second.verify_length < first.verify_length
+    assert second.verify_sensitivity == math.comb(second.verify_length, 2) < second.candidates
+    assert (second.verify_sensitivity / nano_to_epsilon(second.verify_epsilon_nano)
+            <= CONCENTRATE_SCALE * threshold)
+    calls, unspent, _ = replay_level_calls(res, params)
+    assert [(c["epsilon_nano"], c["sensitivity"]) for c in res.mechanism_calls[3:]] == calls
+    assert unspent == res.unspent_nano
+    monkeypatch.setattr(miner_module, "noise_bound", lambda *args: None)
+    carried = mine_frequent_sequences(data, params, rng=np.random.default_rng(0))
+    assert carried.levels[1].verify_sensitivity == second.candidates
+
+    def false_pairs(r):
+        true = r.diagnostics.true_supports
+        return sum(1 for p in r.patterns if p.length == 2
+                   and true[pattern_key(p.items)] < params.theta * data.n_records)
+    assert false_pairs(res) < false_pairs(carried)
 
 
 def test_a_noisy_level_takes_the_rest_of_the_pool_and_is_the_last(monkeypatch):
