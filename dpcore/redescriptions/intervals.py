@@ -74,7 +74,7 @@ import numpy as np
 from dpcore.redescriptions.extract import _clip_stats, _counts, marg_pvalues
 from dpcore.redescriptions.kernels.reselect import reselect
 from dpcore.redescriptions.pruning import cell_noise_variance
-from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
+from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS, SERENADE_CS
 
 __all__ = ["BOX_WIDTH", "DEFAULT_COVERAGE", "DEFAULT_REPLICATES", "EXCEEDANCE_RATE", "MATCH_SHARE",
            "NEIGHBOURS", "STANDIN_SDS",
@@ -460,10 +460,19 @@ def _serenade_noise(result) -> tuple[float, int, int] | None:
 
 def _serenade_level(result, coverage: float, measurements: int) -> float:
     """Per-statistic miss rate α' = (1 − coverage)·R/M: Benjamini & Yekutieli's
-    FCR-adjusted level for R released out of M measurements (both public; docs/
-    ALGORITHMS.md §11)."""
+    FCR-adjusted level for R released out of M measurements (docs/ALGORITHMS.md §11).
+
+    M is the plan's count when larger than the measurements made: SerenadeCS measures a
+    redescription's next form only while the last one passed ``min_acc``, so what was made
+    depends on the noise; the I·(L + 1) measurements its plan allows are fixed in advance
+    (public parameters), as the adjustment needs.
+    """
+    params = result.params
+    planned = int(params.get("init_pairs", 0))
+    if result.algorithm == SERENADE_CS:
+        planned *= int(params.get("cs_rounds", 0)) + 1
     released = max(len(result.redescriptions), 1)
-    return (1.0 - coverage) * min(released / max(measurements, 1), 1.0)
+    return (1.0 - coverage) * min(released / max(measurements, planned, 1), 1.0)
 
 
 _NOISE_DRAWS: dict[tuple, np.ndarray] = {}

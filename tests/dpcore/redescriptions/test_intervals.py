@@ -26,7 +26,7 @@ from dpcore.redescriptions.intervals import (
 from dpcore.redescriptions.params import SerenadeParams, TreeParams
 from dpcore.redescriptions.pruning import expected_jaccard_errors, suggest_threshold
 from dpcore.redescriptions.results import ExtractionRecord, RunResult
-from dpcore.registry import ALTEXPM, SERENADE_CS, STRICT
+from dpcore.registry import ALTEXPM, SERENADE_CS, SERENADE_ES, STRICT
 from tests.dpcore.redescriptions.test_extract import bool_tree
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
@@ -179,9 +179,11 @@ def _serenade_run(reds, n_measurements: int, epsilon: float) -> RunResult:
     calls = [{"mechanism": "discrete_laplace", "label": f"redescription {i} round 0 "
               "quality table", "epsilon_nano": int(epsilon * 1e9), "sensitivity": 1.0,
               "parallel": 4} for i in range(n_measurements)]
-    return RunResult(f"s{n_measurements}-{len(reds)}", "x", SERENADE_CS, STRICT,
-                     SerenadeParams(algorithm=SERENADE_CS).to_dict(), "t", "now", 10**9,
-                     list(reds), [], [], calls)
+    # SerenadeES measures each of its I redescriptions once: M = I
+    params = SerenadeParams(algorithm=SERENADE_ES).to_dict()
+    params["init_pairs"] = n_measurements
+    return RunResult(f"s{n_measurements}-{len(reds)}", "x", SERENADE_ES, STRICT, params, "t",
+                     "now", 10**9, list(reds), [], [], calls)
 
 
 def _serenade_red(red_id: int, e: float, b: float, c: float, d: float):
@@ -209,6 +211,10 @@ def test_serenade_interval_is_per_statistic_and_widens_with_selection():
     assert many.support_both.width > one.support_both.width + 40
     assert many.jaccard.width > one.jaccard.width > 0
     assert one.jaccard.covers(red.jaccard) and one.support_left.covers(300.0)
+    # SerenadeCS: the plan's I·(L + 1) measurements count, not only those made
+    cs = _serenade_run([red], 1, 0.1)
+    cs.algorithm, cs.params = SERENADE_CS, SerenadeParams(algorithm=SERENADE_CS).to_dict()
+    assert redescription_intervals(cs)[0].support_both.width > one.support_both.width + 40
 
 
 def test_serenade_intervals_cover_the_truth_of_what_the_noisy_filter_selected():
