@@ -551,21 +551,30 @@ def _serenade_intervals(result, red, alpha: float, noise) -> dict[str, Interval]
     nan = Interval(math.nan, math.nan)
     if result.mode == FAITHFUL:
         x = _unit_noise(eps_per_sens, "continuous", 2)
-        rest = e / red.jaccard - e if red.jaccard > 0 else 0.0
-        q = _jaccard_quantiles(eps_per_sens, "continuous", True, alpha)
-        return {"jaccard": _jaccard_by_inversion(e, rest, q),
+        return {"jaccard": _serenade_jaccard(result, red, alpha, eps_per_sens),
                 "support_both": _shift_interval(e, x[:, 0], alpha),
                 "support_left": nan, "support_right": nan, "n": nan}
     kind = _kind(result)
     x = _unit_noise(eps_per_sens, kind, 4)
     b, c = max(red.support_left - e, 0.0), max(red.support_right - e, 0.0)
     n = _implied_n(red)
-    q = _jaccard_quantiles(eps_per_sens, kind, False, alpha)
-    return {"jaccard": _jaccard_by_inversion(e, b + c, q),
+    return {"jaccard": _serenade_jaccard(result, red, alpha, eps_per_sens),
             "support_both": _shift_interval(e, x[:, 0], alpha),
             "support_left": _shift_interval(e + b, x[:, 0] + x[:, 1], alpha),
             "support_right": _shift_interval(e + c, x[:, 0] + x[:, 2], alpha),
             "n": nan if n is None else _shift_interval(n, x.sum(axis=1), alpha, low=1.0)}
+
+
+def _serenade_jaccard(result, red, alpha: float, eps_per_sens: float) -> Interval:
+    """The Jaccard's interval alone (:func:`_serenade_intervals`), as the threshold needs."""
+    e = max(red.support_both, 0.0)
+    if result.mode == FAITHFUL:
+        rest = e / red.jaccard - e if red.jaccard > 0 else 0.0
+        return _jaccard_by_inversion(
+            e, rest, _jaccard_quantiles(eps_per_sens, "continuous", True, alpha))
+    rest = max(red.support_left - e, 0.0) + max(red.support_right - e, 0.0)
+    return _jaccard_by_inversion(
+        e, rest, _jaccard_quantiles(eps_per_sens, _kind(result), False, alpha))
 
 
 def _serenade_pvalue(red, b: Mapping[str, Interval]) -> Interval:
@@ -832,7 +841,7 @@ def _serenade_exceedance(result, tolerance: float) -> dict[int, float]:
         _jaccard_quantiles(noise[0], "continuous" if result.mode == FAITHFUL
                            else _kind(result), result.mode == FAITHFUL, *levels)
         for alpha, level in zip(_ALPHAS, levels):
-            j = _serenade_intervals(result, red, level, noise)["jaccard"]
+            j = _serenade_jaccard(result, red, level, noise[0])
             if red.jaccard - j.low <= tolerance and j.high - red.jaccard <= tolerance:
                 out[red.id] = alpha
                 break
