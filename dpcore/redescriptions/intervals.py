@@ -505,14 +505,14 @@ def _jaccard_quantiles(eps_per_sens: float, kind: str, faithful: bool, *alphas: 
     the one noise of |E10| + |E01|), for the first α; the others are computed in the same
     pass and kept. They depend on the noise scale only: once per release."""
     key = (eps_per_sens, kind, faithful)
+    if len(_J_QUANTILES) > 64:
+        _J_QUANTILES.clear()
     missing = [a for a in alphas if key + (a,) not in _J_QUANTILES]
     if missing:
         x = _unit_noise(eps_per_sens, kind, 2 if faithful else 4)
         rest = x[:, 1] if faithful else x[:, 1] + x[:, 2]
         levels = [q for a in missing for q in (a / 2, 1 - a / 2)]
         qs = np.array([np.quantile((1.0 - t) * x[:, 0] - t * rest, levels) for t in _J_GRID])
-        if len(_J_QUANTILES) > 64:
-            _J_QUANTILES.clear()
         for i, a in enumerate(missing):
             _J_QUANTILES[key + (a,)] = (qs[:, 2 * i], qs[:, 2 * i + 1])
     return _J_QUANTILES[key + (alphas[0],)]
