@@ -16,7 +16,7 @@ sd of :func:`dpcore.redescriptions.pruning.jaccard_error_sd`) promises too much.
 
 How the selection is accounted for (docs/ALGORITHMS.md, "Intervals and selection")
 ---------------------------------------------------------------------------------
-A parametric bootstrap of the release's *own* selection, from released values only:
+Released values and public noise scales only:
 
 * **tree miners** — for each extraction, the released noisy leaf × leaf table (clipped at 0)
   stands in for the truth; it is re-noised ``replicates`` times at the public scale of that
@@ -28,12 +28,18 @@ A parametric bootstrap of the release's *own* selection, from released values on
   is selected again in at least :data:`MATCH_SHARE` of the replicates takes the quantiles of
   its own errors; the others (selected mostly by noise) take the pooled errors of the
   rarely re-selected ones, rescaled by their own noise sd (z-scores).
-* **Serenade** — a released measurement stands in for the truth of its 2×2 table (strict:
-  |E11|, |E10|, |E01|; faithful: |E11|, |E10|+|E01|), is re-noised at the scale of its
-  quality call, and only replicates that pass the same tests the release passed
-  (Γ.minJ, Γ.minSupp; SerenadeCS's ``min_acc`` on the side it fell) are kept.
+* **Serenade** — the queries are chosen by exponential-mechanism draws on their own budget;
+  what selects on noise is only which measurements are released (Γ; SerenadeCS's
+  ``min_acc``, each test on the measurement's own noisy values). Each released statistic is
+  a sum of noisy cells of one measurement, whose noise law is public, so it gets the
+  interval of that noise at the miss rate (1 − coverage)·R/M, R released out of M
+  measurements (Benjamini & Yekutieli's false coverage rate adjustment: among what is
+  released, the expected share of intervals missing their truth is at most 1 − coverage,
+  whatever the filter selected, as the measurements' noises are independent); the
+  Jaccard's by inverting the test of "J = t" (``(1 − t)·|E11| − t·(|E10| + |E01|)`` has
+  noise of public law).
 
-The interval is ``[noisy − q_hi, noisy − q_lo]`` with ``q_lo``, ``q_hi`` the
+Tree miners: the interval is ``[noisy − q_hi, noisy − q_lo]`` with ``q_lo``, ``q_hi`` the
 ``(1 − coverage)/2`` and ``(1 + coverage)/2`` quantiles of those errors, clipped to the
 statistic's range. The Jaccard's errors come from a second bootstrap of the same kind whose
 stand-in truth keeps the cells above :data:`STANDIN_SDS` noise sd and gives the cells
@@ -42,7 +48,8 @@ structure the true one lacks, and at small ε its J errors were far too small (o
 clinic sample at ε = 0.1 that J interval covered 68–72 % for AltMCMC and AltExpM). The J
 interval also spans the J range of the support box when that range is at most
 :data:`BOX_WIDTH` wide (large ε). The p-value's interval is the "marg" p-value at the
-corners of the support intervals (largest |E11| with smallest sides, and the reverse): conservative.
+corners of the support intervals (smallest: the least over |E11| in its interval with the
+smallest sides that hold it; largest: smallest |E11| with the largest sides): conservative.
 A strict tree run's |qL|, |qR| and Ñ are sums of the table's cells, which hold only rows
 that reach a leaf of both trees; the intervals are of those statistics (docs/ALGORITHMS.md
 §11, :func:`dpcore.redescriptions.evaluate.evaluate` with ``as_released``).
@@ -67,7 +74,7 @@ import numpy as np
 from dpcore.redescriptions.extract import _clip_stats, _counts, marg_pvalues
 from dpcore.redescriptions.kernels.reselect import reselect
 from dpcore.redescriptions.pruning import cell_noise_variance
-from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS
+from dpcore.registry import FAITHFUL, LITERAL_QUERY_ALGORITHMS, SERENADE_CS
 
 __all__ = ["BOX_WIDTH", "DEFAULT_COVERAGE", "DEFAULT_REPLICATES", "EXCEEDANCE_RATE", "MATCH_SHARE",
            "NEIGHBOURS", "STANDIN_SDS",
@@ -427,6 +434,14 @@ def _tree_errors(result, replicates: int, rng, sparse: bool = False) -> dict[int
     return out
 
 
+#: Noise draws behind a Serenade interval's quantiles: a simulation of the mechanism's
+#: public noise law at the public scale from a constant seed (no ε; the same release always
+#: gets the same intervals).
+_SERENADE_DRAWS = 100_000
+#: The Jaccard values tested when inverting the Jaccard's test (step 1/200).
+_J_GRID = np.linspace(0.0, 1.0, 201)
+
+
 def _serenade_noise(result) -> tuple[float, int, int] | None:
     """(ε/Δ of the noisiest quality measurement, measurements made, cells used by each).
 
@@ -443,38 +458,139 @@ def _serenade_noise(result) -> tuple[float, int, int] | None:
             2 if faithful else 3)
 
 
-def _serenade_bounds(result, red, alpha: float, noise) -> dict[str, Interval]:
-    """Intervals that hold for every cell of every measurement at once (P ≥ 1 − α).
+def _serenade_level(result, coverage: float, measurements: int) -> float:
+    """Per-statistic miss rate α' = (1 − coverage)·R/M: Benjamini & Yekutieli's
+    FCR-adjusted level for R released out of M measurements (docs/ALGORITHMS.md §11).
 
-    Serenade selects on its noisy measurements (Γ; SerenadeCS's ``min_acc``), and one
-    measurement is released out of many. A union bound over all cells of all measurements
-    of the run (their number is public) makes every cell's noise at most ``h`` in size with
-    probability ≥ 1 − α, whatever was selected: ``h = ln(2·cells·M/α)·Δ/ε`` bounds both
-    discrete Laplace (P(|X| ≥ h) = 2a^h/(1 + a) ≤ 2a^h, a = e^{−ε/Δ}) and Laplace
-    (P(|X| > h) = a^h). A cell released clipped at 0 keeps a valid bound: its true count is
-    at most ``h`` then. J is monotone in each cell, so its bounds are at the box's corners.
+    M is the plan's count when larger than the measurements made: SerenadeCS measures a
+    redescription's next form only while the last one passed ``min_acc``, so what was made
+    depends on the noise; the I·(L + 1) measurements its plan allows are fixed in advance
+    (public parameters), as the adjustment needs.
     """
-    eps_per_sens, measurements, cells = noise
-    h = math.log(2.0 * cells * measurements / alpha) / eps_per_sens
+    params = result.params
+    planned = int(params.get("init_pairs", 0))
+    if result.algorithm == SERENADE_CS:
+        planned *= int(params.get("cs_rounds", 0)) + 1
+    released = max(len(result.redescriptions), 1)
+    return (1.0 - coverage) * min(released / max(measurements, planned, 1), 1.0)
+
+
+_NOISE_DRAWS: dict[tuple, np.ndarray] = {}
+_J_QUANTILES: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _unit_noise(eps_per_sens: float, kind: str, cells: int) -> np.ndarray:
+    """``_SERENADE_DRAWS`` × ``cells`` independent draws of one measurement's cell noise."""
+    key = (eps_per_sens, kind, cells)
+    if key not in _NOISE_DRAWS:
+        rng = np.random.default_rng(20230)
+        _remember(_NOISE_DRAWS, key, _draw_noise(rng, (_SERENADE_DRAWS, cells),
+                                                 eps_per_sens, 1.0, kind))
+    return _NOISE_DRAWS[key]
+
+
+def _shift_interval(value: float, noise: np.ndarray, alpha: float,
+                    low: float = 0.0) -> Interval:
+    """``[value − q_hi, value − q_lo]`` for a released count ``value`` = truth + ``noise``
+    (q: the α/2 and 1 − α/2 quantiles of the noise), cut at ``low``. A cell released
+    clipped at 0 had truth + noise ≤ 0, so truth ≤ −noise and the upper bound still holds."""
+    q_lo, q_hi = np.quantile(noise, [alpha / 2, 1 - alpha / 2])
+    return Interval(float(max(value - q_hi, low)), float(max(value - q_lo, low)))
+
+
+def _jaccard_quantiles(eps_per_sens: float, kind: str, faithful: bool, *alphas: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Per t of :data:`_J_GRID`, the α/2 and 1 − α/2 quantiles of
+    W_t = (1 − t)·X_11 − t·X_rest (X_rest: |E10|'s and |E01|'s noise summed; faithful:
+    the one noise of |E10| + |E01|), for the first α; the others are computed in the same
+    pass and kept. They depend on the noise scale only: once per release."""
+    key = (eps_per_sens, kind, faithful)
+    if len(_J_QUANTILES) > 64:
+        _J_QUANTILES.clear()
+    missing = [a for a in alphas if key + (a,) not in _J_QUANTILES]
+    if missing:
+        x = _unit_noise(eps_per_sens, kind, 2 if faithful else 4)
+        rest = x[:, 1] if faithful else x[:, 1] + x[:, 2]
+        levels = [q for a in missing for q in (a / 2, 1 - a / 2)]
+        qs = np.array([np.quantile((1.0 - t) * x[:, 0] - t * rest, levels) for t in _J_GRID])
+        for i, a in enumerate(missing):
+            _J_QUANTILES[key + (a,)] = (qs[:, 2 * i], qs[:, 2 * i + 1])
+    return _J_QUANTILES[key + (alphas[0],)]
+
+
+def _jaccard_by_inversion(inter: float, rest: float, quantiles) -> Interval:
+    """The Jaccard values t that a level-α test of "J = t" does not reject.
+
+    J ≥ t exactly when L_t = (1 − t)·|E11| − t·(|E10| + |E01|) ≥ 0, and the released
+    L̂_t = L_t + W_t with W_t of public law (:func:`_jaccard_quantiles`). "J = t" means
+    L_t = 0 and is rejected when L̂_t lies outside W_t's central range; the interval spans
+    the accepted t, widened by one grid step (the true J may lie between grid points).
+    """
+    q_lo, q_hi = quantiles
+    stat = (1.0 - _J_GRID) * inter - _J_GRID * rest
+    accepted = _J_GRID[(q_lo <= stat) & (stat <= q_hi)]
+    if not accepted.size:
+        # no t fits the released pair (only where clipping moved a cell): say nothing
+        return Interval(0.0, 1.0)
+    step = float(_J_GRID[1])
+    return Interval(max(float(accepted.min()) - step, 0.0),
+                    min(float(accepted.max()) + step, 1.0))
+
+
+def _serenade_intervals(result, red, alpha: float, noise) -> dict[str, Interval]:
+    """Per-statistic intervals of one released Serenade measurement at miss rate ``alpha``.
+
+    Each released count is a sum of noisy cells (strict: |E11|, |qL| = |E11| + |E10|,
+    |qR| = |E11| + |E01|, Ñ = all four; faithful: |E11|), so its interval is the released
+    value minus the quantiles of that sum of noises; the Jaccard's is a test inversion
+    (:func:`_jaccard_by_inversion`). ``alpha`` accounts for Serenade's selection
+    (:func:`_serenade_level`). Only released values and public scales are read (0 ε).
+    """
+    eps_per_sens = noise[0]
     e = max(red.support_both, 0.0)
-    lo = lambda x: max(x - h, 0.0)  # noqa: E731
+    nan = Interval(math.nan, math.nan)
     if result.mode == FAITHFUL:
-        d = e / red.jaccard - e if red.jaccard > 0 else (math.inf if e > 0 else 0.0)
-        if not math.isfinite(d):
-            d = 0.0
-        j_lo = lo(e) / (lo(e) + d + h) if lo(e) > 0 else 0.0
-        j_hi = (e + h) / (e + h + lo(d)) if e + h + lo(d) > 0 else 1.0
-        nan = Interval(math.nan, math.nan)
-        return {"jaccard": Interval(j_lo, min(j_hi, 1.0)),
-                "support_both": Interval(lo(e), e + h), "support_left": nan,
-                "support_right": nan}
+        x = _unit_noise(eps_per_sens, "continuous", 2)
+        return {"jaccard": _serenade_jaccard(result, red, alpha, eps_per_sens),
+                "support_both": _shift_interval(e, x[:, 0], alpha),
+                "support_left": nan, "support_right": nan, "n": nan}
+    kind = _kind(result)
+    x = _unit_noise(eps_per_sens, kind, 4)
     b, c = max(red.support_left - e, 0.0), max(red.support_right - e, 0.0)
-    j_lo = lo(e) / (lo(e) + b + c + 2 * h) if lo(e) > 0 else 0.0
-    top = e + h + lo(b) + lo(c)
-    j_hi = (e + h) / top if top > 0 else 1.0
-    return {"jaccard": Interval(j_lo, min(j_hi, 1.0)), "support_both": Interval(lo(e), e + h),
-            "support_left": Interval(lo(e) + lo(b), e + b + 2 * h),
-            "support_right": Interval(lo(e) + lo(c), e + c + 2 * h)}
+    n = _implied_n(red)
+    return {"jaccard": _serenade_jaccard(result, red, alpha, eps_per_sens),
+            "support_both": _shift_interval(e, x[:, 0], alpha),
+            "support_left": _shift_interval(e + b, x[:, 0] + x[:, 1], alpha),
+            "support_right": _shift_interval(e + c, x[:, 0] + x[:, 2], alpha),
+            "n": nan if n is None else _shift_interval(n, x.sum(axis=1), alpha, low=1.0)}
+
+
+def _serenade_jaccard(result, red, alpha: float, eps_per_sens: float) -> Interval:
+    """The Jaccard's interval alone (:func:`_serenade_intervals`), as the threshold needs."""
+    e = max(red.support_both, 0.0)
+    if result.mode == FAITHFUL:
+        rest = e / red.jaccard - e if red.jaccard > 0 else 0.0
+        return _jaccard_by_inversion(
+            e, rest, _jaccard_quantiles(eps_per_sens, "continuous", True, alpha))
+    rest = max(red.support_left - e, 0.0) + max(red.support_right - e, 0.0)
+    return _jaccard_by_inversion(
+        e, rest, _jaccard_quantiles(eps_per_sens, _kind(result), False, alpha))
+
+
+def _serenade_pvalue(red, b: Mapping[str, Interval]) -> Interval:
+    """The "marg" p-value at the corners of the support and row-count intervals: low at
+    the largest |E11| with the smallest sides and the largest N, high at the reverse (the
+    p-value falls as N grows). Conservative: each corner holds with the rate of its own
+    intervals."""
+    if not math.isfinite(red.pvalue):
+        return Interval(math.nan, math.nan)
+    e, ql, qr, n = b["support_both"], b["support_left"], b["support_right"], b["n"]
+    if not math.isfinite(n.low):
+        return Interval(0.0, 1.0)
+    low = _smallest_pvalue(e, ql, qr, n.high)
+    high = float(marg_pvalues(min(ql.high, n.low), min(qr.high, n.low),
+                              min(e.low, ql.high, qr.high, n.low), n.low))
+    return Interval(min(low, red.pvalue), max(high, red.pvalue))
 
 
 # Computed once per release and kept in this process (the app's server), keyed by the
@@ -563,21 +679,8 @@ def _compute_intervals(result, coverage: float, replicates: int
     n_of = {ext.id: max(float(ext.noisy_n), 0.0) for ext in result.extractions}
     out = {}
     if result.algorithm in LITERAL_QUERY_ALGORITHMS:
-        noise = _serenade_noise(result)
-        full = Interval(0.0, 1.0)
-        for red in result.redescriptions:
-            if noise is None:
-                b = {"jaccard": full, "support_both": Interval(0.0, math.inf),
-                     "support_left": Interval(0.0, math.inf),
-                     "support_right": Interval(0.0, math.inf)}
-            else:
-                b = _serenade_bounds(result, red, 1.0 - coverage, noise)
-            out[red.id] = RedescriptionIntervals(
-                red.id, coverage, b["jaccard"], b["support_both"], b["support_left"],
-                b["support_right"], _pvalue_interval(red, b["support_both"],
-                                                     b["support_left"], b["support_right"],
-                                                     n_of), False)
-        return out
+        return {red.id: _serenade_interval_set(result, red, coverage)
+                for red in result.redescriptions}
     errors = _errors(result, replicates)
     j_errors = _errors(result, replicates, sparse=True)
     for red in result.redescriptions:
@@ -594,6 +697,17 @@ def _compute_intervals(result, coverage: float, replicates: int
             red.id, coverage, j, e, ql, qr, _pvalue_interval(red, e, ql, qr, n_of),
             err.stable)
     return out
+
+
+def _serenade_interval_set(result, red, coverage: float) -> RedescriptionIntervals:
+    noise = _serenade_noise(result)
+    if noise is None:
+        full, rows = Interval(0.0, 1.0), Interval(0.0, math.inf)
+        return RedescriptionIntervals(red.id, coverage, full, rows, rows, rows, full, False)
+    b = _serenade_intervals(result, red, _serenade_level(result, coverage, noise[1]), noise)
+    return RedescriptionIntervals(red.id, coverage, b["jaccard"], b["support_both"],
+                                  b["support_left"], b["support_right"],
+                                  _serenade_pvalue(red, b), False)
 
 
 def _jaccard_from_supports(e: Interval, ql: Interval, qr: Interval) -> Interval:
@@ -630,11 +744,24 @@ def _pvalue_interval(red, e: Interval, ql: Interval, qr: Interval,
     n = n_of.get(red.extraction) if red.extraction >= 0 else _implied_n(red)
     if n is None or not math.isfinite(n) or n < 1:
         return Interval(0.0, 1.0)
-    low = float(marg_pvalues(min(ql.low, n), min(qr.low, n),
-                             min(e.high, ql.low, qr.low), n))
+    low = _smallest_pvalue(e, ql, qr, n)
     high = float(marg_pvalues(min(ql.high, n), min(qr.high, n),
                               min(e.low, ql.high, qr.high), n))
     return Interval(min(low, red.pvalue), max(high, red.pvalue))
+
+
+def _smallest_pvalue(e: Interval, ql: Interval, qr: Interval, n: float) -> float:
+    """The smallest "marg" p-value over the box of support intervals, at row count ``n``.
+
+    The p-value falls as |E11| grows and rises with |qL| and |qR|, but |E11| ≤ |qL|, |qR|:
+    for each |E11| = x the smallest sides are max(lower bound, x), and the smallest p-value
+    may lie inside the range of x, not at its corner (a pair whose sides are close to its
+    overlap, common at large ε). So it is the least over 65 values of x across the range.
+    """
+    top = max(min(e.high, ql.high, qr.high, n), e.low)
+    x = np.linspace(e.low, top, 65)
+    return float(np.min(marg_pvalues(np.minimum(np.maximum(ql.low, x), n),
+                                     np.minimum(np.maximum(qr.low, x), n), x, n)))
 
 
 def _implied_n(red) -> float | None:
@@ -701,17 +828,20 @@ _ALPHAS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
 def _serenade_exceedance(result, tolerance: float) -> dict[int, float]:
-    """Per Serenade redescription, the smallest α of :data:`_ALPHAS` whose simultaneous
-    bounds keep its true J within ``tolerance`` of the noisy one (an upper bound on the
-    chance of missing it), else 1."""
+    """Per Serenade redescription, the smallest α of :data:`_ALPHAS` whose per-statistic
+    J interval at coverage 1 − α (FCR-adjusted as the shown one) stays within
+    ``tolerance`` of the noisy J (an upper bound on the chance of missing it), else 1."""
     noise = _serenade_noise(result)
     out = {}
     for red in result.redescriptions:
         out[red.id] = 1.0
         if noise is None:
             continue
-        for alpha in _ALPHAS:
-            j = _serenade_bounds(result, red, alpha, noise)["jaccard"]
+        levels = [_serenade_level(result, 1.0 - a, noise[1]) for a in _ALPHAS]
+        _jaccard_quantiles(noise[0], "continuous" if result.mode == FAITHFUL
+                           else _kind(result), result.mode == FAITHFUL, *levels)
+        for alpha, level in zip(_ALPHAS, levels):
+            j = _serenade_jaccard(result, red, level, noise[0])
             if red.jaccard - j.low <= tolerance and j.high - red.jaccard <= tolerance:
                 out[red.id] = alpha
                 break
@@ -774,8 +904,9 @@ def intervals_document(result, coverage: float = DEFAULT_COVERAGE) -> dict:
     if stored is not None:
         return {k: v for k, v in stored.items() if k != "stable"}
     serenade = result.algorithm in LITERAL_QUERY_ALGORITHMS
-    method = ("simultaneous bounds over every noisy measurement of the run (valid whatever "
-              "was selected; conservative)" if serenade else
+    method = ("per-statistic intervals from the public noise law at the false coverage "
+              "rate adjusted level (1 - coverage)·released/measured, valid whatever the "
+              "noisy filters selected" if serenade else
               "parametric bootstrap of extractReds' selection from the released noisy "
               "tables (accounts for the winner's curse)")
     return {"coverage": coverage, "method": method,
@@ -811,12 +942,12 @@ def expected_widths(params, support: float, coverage: float = DEFAULT_COVERAGE) 
     faithful = params.mode == FAITHFUL
     kind = "continuous" if faithful else params.noise
     if params.is_serenade:
-        # Serenade's bounds are simultaneous over every measurement the plan allows
+        # one released out of the plan's M measurements: miss rate (1 − coverage)/M per
+        # statistic; a cell's noise is beyond h with probability ≤ 2·e^(−hε)
         quality = [s for s in slots if s.role == "quality"]
         eps = min(s.epsilon_nano for s in quality) / 1e9
         eps = eps / 2 if faithful else eps
-        cells = 2 if faithful else 3
-        h = math.log(2.0 * cells * len(quality) / (1.0 - coverage)) / eps
+        h = math.log(2.0 * len(quality) / (1.0 - coverage)) / eps
         e, b = support, support / 2        # J = ½: |E10| + |E01| = |E11|
         lo = max(e - h, 0.0)
         j_lo = lo / (lo + 2 * b + 2 * h) if lo > 0 else 0.0

@@ -26,7 +26,7 @@ from dpcore.redescriptions.intervals import (
 from dpcore.redescriptions.params import SerenadeParams, TreeParams
 from dpcore.redescriptions.pruning import expected_jaccard_errors, suggest_threshold
 from dpcore.redescriptions.results import ExtractionRecord, RunResult
-from dpcore.registry import ALTEXPM, SERENADE_CS, STRICT
+from dpcore.registry import ALTEXPM, SERENADE_CS, SERENADE_ES, STRICT
 from tests.dpcore.redescriptions.test_extract import bool_tree
 
 SEED = int(os.environ.get("DPRM_TEST_SEED", "7"))
@@ -175,25 +175,75 @@ def test_threshold_keeps_its_promise_on_a_small_public_case(epsilon, high):
     assert all(0.0 <= c <= 1.0 for c in chances.values())
 
 
-def test_serenade_bounds_hold_whatever_was_selected():
-    """A Serenade measurement's bounds are simultaneous over every measurement of the run:
-    wider with more measurements, and at least as wide as the noise of one cell."""
+def _serenade_run(reds, n_measurements: int, epsilon: float) -> RunResult:
+    calls = [{"mechanism": "discrete_laplace", "label": f"redescription {i} round 0 "
+              "quality table", "epsilon_nano": int(epsilon * 1e9), "sensitivity": 1.0,
+              "parallel": 4} for i in range(n_measurements)]
+    # SerenadeES measures each of its I redescriptions once: M = I
+    params = SerenadeParams(algorithm=SERENADE_ES).to_dict()
+    params["init_pairs"] = n_measurements
+    return RunResult(f"s{n_measurements}-{len(reds)}", "x", SERENADE_ES, STRICT, params, "t",
+                     "now", 10**9, list(reds), [], [], calls)
+
+
+def _serenade_red(red_id: int, e: float, b: float, c: float, d: float):
+    from dpcore.redescriptions.extract import _clip_stats, marg_pvalues
     from dpcore.redescriptions.results import Redescription, SerenadeQuery
 
-    def run(n_measurements: int) -> RunResult:
-        red = Redescription(0, SerenadeQuery(0, "[A]", ()), SerenadeQuery(1, "[B]", ()),
-                            300.0, 400.0, 200.0, 200 / 500, 1e-30, 0, 1, -1)
-        calls = [{"mechanism": "discrete_laplace", "label": f"redescription {i} round 0 "
-                  "quality table", "epsilon_nano": 10**8, "sensitivity": 1.0, "parallel": 4}
-                 for i in range(n_measurements)]
-        return RunResult(f"s{n_measurements}", "x", SERENADE_CS, STRICT,
-                         SerenadeParams(algorithm=SERENADE_CS).to_dict(), "t", "now", 10**9,
-                         [red], [], [], calls)
+    n = e + b + c + d
+    ql, qr, e11, jac = (float(v) for v in _clip_stats(e + b, e + c, e, n))
+    return Redescription(red_id, SerenadeQuery(0, f"[A{red_id}]", ()),
+                         SerenadeQuery(1, f"[B{red_id}]", ()), ql, qr, e11, jac,
+                         float(marg_pvalues(ql, qr, e11, n)), 0, 1, -1)
 
-    one, many = redescription_intervals(run(1))[0], redescription_intervals(run(50))[0]
+
+def test_serenade_interval_is_per_statistic_and_widens_with_selection():
+    """One measurement released out of one: |E11|'s interval is the cell noise's own 90 %
+    range (not a bound over every measurement); one out of fifty (a selection) is wider."""
+    red = _serenade_red(0, 200.0, 100.0, 200.0, 1500.0)
+    one = redescription_intervals(_serenade_run([red], 1, 0.1))[0]
+    many = redescription_intervals(_serenade_run([red], 50, 0.1))[0]
+    a = math.exp(-0.1)
+    # discrete Laplace: P(X ≥ k) = a^k/(1 + a); the 95 % point
+    k95 = math.ceil(math.log(0.05 * (1 + a)) / math.log(a))
+    assert abs((one.support_both.high - 200) - k95) <= 2
+    assert abs((200 - one.support_both.low) - k95) <= 2
+    assert many.support_both.width > one.support_both.width + 40
     assert many.jaccard.width > one.jaccard.width > 0
-    assert one.support_both.low < 200 < one.support_both.high
-    assert one.support_both.high - 200 >= math.log(2 * 3 / 0.1) / 0.1 - 1e-9
+    assert one.jaccard.covers(red.jaccard) and one.support_left.covers(300.0)
+    # SerenadeCS: the plan's I·(L + 1) measurements count, not only those made
+    cs = _serenade_run([red], 1, 0.1)
+    cs.algorithm, cs.params = SERENADE_CS, SerenadeParams(algorithm=SERENADE_CS).to_dict()
+    assert redescription_intervals(cs)[0].support_both.width > one.support_both.width + 40
+
+
+def test_serenade_intervals_cover_the_truth_of_what_the_noisy_filter_selected():
+    """Serenade keeps a measurement when its noisy J passes a test. Simulated: 400
+    measurements of one true table, those whose noisy J ≥ 0.3 kept (about one in ten: their
+    noise leans up). Intervals at the plain 90 % level under-cover what is kept; the
+    shipped ones (R of M) cover at least 87 % per statistic."""
+    rng = np.random.default_rng(SEED)
+    eps, true = 0.03, np.array([200.0, 300.0, 300.0, 1200.0])   # true J = 0.25
+    p = 1 - math.exp(-eps)
+    kept = []
+    for _ in range(400):
+        noisy = np.maximum(true + rng.geometric(p, 4) - rng.geometric(p, 4), 0.0)
+        red = _serenade_red(len(kept), *noisy)
+        if red.jaccard >= 0.3:
+            kept.append(red)
+    assert 20 <= len(kept) <= 200
+    result = _serenade_run(kept, 400, eps)
+    shipped = redescription_intervals(result)
+    noise = intervals_module._serenade_noise(result)
+    plain = [intervals_module._serenade_intervals(result, r, 0.1, noise) for r in kept]
+    truth = {"jaccard": 0.25, "support_both": 200.0, "support_left": 500.0,
+             "support_right": 500.0}
+    for stat, value in truth.items():
+        covered = np.mean([getattr(shipped[r.id], stat).covers(value) for r in kept])
+        assert covered >= 0.87, (stat, covered)
+    plain_e = np.mean([b["support_both"].covers(200.0) for b in plain])
+    plain_j = np.mean([b["jaccard"].covers(0.25) for b in plain])
+    assert plain_e < 0.8 and plain_j < 0.85, (plain_e, plain_j)
 
 
 def test_intervals_are_computed_once_per_release_and_never_served_to_another(monkeypatch):
