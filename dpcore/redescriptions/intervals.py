@@ -924,8 +924,10 @@ def expected_widths(params, support: float, coverage: float = DEFAULT_COVERAGE) 
     the width of the |E11| interval (rows) and of the Jaccard interval, from the noise
     scale of the budget plan (:func:`dpcore.redescriptions.params.plan_budget`), before
     selection for the tree miners: what they release are winners, whose intervals come out
-    wider and lower than this (module docstring). Serenade: the simultaneous bounds
-    themselves, over every measurement its plan allows. Nothing here reads data.
+    wider and lower than this (module docstring). Serenade: a statistic's FCR-adjusted
+    interval when one of the plan's M measurements is released (miss rate
+    (1 − coverage)/M, the widest case; more releases give narrower ones). Nothing here
+    reads data.
 
     Returns
     -------
