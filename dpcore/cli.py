@@ -528,7 +528,7 @@ def _dry_run_text(record, params, cost: int, expected_records: int | None) -> st
     elif family == SYNTHESIS:
         from dpcore.synthesis.accuracy import accuracy_text
 
-        lines.append(accuracy_text(params, record.schema.n_features).replace("**", ""))
+        lines.append(accuracy_text(params, record.schema).replace("**", ""))
     else:
         from dpcore.redescriptions.intervals import interval_expectation_text
         from dpcore.redescriptions.serenade.selection import serenade_selection

@@ -68,7 +68,7 @@ def render_synthesis_launch(ledger: Ledger, record: DatasetRecord) -> None:
     if gate is None:
         return
     params, cost, seed, remaining = gate.params, gate.cost_nano, gate.seed, gate.remaining
-    st.info(accuracy_text(params, record.schema.n_features))
+    st.info(accuracy_text(params, record.schema))
     if seed is not None:
         st.info(f"Demo seed {seed} is on: the noise is reproducible. For tests and public "
                 "demos only; real releases always use fresh randomness.")

@@ -8,9 +8,11 @@ at an ε fixed by the budget plan before any data is touched (:mod:`dpcore.synth
 * the floor's class × bin histogram of each feature, at an equal part of the marginals'
   share (:func:`dpcore.synthesis.params.mechanism_shares`);
 * MC-GEN-DP's tree structure (strict, no owner groups): the class × bin marginal of each
-  feature, at ``TREE_MARGINAL_SHARE``·ε_G/p (:func:`dpcore.synthesis.params.tree_shares`).
-  When the public rule on N̂ skips the tree, each feature's histogram gets (ε_F + ε_G)/p,
-  more than that, so the stated half-width still bounds it (its interval is narrower).
+  feature, at its part of ``TREE_MARGINAL_SHARE``·ε_G, split in proportion to the
+  features' codes (:func:`dpcore.synthesis.params.tree_shares`); the stated half-width is
+  the widest, the feature with the fewest codes. When the public rule on N̂ skips the
+  tree, each feature's histogram gets (ε_F + ε_G)/p, more than any tree marginal, so the
+  stated half-width still bounds it (its interval is narrower).
 
 So the 90 % half-width k of each such count — the smallest integer with P(|Z| ≤ k) ≥ 90 %
 (:func:`dpcore.privacy.count_intervals.noise_halfwidth`) — is known before the run, in rows,
@@ -36,6 +38,7 @@ from dpcore.synthesis.params import (
     MCGEN,
     TREE,
     SynthesisParams,
+    marginal_codes,
     mechanism_shares,
     plan_budget,
     tree_shares,
@@ -44,8 +47,8 @@ from dpcore.synthesis.params import (
 __all__ = ["expected_accuracy", "accuracy_text"]
 
 
-def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float = COVERAGE
-                      ) -> dict | None:
+def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float = COVERAGE,
+                      *, codes=None) -> dict | None:
     """The 90 % half-widths (rows) of a strict run's released counts, before it runs.
 
     Parameters
@@ -56,6 +59,10 @@ def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float 
         Number of features of the table (public schema).
     coverage : float
         Stated coverage of each count's interval.
+    codes : sequence of int, optional
+        Codes of each feature's tree marginal (:func:`dpcore.synthesis.params.marginal_codes`
+        of the schema; public). None: every feature as a numeric one (``histogram_bins``
+        codes), which is exact for all-numeric tables only.
 
     Returns
     -------
@@ -78,15 +85,17 @@ def expected_accuracy(params: SynthesisParams, n_features: int, coverage: float 
         out["marginal"] = noise_halfwidth(1e9 / eps_f, coverage=coverage)
     elif params.algorithm == MCGEN and params.structure == TREE and not params.groups_given \
             and int(n_features) >= 2:
-        eps_f = min(s.epsilon_nano for s in tree_shares(params, int(n_features))
+        codes = [int(params.histogram_bins)] * int(n_features) if codes is None else codes
+        eps_f = min(s.epsilon_nano for s in tree_shares(params, int(n_features), codes)
                     if s.phase == GROUPS and s.part == HISTOGRAM)
         out["marginal"] = noise_halfwidth(1e9 / eps_f, coverage=coverage)
     return out
 
 
-def accuracy_text(params: SynthesisParams, n_features: int) -> str:
-    """One paragraph for the launch form (parameters and public shape only, 0 ε)."""
-    acc = expected_accuracy(params, n_features)
+def accuracy_text(params: SynthesisParams, schema) -> str:
+    """One paragraph for the launch form (parameters and the public schema only, 0 ε)."""
+    acc = expected_accuracy(params, schema.n_features,
+                            codes=marginal_codes(schema, params.histogram_bins))
     if acc is None:
         return ("**Accuracy to expect:** none stated — a faithful run releases true counts "
                 "(not DP).")

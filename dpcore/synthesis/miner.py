@@ -44,6 +44,7 @@ from dpcore.synthesis.params import (
     MOMENTS,
     TREE,
     SynthesisParams,
+    marginal_codes,
     mechanism_shares,
     plan_budget,
     tree_shares,
@@ -123,7 +124,8 @@ def check_runnable(table: SynthesisTable, params: SynthesisParams) -> None:
                 "instead of paying ε_F for noisy correlations")
         _check_scales(table, params)
         if params.structure == TREE and not params.groups_given:
-            tree_shares(params, table.schema.n_features)
+            tree_shares(params, table.schema.n_features,
+                        marginal_codes(table.schema, params.histogram_bins))
 
 
 def _progress(progress, fraction: float, message: str) -> None:

@@ -58,7 +58,7 @@ from dpcore.synthesis.fixedpoint import DEFAULT_BITS, MAX_BITS, MIN_BITS
 __all__ = ["SYNTHESIS", "MCGEN", "FLOOR", "SYNTHESIS_ALGORITHMS", "ALGORITHM_LABELS",
            "GRID", "SINGLE", "CELL_KINDS", "DAVIES_BOULDIN", "THRESHOLD", "GROUPINGS",
            "TREE", "CORRELATION_GROUPS", "STRUCTURES", "TREE_MARGINAL_SHARE", "SELECTION",
-           "EDGE", "tree_shares",
+           "EDGE", "tree_shares", "marginal_codes",
            "CLASSES", "FEATURES", "GROUPS", "MARGINALS",
            "COUNTS", "SUMS", "MOMENTS", "MEAN", "COVARIANCE", "HISTOGRAM",
            "FAITHFUL_MEAN_SHARE", "HELP", "SynthesisParams", "BudgetSlot", "plan_budget",
@@ -469,31 +469,49 @@ def run_cost_nano(params: SynthesisParams) -> int:
     return sum(s.epsilon_nano for s in plan_budget(params))
 
 
-def tree_shares(params: SynthesisParams, n_features: int) -> list[BudgetSlot]:
+def marginal_codes(schema, fine_bins: int) -> list[int]:
+    """Codes of every feature's tree marginal: ``fine_bins`` for a numeric feature, its
+    number of declared levels for a categorical one (public schema and parameters)."""
+    return [int(fine_bins) if f.is_numeric else len(f.levels) for f in schema.features]
+
+
+def tree_shares(params: SynthesisParams, n_features: int, codes=None) -> list[BudgetSlot]:
     """Every mechanism call's share of a strict run with the tree structure (tree built).
 
     ``classes`` pays N̂_y; ``features`` is split evenly over the p − 1 edge choices
     (``SELECTION``, one exponential mechanism each); ``groups`` gives
-    :data:`TREE_MARGINAL_SHARE` to the p per-feature marginals (``HISTOGRAM``, evenly) and
-    the rest to the p − 1 edge tables (``EDGE``, evenly; index p + e for edge e). When
+    :data:`TREE_MARGINAL_SHARE` to the p per-feature marginals (``HISTOGRAM``) and the rest
+    to the p − 1 edge tables (``EDGE``, evenly; index p + e for edge e). The marginals'
+    part is split in proportion to ``codes`` (each feature's number of codes,
+    :func:`marginal_codes`; evenly when None), so that every marginal carries the same
+    total noise (codes × scale, in records): an even split gave a 41-level feature 41
+    cells of the same noise scale as a 2-level one, and that feature's empty cells were
+    where the synthetic table lost most against exact marginals (docs/results.md, issue 35,
+    fourth pass). Codes are public, so the split is fixed before any data is read. When
     the public rule skips the tree, the run spends :func:`mechanism_shares` of one-feature
     groups instead. Integers in nano-ε that sum exactly to :func:`plan_budget`'s total.
 
     Raises
     ------
     ParameterError
-        Fewer than two features, owner groups given, or a call would get 0 nano-ε.
+        Fewer than two features, owner groups given, ``codes`` not p counts ≥ 1, or a call
+        would get 0 nano-ε.
     """
     p = int(n_features)
     if p < 2 or params.groups_given:
         raise ParameterError("the tree structure needs ≥ 2 features and no owner groups")
+    if codes is not None and len(codes) != p:
+        raise ParameterError(f"codes: one count per feature expected ({p}); got {len(codes)}")
     plan = {s.phase: s.epsilon_nano for s in plan_budget(params)}
     out = [BudgetSlot(CLASSES, 0, plan[CLASSES], part=COUNTS)]
     out += [BudgetSlot(FEATURES, r, e, part=SELECTION)
             for r, e in enumerate(split_evenly(plan[FEATURES], p - 1))]
     marg, edges = split_fraction(plan[GROUPS], fraction_to_nano(TREE_MARGINAL_SHARE,
                                                                name="tree marginal share"))
-    out += [BudgetSlot(GROUPS, j, e, part=HISTOGRAM) for j, e in enumerate(split_evenly(marg, p))]
+    # equal codes (e.g. an all-numeric table) keep the even split's exact integers
+    per_feature = split_evenly(marg, p) if codes is None or len(set(codes)) == 1 \
+        else group_epsilons(marg, codes)
+    out += [BudgetSlot(GROUPS, j, e, part=HISTOGRAM) for j, e in enumerate(per_feature)]
     out += [BudgetSlot(GROUPS, p + r, e, part=EDGE)
             for r, e in enumerate(split_evenly(edges, p - 1))]
     if min(s.epsilon_nano for s in out) <= 0:

@@ -49,6 +49,7 @@ from dpcore.synthesis.params import (
     HISTOGRAM,
     SELECTION,
     SynthesisParams,
+    marginal_codes,
     tree_shares,
 )
 
@@ -188,26 +189,28 @@ class TreeModel:
     selection_utilities: list = field(default_factory=list)
 
 
-def _independent_gap(ca: int, cb: int, n_classes: int, total: float, marginal_scale: float
-                     ) -> float:
+def _independent_gap(ca: int, cb: int, n_classes: int, total: float, scale_a: float,
+                     scale_b: float) -> float:
     """The L1 gap an independent pair shows anyway (records), from public values only.
 
     Two parts: the released marginals' noise (about one noise scale per code of either
-    feature and class: C·b·(c_a + c_b)) and the sampling spread of a table of N̂ records over
-    C·c_a·c_b cells (E|X − EX| ≈ √(2/π·EX) per cell, summed: at most √(2/π·cells·N̂)).
+    feature and class: C·(b_a·c_a + b_b·c_b), b_j feature j's marginal noise scale) and
+    the sampling spread of a table of N̂ records over C·c_a·c_b cells (E|X − EX| ≈
+    √(2/π·EX) per cell, summed: at most √(2/π·cells·N̂)).
     Subtracting it from every pair's utility stops wide pairs (many codes) from winning on
     noise alone; it depends on released N̂ and public shapes, so Δ stays 1.
     """
     cells = n_classes * ca * cb
-    return n_classes * marginal_scale * (ca + cb) + float(np.sqrt(2.0 / np.pi * cells * total))
+    return n_classes * (scale_a * ca + scale_b * cb) + float(np.sqrt(2.0 / np.pi * cells * total))
 
 
-def pair_utilities(codes, cards, labels, marginals, n_hat, marginal_scale: float
+def pair_utilities(codes, cards, labels, marginals, n_hat, marginal_scales
                    ) -> tuple[list[tuple[int, int]], np.ndarray]:
     """Every pair (a < b) and its utility (records): the L1 gap between its true class × a × b
     table and N̂_y·P̂(a | y)·P̂(b | y) from the released marginals, minus
-    :func:`_independent_gap`. Sensitivity 1: only the true table reads the data, and one
-    record changes one of its cells by one."""
+    :func:`_independent_gap` (``marginal_scales``: each feature's marginal noise scale,
+    public). Sensitivity 1: only the true table reads the data, and one record changes one
+    of its cells by one."""
     p = codes.shape[1]
     c = len(n_hat)
     counts = np.maximum(np.asarray(n_hat, dtype=np.float64), 0.0)
@@ -218,7 +221,8 @@ def pair_utilities(codes, cards, labels, marginals, n_hat, marginal_scale: float
         true = _table(labels, codes[:, a], codes[:, b], c, int(cards[a]), int(cards[b]))
         expected = counts[:, None, None] * probs[a][:, :, None] * probs[b][:, None, :]
         utility[i] = np.abs(true - expected).sum() - _independent_gap(
-            int(cards[a]), int(cards[b]), c, counts.sum(), marginal_scale)
+            int(cards[a]), int(cards[b]), c, counts.sum(), marginal_scales[a],
+            marginal_scales[b])
     return pairs, utility
 
 
@@ -234,8 +238,8 @@ def _choose_edges(codes, cards, labels, marginals, n_hat, shares, *, rng, accoun
     step 3); from the second round on, one more candidate stops the forest there. Returns
     the chosen pairs and the true utilities of each round (owner diagnostics)."""
     p = codes.shape[1]
-    pairs, utility = pair_utilities(codes, cards, labels, marginals, n_hat,
-                                    1e9 / _share(shares, GROUPS, 0, HISTOGRAM))
+    scales = [1e9 / _share(shares, GROUPS, j, HISTOGRAM) for j in range(p)]
+    pairs, utility = pair_utilities(codes, cards, labels, marginals, n_hat, scales)
     # (``marginals`` here are the released fine marginals summed into coarse codes.)
     component = np.arange(p)
     chosen, seen = [], []
@@ -305,7 +309,7 @@ def fit_tree(table: SynthesisTable, params: SynthesisParams, n_hat, bins: int, *
     schema = table.schema
     p, c = schema.n_features, schema.n_classes
     fine = int(params.histogram_bins)
-    shares = tree_shares(params, p)
+    shares = tree_shares(params, p, marginal_codes(schema, fine))
     fine_codes, fine_cards = feature_codes(table, fine)
     widths = _widths(schema, fine, bins)
     codes, cards = fine_codes // widths, fine_cards // widths

@@ -397,11 +397,11 @@ def _bins_from_distinct_values(real):
 def _utility_from_true_marginals(real):
     """The edge utility's independence prediction from the true class × code marginals
     instead of the released ones (one record then moves a utility by up to about 3)."""
-    def broken(codes, cards, labels, marginals, n_hat, marginal_scale):
+    def broken(codes, cards, labels, marginals, n_hat, marginal_scales):
         c = len(n_hat)
         true = [np.bincount(labels * int(k) + codes[:, j], minlength=c * int(k)).reshape(c, -1)
                 for j, k in enumerate(cards)]
-        return real(codes, cards, labels, true, n_hat, marginal_scale)
+        return real(codes, cards, labels, true, n_hat, marginal_scales)
     return broken
 
 

@@ -12,11 +12,21 @@ import numpy as np
 import pytest
 
 from dpcore.data.table.table import load_synthesis_dataset
+from dpcore.experiments.synthesis import generated_table
 from dpcore.privacy.accountant import PrivacyAccountant
+from dpcore.privacy.count_intervals import COVERAGE, noise_halfwidth
 from dpcore.registry import FAITHFUL, FLOOR, MCGEN
 from dpcore.synthesis.accuracy import accuracy_text, expected_accuracy
 from dpcore.synthesis.floor import feature_bins, noisy_marginals
-from dpcore.synthesis.params import CORRELATION_GROUPS, SynthesisParams, run_cost_nano
+from dpcore.synthesis.params import (
+    CORRELATION_GROUPS,
+    GROUPS,
+    HISTOGRAM,
+    SynthesisParams,
+    marginal_codes,
+    run_cost_nano,
+    tree_shares,
+)
 from dpcore.synthesis.tree import feature_codes, fit_tree
 
 REPO = Path(__file__).resolve().parents[3]
@@ -28,7 +38,7 @@ def pima():
     return load_synthesis_dataset(REPO / "sample_data" / "pima_like")
 
 
-def test_the_statement_needs_only_parameters_and_says_what_it_covers():
+def test_the_statement_needs_only_parameters_and_says_what_it_covers(pima):
     floor = expected_accuracy(SynthesisParams(algorithm=FLOOR, epsilon=1.0), 8)
     assert floor["class_count"] > 0 and floor["marginal"] > 0 and floor["coverage"] == 0.9
     # a larger ε, a smaller error; more features share the marginals' ε: a larger one
@@ -38,12 +48,13 @@ def test_the_statement_needs_only_parameters_and_says_what_it_covers():
     groups = SynthesisParams(algorithm=MCGEN, epsilon=1.0, structure=CORRELATION_GROUPS)
     mcgen = expected_accuracy(groups, 8)
     assert mcgen["marginal"] is None and mcgen["class_count"] == floor["class_count"]
-    assert "not stated" in accuracy_text(groups, 8)
+    assert "not stated" in accuracy_text(groups, pima.schema)
     # the tree (default): its marginals get TREE_MARGINAL_SHARE·ε_G/p (0.7·0.55/p at the
     # default shares), less than the floor's (ε − ε_Y)/p
     tree = expected_accuracy(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
     assert tree["marginal"] > floor["marginal"]
-    assert "pair tables" in accuracy_text(SynthesisParams(algorithm=MCGEN, epsilon=1.0), 8)
+    assert "pair tables" in accuracy_text(SynthesisParams(algorithm=MCGEN, epsilon=1.0),
+                                          pima.schema)
     assert expected_accuracy(SynthesisParams(algorithm=MCGEN, mode=FAITHFUL), 8) is None
 
 
@@ -92,3 +103,20 @@ def test_tree_marginals_deliver_the_stated_accuracy(pima):
             inside += int(np.sum(np.abs(hist - truth) <= stated))
             total += truth.size
     assert 0.885 <= inside / total <= 0.93, (inside / total, SEED)
+
+
+def test_tree_statement_is_the_widest_marginal_when_features_have_different_codes():
+    """The tree's marginals split their ε in proportion to each feature's codes, so the
+    statement must be the half-width of the feature with the fewest codes (the smallest ε),
+    and the launch text must use the schema's codes, not an even split."""
+    table = generated_table("adult_like", 200)
+    params = SynthesisParams(algorithm=MCGEN, epsilon=1.0)
+    codes = marginal_codes(table.schema, params.histogram_bins)
+    assert min(codes) == 2 and max(codes) == 41          # sex, native_country
+    shares = tree_shares(params, table.schema.n_features, codes)
+    marg = [s.epsilon_nano for s in shares if s.phase == GROUPS and s.part == HISTOGRAM]
+    stated = expected_accuracy(params, table.schema.n_features, codes=codes)["marginal"]
+    assert stated == noise_halfwidth(1e9 / min(marg), coverage=COVERAGE)
+    even = expected_accuracy(params, table.schema.n_features)["marginal"]
+    assert stated > even
+    assert f"±{stated} rows" in accuracy_text(params, table.schema)

@@ -69,6 +69,21 @@ def test_tree_shares_sum_exactly_to_the_plan_and_name_every_call():
         tree_shares(SynthesisParams(feature_groups=[["a"], ["b"]]), 2)
 
 
+def test_tree_marginals_split_their_share_in_proportion_to_each_features_codes():
+    params = SynthesisParams(epsilon=0.7)
+    even = tree_shares(params, 5)
+    shares = tree_shares(params, 5, [16, 2, 41, 16, 7])
+    marg = [s.epsilon_nano for s in shares if s.part == HISTOGRAM]
+    # same total as the even split, every other call unchanged
+    assert sum(marg) == sum(s.epsilon_nano for s in even if s.part == HISTOGRAM)
+    assert [s for s in shares if s.part != HISTOGRAM] == [s for s in even if s.part != HISTOGRAM]
+    # ε_j ∝ codes_j: the same noise per feature in total (codes × scale), to a nano-ε
+    per_code = [e / c for e, c in zip(marg, [16, 2, 41, 16, 7])]
+    assert max(per_code) - min(per_code) < 1.0
+    with pytest.raises(ParameterError, match="one count per feature"):
+        tree_shares(params, 5, [16, 2])
+
+
 def test_a_tree_run_spends_exactly_its_charge_in_the_planned_calls(linked):
     params = SynthesisParams(epsilon=5.0)
     acc = PrivacyAccountant(epsilon_to_nano(5.0))
@@ -94,11 +109,12 @@ def test_edge_utility_moves_by_at_most_one_when_a_record_is_removed(linked):
     # released values are held fixed (they are the same outputs on both neighbours)
     marginals = [rng.integers(-5, 400, size=(2, int(k))) for k in cards]
     n_hat = np.array([2_390, 1_610])
-    _, base = pair_utilities(codes, cards, labels, marginals, n_hat, 4.0)
+    _, base = pair_utilities(codes, cards, labels, marginals, n_hat, [4.0] * len(cards))
     worst = 0.0
     for row in rng.choice(linked.n_rows, size=25, replace=False):
         keep = np.arange(linked.n_rows) != row
-        _, other = pair_utilities(codes[keep], cards, labels[keep], marginals, n_hat, 4.0)
+        _, other = pair_utilities(codes[keep], cards, labels[keep], marginals, n_hat,
+                                  [4.0] * len(cards))
         worst = max(worst, float(np.abs(other - base).max()))
     assert 0.0 < worst <= 1.0 + 1e-9
 
