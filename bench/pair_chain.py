@@ -140,22 +140,15 @@ def _profile_replay(path: str, iters: int) -> int:
               "popcount words": 0, "count_bits words": 0,
               "node lanes (nodes counted)": 0, "fill_pair_bits calls": 0,
               "bitset words written": 0, "accepted": 0, "leaves recounted": 0}
-    # and_count2 (two lanes per pass) was measured and not kept; profiled if present.
-    real = {n: getattr(B, n, None) for n in ("and_count", "and_count2", "count_bits",
-                                              "_node_lanes", "_fill_pair_bits",
-                                              "hastings_accept", "_recount_moved")}
+    real = {n: getattr(B, n) for n in ("and_count", "count_bits", "_node_lanes",
+                                        "_fill_pair_bits", "hastings_accept",
+                                        "_recount_moved")}
 
     def and_count(a, b):
         counts["lanes popcounted"] += 1
         counts["passes over a moved node"] += 1
         counts["popcount words"] += a.size
         return real["and_count"](a, b)
-
-    def and_count2(a, b, c):
-        counts["lanes popcounted"] += 2
-        counts["passes over a moved node"] += 1
-        counts["popcount words"] += 2 * a.size
-        return real["and_count2"](a, b, c)
 
     def count_bits(a):
         counts["count_bits words"] += a.size
@@ -185,8 +178,6 @@ def _profile_replay(path: str, iters: int) -> int:
         return ok
 
     B.and_count = and_count
-    if real["and_count2"] is not None:
-        B.and_count2 = and_count2
     B.count_bits, B._node_lanes = count_bits, node_lanes
     B._fill_pair_bits, B.hastings_accept, B._recount_moved = fill_pair_bits, accept, recount
     run_chain(tuple(args), iters, 1000)
