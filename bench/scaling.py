@@ -206,8 +206,10 @@ else:
         from dpcore.data.dataset import remember_digest
         from dpcore.data.sequences.dataset import SequenceDataset
         from dpcore.runs import load_registered
-        from dpcore.sequences import counting
+        from dpcore.data.sequences import partitions
         from dpcore.sequences.counting import DaskCounting
+        if count != "whole":
+            partitions.LOAD_WHOLE_UP_TO_RECORDS = 0    # parts, dask: per partition, any size
         data = load_registered(ledger._dataset_record(name))
         if count == "dask":
             return data.with_backend(DaskCounting(client))
@@ -215,7 +217,6 @@ else:
             whole = SequenceDataset(data.schema, data.indptr, data.items)
             remember_digest(whole, data.manifest.content_digest)
             return whole
-        counting.STREAM_ABOVE_RECORDS = 0      # parts: per partition whatever the size
         return data
 
     charge_and_mine(ledger, warm, params, requester=owner, seed=seed, data=data_of(warm))

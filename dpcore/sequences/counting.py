@@ -13,8 +13,9 @@ Where the counting runs is the run's choice:
 
 * :class:`WholeCounts`: the loaded records as one block (faithful mode, data in memory);
 * :class:`PartitionCounts` with no backend: the dataset's partitions in this process, one
-  partition's records held at a time (datasets above :data:`STREAM_ABOVE_RECORDS`; smaller
-  ones are loaded once and counted whole, which is faster);
+  partition's records held at a time (datasets the loader left on disk: above
+  ``LOAD_WHOLE_UP_TO_RECORDS`` of :mod:`dpcore.data.sequences.partitions`; smaller ones
+  are read whole when loaded and counted whole, which is faster);
 * :class:`PartitionCounts` with a :class:`DaskCounting` backend: one task per partition on
   a Dask cluster; each worker reads its partition from the shared store, checks its digests
   and returns only the partition's count array; the client sums them.
@@ -36,15 +37,9 @@ from dpcore.sequences.kernels import length_histogram, relevant_length_histogram
 from dpcore.sequences.shrinking import ShrinkStats, candidate_supports, shrink_records
 
 __all__ = ["WholeCounts", "PartitionCounts", "DaskCounting", "CountingInterrupted",
-           "record_counts", "STREAM_ABOVE_RECORDS"]
+           "record_counts"]
 
 _N_STATS = 4    # ShrinkStats' fields, all sums over records
-
-#: In this process, a partitioned dataset of at most this many records is loaded once and
-#: counted whole: every counting pass over partitions re-reads them and re-checks their
-#: digests, 2.4–2.7× the wall time of whole counting at 2–5 M clickstream records, whose
-#: whole records take 0.2–0.5 GB. Above it (8 partitions), memory stays one partition's.
-STREAM_ABOVE_RECORDS = 8 * 1_048_576
 
 
 # ---------------------------------------------------------------------------
@@ -228,16 +223,16 @@ def record_counts(data: SequenceDataset, backend=None, *, whole: bool = False,
                   runs=None) -> _Counts:
     """The counter a run uses: per partition when ``data`` was read from its partitions and
     ``whole`` is False — on ``backend``, else the one the data carry, else in this process
-    when the dataset has more than :data:`STREAM_ABOVE_RECORDS` records — the loaded records
-    otherwise (``runs``: their occurrence runs, if built)."""
+    when the loader left the records on disk — the loaded records otherwise (``runs``:
+    their occurrence runs, if built)."""
     from dpcore.data.sequences.partitions import PartitionedSequences
 
     if whole:
         return WholeCounts(data, runs)
     if isinstance(data, PartitionedSequences):
         backend = backend if backend is not None else data.count_backend
-        if backend is None and data.n_records <= STREAM_ABOVE_RECORDS:
-            return WholeCounts(data, runs)     # loads the records once; same sums
+        if backend is None and data.in_memory:
+            return WholeCounts(data, runs)     # read whole when loaded; same sums
         return PartitionCounts(data, backend)
     if backend is not None:
         raise DataError("per-partition counting needs a dataset read from its partitions")

@@ -43,10 +43,18 @@ from dpcore.errors import DataError
 
 __all__ = ["FORMAT", "LENGTHS", "ITEMS", "sequence_files", "ensure_sequence_partitions",
            "load_sequences_partitioned", "iter_partitions", "read_partition",
-           "PartitionedSequences"]
+           "PartitionedSequences", "LOAD_WHOLE_UP_TO_RECORDS"]
 
 FORMAT = "dpcore-sequence-parts-v1"
 LENGTHS, ITEMS = "lengths", "items"
+
+#: A dataset of at most this many records (8 partitions) is read whole when loaded — one
+#: pass that reads, checks and assembles — and a strict run counts it whole; a larger one is
+#: checked one partition at a time and counted per partition (dpcore.sequences.counting).
+#: Counting per partition re-reads and re-checks every partition on each pass: 2.4–2.7×
+#: the wall time of whole counting at 2–5 M clickstream records, whose whole records take
+#: 0.2–0.5 GB (docs/SCALING.md).
+LOAD_WHOLE_UP_TO_RECORDS = 8 * 1_048_576
 #: Records per block read from a record file (a partition gathers blocks).
 BLOCK_RECORDS = 1 << 16
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -297,11 +305,17 @@ class PartitionedSequences(SequenceDataset):
         process.
     """
 
-    def __init__(self, schema: SequenceSchema, manifest: store.Manifest, count_backend=None):
+    def __init__(self, schema: SequenceSchema, manifest: store.Manifest, count_backend=None,
+                 whole: SequenceDataset | None = None):
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "manifest", manifest)
         object.__setattr__(self, "count_backend", count_backend)
-        object.__setattr__(self, "_whole", None)
+        object.__setattr__(self, "_whole", whole)
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the records are loaded (then a run in this process counts them whole)."""
+        return self._whole is not None
 
     def _load(self) -> SequenceDataset:
         if self._whole is None:
@@ -355,10 +369,22 @@ def _checked(manifest: store.Manifest) -> bool:
     return n_items == int(manifest.extra.get("items", -1))
 
 
-def _lazy(manifest: store.Manifest, schema: SequenceSchema) -> PartitionedSequences:
+def _checked_dataset(manifest: store.Manifest, schema: SequenceSchema
+                     ) -> PartitionedSequences | None:
+    """The records of an intact build, or None when it is damaged: read whole (and checked
+    while read) up to :data:`LOAD_WHOLE_UP_TO_RECORDS`, else checked one partition at a time
+    and left on disk — either way a damaged build is found here, before any charge."""
     from dpcore.data.dataset import remember_digest
 
-    data = PartitionedSequences(schema, manifest)
+    whole = None
+    if int(manifest.rows) <= LOAD_WHOLE_UP_TO_RECORDS:
+        try:
+            whole = _dataset_from(manifest, schema)
+        except (store.Damaged, DataError, KeyError):
+            return None
+    elif not _checked(manifest):
+        return None
+    data = PartitionedSequences(schema, manifest, whole=whole)
     remember_digest(data, manifest.content_digest)
     return data
 
@@ -368,7 +394,8 @@ def load_sequences_partitioned(source_path, schema: SequenceSchema) -> SequenceD
 
     Returns the records :func:`dpcore.data.sequences.loading.load_registered_sequences`
     returns (private data), as a :class:`PartitionedSequences` once every partition has been
-    checked against its digests (its records loaded whole only if a reader asks for them),
+    checked against its digests (above :data:`LOAD_WHOLE_UP_TO_RECORDS` records, loaded
+    whole only if a reader asks for them),
     its content digest the manifest's (not hashed again). Builds the
     partitions when there are none for these files, this schema and this loader, or one is
     damaged; a folder that cannot be written to gives the loader's result.
@@ -391,8 +418,9 @@ def load_sequences_partitioned(source_path, schema: SequenceSchema) -> SequenceD
                     manifest = _build(source_path, schema, files, digests, key)
                 except OSError:
                     break
-            if _checked(manifest):
-                return _lazy(manifest, schema)
+            data = _checked_dataset(manifest, schema)
+            if data is not None:
+                return data
             manifest = None
     from dpcore.data.sequences.loading import load_registered_sequences
 

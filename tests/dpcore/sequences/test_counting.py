@@ -57,7 +57,7 @@ def partitioned(tmp_path, name, data, rows_per_partition, monkeypatch):
 @pytest.fixture(autouse=True)
 def stream_every_partitioned_dataset(monkeypatch):
     """These tests count small datasets per partition, which only larger ones do by default."""
-    monkeypatch.setattr(counting, "STREAM_ABOVE_RECORDS", 0)
+    monkeypatch.setattr(sp, "LOAD_WHOLE_UP_TO_RECORDS", 0)
 
 
 @pytest.fixture(scope="module")
@@ -121,15 +121,17 @@ def test_counts_per_partition_add_up_to_the_whole_count(tmp_path, monkeypatch, c
 
 def test_a_small_partitioned_dataset_is_loaded_once_and_counted_whole(
         tmp_path, monkeypatch, clicks):
+    monkeypatch.setattr(sp, "LOAD_WHOLE_UP_TO_RECORDS", clicks.n_records)
     _, _, many = partitioned(tmp_path, "many", clicks, 97, monkeypatch)
-    monkeypatch.setattr(counting, "STREAM_ABOVE_RECORDS", many.n_records)
+    assert many._whole is not None                    # read whole when loaded
     assert isinstance(counting.record_counts(many), counting.WholeCounts)
     params = SequenceMiningParams(epsilon=2.0, theta=0.02)
     reference = _mine(load_registered_sequences(tmp_path / "many", many.schema), params)
     assert released(_mine(many, params)) == released(reference)
-    assert many._whole is not None
-    monkeypatch.setattr(counting, "STREAM_ABOVE_RECORDS", many.n_records - 1)
-    assert isinstance(counting.record_counts(many), counting.PartitionCounts)
+    monkeypatch.setattr(sp, "LOAD_WHOLE_UP_TO_RECORDS", clicks.n_records - 1)
+    _, _, above = partitioned(tmp_path, "above", clicks, 97, monkeypatch)
+    assert above._whole is None
+    assert isinstance(counting.record_counts(above), counting.PartitionCounts)
 
 
 def test_a_partition_damaged_after_loading_interrupts_the_count_not_the_release(
