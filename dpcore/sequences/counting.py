@@ -180,8 +180,12 @@ class PartitionCounts(_Counts):
             for part in iter_partitions(self.manifest, self.schema):
                 total += _count_block(part, op, args)
         except (Damaged, DataError) as e:
-            raise CountingInterrupted(f"a partition of the dataset could not be counted "
-                                      f"({e}); the run stays charged: finish it") from None
+            # the requester sees this message: the exception's type only, never its text,
+            # which names server paths
+            raise CountingInterrupted(f"a partition of the dataset no longer reads or "
+                                      f"matches its digest ({type(e).__name__}); the run "
+                                      "stays charged: finish it once the dataset is intact"
+                                      ) from None
         return total
 
 
@@ -213,8 +217,9 @@ class DaskCounting:
             for counts in self.client.gather(futures):
                 total += counts
         except Exception as e:  # noqa: BLE001 - any cluster failure: the run stays charged
+            # type only: a worker's error text may name server paths or what its count read
             raise CountingInterrupted(f"the cluster did not count every partition "
-                                      f"({type(e).__name__}: {e}); the run stays charged: "
+                                      f"({type(e).__name__}); the run stays charged: "
                                       "finish it") from None
         return total
 

@@ -141,6 +141,10 @@ def test_a_partition_damaged_after_loading_interrupts_the_count_not_the_release(
     victim.write_bytes(victim.read_bytes()[:-7])
     with pytest.raises(counting.CountingInterrupted, match="stays charged"):
         _mine(many, SequenceMiningParams(epsilon=1.0, theta=0.05))
+    victim.unlink()                  # a missing file: the OS error names its server path
+    with pytest.raises(counting.CountingInterrupted, match="stays charged") as raised:
+        _mine(many, SequenceMiningParams(epsilon=1.0, theta=0.05))
+    assert str(tmp_path) not in str(raised.value)     # the requester sees no server path
 
 
 def test_a_backend_needs_partitioned_records(clicks):
